@@ -1,0 +1,211 @@
+//! Slinky `NodeSet` (`slinky.slurm.net`): `v1alpha1` in slurm-operator 0.1-0.4 and `v1beta1`
+//! from 1.0. A NodeSet is a set of slurmd pods serving one Slurm partition; its scale
+//! subresource (`.spec.replicas` / `.status.replicas` / `.status.selector`) is what KEDA and our
+//! autoscaler move. When replicas drop, the operator drains the Slurm node and deletes the pod
+//! only once the node is drained.
+//!
+//! Both versions share the status shape and most of the spec; `v1beta1` adds `scalingMode`
+//! (a `DaemonSet` NodeSet ignores replicas, so it must never be autoscaled).
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The Slurm controller (a `Controller` CR) this NodeSet belongs to.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+pub struct ControllerRef {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+}
+
+/// The partition the operator creates for this NodeSet.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+pub struct NodeSetPartition {
+    #[serde(default)]
+    pub enabled: bool,
+    /// Extra text for the partition line, e.g. `MaxTime=UNLIMITED`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<String>,
+}
+
+/// Observed state, shared by both versions (v1alpha1 simply lacks `desired`).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
+pub struct NodeSetStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_replicas: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub available_replicas: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_replicas: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable_replicas: Option<i32>,
+    /// v1beta1 only: nodes that should run a pod (replicas, or matching nodes in DaemonSet mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub desired: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm_idle: Option<i32>,
+    /// Pods whose Slurm node is ALLOCATED or MIXED.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm_allocated: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm_down: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm_drain: Option<i32>,
+    /// Label selector of the pods, in string form, for the scale subresource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// The operator's controller-revision hash; required by the official schema whenever a
+    /// status is written, so anything playing the operator must set it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_set_hash: Option<String>,
+}
+
+/// How a v1beta1 NodeSet places pods. Unknown values are kept, not rejected: a newer operator
+/// must not make us fail to read the object.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(from = "String", into = "String")]
+#[schemars(with = "String")]
+pub enum ScalingMode {
+    StatefulSet,
+    DaemonSet,
+    Other(String),
+}
+
+impl From<String> for ScalingMode {
+    fn from(s: String) -> Self {
+        match s.as_str() {
+            "StatefulSet" => Self::StatefulSet,
+            "DaemonSet" => Self::DaemonSet,
+            _ => Self::Other(s),
+        }
+    }
+}
+
+impl From<ScalingMode> for String {
+    fn from(m: ScalingMode) -> Self {
+        match m {
+            ScalingMode::StatefulSet => "StatefulSet".into(),
+            ScalingMode::DaemonSet => "DaemonSet".into(),
+            ScalingMode::Other(s) => s,
+        }
+    }
+}
+
+/// Labels and annotations of the pod template: the `pod-deletion-cost` steering and the
+/// partition mapping read them.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
+pub struct PodTemplate {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<TemplateMetadata>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+pub struct TemplateMetadata {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+pub mod v1beta1 {
+    use kube::CustomResource;
+
+    use super::*;
+
+    #[derive(
+        CustomResource, Clone, Debug, Default, PartialEq, Deserialize, Serialize, JsonSchema,
+    )]
+    #[kube(
+        group = "slinky.slurm.net",
+        version = "v1beta1",
+        kind = "NodeSet",
+        plural = "nodesets",
+        doc = "A set of slurmd pods serving one Slurm partition (Slinky slurm-operator).",
+        shortname = "nss",
+        namespaced,
+        status = "NodeSetStatus",
+        scale(
+            spec_replicas_path = ".spec.replicas",
+            status_replicas_path = ".status.replicas",
+            label_selector_path = ".status.selector"
+        ),
+        printcolumn(name = "Desired", type_ = "integer", json_path = ".status.desired"),
+        printcolumn(name = "Replicas", type_ = "integer", json_path = ".status.replicas"),
+        printcolumn(name = "Ready", type_ = "integer", json_path = ".status.readyReplicas"),
+        printcolumn(name = "Idle", type_ = "integer", json_path = ".status.slurmIdle"),
+        printcolumn(
+            name = "Allocated",
+            type_ = "integer",
+            json_path = ".status.slurmAllocated"
+        )
+    )]
+    #[serde(rename_all = "camelCase")]
+    #[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
+    pub struct NodeSetSpec {
+        #[serde(default)]
+        pub controller_ref: ControllerRef,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub replicas: Option<i32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub scaling_mode: Option<ScalingMode>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub partition: Option<NodeSetPartition>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub template: Option<PodTemplate>,
+    }
+}
+
+pub mod v1alpha1 {
+    use kube::CustomResource;
+
+    use super::*;
+
+    #[derive(
+        CustomResource, Clone, Debug, Default, PartialEq, Deserialize, Serialize, JsonSchema,
+    )]
+    #[kube(
+        group = "slinky.slurm.net",
+        version = "v1alpha1",
+        kind = "NodeSet",
+        plural = "nodesets",
+        doc = "A set of slurmd pods serving one Slurm partition (Slinky slurm-operator).",
+        shortname = "nss",
+        namespaced,
+        status = "NodeSetStatus",
+        scale(
+            spec_replicas_path = ".spec.replicas",
+            status_replicas_path = ".status.replicas",
+            label_selector_path = ".status.selector"
+        ),
+        printcolumn(name = "Replicas", type_ = "integer", json_path = ".status.replicas"),
+        printcolumn(name = "Ready", type_ = "integer", json_path = ".status.readyReplicas"),
+        printcolumn(name = "Idle", type_ = "integer", json_path = ".status.slurmIdle"),
+        printcolumn(
+            name = "Allocated",
+            type_ = "integer",
+            json_path = ".status.slurmAllocated"
+        )
+    )]
+    #[serde(rename_all = "camelCase")]
+    #[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
+    pub struct NodeSetSpec {
+        #[serde(default)]
+        pub controller_ref: ControllerRef,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub replicas: Option<i32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub partition: Option<NodeSetPartition>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub template: Option<PodTemplate>,
+    }
+}

@@ -1,0 +1,343 @@
+//! Our Rust types read and write objects served under the *official* CRDs (Slinky's
+//! NodeSet v1alpha1 and v1beta1, our GenericNode reconstruction), not just under the CRDs we
+//! generate. The official schemas prune unknown fields, so a misspelt field in our types
+//! shows up here as a value that does not survive a round trip.
+//!
+//! This swaps CRDs on the shared test apiserver, so it lives in its own test binary (cargo
+//! runs test binaries one after another) and puts our CRDs back when it ends, even on panic.
+
+mod support;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::{Client, Resource};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+use slurmscale_exporter::k8s::crd;
+use slurmscale_exporter::k8s::genericnode::{
+    AllocatedResources, GenericNode, GenericNodeSpec, GenericNodeStatus,
+};
+use slurmscale_exporter::k8s::nodeset::{
+    ControllerRef, NodeSetPartition, NodeSetStatus, PodTemplate, ScalingMode, TemplateMetadata,
+    v1alpha1, v1beta1,
+};
+use support::{kube_client, namespace, unique};
+
+/// The official CRDs, trimmed for kube 1.20 (no CEL, no empty-string defaults).
+fn official(file: &str) -> CustomResourceDefinition {
+    let candidates = [
+        std::env::var_os("SLURMSCALE_OFFICIAL_CRDS").map(PathBuf::from),
+        Some(support::repo_root().join("../shared/crds/for-kube-1.20")),
+        Some(PathBuf::from("/work/shared/crds/for-kube-1.20")),
+    ];
+    let dir = candidates.into_iter().flatten().find(|d| d.join(file).is_file()).unwrap_or_else(|| {
+        panic!("official CRD {file} not found: set SLURMSCALE_OFFICIAL_CRDS to the folder holding the for-kube-1.20 CRDs")
+    });
+    let text = std::fs::read_to_string(dir.join(file)).expect("read CRD");
+    serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+async fn wait<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    for _ in 0..300 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+/// Replaces the CRD of the same name with `new` and waits until its resource is served.
+async fn install(client: &Client, new: &CustomResourceDefinition) {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let name = new.metadata.name.clone().expect("CRD name");
+    if crds.get_opt(&name).await.expect("get CRD").is_some() {
+        crds.delete(&name, &Default::default())
+            .await
+            .expect("delete CRD");
+        wait(&format!("CRD {name} to go"), || async {
+            crds.get_opt(&name).await.expect("get CRD").is_none()
+        })
+        .await;
+    }
+    let mut new = new.clone();
+    new.metadata.resource_version = None;
+    crds.create(&PostParams::default(), &new)
+        .await
+        .expect("create CRD");
+    let spec = &new.spec;
+    for version in spec.versions.iter().filter(|v| v.served) {
+        let gvk = GroupVersionKind::gvk(&spec.group, &version.name, &spec.names.kind);
+        let resource = ApiResource::from_gvk_with_plural(&gvk, &spec.names.plural);
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+        wait(
+            &format!("{}/{} to be served", spec.names.plural, version.name),
+            || async { api.list(&Default::default()).await.is_ok() },
+        )
+        .await;
+    }
+}
+
+/// Puts our generated CRDs back when the test ends, however it ends.
+struct RestoreOurs;
+
+impl Drop for RestoreOurs {
+    fn drop(&mut self) {
+        // Drop cannot await, and the test's runtime may be unwinding: use a fresh one.
+        std::thread::spawn(|| {
+            tokio::runtime::Runtime::new()
+                .expect("runtime")
+                .block_on(async {
+                    let client = kube_client().await;
+                    install(&client, &crd::nodeset().expect("NodeSet CRD")).await;
+                    install(&client, &crd::genericnode()).await;
+                })
+        })
+        .join()
+        .expect("restoring our CRDs");
+    }
+}
+
+/// Creates `obj`, reads it back through the same type and checks nothing was pruned.
+async fn round_trip<K>(api: &Api<K>, obj: &K) -> K
+where
+    K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
+{
+    let created = api
+        .create(&PostParams::default(), obj)
+        .await
+        .expect("create under official CRD");
+    let name = created.meta().name.clone().expect("name");
+    let status = serde_json::to_value(obj).expect("serialize")["status"].clone();
+    if !status.is_null() {
+        api.patch_status(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "status": status })),
+        )
+        .await
+        .expect("patch status under official CRD");
+    }
+    api.get(&name).await.expect("get under official CRD")
+}
+
+fn full_status(desired: Option<i32>) -> NodeSetStatus {
+    NodeSetStatus {
+        replicas: Some(2),
+        ready_replicas: Some(2),
+        available_replicas: Some(1),
+        updated_replicas: Some(2),
+        unavailable_replicas: Some(1),
+        desired,
+        slurm_idle: Some(1),
+        slurm_allocated: Some(1),
+        slurm_down: Some(0),
+        slurm_drain: Some(0),
+        selector: Some("app.kubernetes.io/instance=gpu".into()),
+        observed_generation: Some(1),
+        node_set_hash: Some("5d8f7c9b4".into()),
+    }
+}
+
+fn template() -> Option<PodTemplate> {
+    Some(PodTemplate {
+        metadata: Some(TemplateMetadata {
+            labels: [("app".to_string(), "slurmd".to_string())].into(),
+            annotations: [("note".to_string(), "from-test".to_string())].into(),
+        }),
+    })
+}
+
+/// An object as the operator would create it: far more fields than we model.
+fn operator_object(api_version: &str, name: &str) -> serde_json::Value {
+    json!({
+        "apiVersion": api_version, "kind": "NodeSet", "metadata": {"name": name},
+        "spec": {
+            "controllerRef": {"name": "slurm"},
+            "replicas": 4,
+            "partition": {"enabled": true, "config": "MaxTime=UNLIMITED"},
+            "template": {"spec": {"containers": [{"name": "slurmd", "image": "slurmd:25.05"}]}},
+            "updateStrategy": {"type": "RollingUpdate"}
+        }
+    })
+}
+
+async fn scale_to_three<K>(api: &Api<K>, name: &str)
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    api.patch_scale(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": 3}})),
+    )
+    .await
+    .expect("patch_scale under official CRD");
+    let scale = api
+        .get_scale(name)
+        .await
+        .expect("get_scale under official CRD");
+    assert_eq!(scale.spec.and_then(|s| s.replicas), Some(3));
+}
+
+#[tokio::test]
+async fn our_types_read_and_write_objects_under_the_official_crds() {
+    let client = kube_client().await;
+    let _restore = RestoreOurs;
+    let ns = namespace(&client, "conformance").await;
+
+    // --- NodeSet v1alpha1 (slurm-operator 0.1-0.4)
+    install(
+        &client,
+        &official("slinky.slurm.net_nodesets.v1alpha1.yaml"),
+    )
+    .await;
+    let api: Api<v1alpha1::NodeSet> = Api::namespaced(client.clone(), &ns);
+    let mut ours = v1alpha1::NodeSet::new(
+        "alpha",
+        v1alpha1::NodeSetSpec {
+            controller_ref: ControllerRef {
+                name: Some("slurm".into()),
+                namespace: Some(ns.clone()),
+            },
+            replicas: Some(2),
+            partition: Some(NodeSetPartition {
+                enabled: true,
+                config: Some("MaxTime=60".into()),
+            }),
+            template: template(),
+        },
+    );
+    ours.status = Some(full_status(None));
+    let back = round_trip(&api, &ours).await;
+    assert_eq!(
+        back.spec, ours.spec,
+        "v1alpha1 spec pruned by the official schema"
+    );
+    assert_eq!(
+        back.status, ours.status,
+        "v1alpha1 status pruned by the official schema"
+    );
+    scale_to_three(&api, "alpha").await;
+    let raw: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        &ns,
+        &ApiResource::erase::<v1alpha1::NodeSet>(&()),
+    );
+    let op: DynamicObject = serde_json::from_value(operator_object(
+        "slinky.slurm.net/v1alpha1",
+        "operator-made",
+    ))
+    .unwrap();
+    raw.create(&PostParams::default(), &op)
+        .await
+        .expect("create operator-shaped v1alpha1");
+    let read = api
+        .get("operator-made")
+        .await
+        .expect("our type reads an operator-made v1alpha1");
+    assert_eq!(read.spec.replicas, Some(4));
+    assert_eq!(
+        read.spec.partition.and_then(|p| p.config).as_deref(),
+        Some("MaxTime=UNLIMITED")
+    );
+
+    // --- NodeSet v1beta1 (slurm-operator 1.0+): adds scalingMode and status.desired; its
+    // controllerRef has no namespace.
+    install(&client, &official("slinky.slurm.net_nodesets.v1beta1.yaml")).await;
+    let api: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
+    let mut ours = v1beta1::NodeSet::new(
+        "beta",
+        v1beta1::NodeSetSpec {
+            controller_ref: ControllerRef {
+                name: Some("slurm".into()),
+                namespace: None,
+            },
+            replicas: Some(0),
+            scaling_mode: Some(ScalingMode::StatefulSet),
+            partition: Some(NodeSetPartition {
+                enabled: true,
+                config: None,
+            }),
+            template: template(),
+        },
+    );
+    ours.status = Some(full_status(Some(2)));
+    let back = round_trip(&api, &ours).await;
+    assert_eq!(
+        back.spec, ours.spec,
+        "v1beta1 spec pruned by the official schema"
+    );
+    assert_eq!(
+        back.status, ours.status,
+        "v1beta1 status pruned by the official schema"
+    );
+    scale_to_three(&api, "beta").await;
+    let raw: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        &ns,
+        &ApiResource::erase::<v1beta1::NodeSet>(&()),
+    );
+    let mut op = operator_object("slinky.slurm.net/v1beta1", "daemonset-mode");
+    op["spec"]["scalingMode"] = json!("DaemonSet");
+    raw.create(&PostParams::default(), &serde_json::from_value(op).unwrap())
+        .await
+        .expect("create operator-shaped v1beta1");
+    let read = api
+        .get("daemonset-mode")
+        .await
+        .expect("our type reads an operator-made v1beta1");
+    assert_eq!(read.spec.scaling_mode, Some(ScalingMode::DaemonSet));
+
+    // --- GenericNode (our reconstruction of ACK's ledger)
+    install(&client, &official("kai.alibabacloud.com_genericnodes.yaml")).await;
+    let api: Api<GenericNode> = Api::all(client.clone());
+    let mut ours = GenericNode::new(
+        &unique("ledger"),
+        GenericNodeSpec {
+            alias: Some("e1".into()),
+            type_: Some("Slurm".into()),
+        },
+    );
+    ours.status = Some(GenericNodeStatus {
+        allocated_resources: vec![
+            AllocatedResources {
+                type_: "Slurm".into(),
+                allocated: [
+                    ("cpu".into(), json_quantity("2")),
+                    ("memory".into(), json_quantity("4000Mi")),
+                ]
+                .into(),
+            },
+            AllocatedResources {
+                type_: "Kubernetes".into(),
+                allocated: [
+                    ("cpu".into(), json_quantity("1735m")),
+                    ("memory".into(), json_quantity("2393Mi")),
+                    ("nvidia.com/gpu".into(), json_quantity("1")),
+                ]
+                .into(),
+            },
+        ],
+        admission_checks: vec![json!({"name": "slurm-drain", "state": "Pending"})],
+    });
+    let back = round_trip(&api, &ours).await;
+    assert_eq!(back.spec, ours.spec, "GenericNode spec pruned");
+    assert_eq!(back.status, ours.status, "GenericNode status pruned");
+    api.delete(back.metadata.name.as_deref().unwrap(), &Default::default())
+        .await
+        .expect("delete");
+}
+
+fn json_quantity(s: &str) -> k8s_openapi::apimachinery::pkg::util::intstr::IntOrString {
+    k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::String(s.into())
+}

@@ -1,0 +1,33 @@
+//! The CRDs checked into the repo are exactly what our Rust types generate. Run with
+//! `SLURMSCALE_UPDATE_CRDS=1` to rewrite them after changing a type.
+
+use std::path::PathBuf;
+
+use slurmscale_exporter::k8s::crd;
+
+fn check(path: &str, rendered: String) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(path);
+    if std::env::var_os("SLURMSCALE_UPDATE_CRDS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &rendered).unwrap();
+        return;
+    }
+    let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        on_disk == rendered,
+        "{} is out of date with the Rust types: regenerate with `SLURMSCALE_UPDATE_CRDS=1 cargo test --test crds`",
+        path.display()
+    );
+}
+
+#[test]
+fn checked_in_crds_match_the_rust_types() {
+    check(
+        "tests/crds/nodesets.slinky.slurm.net.yaml",
+        crd::to_yaml(&crd::nodeset().unwrap()).unwrap(),
+    );
+    check(
+        "tests/crds/genericnodes.kai.alibabacloud.com.yaml",
+        crd::to_yaml(&crd::genericnode()).unwrap(),
+    );
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Builds Slurm 24.11.5 from Debian's own source (trixie's orig tarball + trixie-security's
+# debian/ with its CVE patches) with bookworm's toolchain, and caches the install prefix
+# outside the clone. This gives the tests a second real Slurm that serves REST
+# v0.0.40-v0.0.42 and node updates. ~7.5 min the first time; a no-op afterwards.
+source "$(dirname "$0")/common.sh"
+need_root
+
+if [ -x "$SLURM_2411_PREFIX/sbin/slurmctld" ] && [ -x "$SLURM_2411_PREFIX/sbin/slurmrestd" ]; then exit 0; fi
+"$HARNESS_DIR/deps.sh"
+
+work="$SLURMSCALE_CACHE/build/slurm-$SLURM_2411_VERSION"
+rm -rf "$work"
+mkdir -p "$work/lists/partial"
+cd "$work"
+
+# The signed Sources indexes give us checksums we can trust for files fetched by hand:
+# this mirror serves trixie's orig tarball but not its .dsc, and trixie-security's
+# debian.tar.xz but not its orig (the same file).
+say "fetching the signed trixie source indexes (a private deb-src list; /etc is untouched)"
+keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+cat >sources.list <<EOF
+deb-src [signed-by=$keyring] http://deb.debian.org/debian trixie main
+deb-src [signed-by=$keyring] http://deb.debian.org/debian-security trixie-security main
+EOF
+TMPDIR=/var/tmp apt-get -o Dir::Etc::SourceList="$work/sources.list" -o Dir::Etc::SourceParts=/dev/null \
+  -o Dir::State::Lists="$work/lists" -o APT::Sandbox::User=root -qq update
+
+# sha256 of $2 as listed for slurm-wlm in the Sources index matching $1
+index_sha256() {
+  local idx
+  idx=$(ls lists/*"$1"*Sources*)
+  /usr/lib/apt/apt-helper cat-file "$idx" |
+    awk -v f="$2" '/^Package: slurm-wlm$/{p=1} /^$/{p=0} p && $3==f && length($1)==64 && !s {s=$1} END{print s}'
+}
+
+fetch() { # url, index, file
+  local sum
+  sum=$(index_sha256 "$2" "$3")
+  [ -n "$sum" ] || die "$3 is not listed in the $2 Sources index"
+  curl -fsSL -o "$3" "$1/$3" || die "download failed: $1/$3"
+  echo "$sum  $3" | sha256sum -c --quiet - || die "checksum mismatch for $3"
+}
+orig=slurm-wlm_${SLURM_2411_VERSION}.orig.tar.gz
+deb=slurm-wlm_${SLURM_2411_VERSION}-4+deb13u1.debian.tar.xz
+fetch http://deb.debian.org/debian/pool/main/s/slurm-wlm _debian_dists_trixie_main "$orig"
+fetch http://deb.debian.org/debian-security/pool/updates/main/s/slurm-wlm trixie-security "$deb"
+
+rm -rf "$SLURM_2411_PREFIX"
+mkdir src
+tar -xzf "$orig" -C src --strip-components=1
+tar -xJf "$deb" -C src
+cd src
+# Debian's patches, minus the two that edit configure.ac/Makefile.am (they would need
+# autoreconf, and miscellanea-manpages breaks `make` in doc/man without it).
+grep -v -E '^\s*(#|$)' debian/patches/series | while read -r p _; do
+  case "$p" in rpath | miscellanea-manpages) continue ;; esac
+  patch -p1 -s <"debian/patches/$p" || die "patch $p does not apply"
+done
+
+say "building Slurm $SLURM_2411_VERSION into $SLURM_2411_PREFIX (~7.5 min on 2 cores)"
+{
+  ./configure --prefix="$SLURM_2411_PREFIX" --sysconfdir="$SLURM_2411_PREFIX/etc" \
+    --disable-debug --enable-multiple-slurmd --with-munge --with-jwt --with-json \
+    --with-http-parser --with-yaml --with-lz4 &&
+    make -j"$(nproc)" &&
+    make install
+} >"$work/build.log" 2>&1 || { tail -30 "$work/build.log" >&2; die "Slurm build failed (log: $work/build.log)"; }
+cd / && rm -rf "$work"
+say "Slurm $SLURM_2411_VERSION cached at $SLURM_2411_PREFIX"

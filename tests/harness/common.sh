@@ -1,0 +1,52 @@
+# Shared settings for the harness scripts (sourced, not run).
+#
+# Everything slow to make (the kube-apiserver binary, the Slurm 24.11 build, the
+# cargo target dir) lives in one cache outside the clone so a second run reuses it;
+# everything a run creates (configs, keys, logs, pid files) lives in a run dir that
+# `stop` removes.
+
+set -euo pipefail
+
+# /var/cache, not ~/.cache: slurmctld re-executes itself after dropping to SlurmUser, and
+# slurmrestd runs as nobody, so the Slurm 24.11 prefix must be reachable by other users.
+SLURMSCALE_CACHE="${SLURMSCALE_CACHE:-/var/cache/slurmscale}"
+SLURMSCALE_RUN="${SLURMSCALE_RUN:-/tmp/slurmscale-harness}"
+HARNESS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+SLURM_2411_VERSION=24.11.5
+SLURM_2411_PREFIX="${SLURM_2411_PREFIX:-$SLURMSCALE_CACHE/slurm-$SLURM_2411_VERSION}"
+KUBE_APISERVER_BIN="${KUBE_APISERVER_BIN:-$SLURMSCALE_CACHE/kube-apiserver-v1.20.2/kube-apiserver}"
+
+say() { printf '[harness] %s\n' "$*" >&2; }
+die() { printf '[harness] error: %s\n' "$*" >&2; exit 1; }
+
+need_root() {
+  [ "$(id -u)" = 0 ] || die "the harness runs Slurm daemons and apt as root; run it as root"
+}
+
+# Poll a command until it succeeds; fail with a message after $1 seconds.
+wait_for() {
+  local secs=$1 what=$2; shift 2
+  local deadline=$((SECONDS + secs))
+  until "$@" >/dev/null 2>&1; do
+    [ $SECONDS -lt $deadline ] || die "timed out after ${secs}s waiting for $what"
+    sleep 0.2
+  done
+}
+
+# True when the pid recorded in $1 is alive.
+pid_alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+# Stop the process whose pid we recorded in $1 (TERM, then KILL), and forget it.
+# We only ever signal pids we wrote down ourselves.
+stop_pidfile() {
+  local f=$1 pid
+  [ -s "$f" ] || { rm -f "$f"; return 0; }
+  pid=$(cat "$f")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$f"
+}

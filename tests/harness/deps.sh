@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the harness and the test suite need, only those missing.
+# Idempotent and quiet when everything is present, so the test command can always call it.
+source "$(dirname "$0")/common.sh"
+need_root
+
+packages=(
+  # Slurm 22.05 from Debian (never the *-emulator packages: they divert the daemons)
+  munge slurmctld slurmd slurmrestd slurm-client slurm-wlm-basic-plugins slurm-wlm-jwt-plugin
+  # kube-apiserver build (Debian's Go) and its runtime
+  golang-go rsync make golang-github-modern-go-reflect2-dev etcd-server
+  # Slurm 24.11 build
+  build-essential pkg-config libmunge-dev libjwt-dev libjson-c-dev libhttp-parser-dev
+  libyaml-dev liblz4-dev libssl-dev
+  # scripts, certificates, metric and rule linting, a real Prometheus
+  openssl curl jq xz-utils unzip dpkg-dev prometheus
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+say "installing ${#missing[@]} Debian packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive TMPDIR=/var/tmp
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Stops everything up.sh started (only the pids it recorded) and removes the run dir.
+source "$(dirname "$0")/common.sh"
+need_root
+
+status=0
+"$HARNESS_DIR/kube.sh" stop || status=1
+"$HARNESS_DIR/slurm.sh" 24.11 stop || status=1
+"$HARNESS_DIR/slurm.sh" 22.05 stop || status=1
+rmdir "$SLURMSCALE_RUN" 2>/dev/null || true
+exit $status

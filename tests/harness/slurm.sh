@@ -1,0 +1,277 @@
+#!/usr/bin/env bash
+# A real Slurm cluster on 127.0.0.1 in a temp dir: munged, slurmctld, one `slurmd -N` per
+# node and slurmrestd with JWT auth.
+#
+#   slurm.sh FLAVOR start | stop | status | env | node-up NODE | node-down NODE
+#
+# FLAVOR is 22.05 (Debian bookworm's packages, REST v0.0.38) or 24.11 (built from Debian's
+# source by build-slurm-24.11.sh, REST v0.0.40-v0.0.42). Both can run side by side.
+#
+# Partitions: `cpu` (c1-c4, default), `gpu` (g1-g2, four fake gres/gpu each) and `elastic`
+# (e1-e8, State=FUTURE: no slurmd until a test "scales them up" with node-up, which is what a
+# NodeSet pod would do in a real deployment).
+#
+# `env` prints sourceable exports; the token is read from its file at source time so it never
+# shows up in a log. Only pids this script recorded are ever signalled.
+source "$(dirname "$0")/common.sh"
+need_root
+# SLURM_JWT in the environment switches Slurm's commands *and daemons* to JWT auth (a slurmd
+# started with it rejects munge-signed job launches); the harness itself always uses munge.
+unset SLURM_JWT
+
+flavor=${1:-}
+cmd=${2:-}
+case "$flavor" in
+  22.05)
+    cluster=s2205 base=16800 api_versions="v0.0.38"
+    sbin=/usr/sbin bin=/usr/bin
+    ;;
+  24.11)
+    cluster=s2411 base=17800 api_versions="v0.0.40 v0.0.41 v0.0.42"
+    sbin=$SLURM_2411_PREFIX/sbin bin=$SLURM_2411_PREFIX/bin
+    ;;
+  *) die "usage: slurm.sh 22.05|24.11 start|stop|status|env|node-up NODE|node-down NODE" ;;
+esac
+
+dir="$SLURMSCALE_RUN/slurm-$flavor"
+conf="$dir/etc/slurm.conf"
+pids="$dir/pids"
+ctld_port=$((base + 17)) rest_port=$((base + 20)) node_port0=$((base + 30))
+rest_url="http://127.0.0.1:$rest_port"
+jwt_user=slurm # SlurmUser: an operator for node updates without slurmdbd
+
+cpu_nodes=(c1 c2 c3 c4)
+gpu_nodes=(g1 g2)
+elastic_nodes=(e1 e2 e3 e4 e5 e6 e7 e8)
+all_nodes=("${cpu_nodes[@]}" "${gpu_nodes[@]}" "${elastic_nodes[@]}")
+
+slurm() { SLURM_CONF="$conf" "$bin/$1" "${@:2}"; }
+
+node_port() {
+  local i
+  for i in "${!all_nodes[@]}"; do
+    [ "${all_nodes[$i]}" = "$1" ] && { echo $((node_port0 + i)); return; }
+  done
+  die "unknown node $1"
+}
+
+write_config() {
+  mkdir -p "$dir"/{etc,state,spool,log,run,munge,dev,bin} "$pids"
+  chmod 0755 "$dir" "$dir/munge"
+  chown slurm:slurm "$dir/state" "$dir/log"
+
+  # Debian names its daemons *-wlm, but Slurm decides what it is from argv[0] (under the
+  # -wlm names, GPU counts on node lines are silently dropped), so run them via symlinks.
+  if [ "$flavor" = 22.05 ]; then
+    for d in slurmctld slurmd slurmstepd; do ln -sf "/usr/sbin/$d-wlm" "$dir/bin/$d"; done
+  else
+    for d in slurmctld slurmd slurmstepd; do ln -sf "$sbin/$d" "$dir/bin/$d"; done
+  fi
+
+  # The HS256 key is the exact bytes of the file.
+  openssl rand -hex 32 | tr -d '\n' >"$dir/etc/jwt_hs256.key"
+  chown slurm:slurm "$dir/etc/jwt_hs256.key"
+  chmod 0400 "$dir/etc/jwt_hs256.key"
+
+  dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
+  chmod 0400 "$dir/munge/munge.key"
+
+  # gres/gpu needs device files; symlinks to /dev/null pass its checks.
+  for i in 0 1 2 3; do ln -sf /dev/null "$dir/dev/nvidia$i"; done
+
+  {
+    cat <<EOF
+ClusterName=$cluster
+SlurmctldHost=localhost(127.0.0.1)
+SlurmctldPort=$ctld_port
+SlurmdPort=$((base + 18))
+SlurmUser=slurm
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=$dir/munge/munge.socket
+AuthAltTypes=auth/jwt
+AuthAltParameters=jwt_key=$dir/etc/jwt_hs256.key
+CommunicationParameters=NoInAddrAny,NoCtldInAddrAny
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool/%n
+SlurmctldPidFile=$dir/run/slurmctld.pid
+SlurmdPidFile=$dir/run/slurmd-%n.pid
+SlurmctldLogFile=$dir/log/slurmctld.log
+SlurmdLogFile=$dir/log/slurmd-%n.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SlurmdParameters=config_overrides
+MpiDefault=none
+MailProg=/bin/true
+ReturnToService=2
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+DefMemPerCPU=500
+GresTypes=gpu
+MinJobAge=60
+SlurmdTimeout=60
+InactiveLimit=0
+KillWait=5
+EOF
+    local i=0 n
+    for n in "${all_nodes[@]}"; do
+      case "$n" in
+        c*) echo "NodeName=$n NodeAddr=127.0.0.1 Port=$((node_port0 + i)) CPUs=8 RealMemory=16000 State=UNKNOWN" ;;
+        g*) echo "NodeName=$n NodeAddr=127.0.0.1 Port=$((node_port0 + i)) CPUs=16 RealMemory=64000 Gres=gpu:4 State=UNKNOWN" ;;
+        e*) echo "NodeName=$n NodeAddr=127.0.0.1 Port=$((node_port0 + i)) CPUs=4 RealMemory=8000 State=FUTURE" ;;
+      esac
+      i=$((i + 1))
+    done
+    echo "PartitionName=cpu Nodes=c[1-4] Default=YES MaxTime=INFINITE State=UP"
+    echo "PartitionName=gpu Nodes=g[1-2] MaxTime=INFINITE State=UP"
+    echo "PartitionName=elastic Nodes=e[1-8] MaxTime=INFINITE State=UP"
+  } >"$conf"
+  echo "NodeName=g[1-2] Name=gpu File=$dir/dev/nvidia[0-3]" >"$dir/etc/gres.conf"
+}
+
+start_munged() {
+  /usr/sbin/munged --force --key-file="$dir/munge/munge.key" --socket="$dir/munge/munge.socket" \
+    --pid-file="$dir/munge/munged.pid" --log-file="$dir/munge/munged.log" --seed-file="$dir/munge/seed" ||
+    die "munged failed to start (log: $dir/munge/munged.log)"
+  cp "$dir/munge/munged.pid" "$pids/munged"
+}
+
+start_slurmd() { # node
+  local n=$1
+  mkdir -p "$dir/spool/$n"
+  if [ "$flavor" = 22.05 ]; then
+    SLURM_CONF="$conf" "$dir/bin/slurmd" -D -N "$n" -f "$conf" -d "$dir/bin/slurmstepd" \
+      >>"$dir/log/slurmd-$n.out" 2>&1 &
+  else
+    SLURM_CONF="$conf" "$dir/bin/slurmd" -D -N "$n" -f "$conf" >>"$dir/log/slurmd-$n.out" 2>&1 &
+  fi
+  echo $! >"$pids/slurmd-$n"
+}
+
+node_state() { slurm sinfo -h -N -n "$1" -o '%T' 2>/dev/null | head -1; }
+node_ready() { case "$(node_state "$1")" in idle | mixed | allocated) return 0 ;; *) return 1 ;; esac; }
+
+start_slurmrestd() {
+  local plugins
+  if [ "$flavor" = 22.05 ]; then
+    plugins=openapi/v0.0.36,openapi/v0.0.37,openapi/v0.0.38
+  else
+    plugins=openapi/slurmctld
+  fi
+  # slurmrestd refuses root and SlurmUser: it binds first, then drops to nobody.
+  # MALLOC_ARENA_MAX keeps its RSS sane on large /jobs answers.
+  SLURM_CONF="$conf" SLURM_JWT=daemon MALLOC_ARENA_MAX=2 \
+    "$sbin/slurmrestd" -f "$conf" -a rest_auth/jwt -s "$plugins" -u nobody -g nogroup \
+    "127.0.0.1:$rest_port" >>"$dir/log/slurmrestd.log" 2>&1 &
+  echo $! >"$pids/slurmrestd"
+}
+
+mint_token() {
+  local out
+  out=$(slurm scontrol token username="$jwt_user" lifespan=86400) || die "scontrol token failed"
+  (umask 077 && printf '%s' "${out#SLURM_JWT=}" >"$dir/jwt.token")
+}
+
+running() { pid_alive "$pids/slurmctld" && pid_alive "$pids/slurmrestd" && pid_alive "$pids/munged"; }
+
+start() {
+  if running; then
+    say "Slurm $flavor already running ($rest_url)"
+    return
+  fi
+  [ -x "$sbin/slurmctld" ] || die "Slurm $flavor is not installed here: run tests/harness/deps.sh (22.05) or tests/harness/build-slurm-24.11.sh (24.11)"
+  # slurmctld re-executes itself as SlurmUser and slurmrestd runs as nobody.
+  runuser -u nobody -- test -x "$sbin/slurmrestd" ||
+    die "$sbin is not reachable by other users (is SLURMSCALE_CACHE under /root?); use a world-traversable cache dir"
+  stop >/dev/null 2>&1 || true
+  write_config
+  start_munged
+  SLURM_CONF="$conf" "$dir/bin/slurmctld" -D -i -f "$conf" >>"$dir/log/slurmctld.out" 2>&1 &
+  echo $! >"$pids/slurmctld"
+  wait_for 30 "slurmctld $flavor (log: $dir/log/slurmctld.log)" slurm scontrol ping
+  local n
+  for n in "${cpu_nodes[@]}" "${gpu_nodes[@]}"; do start_slurmd "$n"; done
+  for n in "${cpu_nodes[@]}" "${gpu_nodes[@]}"; do
+    wait_for 30 "node $n to register (log: $dir/log/slurmd-$n.log)" node_ready "$n"
+  done
+  mint_token
+  start_slurmrestd
+  wait_for 30 "slurmrestd $flavor on $rest_url (log: $dir/log/slurmrestd.log)" \
+    curl -sf -o /dev/null -H "X-SLURM-USER-NAME: $jwt_user" -H "X-SLURM-USER-TOKEN: $(cat "$dir/jwt.token")" \
+    "$rest_url/slurm/${api_versions%% *}/ping"
+  write_env
+  say "Slurm $flavor up: $rest_url (cluster $cluster, env: $dir/env)"
+}
+
+write_env() {
+  cat >"$dir/env" <<EOF
+export SLURM_CLUSTER=$cluster
+export SLURM_FLAVOR=$flavor
+export SLURM_REST_URL=$rest_url
+export SLURM_API_VERSIONS="$api_versions"
+export SLURM_USER=$jwt_user
+export SLURM_JWT_FILE=$dir/jwt.token
+export SLURM_JWT_KEY_FILE=$dir/etc/jwt_hs256.key
+export SLURM_CONF=$conf
+export SLURM_BIN=$bin
+export SLURM_HARNESS="$HARNESS_DIR/slurm.sh $flavor"
+export SLURM_ELASTIC_NODES="${elastic_nodes[*]}"
+EOF
+}
+
+cancel_jobs() {
+  # Stopping slurmd leaves job processes behind, so jobs go first.
+  pid_alive "$pids/slurmctld" || return 0
+  local ids
+  ids=$(slurm squeue -h -o '%A' 2>/dev/null | tr '\n' ' ')
+  [ -z "${ids// /}" ] && return 0
+  # shellcheck disable=SC2086
+  slurm scancel $ids 2>/dev/null || true
+  local deadline=$((SECONDS + 20))
+  while [ $SECONDS -lt $deadline ] && [ -n "$(slurm squeue -h -t running,completing -o '%A' 2>/dev/null)" ]; do
+    sleep 0.3
+  done
+}
+
+stop() {
+  [ -d "$dir" ] || return 0
+  cancel_jobs
+  stop_pidfile "$pids/slurmrestd"
+  local f
+  for f in "$pids"/slurmd-*; do [ -e "$f" ] && stop_pidfile "$f"; done
+  stop_pidfile "$pids/slurmctld"
+  stop_pidfile "$pids/munged"
+  rm -rf "$dir"
+  say "Slurm $flavor stopped"
+}
+
+node_up() {
+  local n=$1
+  running || die "Slurm $flavor is not running"
+  node_port "$n" >/dev/null
+  pid_alive "$pids/slurmd-$n" || start_slurmd "$n"
+  wait_for 30 "node $n to register (log: $dir/log/slurmd-$n.log)" node_ready "$n"
+}
+
+node_down() {
+  local n=$1
+  running || die "Slurm $flavor is not running"
+  node_port "$n" >/dev/null
+  stop_pidfile "$pids/slurmd-$n"
+  slurm scontrol update nodename="$n" state=future >/dev/null ||
+    die "could not return $n to FUTURE"
+}
+
+case "$cmd" in
+  start) start ;;
+  stop) stop ;;
+  status) running && echo "running: $rest_url" || { echo "stopped"; exit 1; } ;;
+  env) [ -f "$dir/env" ] || die "Slurm $flavor is not running: run tests/harness/slurm.sh $flavor start"; cat "$dir/env"; echo "export SLURM_JWT=\"\$(cat $dir/jwt.token)\"" ;;
+  node-up) node_up "${3:?node name}" ;;
+  node-down) node_down "${3:?node name}" ;;
+  *) die "usage: slurm.sh $flavor start|stop|status|env|node-up NODE|node-down NODE" ;;
+esac

@@ -1,0 +1,219 @@
+//! What the end-to-end tests know about the harness: where the real Slurm clusters and the
+//! real kube-apiserver are (read from the env files `tests/harness/*.sh start` write), how to
+//! run Slurm commands against one of them, and how to mint tokens.
+//!
+//! A missing server is a failure with the command to run, never a skipped test.
+
+#![allow(dead_code)] // each test binary uses its own part of this module
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+pub const START_HINT: &str =
+    "start the harness with `tests/harness/up.sh` (or run the whole suite with `tests/run.sh`)";
+
+pub fn run_dir() -> PathBuf {
+    std::env::var_os("SLURMSCALE_RUN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp/slurmscale-harness"))
+}
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Reads `export KEY=value` lines as the harness writes them.
+fn read_env_file(path: &Path) -> Option<HashMap<String, String>> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let vars = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("export "))
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.trim_matches('"').to_string()))
+        .collect();
+    Some(vars)
+}
+
+/// One real Slurm cluster started by `tests/harness/slurm.sh`.
+#[derive(Clone, Debug)]
+pub struct SlurmCluster {
+    pub flavor: String,
+    pub name: String,
+    pub url: String,
+    /// REST API versions this slurmrestd serves, e.g. `["v0.0.38"]`.
+    pub api_versions: Vec<String>,
+    pub user: String,
+    pub jwt_file: PathBuf,
+    pub key_file: PathBuf,
+    pub conf: PathBuf,
+    pub bin: PathBuf,
+    pub elastic_nodes: Vec<String>,
+}
+
+pub const FLAVORS: [&str; 2] = ["22.05", "24.11"];
+
+impl SlurmCluster {
+    /// The running cluster of this flavor; panics with the fix when it is not running.
+    pub fn get(flavor: &str) -> Self {
+        let path = run_dir().join(format!("slurm-{flavor}/env"));
+        let vars = read_env_file(&path).unwrap_or_else(|| {
+            panic!(
+                "the real Slurm {flavor} is not running (no {}): {START_HINT}",
+                path.display()
+            )
+        });
+        let var = |k: &str| {
+            vars.get(k)
+                .cloned()
+                .unwrap_or_else(|| panic!("{} lacks {k}: restart the harness", path.display()))
+        };
+        let words = |k: &str| var(k).split_whitespace().map(String::from).collect();
+        Self {
+            flavor: flavor.to_string(),
+            name: var("SLURM_CLUSTER"),
+            url: var("SLURM_REST_URL"),
+            api_versions: words("SLURM_API_VERSIONS"),
+            user: var("SLURM_USER"),
+            jwt_file: var("SLURM_JWT_FILE").into(),
+            key_file: var("SLURM_JWT_KEY_FILE").into(),
+            conf: var("SLURM_CONF").into(),
+            bin: var("SLURM_BIN").into(),
+            elastic_nodes: words("SLURM_ELASTIC_NODES"),
+        }
+    }
+
+    /// Both real Slurms: 22.05 (REST v0.0.38) and 24.11 (v0.0.40-v0.0.42).
+    pub fn all() -> Vec<Self> {
+        FLAVORS.iter().map(|f| Self::get(f)).collect()
+    }
+
+    /// A Slurm command (`sbatch`, `squeue`, `scontrol`, ...) of this cluster's own build,
+    /// authenticating with munge as root (never with a JWT from our environment). It runs in
+    /// the cluster's run dir, so batch jobs write their `slurm-N.out` there, not in the repo.
+    pub fn cmd(&self, program: &str) -> Command {
+        let mut cmd = Command::new(self.bin.join(program));
+        cmd.env("SLURM_CONF", &self.conf).env_remove("SLURM_JWT");
+        if let Some(run_dir) = self.conf.parent().and_then(Path::parent) {
+            cmd.current_dir(run_dir);
+        }
+        cmd
+    }
+
+    /// Runs a Slurm command and returns its stdout; panics with its stderr on failure.
+    pub fn run(&self, program: &str, args: &[&str]) -> String {
+        let out = self
+            .cmd(program)
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
+        assert!(
+            out.status.success(),
+            "{program} {args:?} failed on Slurm {}: {}",
+            self.flavor,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The HS256 key bytes slurmctld verifies tokens with.
+    pub fn jwt_key(&self) -> Vec<u8> {
+        std::fs::read(&self.key_file)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", self.key_file.display()))
+    }
+
+    /// Runs the harness helper for this cluster (`node-up e1`, `node-down e1`, ...).
+    pub fn harness(&self, args: &[&str]) {
+        let script = repo_root().join("tests/harness/slurm.sh");
+        let out = Command::new("bash")
+            .arg(&script)
+            .arg(&self.flavor)
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+        assert!(
+            out.status.success(),
+            "slurm.sh {} {args:?} failed: {}",
+            self.flavor,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// Claims slurmrestd's `auth/jwt` reads: user name, issued-at and expiry.
+#[derive(serde::Serialize)]
+struct Claims<'a> {
+    sun: &'a str,
+    iat: i64,
+    exp: i64,
+}
+
+/// An HS256 token for `user`, valid from `iat` until `exp` (unix seconds).
+pub fn mint_hs256(key: &[u8], user: &str, iat: i64, exp: i64) -> String {
+    jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+        &Claims {
+            sun: user,
+            iat,
+            exp,
+        },
+        &jsonwebtoken::EncodingKey::from_secret(key),
+    )
+    .expect("HS256 signing")
+}
+
+/// The real kube-apiserver started by `tests/harness/kube.sh`.
+pub fn kubeconfig_path() -> PathBuf {
+    let path = run_dir().join("kube/env");
+    let vars = read_env_file(&path).unwrap_or_else(|| {
+        panic!(
+            "the real kube-apiserver is not running (no {}): {START_HINT}",
+            path.display()
+        )
+    });
+    vars.get("KUBECONFIG")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| panic!("{} lacks KUBECONFIG: restart the harness", path.display()))
+}
+
+/// A client for the harness kube-apiserver, as its admin.
+pub async fn kube_client() -> kube::Client {
+    let path = kubeconfig_path();
+    let kubeconfig = kube::config::Kubeconfig::read_from(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .expect("harness kubeconfig");
+    kube::Client::try_from(config).expect("kube client")
+}
+
+/// A name no other test (or earlier run against the same server) uses.
+pub fn unique(prefix: &str) -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or_default();
+    format!(
+        "{prefix}-{}-{:x}{}",
+        std::process::id(),
+        nanos & 0xffff,
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A fresh namespace for one test; objects of different tests never meet.
+pub async fn namespace(client: &kube::Client, prefix: &str) -> String {
+    use k8s_openapi::api::core::v1::Namespace;
+    let name = unique(prefix);
+    let ns: Namespace = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": name }
+    }))
+    .expect("namespace object");
+    kube::Api::<Namespace>::all(client.clone())
+        .create(&Default::default(), &ns)
+        .await
+        .unwrap_or_else(|e| panic!("cannot create namespace {name}: {e}"));
+    name
+}
