@@ -2,47 +2,72 @@
 //! only; everything else lives in the `slurmscale-exporter` and `slurmscale-autoscaler`
 //! libraries so tests and the demo run the same code.
 
+mod cli;
+mod exporter;
+mod telemetry;
+
+use std::process::ExitCode;
+
 use anyhow::Result;
-use clap::{Parser, Subcommand};
+use clap::Parser;
+use slurmscale_exporter::k8s::crd;
+use tokio_util::sync::CancellationToken;
 
-#[derive(Parser)]
-#[command(
-    name = "slurmscale",
-    version,
-    about = "Prometheus exporter and autoscaler for Slurm beside Kubernetes"
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
+use cli::{Cli, Command, CrdName};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // `{:#}` prints the cause chain on one line; no backtrace for a usage error.
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
-#[derive(Subcommand)]
-enum Command {
-    /// Print the CustomResourceDefinitions slurmscale's types describe, as YAML.
-    Crds {
-        /// Which CRD: the NodeSet and GenericNode CRDs are the ones our tests serve in place
-        /// of the operators' own.
-        #[arg(value_enum)]
-        which: CrdName,
-    },
-}
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum CrdName {
-    Nodeset,
-    Genericnode,
-}
-
-fn main() -> Result<()> {
-    use slurmscale_exporter::k8s::crd;
-    match Cli::parse().command {
+fn run(cli: Cli) -> Result<()> {
+    telemetry::init(&cli.log)?;
+    match cli.command {
         Command::Crds { which } => {
             let crd = match which {
                 CrdName::Nodeset => crd::nodeset()?,
                 CrdName::Genericnode => crd::genericnode(),
             };
             print!("{}", crd::to_yaml(&crd)?);
+            Ok(())
+        }
+        Command::Exporter(args) => runtime()?.block_on(exporter::run(*args)),
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
+
+/// Cancels `stop` on SIGTERM (what Kubernetes sends) or Ctrl-C.
+async fn shutdown_on_signal(stop: CancellationToken) {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = ctrl_c => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = ctrl_c.await;
+            }
         }
     }
-    Ok(())
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+    tracing::info!("shutting down");
+    stop.cancel();
 }

@@ -133,3 +133,48 @@ async fn a_token_signed_with_another_key_is_rejected() {
         }
     }
 }
+
+/// Why the exporter never sends `update_time` to `/nodes`: when a node changed but no
+/// partition did, slurmrestd answers 500 "Unspecified error" (it reloads partitions with the
+/// same `update_time` and takes "no change" for a failure). If a Slurm release fixes this,
+/// this test fails and `fetch::nodes` may start sending `update_time`.
+#[tokio::test]
+async fn nodes_with_update_time_fail_when_only_nodes_changed() {
+    for cluster in SlurmCluster::all() {
+        let version = cluster
+            .api_versions
+            .last()
+            .expect("a served version")
+            .clone();
+        if version == "v0.0.40" || version == "v0.0.41" {
+            continue; // these reject unix-seconds update_time altogether
+        }
+        let before = chrono::Utc::now().timestamp() - 2;
+        tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+        cluster.run(
+            "scontrol",
+            &[
+                "update",
+                "nodename=c3",
+                "state=drain",
+                "reason=update_time probe",
+            ],
+        );
+        let now = chrono::Utc::now().timestamp();
+        let token = mint_hs256(&cluster.jwt_key(), &cluster.user, now, now + 300);
+        let (status, body) = get(
+            &cluster,
+            &version,
+            &format!("nodes?update_time={before}"),
+            &token,
+        )
+        .await;
+        cluster.run("scontrol", &["update", "nodename=c3", "state=resume"]);
+        assert_eq!(
+            status, 500,
+            "Slurm {} {version}: /nodes?update_time now works ({status})",
+            cluster.flavor
+        );
+        assert!(!errors(&body).is_empty());
+    }
+}

@@ -1,11 +1,19 @@
 //! The slurmscale exporter library.
 //!
-//! Data flows one way: Slurm (slurmrestd) and Kubernetes are read into an immutable,
-//! version-free snapshot; metric families render from that snapshot, and the autoscaler
-//! crate decides from the same snapshot. This crate holds everything up to and including
-//! the metrics; nothing in it writes to Slurm or Kubernetes.
+//! Data flows one way: slurmrestd answers are decoded by per-version wire modules
+//! ([`slurm::wire`]) into the version-free [`model`], gathered by a per-cluster poller
+//! ([`collect`]) into an immutable [`snapshot::ClusterSnapshot`], and rendered by the metric
+//! families ([`metrics`]) that [`server`] serves. The autoscaler crate reads the same
+//! snapshots. Nothing in this crate writes to Slurm or Kubernetes.
 
+pub mod collect;
+pub mod config;
 pub mod error;
 pub mod k8s;
+pub mod metrics;
+pub mod model;
+pub mod server;
+pub mod slurm;
+pub mod snapshot;
 
 pub use error::Error;

@@ -3,6 +3,7 @@
 # node and slurmrestd with JWT auth.
 #
 #   slurm.sh FLAVOR start | stop | status | env | node-up NODE | node-down NODE
+#                   | restd-stop | restd-start   (take slurmrestd away and back, for fault tests)
 #
 # FLAVOR is 22.05 (Debian bookworm's packages, REST v0.0.38) or 24.11 (built from Debian's
 # source by build-slurm-24.11.sh, REST v0.0.40-v0.0.42). Both can run side by side.
@@ -11,8 +12,11 @@
 # (e1-e8, State=FUTURE: no slurmd until a test "scales them up" with node-up, which is what a
 # NodeSet pod would do in a real deployment).
 #
-# `env` prints sourceable exports; the token is read from its file at source time so it never
-# shows up in a log. Only pids this script recorded are ever signalled.
+# `env` prints sourceable exports: SLURM_REST_URL, SLURM_USER, SLURM_CLUSTER and SLURM_JWT (what
+# `slurmscale exporter` reads), the token file and HS256 key as HARNESS_JWT_FILE and
+# HARNESS_JWT_KEY_FILE, and SLURM_CONF/SLURM_BIN for the cluster's own commands. The token is
+# read from its file at source time so it never shows up in a log. Only pids this script
+# recorded are ever signalled.
 source "$(dirname "$0")/common.sh"
 need_root
 # SLURM_JWT in the environment switches Slurm's commands *and daemons* to JWT auth (a slurmd
@@ -176,10 +180,21 @@ mint_token() {
   (umask 077 && printf '%s' "${out#SLURM_JWT=}" >"$dir/jwt.token")
 }
 
-running() { pid_alive "$pids/slurmctld" && pid_alive "$pids/slurmrestd" && pid_alive "$pids/munged"; }
+running() { pid_alive "$pids/slurmctld" && pid_alive "$pids/munged"; }
+
+restd_ready() {
+  curl -sf -o /dev/null -H "X-SLURM-USER-NAME: $jwt_user" -H "X-SLURM-USER-TOKEN: $(cat "$dir/jwt.token")" \
+    "$rest_url/slurm/${api_versions%% *}/ping"
+}
+
+ensure_slurmrestd() {
+  pid_alive "$pids/slurmrestd" || start_slurmrestd
+  wait_for 30 "slurmrestd $flavor on $rest_url (log: $dir/log/slurmrestd.log)" restd_ready
+}
 
 start() {
   if running; then
+    ensure_slurmrestd
     say "Slurm $flavor already running ($rest_url)"
     return
   fi
@@ -199,10 +214,7 @@ start() {
     wait_for 30 "node $n to register (log: $dir/log/slurmd-$n.log)" node_ready "$n"
   done
   mint_token
-  start_slurmrestd
-  wait_for 30 "slurmrestd $flavor on $rest_url (log: $dir/log/slurmrestd.log)" \
-    curl -sf -o /dev/null -H "X-SLURM-USER-NAME: $jwt_user" -H "X-SLURM-USER-TOKEN: $(cat "$dir/jwt.token")" \
-    "$rest_url/slurm/${api_versions%% *}/ping"
+  ensure_slurmrestd
   write_env
   say "Slurm $flavor up: $rest_url (cluster $cluster, env: $dir/env)"
 }
@@ -214,8 +226,8 @@ export SLURM_FLAVOR=$flavor
 export SLURM_REST_URL=$rest_url
 export SLURM_API_VERSIONS="$api_versions"
 export SLURM_USER=$jwt_user
-export SLURM_JWT_FILE=$dir/jwt.token
-export SLURM_JWT_KEY_FILE=$dir/etc/jwt_hs256.key
+export HARNESS_JWT_FILE=$dir/jwt.token
+export HARNESS_JWT_KEY_FILE=$dir/etc/jwt_hs256.key
 export SLURM_CONF=$conf
 export SLURM_BIN=$bin
 export SLURM_HARNESS="$HARNESS_DIR/slurm.sh $flavor"
@@ -272,6 +284,8 @@ case "$cmd" in
   status) running && echo "running: $rest_url" || { echo "stopped"; exit 1; } ;;
   env) [ -f "$dir/env" ] || die "Slurm $flavor is not running: run tests/harness/slurm.sh $flavor start"; cat "$dir/env"; echo "export SLURM_JWT=\"\$(cat $dir/jwt.token)\"" ;;
   node-up) node_up "${3:?node name}" ;;
+  restd-stop) stop_pidfile "$pids/slurmrestd" ;;
+  restd-start) running || die "Slurm $flavor is not running"; ensure_slurmrestd ;;
   node-down) node_down "${3:?node name}" ;;
-  *) die "usage: slurm.sh $flavor start|stop|status|env|node-up NODE|node-down NODE" ;;
+  *) die "usage: slurm.sh $flavor start|stop|status|env|node-up NODE|node-down NODE|restd-stop|restd-start" ;;
 esac

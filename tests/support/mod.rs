@@ -76,8 +76,8 @@ impl SlurmCluster {
             url: var("SLURM_REST_URL"),
             api_versions: words("SLURM_API_VERSIONS"),
             user: var("SLURM_USER"),
-            jwt_file: var("SLURM_JWT_FILE").into(),
-            key_file: var("SLURM_JWT_KEY_FILE").into(),
+            jwt_file: var("HARNESS_JWT_FILE").into(),
+            key_file: var("HARNESS_JWT_KEY_FILE").into(),
             conf: var("SLURM_CONF").into(),
             bin: var("SLURM_BIN").into(),
             elastic_nodes: words("SLURM_ELASTIC_NODES"),
@@ -216,4 +216,188 @@ pub async fn namespace(client: &kube::Client, prefix: &str) -> String {
         .await
         .unwrap_or_else(|e| panic!("cannot create namespace {name}: {e}"));
     name
+}
+
+/// A free TCP port on 127.0.0.1 (bound then released; the OS does not hand it out again
+/// at once).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+/// A `slurmscale` process started by a test, killed (by its pid) when dropped. Its stderr
+/// goes to a file the test can read.
+pub struct Process {
+    pub child: std::process::Child,
+    pub port: u16,
+    pub log: PathBuf,
+}
+
+impl Process {
+    /// Runs `slurmscale <args>` with `envs`, listening on a fresh port (`--listen` is added).
+    pub fn start(args: &[&str], envs: &[(&str, &str)]) -> Self {
+        let port = free_port();
+        let log = std::env::temp_dir().join(format!("{}.log", unique("slurmscale")));
+        let stderr = std::fs::File::create(&log).expect("log file");
+        let listen = format!("127.0.0.1:{port}");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_slurmscale"));
+        cmd.args(args)
+            .args(["--listen", &listen])
+            .stdout(std::process::Stdio::null())
+            .stderr(stderr);
+        // Only what the test passes: the harness's SLURM_JWT etc. must not leak in.
+        for (k, _) in std::env::vars() {
+            if k.starts_with("SLURM") || k == "KUBECONFIG" {
+                cmd.env_remove(k);
+            }
+        }
+        cmd.env("SLURMSCALE_LOG", "info").envs(envs.iter().copied());
+        let child = cmd.spawn().expect("start slurmscale");
+        Self { child, port, log }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    pub fn logs(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// GET a path; (status, body), or None while the server is not up.
+    pub async fn get(&self, path: &str) -> Option<(u16, String)> {
+        let resp = reqwest::get(self.url(path)).await.ok()?;
+        let status = resp.status().as_u16();
+        Some((status, resp.text().await.ok()?))
+    }
+
+    pub async fn metrics(&self) -> Metrics {
+        let (status, body) = self.get("/metrics").await.expect("/metrics answers");
+        assert_eq!(status, 200);
+        Metrics::parse(&body)
+    }
+
+    /// Waits for /readyz to say 200.
+    pub async fn wait_ready(&self, within: std::time::Duration) {
+        let ok = wait_until(within, || async {
+            matches!(self.get("/readyz").await, Some((200, _)))
+        })
+        .await;
+        if !ok {
+            let said = self.get("/readyz").await;
+            panic!(
+                "exporter not ready within {within:?}: {said:?}\nlogs:\n{}",
+                self.logs()
+            );
+        }
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Polls `check` every 200 ms until it holds or `within` passes; returns whether it held.
+pub async fn wait_until<F, Fut>(within: std::time::Duration, mut check: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        if check().await {
+            return true;
+        }
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
+/// One sample: (name, labels, value).
+pub type Sample = (String, Vec<(String, String)>, f64);
+
+/// A parsed exposition.
+#[derive(Clone, Debug, Default)]
+pub struct Metrics(pub Vec<Sample>);
+
+impl Metrics {
+    pub fn parse(text: &str) -> Self {
+        let mut out = Vec::new();
+        for line in text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        {
+            let (series, value) = line.rsplit_once(' ').expect("sample line");
+            let value: f64 = value.parse().unwrap_or(f64::NAN);
+            let (name, labels) = match series.split_once('{') {
+                Some((n, rest)) => (n, parse_labels(rest.trim_end_matches('}'))),
+                None => (series, Vec::new()),
+            };
+            out.push((name.to_string(), labels, value));
+        }
+        Self(out)
+    }
+
+    /// Values of `name` whose labels include all of `labels`.
+    pub fn all(&self, name: &str, labels: &[(&str, &str)]) -> Vec<f64> {
+        self.0
+            .iter()
+            .filter(|(n, l, _)| {
+                n == name
+                    && labels
+                        .iter()
+                        .all(|(k, v)| l.iter().any(|(a, b)| a == k && b == v))
+            })
+            .map(|(_, _, v)| *v)
+            .collect()
+    }
+
+    /// The one value of `name` with these labels; None if absent, panics if ambiguous.
+    pub fn get(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        let all = self.all(name, labels);
+        assert!(
+            all.len() <= 1,
+            "{name}{labels:?} matches {} series",
+            all.len()
+        );
+        all.first().copied()
+    }
+
+    pub fn names(&self) -> std::collections::BTreeSet<&str> {
+        self.0.iter().map(|(n, _, _)| n.as_str()).collect()
+    }
+}
+
+fn parse_labels(s: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut rest = s;
+    while let Some((k, after)) = rest.split_once("=\"") {
+        let mut value = String::new();
+        let mut chars = after.char_indices();
+        let mut end = after.len();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\\' => {
+                    if let Some((_, n)) = chars.next() {
+                        value.push(if n == 'n' { '\n' } else { n });
+                    }
+                }
+                '"' => {
+                    end = i + 1;
+                    break;
+                }
+                c => value.push(c),
+            }
+        }
+        out.push((k.trim_start_matches(',').trim().to_string(), value));
+        rest = &after[end..];
+    }
+    out
 }

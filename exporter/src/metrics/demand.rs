@@ -1,0 +1,95 @@
+//! Pending demand per partition: what schedulable pending jobs need now, the number KEDA or
+//! the autoscaler scales on. Unlike job counts, demand counts every array task that may
+//! start and every partition a job was submitted to; held and waiting jobs are counted by
+//! class but add no demand. See [`crate::model::demand`].
+
+use std::collections::BTreeSet;
+use std::time::SystemTime;
+
+use super::{MetricsOptions, Out};
+use crate::model::PendingClass;
+use crate::model::demand::demand;
+use crate::snapshot::ClusterSnapshot;
+
+pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
+    let Some(jobs) = &s.jobs.data else { return };
+    let partitions = s
+        .partitions
+        .data
+        .as_deref()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut names: BTreeSet<&str> = partitions.iter().map(|p| &*p.name).collect();
+    names.extend(
+        jobs.pending
+            .iter()
+            .flat_map(|j| j.partitions.iter().map(|p| &**p)),
+    );
+    let now = s.collected_at.unwrap_or_else(SystemTime::now);
+    let now = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+
+    for name in names {
+        let p = partitions.iter().find(|p| &*p.name == name);
+        let limit = p.map(|p| {
+            p.max_nodes_per_job
+                .map_or(p.total_nodes, |m| m.min(p.total_nodes))
+        });
+        let d = demand(jobs, name, limit.filter(|l| *l > 0));
+        let part = [("partition", name)];
+        for class in PendingClass::ALL {
+            out.gauge(
+                "slurm_partition_demand_jobs",
+                "Pending job-equivalents in the partition (array tasks counted) by class: schedulable, held, waiting (dependency, begin time, limits).",
+                &[("partition", name), ("class", class.as_str())],
+                d.jobs(class) as f64,
+            );
+        }
+        out.gauge(
+            "slurm_partition_demand_nodes",
+            "Nodes the partition's schedulable pending jobs need (a 3-node job counts 3).",
+            &part,
+            d.nodes as f64,
+        );
+        out.gauge(
+            "slurm_partition_demand_cpus",
+            "CPUs the partition's schedulable pending jobs need.",
+            &part,
+            d.cpus as f64,
+        );
+        out.gauge(
+            "slurm_partition_demand_gpus",
+            "GPUs the partition's schedulable pending jobs need.",
+            &part,
+            d.gpus as f64,
+        );
+        out.gauge(
+            "slurm_partition_demand_memory_bytes",
+            "Memory the partition's schedulable pending jobs need.",
+            &part,
+            d.memory_bytes as f64,
+        );
+        out.gauge(
+            "slurm_partition_demand_max_job_nodes",
+            "Nodes the largest schedulable pending job of the partition needs at once.",
+            &part,
+            d.max_job_nodes as f64,
+        );
+        out.gauge(
+            "slurm_partition_demand_unsatisfiable_jobs",
+            "Schedulable pending jobs asking for more nodes than the partition can ever give (not counted as demand).",
+            &part,
+            d.unsatisfiable_jobs as f64,
+        );
+        if let Some(t) = d.oldest_submit {
+            out.gauge(
+                "slurm_partition_demand_oldest_job_age_seconds",
+                "Age of the oldest schedulable pending job of the partition when the data was collected.",
+                &part,
+                (now - t).max(0) as f64,
+            );
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! The exporter's own health per cluster and endpoint: is the data good, how old is it, what
+//! went wrong how often, which API version and Slurm release answered. These series are what
+//! alerts on a silent exporter or an unreachable slurmctld key off.
+
+use std::time::SystemTime;
+
+use super::{MetricsOptions, Out, unix_seconds};
+use crate::slurm::Endpoint;
+use crate::snapshot::ClusterSnapshot;
+
+pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
+    out.gauge(
+        "slurm_exporter_up",
+        "1 when the last collection got good answers from every endpoint and slurmctld answered ping.",
+        &[],
+        f64::from(u8::from(s.up())),
+    );
+    out.counter(
+        "slurm_exporter_collections_total",
+        "Collection cycles run against this cluster.",
+        &[],
+        s.cycles as f64,
+    );
+    if let Some(d) = s.collection_duration {
+        out.gauge(
+            "slurm_exporter_collection_duration_seconds",
+            "Wall time of the last collection cycle (all endpoints fetched concurrently).",
+            &[],
+            d.as_secs_f64(),
+        );
+    }
+    if let Some(t) = s.collected_at {
+        out.gauge(
+            "slurm_exporter_last_collection_timestamp_seconds",
+            "When the last collection cycle finished.",
+            &[],
+            unix_seconds(t),
+        );
+    }
+    if let Some(v) = s.api_version {
+        out.info(
+            "slurm_exporter_api_info",
+            "The slurmrestd API version in use and the Slurm release it reports.",
+            &[
+                ("version", v.as_str()),
+                ("release", s.release.as_deref().unwrap_or("")),
+            ],
+        );
+    }
+    for e in Endpoint::ALL {
+        let h = s.health(e);
+        if h.last_attempt.is_none() {
+            continue;
+        }
+        let ep = [("endpoint", e.as_str())];
+        out.gauge(
+            "slurm_exporter_endpoint_up",
+            "1 when the endpoint's last answer was good (2xx and no errors[]); 0 means its last good data is being served.",
+            &ep,
+            f64::from(u8::from(h.up)),
+        );
+        if let Some(t) = h.last_success {
+            out.gauge(
+                "slurm_exporter_endpoint_last_success_timestamp_seconds",
+                "When the endpoint last gave a good answer (a 304 counts: the data was confirmed).",
+                &ep,
+                unix_seconds(t),
+            );
+        }
+        if let Some(d) = h.duration {
+            out.gauge(
+                "slurm_exporter_endpoint_duration_seconds",
+                "Time the endpoint's last request took, decoding included.",
+                &ep,
+                d.as_secs_f64(),
+            );
+        }
+        for (kind, n) in h.errors {
+            out.counter(
+                "slurm_exporter_errors_total",
+                "Failed requests by endpoint and kind (connect, timeout, transport, auth, http, slurm_errors, decode, version).",
+                &[("endpoint", e.as_str()), ("kind", kind)],
+                *n as f64,
+            );
+        }
+    }
+    if let Some(ping) = &s.ping.data {
+        for c in &ping.controllers {
+            let labels = [
+                ("controller", c.hostname.as_str()),
+                ("mode", c.mode.as_str()),
+            ];
+            out.gauge(
+                "slurm_controller_up",
+                "1 when this slurmctld answered slurmrestd's ping.",
+                &labels,
+                f64::from(u8::from(c.responding)),
+            );
+            if let Some(l) = c.latency_seconds {
+                out.gauge(
+                    "slurm_controller_ping_seconds",
+                    "Round trip of slurmrestd's ping to this slurmctld.",
+                    &labels,
+                    l,
+                );
+            }
+        }
+    }
+}
+
+/// Ages at scrape time (rendered per scrape, not cached).
+pub fn ages(out: &mut Out, s: &ClusterSnapshot, now: SystemTime) {
+    if let Some(t) = s.collected_at {
+        out.gauge(
+            "slurm_exporter_snapshot_age_seconds",
+            "Seconds since the cluster's last collection cycle finished.",
+            &[],
+            now.duration_since(t).unwrap_or_default().as_secs_f64(),
+        );
+    }
+    for e in Endpoint::ALL {
+        if let Some(t) = s.health(e).last_success {
+            out.gauge(
+                "slurm_exporter_endpoint_data_age_seconds",
+                "Seconds since the endpoint's served data was last confirmed by slurmrestd.",
+                &[("endpoint", e.as_str())],
+                now.duration_since(t).unwrap_or_default().as_secs_f64(),
+            );
+        }
+    }
+}

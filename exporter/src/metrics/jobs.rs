@@ -1,0 +1,280 @@
+//! Jobs: counts by state, cluster-wide (`slurm_jobs_*`) and per partition
+//! (`slurm_partition_jobs_*`), allocated CPUs/GPUs, the node-count extremes of pending jobs,
+//! pending jobs by reason, and — behind `--per-user-metrics` — per user and account.
+//!
+//! Counts are job records as slurmctld holds them (an unsplit pending array counts once,
+//! finished jobs still in memory count in `slurm_jobs`); per-partition job counts use the
+//! job's first partition. Demand, which counts array tasks and every partition a job may
+//! use, is in [`super::demand`].
+
+use std::collections::BTreeSet;
+
+use super::{MetricsOptions, Out};
+use crate::model::{JobCounts, JobState};
+use crate::snapshot::ClusterSnapshot;
+
+/// (state, cluster metric, partition metric, user metric, account metric)
+type StateNames = (JobState, &'static str, &'static str);
+
+const STATES: [StateNames; 13] = [
+    (
+        JobState::Pending,
+        "slurm_jobs_pending",
+        "slurm_partition_jobs_pending",
+    ),
+    (
+        JobState::Running,
+        "slurm_jobs_running",
+        "slurm_partition_jobs_running",
+    ),
+    (
+        JobState::Suspended,
+        "slurm_jobs_suspended",
+        "slurm_partition_jobs_suspended",
+    ),
+    (
+        JobState::Completing,
+        "slurm_jobs_completing",
+        "slurm_partition_jobs_completing",
+    ),
+    (
+        JobState::Completed,
+        "slurm_jobs_completed",
+        "slurm_partition_jobs_completed",
+    ),
+    (
+        JobState::Cancelled,
+        "slurm_jobs_cancelled",
+        "slurm_partition_jobs_cancelled",
+    ),
+    (
+        JobState::Failed,
+        "slurm_jobs_failed",
+        "slurm_partition_jobs_failed",
+    ),
+    (
+        JobState::Timeout,
+        "slurm_jobs_timeout",
+        "slurm_partition_jobs_timeout",
+    ),
+    (
+        JobState::NodeFail,
+        "slurm_jobs_node_failed",
+        "slurm_partition_jobs_node_failed",
+    ),
+    (
+        JobState::Preempted,
+        "slurm_jobs_preempted",
+        "slurm_partition_jobs_preempted",
+    ),
+    (
+        JobState::BootFail,
+        "slurm_jobs_bootfail",
+        "slurm_partition_jobs_bootfail",
+    ),
+    (
+        JobState::Deadline,
+        "slurm_jobs_deadline",
+        "slurm_partition_jobs_deadline",
+    ),
+    (
+        JobState::OutOfMemory,
+        "slurm_jobs_outofmemory",
+        "slurm_partition_jobs_outofmemory",
+    ),
+];
+
+const HELP_STATE: &str =
+    "Job records in this state (pending includes held jobs; an unsplit array counts once).";
+
+/// Jobs not yet finished: what native `slurm_partition_jobs` counts.
+fn active(c: &JobCounts) -> u64 {
+    [
+        JobState::Pending,
+        JobState::Running,
+        JobState::Suspended,
+        JobState::Completing,
+    ]
+    .iter()
+    .map(|s| c.state(*s))
+    .sum()
+}
+
+pub fn collect(out: &mut Out, s: &ClusterSnapshot, opts: &MetricsOptions) {
+    let Some(jobs) = &s.jobs.data else { return };
+    let c = &jobs.cluster;
+    out.gauge(
+        "slurm_jobs",
+        "Job records slurmctld holds, finished ones still in memory included.",
+        &[],
+        c.total() as f64,
+    );
+    for (state, name, _) in STATES {
+        out.gauge(name, HELP_STATE, &[], c.state(state) as f64);
+    }
+    out.gauge(
+        "slurm_jobs_hold",
+        "Pending jobs held by their user or an admin.",
+        &[],
+        c.held as f64,
+    );
+    out.gauge(
+        "slurm_jobs_cpus_alloc",
+        "CPUs allocated to running and suspended jobs.",
+        &[],
+        c.cpus_alloc as f64,
+    );
+    out.gauge(
+        "slurm_jobs_gpus_alloc",
+        "GPUs allocated to running and suspended jobs.",
+        &[],
+        c.gpus_alloc as f64,
+    );
+    // Native meaning: distinct nodes with work. /nodes knows them exactly; without it, the sum
+    // over jobs (which counts a shared node once per job) is the best we have.
+    let nodes_alloc = match &s.nodes.data {
+        Some(nodes) => nodes.iter().filter(|n| n.alloc_cpus > 0).count() as u64,
+        None => c.nodes_alloc,
+    };
+    out.gauge(
+        "slurm_jobs_nodes_alloc",
+        "Distinct nodes running jobs.",
+        &[],
+        nodes_alloc as f64,
+    );
+
+    let mut names: BTreeSet<&str> = jobs.partitions.keys().map(|p| &**p).collect();
+    names.extend(
+        s.partitions
+            .data
+            .iter()
+            .flat_map(|ps| ps.iter().map(|p| &*p.name)),
+    );
+    let empty = JobCounts::default();
+    for name in names {
+        let c = jobs.partitions.get(name).unwrap_or(&empty);
+        let part = [("partition", name)];
+        out.gauge(
+            "slurm_partition_jobs",
+            "Jobs of the partition not yet finished (pending, running, suspended, completing).",
+            &part,
+            active(c) as f64,
+        );
+        for (state, _, name) in STATES {
+            out.gauge(name, HELP_STATE, &part, c.state(state) as f64);
+        }
+        out.gauge(
+            "slurm_partition_jobs_hold",
+            "Pending jobs of the partition held by their user or an admin.",
+            &part,
+            c.held as f64,
+        );
+        out.gauge(
+            "slurm_partition_jobs_cpus_alloc",
+            "CPUs allocated to the partition's running and suspended jobs.",
+            &part,
+            c.cpus_alloc as f64,
+        );
+        out.gauge(
+            "slurm_partition_jobs_gpus_alloc",
+            "GPUs allocated to the partition's running and suspended jobs.",
+            &part,
+            c.gpus_alloc as f64,
+        );
+        let or0 = |v: Option<u64>| v.unwrap_or(0) as f64;
+        out.gauge(
+            "slurm_partition_jobs_max_job_nodes",
+            "Largest node count (max of requested min and max nodes) over the partition's pending jobs; 0 when none.",
+            &part,
+            or0(c.pending_nodes_max),
+        );
+        out.gauge(
+            "slurm_partition_jobs_max_job_nodes_nohold",
+            "As slurm_partition_jobs_max_job_nodes, held jobs left out.",
+            &part,
+            or0(c.pending_nodes_max_nohold),
+        );
+        out.gauge(
+            "slurm_partition_jobs_min_job_nodes",
+            "Largest requested minimum node count over the partition's pending jobs; 0 when none.",
+            &part,
+            or0(c.pending_nodes_min),
+        );
+        out.gauge(
+            "slurm_partition_jobs_min_job_nodes_nohold",
+            "As slurm_partition_jobs_min_job_nodes, held jobs left out.",
+            &part,
+            or0(c.pending_nodes_min_nohold),
+        );
+        for (reason, n) in &c.pending_by_reason {
+            out.gauge(
+                "slurm_partition_jobs_pending_reason",
+                "Pending jobs of the partition by the reason slurmctld gives (Resources, Priority, Dependency, ...).",
+                &[("partition", name), ("reason", reason)],
+                *n as f64,
+            );
+        }
+    }
+
+    if opts.per_owner {
+        use std::collections::BTreeMap;
+        let mut users: BTreeMap<&str, [u64; 3]> = BTreeMap::new();
+        let mut accounts: BTreeMap<&str, [u64; 3]> = BTreeMap::new();
+        for ((user, account), states) in &jobs.by_owner {
+            let get = |s| states.get(&s).copied().unwrap_or(0);
+            let row = [
+                states.values().sum(),
+                get(JobState::Pending),
+                get(JobState::Running),
+            ];
+            for (map, key) in [(&mut users, &**user), (&mut accounts, &**account)] {
+                let e = map.entry(key).or_default();
+                for i in 0..3 {
+                    e[i] += row[i];
+                }
+            }
+        }
+        for (user, [all, pending, running]) in users {
+            let l = [("username", user)];
+            out.gauge(
+                "slurm_user_jobs",
+                "Job records of the user.",
+                &l,
+                all as f64,
+            );
+            out.gauge(
+                "slurm_user_jobs_pending",
+                "Pending jobs of the user.",
+                &l,
+                pending as f64,
+            );
+            out.gauge(
+                "slurm_user_jobs_running",
+                "Running jobs of the user.",
+                &l,
+                running as f64,
+            );
+        }
+        for (account, [all, pending, running]) in accounts {
+            let l = [("account", account)];
+            out.gauge(
+                "slurm_account_jobs",
+                "Job records of the account.",
+                &l,
+                all as f64,
+            );
+            out.gauge(
+                "slurm_account_jobs_pending",
+                "Pending jobs of the account.",
+                &l,
+                pending as f64,
+            );
+            out.gauge(
+                "slurm_account_jobs_running",
+                "Running jobs of the account.",
+                &l,
+                running as f64,
+            );
+        }
+    }
+}

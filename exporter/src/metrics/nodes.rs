@@ -1,0 +1,267 @@
+//! Nodes: cluster-wide counts by base state and flag, and per-node CPUs, memory, GPUs and
+//! GRES (native names `slurm_nodes_*`, `slurm_node_*`).
+//!
+//! slurmrestd hides `State=FUTURE` nodes from `/nodes` (they are the elastic nodes a NodeSet
+//! scales up), but partitions still list them; they are counted as future from the
+//! partitions' node lists.
+
+use std::collections::{BTreeMap, HashSet};
+
+use super::{MetricsOptions, Out, join};
+use crate::model::{Node, NodeBase, NodeFlags, Partition};
+use crate::slurm::text::expand_hostlist;
+use crate::snapshot::ClusterSnapshot;
+
+/// More names than this in partition node lists is not a real cluster.
+const MAX_HOSTLIST: usize = 1_000_000;
+
+/// DRAIN on a node still running work is "draining"; elsewhere "drained" (native `drain`).
+pub fn draining(n: &Node) -> bool {
+    n.state.drain()
+        && matches!(
+            n.state.base,
+            NodeBase::Allocated | NodeBase::Mixed | NodeBase::Error
+        )
+}
+
+pub fn drained(n: &Node) -> bool {
+    n.state.drain() && !draining(n)
+}
+
+/// Nodes partitions list that `/nodes` does not show (FUTURE nodes).
+pub fn hidden_nodes(nodes: &[Node], partitions: &[Partition]) -> usize {
+    let listed: HashSet<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+    let mut hidden = HashSet::new();
+    for p in partitions {
+        for name in expand_hostlist(&p.node_list, MAX_HOSTLIST) {
+            if !listed.contains(name.as_str()) {
+                hidden.insert(name);
+            }
+        }
+    }
+    hidden.len()
+}
+
+/// Native flag counts: (flag, metric name, help).
+const FLAG_METRICS: [(NodeFlags, &str, &str); 8] = [
+    (
+        NodeFlags::MAINTENANCE,
+        "slurm_nodes_maint",
+        "Nodes in a maintenance reservation.",
+    ),
+    (
+        NodeFlags::RESERVED,
+        "slurm_nodes_resv",
+        "Nodes in an advanced reservation.",
+    ),
+    (
+        NodeFlags::NOT_RESPONDING,
+        "slurm_nodes_noresp",
+        "Nodes not responding to slurmctld.",
+    ),
+    (
+        NodeFlags::COMPLETING,
+        "slurm_nodes_completing",
+        "Nodes with jobs completing.",
+    ),
+    (NodeFlags::FAIL, "slurm_nodes_fail", "Nodes flagged FAIL."),
+    (
+        NodeFlags::POWERED_DOWN,
+        "slurm_nodes_powered_down",
+        "Nodes powered down by power saving.",
+    ),
+    (
+        NodeFlags::PLANNED,
+        "slurm_nodes_planned",
+        "Nodes planned for a pending job by the backfill scheduler.",
+    ),
+    (NodeFlags::CLOUD, "slurm_nodes_cloud", "Cloud nodes."),
+];
+
+pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
+    let Some(nodes) = &s.nodes.data else { return };
+    let hidden = s
+        .partitions
+        .data
+        .as_ref()
+        .map_or(0, |p| hidden_nodes(nodes, p));
+
+    out.gauge(
+        "slurm_nodes",
+        "Nodes configured, FUTURE nodes hidden from /nodes included.",
+        &[],
+        (nodes.len() + hidden) as f64,
+    );
+    let mut by_base: BTreeMap<NodeBase, usize> = BTreeMap::new();
+    for n in nodes.iter() {
+        *by_base.entry(n.state.base).or_default() += 1;
+    }
+    *by_base.entry(NodeBase::Future).or_default() += hidden;
+    let count = |b| by_base.get(&b).copied().unwrap_or(0) as f64;
+    out.gauge(
+        "slurm_nodes_alloc",
+        "Nodes whose base state is ALLOCATED.",
+        &[],
+        count(NodeBase::Allocated),
+    );
+    out.gauge(
+        "slurm_nodes_idle",
+        "Nodes whose base state is IDLE.",
+        &[],
+        count(NodeBase::Idle),
+    );
+    out.gauge(
+        "slurm_nodes_mixed",
+        "Nodes whose base state is MIXED (partly allocated).",
+        &[],
+        count(NodeBase::Mixed),
+    );
+    out.gauge(
+        "slurm_nodes_down",
+        "Nodes whose base state is DOWN.",
+        &[],
+        count(NodeBase::Down),
+    );
+    out.gauge(
+        "slurm_nodes_future",
+        "Nodes whose base state is FUTURE (declared, not yet up).",
+        &[],
+        count(NodeBase::Future),
+    );
+    out.gauge(
+        "slurm_nodes_unknown",
+        "Nodes whose base state is UNKNOWN.",
+        &[],
+        count(NodeBase::Unknown),
+    );
+    out.gauge(
+        "slurm_nodes_error",
+        "Nodes whose base state is ERROR.",
+        &[],
+        count(NodeBase::Error),
+    );
+    out.gauge(
+        "slurm_nodes_drain",
+        "Nodes drained: DRAIN flag and no work left (native meaning; draining nodes are separate).",
+        &[],
+        nodes.iter().filter(|n| drained(n)).count() as f64,
+    );
+    out.gauge(
+        "slurm_nodes_draining",
+        "Nodes with the DRAIN flag still running work.",
+        &[],
+        nodes.iter().filter(|n| draining(n)).count() as f64,
+    );
+    for (flag, name, help) in FLAG_METRICS {
+        out.gauge(
+            name,
+            help,
+            &[],
+            nodes
+                .iter()
+                .filter(|n| n.state.flags.contains(flag))
+                .count() as f64,
+        );
+    }
+
+    for n in nodes.iter() {
+        let node = [("node", n.name.as_str())];
+        out.gauge("slurm_node_cpus", "CPUs of the node.", &node, n.cpus as f64);
+        out.gauge(
+            "slurm_node_cpus_alloc",
+            "CPUs of the node allocated to jobs.",
+            &node,
+            n.alloc_cpus as f64,
+        );
+        out.gauge(
+            "slurm_node_cpus_idle",
+            "CPUs of the node not allocated.",
+            &node,
+            n.idle_cpus() as f64,
+        );
+        out.gauge(
+            "slurm_node_memory_bytes",
+            "Memory of the node (RealMemory).",
+            &node,
+            n.memory_bytes as f64,
+        );
+        out.gauge(
+            "slurm_node_memory_alloc_bytes",
+            "Memory of the node allocated to jobs.",
+            &node,
+            n.alloc_memory_bytes as f64,
+        );
+        if let Some(free) = n.free_memory_bytes {
+            out.gauge(
+                "slurm_node_memory_free_bytes",
+                "Free memory slurmd reports for the node.",
+                &node,
+                free as f64,
+            );
+        }
+        out.gauge(
+            "slurm_node_gpus",
+            "GPUs of the node (gres/gpu, all types).",
+            &node,
+            n.gpus() as f64,
+        );
+        out.gauge(
+            "slurm_node_gpus_alloc",
+            "GPUs of the node allocated to jobs.",
+            &node,
+            n.gpus_alloc() as f64,
+        );
+        for g in &n.gres {
+            let used = n
+                .gres_used
+                .iter()
+                .find(|u| u.name == g.name && u.kind == g.kind)
+                .map_or(0, |u| u.count);
+            let labels = [
+                ("node", n.name.as_str()),
+                ("gres", &*g.name),
+                ("type", &*g.kind),
+            ];
+            out.gauge(
+                "slurm_node_gres",
+                "Generic resources of the node by name and type.",
+                &labels,
+                g.count as f64,
+            );
+            out.gauge(
+                "slurm_node_gres_alloc",
+                "Generic resources of the node allocated, by name and type.",
+                &labels,
+                used as f64,
+            );
+        }
+        let flags = join(
+            NodeFlags::NAMED
+                .iter()
+                .filter(|(f, _)| n.state.flags.contains(*f))
+                .map(|(_, name)| *name),
+        );
+        let partitions = join(n.partitions.iter().map(|p| &**p));
+        out.info(
+            "slurm_node_state_info",
+            "The node's base state, its flags and its partitions.",
+            &[
+                ("node", n.name.as_str()),
+                ("state", n.state.base.as_str()),
+                ("flags", &flags),
+                ("partitions", &partitions),
+            ],
+        );
+        if !n.reason.is_empty() {
+            out.info(
+                "slurm_node_reason_info",
+                "Why the node is down or drained, and who said so.",
+                &[
+                    ("node", n.name.as_str()),
+                    ("reason", n.reason.as_str()),
+                    ("user", n.reason_set_by.as_str()),
+                ],
+            );
+        }
+    }
+}

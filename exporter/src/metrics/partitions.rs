@@ -1,0 +1,169 @@
+//! Partitions: configured size, node states and CPUs/memory/GPUs over the partition's nodes
+//! (native `slurm_partition_nodes_*`, `slurm_partition_cpus`). A node in two partitions
+//! counts in both. Job counts per partition are in [`super::jobs`], demand in
+//! [`super::demand`].
+
+use std::collections::BTreeMap;
+
+use super::nodes::{drained, draining};
+use super::{MetricsOptions, Out};
+use crate::model::{Node, NodeBase};
+use crate::snapshot::ClusterSnapshot;
+
+#[derive(Default)]
+struct Sums {
+    listed: u64,
+    by_base: BTreeMap<NodeBase, u64>,
+    drain: u64,
+    draining: u64,
+    cpus_alloc: u64,
+    cpus_idle: u64,
+    memory: u64,
+    memory_alloc: u64,
+    gpus: u64,
+    gpus_alloc: u64,
+}
+
+impl Sums {
+    fn add(&mut self, n: &Node) {
+        self.listed += 1;
+        *self.by_base.entry(n.state.base).or_default() += 1;
+        self.drain += u64::from(drained(n));
+        self.draining += u64::from(draining(n));
+        self.cpus_alloc += n.alloc_cpus;
+        self.cpus_idle += n.idle_cpus();
+        self.memory += n.memory_bytes;
+        self.memory_alloc += n.alloc_memory_bytes;
+        self.gpus += n.gpus();
+        self.gpus_alloc += n.gpus_alloc();
+    }
+}
+
+pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
+    let Some(partitions) = &s.partitions.data else {
+        return;
+    };
+    let mut sums: BTreeMap<&str, Sums> = BTreeMap::new();
+    for n in s.nodes.data.iter().flat_map(|n| n.iter()) {
+        for p in &n.partitions {
+            sums.entry(&**p).or_default().add(n);
+        }
+    }
+    out.gauge(
+        "slurm_partitions",
+        "Partitions configured.",
+        &[],
+        partitions.len() as f64,
+    );
+    let empty = Sums::default();
+    for p in partitions.iter() {
+        let part = [("partition", &*p.name)];
+        let sum = sums.get(&*p.name).unwrap_or(&empty);
+        out.info(
+            "slurm_partition_info",
+            "The partition's state (UP, DOWN, DRAIN, INACTIVE).",
+            &[("partition", &*p.name), ("state", &p.state)],
+        );
+        out.gauge(
+            "slurm_partition_nodes",
+            "Nodes configured in the partition, FUTURE ones included.",
+            &part,
+            p.total_nodes as f64,
+        );
+        out.gauge(
+            "slurm_partition_cpus",
+            "CPUs configured in the partition.",
+            &part,
+            p.total_cpus as f64,
+        );
+        if let Some(max) = p.max_nodes_per_job {
+            out.gauge(
+                "slurm_partition_max_nodes_per_job",
+                "The most nodes one job may use in the partition (absent: unlimited).",
+                &part,
+                max as f64,
+            );
+        }
+        let base = |b| sum.by_base.get(&b).copied().unwrap_or(0) as f64;
+        // FUTURE nodes are hidden from /nodes but counted in the partition's total.
+        let future = base(NodeBase::Future) + p.total_nodes.saturating_sub(sum.listed) as f64;
+        out.gauge(
+            "slurm_partition_nodes_alloc",
+            "Nodes of the partition whose base state is ALLOCATED.",
+            &part,
+            base(NodeBase::Allocated),
+        );
+        out.gauge(
+            "slurm_partition_nodes_idle",
+            "Nodes of the partition whose base state is IDLE.",
+            &part,
+            base(NodeBase::Idle),
+        );
+        out.gauge(
+            "slurm_partition_nodes_mixed",
+            "Nodes of the partition whose base state is MIXED.",
+            &part,
+            base(NodeBase::Mixed),
+        );
+        out.gauge(
+            "slurm_partition_nodes_down",
+            "Nodes of the partition whose base state is DOWN.",
+            &part,
+            base(NodeBase::Down),
+        );
+        out.gauge(
+            "slurm_partition_nodes_future",
+            "Nodes of the partition whose base state is FUTURE (not yet up).",
+            &part,
+            future,
+        );
+        out.gauge(
+            "slurm_partition_nodes_drain",
+            "Nodes of the partition drained (DRAIN flag, no work left).",
+            &part,
+            sum.drain as f64,
+        );
+        out.gauge(
+            "slurm_partition_nodes_draining",
+            "Nodes of the partition with the DRAIN flag still running work.",
+            &part,
+            sum.draining as f64,
+        );
+        out.gauge(
+            "slurm_partition_nodes_cpus_alloc",
+            "Allocated CPUs summed over the partition's nodes.",
+            &part,
+            sum.cpus_alloc as f64,
+        );
+        out.gauge(
+            "slurm_partition_nodes_cpus_idle",
+            "Idle CPUs summed over the partition's nodes.",
+            &part,
+            sum.cpus_idle as f64,
+        );
+        out.gauge(
+            "slurm_partition_memory_bytes",
+            "Memory summed over the partition's nodes.",
+            &part,
+            sum.memory as f64,
+        );
+        out.gauge(
+            "slurm_partition_memory_alloc_bytes",
+            "Allocated memory summed over the partition's nodes.",
+            &part,
+            sum.memory_alloc as f64,
+        );
+        out.gauge(
+            "slurm_partition_gpus",
+            "GPUs summed over the partition's nodes.",
+            &part,
+            sum.gpus as f64,
+        );
+        out.gauge(
+            "slurm_partition_gpus_alloc",
+            "Allocated GPUs summed over the partition's nodes.",
+            &part,
+            sum.gpus_alloc as f64,
+        );
+    }
+}

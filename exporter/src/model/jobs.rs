@@ -1,0 +1,374 @@
+//! Aggregating `/jobs` while it is decoded. Each API version's wire module turns one job
+//! object into a borrowed [`JobRecord`]; the [`JobsBuilder`] folds records into counts and
+//! keeps only pending jobs, whose demand the metrics and the autoscaler need.
+//!
+//! Counting rules (see DESIGN.md "Native-compatible names"):
+//! * job counts are job *records*: an unsplit pending array (`1-5000`) counts once, while its
+//!   demand counts every task that may start now (its `%N` throttle minus running tasks);
+//! * native per-partition job counts use the job's first partition (the one slurmctld points
+//!   at); demand counts a job in every partition it was submitted to;
+//! * held jobs are pending; `_nohold` figures leave them out.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::{JobCounts, JobState, Jobs, PendingClass, PendingJob};
+use crate::slurm::text::{array_tasks, tres_gpus, tres_per_gpus};
+
+/// One job as a wire module reads it, borrowing from the response bytes.
+#[derive(Clone, Debug, Default)]
+pub struct JobRecord<'a> {
+    pub id: u64,
+    pub state: Option<JobState>,
+    pub reason: &'a str,
+    /// `a` or, for a job pending in several partitions, `a,b`.
+    pub partition: &'a str,
+    pub user: &'a str,
+    pub account: &'a str,
+    /// For a pending job: the minimum node count it asks for; running: nodes it holds.
+    pub nodes: Option<u64>,
+    /// The most nodes it accepts (0/None when not given).
+    pub max_nodes: Option<u64>,
+    pub cpus: Option<u64>,
+    pub tasks: Option<u64>,
+    pub memory_per_node_mib: Option<u64>,
+    pub memory_per_cpu_mib: Option<u64>,
+    pub hold: bool,
+    pub tres_per_job: &'a str,
+    pub tres_per_node: &'a str,
+    pub tres_per_task: &'a str,
+    pub tres_req: &'a str,
+    pub tres_alloc: &'a str,
+    /// GPUs summed over `gres_detail` (one entry per allocated node).
+    pub gres_detail_gpus: Option<u64>,
+    pub array_job_id: Option<u64>,
+    pub array_task_id: Option<u64>,
+    pub array_task_string: &'a str,
+    pub array_max_tasks: Option<u64>,
+    pub submit_time: Option<i64>,
+}
+
+impl JobRecord<'_> {
+    fn node_count(&self) -> u64 {
+        self.nodes.filter(|n| *n > 0).unwrap_or(1)
+    }
+
+    /// GPUs a running job holds.
+    fn gpus_alloc(&self) -> u64 {
+        tres_gpus(self.tres_alloc)
+            .or(self.gres_detail_gpus.filter(|g| *g > 0))
+            .or_else(|| self.requested_gpus())
+            .unwrap_or(0)
+    }
+
+    /// GPUs a job asks for in all (per job, per node × nodes, per task × tasks).
+    fn requested_gpus(&self) -> Option<u64> {
+        tres_per_gpus(self.tres_per_job)
+            .or_else(|| {
+                tres_per_gpus(self.tres_per_node).map(|g| g.saturating_mul(self.node_count()))
+            })
+            .or_else(|| {
+                tres_per_gpus(self.tres_per_task)
+                    .map(|g| g.saturating_mul(self.tasks.filter(|t| *t > 0).unwrap_or(1)))
+            })
+            .or_else(|| tres_gpus(self.tres_req))
+    }
+
+    fn memory_bytes(&self) -> u64 {
+        let mib = match (self.memory_per_node_mib, self.memory_per_cpu_mib) {
+            (Some(per_node), _) if per_node > 0 => per_node.saturating_mul(self.node_count()),
+            (_, Some(per_cpu)) if per_cpu > 0 => {
+                per_cpu.saturating_mul(self.cpus.unwrap_or(1).max(1))
+            }
+            _ => tres_mem_mib(self.tres_req).unwrap_or(0),
+        };
+        mib.saturating_mul(1024 * 1024)
+    }
+}
+
+/// `mem=2000M` / `mem=62.50G` in a TRES string, in MiB.
+fn tres_mem_mib(s: &str) -> Option<u64> {
+    let value = s.split(',').find_map(|i| i.trim().strip_prefix("mem="))?;
+    let (num, unit) = value.split_at(
+        value
+            .find(|c: char| c.is_ascii_alphabetic())
+            .unwrap_or(value.len()),
+    );
+    let n: f64 = num.parse().ok()?;
+    let factor = match unit {
+        "" | "M" => 1.0,
+        "K" => 1.0 / 1024.0,
+        "G" => 1024.0,
+        "T" => 1024.0 * 1024.0,
+        _ => return None,
+    };
+    Some((n * factor) as u64)
+}
+
+/// Folds job records into [`Jobs`].
+#[derive(Default)]
+pub struct JobsBuilder {
+    per_owner: bool,
+    names: HashMap<Box<str>, Arc<str>>,
+    jobs: Jobs,
+    running_array_tasks: HashMap<u64, u64>,
+    /// (index into `jobs.pending`, array job id, throttle)
+    throttled: Vec<(usize, u64, u64)>,
+}
+
+impl JobsBuilder {
+    /// `per_owner`: also count jobs per (user, account) — a cardinality cost, so opt-in.
+    pub fn new(per_owner: bool) -> Self {
+        Self {
+            per_owner,
+            ..Default::default()
+        }
+    }
+
+    fn intern(&mut self, s: &str) -> Arc<str> {
+        if let Some(a) = self.names.get(s) {
+            return a.clone();
+        }
+        let a: Arc<str> = Arc::from(s);
+        self.names.insert(Box::from(s), a.clone());
+        a
+    }
+
+    pub fn add(&mut self, r: JobRecord<'_>) {
+        let state = r.state.unwrap_or(JobState::Other);
+        let mut parts = r
+            .partition
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty());
+        let primary = parts.next().map(|p| self.intern(p));
+
+        let mut counts: Vec<&mut JobCounts> = Vec::with_capacity(2);
+        let partition_counts = match &primary {
+            Some(p) => {
+                if !self.jobs.partitions.contains_key(p) {
+                    self.jobs.partitions.insert(p.clone(), JobCounts::default());
+                }
+                self.jobs.partitions.get_mut(p)
+            }
+            None => None,
+        };
+        counts.push(&mut self.jobs.cluster);
+        counts.extend(partition_counts);
+        for c in &mut counts {
+            *c.by_state.entry(state).or_default() += 1;
+        }
+
+        match state {
+            JobState::Running | JobState::Suspended => {
+                let (cpus, gpus, nodes) = (r.cpus.unwrap_or(0), r.gpus_alloc(), r.node_count());
+                for c in &mut counts {
+                    c.cpus_alloc = c.cpus_alloc.saturating_add(cpus);
+                    c.gpus_alloc = c.gpus_alloc.saturating_add(gpus);
+                    c.nodes_alloc = c.nodes_alloc.saturating_add(nodes);
+                }
+                if let (Some(array), Some(_)) = (r.array_job_id.filter(|a| *a > 0), r.array_task_id)
+                {
+                    *self.running_array_tasks.entry(array).or_default() += 1;
+                }
+            }
+            JobState::Pending => {
+                let held = r.hold || r.reason.starts_with("JobHeld");
+                let reason = self.intern(if r.reason.is_empty() {
+                    "None"
+                } else {
+                    r.reason
+                });
+                let min_nodes = r.node_count();
+                let max_nodes = r.max_nodes.unwrap_or(0).max(min_nodes);
+                // Re-borrow after interning.
+                let primary_counts = primary
+                    .as_ref()
+                    .and_then(|p| self.jobs.partitions.get_mut(p));
+                for c in std::iter::once(&mut self.jobs.cluster).chain(primary_counts) {
+                    c.held += u64::from(held);
+                    *c.pending_by_reason.entry(reason.clone()).or_default() += 1;
+                    raise(&mut c.pending_nodes_min, min_nodes);
+                    raise(&mut c.pending_nodes_max, max_nodes);
+                    if !held {
+                        raise(&mut c.pending_nodes_min_nohold, min_nodes);
+                        raise(&mut c.pending_nodes_max_nohold, max_nodes);
+                    }
+                }
+                let partitions: Vec<Arc<str>> = r
+                    .partition
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|p| !p.is_empty())
+                    .map(|p| self.intern(p))
+                    .collect();
+                let (tasks, throttle_in_string) = array_tasks(r.array_task_string);
+                let throttle = r.array_max_tasks.filter(|m| *m > 0).or(throttle_in_string);
+                if let (Some(limit), Some(array)) = (throttle, r.array_job_id.filter(|a| *a > 0)) {
+                    self.throttled.push((self.jobs.pending.len(), array, limit));
+                }
+                self.jobs.pending.push(PendingJob {
+                    id: r.id,
+                    partitions,
+                    class: PendingClass::of(r.reason, held),
+                    reason,
+                    tasks,
+                    nodes: min_nodes,
+                    cpus: r.cpus.unwrap_or(0).max(1),
+                    gpus: r.requested_gpus().unwrap_or(0),
+                    memory_bytes: r.memory_bytes(),
+                    submit_time: r.submit_time.filter(|t| *t > 0),
+                });
+            }
+            _ => {}
+        }
+
+        if self.per_owner {
+            let user = self.intern(r.user);
+            let account = self.intern(r.account);
+            *self
+                .jobs
+                .by_owner
+                .entry((user, account))
+                .or_default()
+                .entry(state)
+                .or_default() += 1;
+        }
+    }
+
+    pub fn finish(mut self) -> Jobs {
+        // A throttled array may only start `limit - running` more tasks right now.
+        for (index, array, limit) in self.throttled {
+            let running = self.running_array_tasks.get(&array).copied().unwrap_or(0);
+            if let Some(p) = self.jobs.pending.get_mut(index) {
+                p.tasks = p.tasks.min(limit.saturating_sub(running));
+            }
+        }
+        self.jobs
+    }
+}
+
+fn raise(slot: &mut Option<u64>, v: u64) {
+    *slot = Some(slot.map_or(v, |s| s.max(v)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pending<'a>(id: u64, partition: &'a str, reason: &'a str) -> JobRecord<'a> {
+        JobRecord {
+            id,
+            state: Some(JobState::Pending),
+            partition,
+            reason,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_multi_node_job_is_demand_for_all_its_nodes() {
+        let mut b = JobsBuilder::new(false);
+        b.add(JobRecord {
+            nodes: Some(3),
+            cpus: Some(6),
+            ..pending(1, "elastic", "Resources")
+        });
+        let jobs = b.finish();
+        assert_eq!(jobs.pending[0].nodes, 3);
+        assert_eq!(jobs.pending[0].class, PendingClass::Schedulable);
+        assert_eq!(jobs.partitions["elastic"].pending_nodes_max_nohold, Some(3));
+    }
+
+    #[test]
+    fn held_and_waiting_jobs_are_pending_but_not_demand() {
+        let mut b = JobsBuilder::new(false);
+        b.add(JobRecord {
+            hold: true,
+            nodes: Some(4),
+            ..pending(1, "cpu", "JobHeldUser")
+        });
+        b.add(pending(2, "cpu", "Dependency"));
+        b.add(pending(3, "cpu", "BeginTime"));
+        let jobs = b.finish();
+        let cpu = &jobs.partitions["cpu"];
+        assert_eq!(cpu.state(JobState::Pending), 3);
+        assert_eq!(cpu.held, 1);
+        assert_eq!(cpu.pending_nodes_max, Some(4));
+        assert_eq!(cpu.pending_nodes_max_nohold, Some(1));
+        let classes: Vec<_> = jobs.pending.iter().map(|p| p.class).collect();
+        assert_eq!(
+            classes,
+            [
+                PendingClass::Held,
+                PendingClass::Waiting,
+                PendingClass::Waiting
+            ]
+        );
+    }
+
+    #[test]
+    fn a_throttled_array_counts_once_but_demands_what_may_start() {
+        let mut b = JobsBuilder::new(false);
+        for task in 1..=2 {
+            b.add(JobRecord {
+                id: 100 + task,
+                state: Some(JobState::Running),
+                partition: "elastic",
+                array_job_id: Some(100),
+                array_task_id: Some(task),
+                cpus: Some(1),
+                ..Default::default()
+            });
+        }
+        b.add(JobRecord {
+            array_job_id: Some(100),
+            array_task_string: "3-20%5",
+            array_max_tasks: Some(5),
+            ..pending(100, "elastic", "JobArrayTaskLimit")
+        });
+        let jobs = b.finish();
+        assert_eq!(jobs.partitions["elastic"].state(JobState::Pending), 1);
+        assert_eq!(
+            jobs.pending[0].tasks, 3,
+            "18 tasks left, throttle 5, 2 running"
+        );
+    }
+
+    #[test]
+    fn a_job_pending_in_two_partitions_is_counted_in_its_first_and_demanded_in_both() {
+        let mut b = JobsBuilder::new(false);
+        b.add(pending(1, "cpu,gpu", "Priority"));
+        let jobs = b.finish();
+        assert_eq!(jobs.partitions["cpu"].state(JobState::Pending), 1);
+        assert!(!jobs.partitions.contains_key("gpu"));
+        let parts: Vec<&str> = jobs.pending[0].partitions.iter().map(|p| &**p).collect();
+        assert_eq!(parts, ["cpu", "gpu"]);
+    }
+
+    #[test]
+    fn gpus_and_memory_come_from_whichever_field_the_version_fills() {
+        let mut b = JobsBuilder::new(false);
+        b.add(JobRecord {
+            nodes: Some(2),
+            tres_per_node: "gres:gpu:4",
+            memory_per_cpu_mib: Some(500),
+            cpus: Some(2),
+            ..pending(1, "gpu", "Resources")
+        });
+        b.add(JobRecord {
+            state: Some(JobState::Running),
+            partition: "gpu",
+            cpus: Some(3),
+            gres_detail_gpus: Some(2),
+            tres_alloc: "cpu=3,mem=2000M,node=1",
+            ..Default::default()
+        });
+        let jobs = b.finish();
+        assert_eq!(jobs.pending[0].gpus, 8);
+        assert_eq!(jobs.pending[0].memory_bytes, 1000 * 1024 * 1024);
+        assert_eq!(jobs.partitions["gpu"].gpus_alloc, 2);
+        assert_eq!(jobs.partitions["gpu"].cpus_alloc, 3);
+        assert_eq!(tres_mem_mib("cpu=16,mem=62.50G,billing=16"), Some(64000));
+    }
+}

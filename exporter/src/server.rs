@@ -1,0 +1,182 @@
+//! The HTTP face: `/metrics`, `/healthz`, `/readyz`.
+//!
+//! A renderer task turns every newly published snapshot into exposition text once; a scrape
+//! only copies that text and appends a few scrape-time gauges (data ages, process metrics).
+//! So 100 concurrent scrapers cost microseconds each and never reach slurmrestd.
+//!
+//! `/healthz` is 200 while the process serves. `/readyz` is 200 once every cluster has
+//! answered jobs, nodes and partitions at least once, and stays 200 afterwards: when Slurm
+//! fails later the last good data is still served, marked stale by
+//! `slurm_exporter_endpoint_up` and `slurm_exporter_endpoint_data_age_seconds` — restarting
+//! or unrouting the exporter would only lose that data. Until then it is 503 and says which
+//! endpoint has not answered and why.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use bytes::Bytes;
+use futures::stream;
+use prometheus::{Encoder, Registry, TextEncoder};
+use tokio::sync::{Notify, watch};
+use tokio_util::sync::CancellationToken;
+use tracing::info;
+
+use crate::error::Result;
+use crate::metrics::{self, MetricsOptions};
+use crate::snapshot::{ClusterSnapshot, REQUIRED};
+
+/// Extra text rendered with each page (the Kubernetes families plug in here).
+pub type ExtraRender = Arc<dyn Fn() -> String + Send + Sync>;
+
+/// The rendered part of `/metrics` and the snapshots it was rendered from.
+#[derive(Default)]
+pub struct Page {
+    pub text: Bytes,
+    pub snapshots: Vec<Arc<ClusterSnapshot>>,
+}
+
+/// Renders a new page whenever `changed` fires; stops with `stop`.
+pub fn spawn_renderer(
+    clusters: Vec<watch::Receiver<Arc<ClusterSnapshot>>>,
+    changed: Arc<Notify>,
+    opts: MetricsOptions,
+    extra: Vec<ExtraRender>,
+    stop: CancellationToken,
+) -> watch::Receiver<Arc<Page>> {
+    let (tx, rx) = watch::channel(Arc::new(Page::default()));
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = changed.notified() => {}
+            }
+            let snapshots: Vec<_> = clusters.iter().map(|r| r.borrow().clone()).collect();
+            let (opts, extra) = (opts.clone(), extra.clone());
+            let rendered = tokio::task::spawn_blocking(move || {
+                let mut text = metrics::render(&snapshots, &opts);
+                for render in &extra {
+                    text.push_str(&render());
+                }
+                Page {
+                    text: Bytes::from(text),
+                    snapshots,
+                }
+            })
+            .await;
+            if let Ok(page) = rendered {
+                tx.send_replace(Arc::new(page));
+            }
+        }
+    });
+    rx
+}
+
+#[derive(Clone)]
+pub struct AppState {
+    pub page: watch::Receiver<Arc<Page>>,
+    pub process: Registry,
+    /// Readiness beyond the Slurm clusters (e.g. Kubernetes caches synced).
+    pub extra_ready: Vec<Arc<dyn Fn() -> Result<(), String> + Send + Sync>>,
+}
+
+impl AppState {
+    pub fn new(page: watch::Receiver<Arc<Page>>) -> Self {
+        let process = Registry::new();
+        #[cfg(target_os = "linux")]
+        {
+            let _ = process.register(Box::new(
+                prometheus::process_collector::ProcessCollector::for_self(),
+            ));
+        }
+        Self {
+            page,
+            process,
+            extra_ready: Vec::new(),
+        }
+    }
+}
+
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/", get(index))
+        .route("/metrics", get(metrics_handler))
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(readyz))
+        .with_state(state)
+}
+
+/// Serves until `stop` is cancelled, then finishes in-flight requests.
+pub async fn serve(listen: SocketAddr, state: AppState, stop: CancellationToken) -> Result<()> {
+    let listener = tokio::net::TcpListener::bind(listen).await?;
+    info!(address = %listener.local_addr()?, "serving /metrics, /healthz, /readyz");
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(stop.cancelled_owned())
+        .await?;
+    Ok(())
+}
+
+async fn index() -> &'static str {
+    "slurmscale exporter: /metrics /healthz /readyz\n"
+}
+
+async fn metrics_handler(State(state): State<AppState>) -> Response {
+    let page = state.page.borrow().clone();
+    let mut dynamic = metrics::render_ages(&page.snapshots, SystemTime::now());
+    let mut buf = Vec::new();
+    if TextEncoder::new()
+        .encode(&state.process.gather(), &mut buf)
+        .is_ok()
+    {
+        dynamic.push_str(&String::from_utf8_lossy(&buf));
+    }
+    // The cached page is shared, not copied.
+    let chunks = [
+        Ok::<_, std::io::Error>(page.text.clone()),
+        Ok(Bytes::from(dynamic)),
+    ];
+    Response::builder()
+        .header(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )
+        .body(Body::from_stream(stream::iter(chunks)))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+async fn readyz(State(state): State<AppState>) -> Response {
+    let page = state.page.borrow().clone();
+    let mut missing = Vec::new();
+    if page.snapshots.is_empty() {
+        missing.push("no collection has finished yet".to_string());
+    }
+    for snap in &page.snapshots {
+        for e in REQUIRED {
+            let h = snap.health(e);
+            if !h.has_data {
+                let why = h.last_error.unwrap_or("no answer yet");
+                missing.push(format!("cluster {}: {e}: {why}", snap.cluster));
+            }
+        }
+    }
+    for check in &state.extra_ready {
+        if let Err(why) = check() {
+            missing.push(why);
+        }
+    }
+    if missing.is_empty() {
+        (StatusCode::OK, "ready\n").into_response()
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("not ready:\n{}\n", missing.join("\n")),
+        )
+            .into_response()
+    }
+}

@@ -1,0 +1,241 @@
+//! The HTTP side of talking to slurmrestd: one client per cluster, every request through a
+//! governor rate limiter (each call takes slurmctld locks; a 20k-job `/jobs` costs seconds of
+//! controller time), timeouts, TLS verified by default with an optional extra CA, and the
+//! token attached from its [`TokenSource`]. It returns raw bytes; decoding and the
+//! "2xx *and* empty `errors[]`" rule live in [`super::fetch`].
+
+use std::num::NonZeroU32;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use reqwest::StatusCode;
+
+use super::auth::TokenSource;
+use super::versions::{ApiVersion, Endpoint};
+use super::wire;
+use crate::error::{Error, Result};
+
+#[derive(Clone, Debug)]
+pub struct ClientOptions {
+    pub url: String,
+    pub user: String,
+    /// Whole-request timeout; generous, since 20k jobs take 10-20 s before the first byte.
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+    /// An extra CA certificate (PEM) to trust for an https slurmrestd.
+    pub ca_file: Option<PathBuf>,
+    /// Upstream requests per second, averaged; bursts of `burst` are allowed.
+    pub max_requests_per_second: NonZeroU32,
+    pub burst: NonZeroU32,
+}
+
+impl ClientOptions {
+    pub fn new(url: impl Into<String>, user: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            user: user.into(),
+            timeout: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(5),
+            ca_file: None,
+            max_requests_per_second: NonZeroU32::new(2).unwrap_or(NonZeroU32::MIN),
+            burst: NonZeroU32::new(Endpoint::ALL.len() as u32).unwrap_or(NonZeroU32::MIN),
+        }
+    }
+}
+
+/// What a GET brought back.
+#[derive(Debug)]
+pub enum Fetched {
+    /// A 2xx body, still to be decoded and checked for `errors[]`.
+    Body { status: u16, bytes: Bytes },
+    /// 304: nothing changed since the `update_time` we sent.
+    NotModified,
+}
+
+pub struct SlurmClient {
+    http: reqwest::Client,
+    base: String,
+    user: String,
+    token: Arc<TokenSource>,
+    limiter: DefaultDirectRateLimiter,
+}
+
+impl std::fmt::Debug for SlurmClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.debug_struct("SlurmClient")
+            .field("base", &self.base)
+            .field("user", &self.user)
+            .finish()
+    }
+}
+
+impl SlurmClient {
+    pub fn new(opts: &ClientOptions, token: Arc<TokenSource>) -> Result<Self> {
+        let mut builder = reqwest::Client::builder()
+            .timeout(opts.timeout)
+            .connect_timeout(opts.connect_timeout)
+            .user_agent(concat!("slurmscale/", env!("CARGO_PKG_VERSION")));
+        if let Some(ca) = &opts.ca_file {
+            let pem = std::fs::read(ca)
+                .map_err(|e| Error::Config(format!("cannot read CA file {}: {e}", ca.display())))?;
+            let cert = reqwest::Certificate::from_pem(&pem).map_err(|e| {
+                Error::Config(format!(
+                    "CA file {} is not a PEM certificate: {e}",
+                    ca.display()
+                ))
+            })?;
+            builder = builder.add_root_certificate(cert);
+        }
+        let http = builder
+            .build()
+            .map_err(|e| Error::Config(format!("HTTP client: {e}")))?;
+        let base = opts.url.trim_end_matches('/').to_string();
+        if !(base.starts_with("http://") || base.starts_with("https://")) {
+            return Err(Error::Config(format!(
+                "slurmrestd URL {base:?} must start with http:// or https://"
+            )));
+        }
+        let quota = Quota::per_second(opts.max_requests_per_second).allow_burst(opts.burst);
+        Ok(Self {
+            http,
+            base,
+            user: opts.user.clone(),
+            token,
+            limiter: RateLimiter::direct(quota),
+        })
+    }
+
+    pub fn url(&self) -> &str {
+        &self.base
+    }
+
+    /// GET `/slurm/<version>/<endpoint>`, optionally `?update_time=<unix seconds>`, after
+    /// waiting for the rate limiter.
+    pub async fn get(
+        &self,
+        version: ApiVersion,
+        endpoint: Endpoint,
+        update_time: Option<i64>,
+    ) -> Result<Fetched> {
+        self.limiter.until_ready().await;
+        self.get_now(version, endpoint, update_time).await
+    }
+
+    /// GET without waiting for the rate limiter: only for version probes, whose misses are
+    /// 404s slurmrestd answers without asking slurmctld.
+    pub async fn get_now(
+        &self,
+        version: ApiVersion,
+        endpoint: Endpoint,
+        update_time: Option<i64>,
+    ) -> Result<Fetched> {
+        let mut url = format!("{}/slurm/{version}/{endpoint}", self.base);
+        if let Some(t) = update_time {
+            url.push_str(&format!("?update_time={t}"));
+        }
+        let token = self.token.token()?;
+        let name = endpoint.as_str();
+        let resp = self
+            .http
+            .get(&url)
+            .header("X-SLURM-USER-NAME", &self.user)
+            .header("X-SLURM-USER-TOKEN", token.expose())
+            .header("Accept", "application/json")
+            .send()
+            .await
+            .map_err(|e| transport_error(name, &e))?;
+        let status = resp.status();
+        if status == StatusCode::NOT_MODIFIED {
+            return Ok(Fetched::NotModified);
+        }
+        let bytes = read_body(resp)
+            .await
+            .map_err(|e| transport_error(name, &e))?;
+        if status.is_success() {
+            return Ok(Fetched::Body {
+                status: status.as_u16(),
+                bytes,
+            });
+        }
+        let messages = wire::decode_errors(&bytes);
+        let detail = if messages.is_empty() {
+            String::from_utf8_lossy(&bytes[..bytes.len().min(200)])
+                .trim()
+                .to_string()
+        } else {
+            wire::describe(&messages)
+        };
+        let code = status.as_u16();
+        if is_auth_failure(code, &messages) {
+            self.token.invalidate();
+            return Err(Error::Auth {
+                endpoint: name.into(),
+                status: code,
+                detail,
+            });
+        }
+        Err(Error::Http {
+            endpoint: name.into(),
+            status: code,
+            detail,
+        })
+    }
+
+    /// The token was refused inside a 2xx answer: sign or read a fresh one next time.
+    pub fn invalidate_token(&self) {
+        self.token.invalidate();
+    }
+}
+
+/// 401/403/511, or 500 carrying Slurm's "Protocol authentication error" (1007) as 22.05
+/// answers an expired or forged token.
+pub fn is_auth_failure(status: u16, messages: &[wire::Message]) -> bool {
+    matches!(status, 401 | 403 | 511) || messages.iter().any(|m| m.error_number == Some(1007))
+}
+
+/// Reads the whole body into one buffer sized from Content-Length when the server sends it,
+/// so a 500 MB `/jobs` is not copied while growing.
+async fn read_body(mut resp: reqwest::Response) -> reqwest::Result<Bytes> {
+    // Cap the pre-allocation: Content-Length is the server's claim, not a fact.
+    let hint = resp.content_length().unwrap_or(0).min(4 << 30) as usize;
+    let mut buf = BytesMut::with_capacity(hint);
+    while let Some(chunk) = resp.chunk().await? {
+        buf.extend_from_slice(&chunk);
+    }
+    Ok(buf.freeze())
+}
+
+fn transport_error(endpoint: &str, e: &reqwest::Error) -> Error {
+    // reqwest's Display includes the URL, which holds no secret (the token is a header).
+    let message = error_chain(e);
+    if e.is_timeout() {
+        Error::Timeout {
+            endpoint: endpoint.into(),
+            message,
+        }
+    } else if e.is_connect() {
+        Error::Connect {
+            endpoint: endpoint.into(),
+            message,
+        }
+    } else {
+        Error::Transport {
+            endpoint: endpoint.into(),
+            message,
+        }
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}

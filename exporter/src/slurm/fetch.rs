@@ -1,0 +1,162 @@
+//! One endpoint, one GET, one verdict. An answer is good only when the HTTP status is 2xx
+//! **and** `errors[]` is empty **and** the data key is present; 304, or 24.11's "200, empty
+//! list, warning" for an unchanged `/jobs`, means "keep what you have". Decoding runs on the
+//! blocking pool: a 500 MB `/jobs` must not stall scrapes served by the same runtime.
+
+use super::client::{Fetched, SlurmClient, is_auth_failure};
+use super::versions::{ApiVersion, Endpoint};
+use super::wire::{self, Decoded};
+use crate::error::{Error, Result};
+use crate::model::{Diag, Jobs, Node, Partition, Ping};
+
+/// A good answer, or "unchanged since the `update_time` we sent".
+#[derive(Debug)]
+pub enum Outcome<T> {
+    Fresh {
+        data: T,
+        release: Option<String>,
+        last_update: Option<i64>,
+    },
+    Unchanged,
+}
+
+impl<T> Outcome<T> {
+    fn from(decoded: Option<Decoded<T>>) -> Self {
+        match decoded {
+            None => Self::Unchanged,
+            Some(d) => Self::Fresh {
+                data: d.data,
+                release: d.release,
+                last_update: d.last_update,
+            },
+        }
+    }
+}
+
+/// GET, decode and check; `None` for 304.
+async fn fetch<T, F>(
+    client: &SlurmClient,
+    version: ApiVersion,
+    endpoint: Endpoint,
+    since: Option<i64>,
+    decode: F,
+) -> Result<Option<Decoded<T>>>
+where
+    T: Send + 'static,
+    F: FnOnce(&[u8]) -> serde_json::Result<Decoded<T>> + Send + 'static,
+{
+    let since = since.filter(|_| version.accepts_unix_update_time());
+    let (status, bytes) = match client.get(version, endpoint, since).await? {
+        Fetched::NotModified => return Ok(None),
+        Fetched::Body { status, bytes } => (status, bytes),
+    };
+    let decode_error = |message: String| Error::Decode {
+        endpoint: endpoint.to_string(),
+        version: version.to_string(),
+        message,
+    };
+    let decoded = tokio::task::spawn_blocking(move || decode(&bytes))
+        .await
+        .map_err(|e| decode_error(format!("decoder stopped: {e}")))?
+        .map_err(|e| decode_error(e.to_string()))?;
+    if !decoded.errors.is_empty() {
+        if is_auth_failure(status, &decoded.errors) {
+            client.invalidate_token();
+        }
+        return Err(Error::SlurmErrors {
+            endpoint: endpoint.to_string(),
+            status,
+            detail: wire::describe(&decoded.errors),
+        });
+    }
+    if !decoded.data_present {
+        return Err(decode_error(format!(
+            "the answer has no `{}` data",
+            endpoint.as_str()
+        )));
+    }
+    Ok(Some(decoded))
+}
+
+pub async fn ping(client: &SlurmClient, version: ApiVersion) -> Result<Outcome<Ping>> {
+    fetch(client, version, Endpoint::Ping, None, move |b| {
+        version.decode_ping(b)
+    })
+    .await
+    .map(Outcome::from)
+}
+
+pub async fn diag(client: &SlurmClient, version: ApiVersion) -> Result<Outcome<Diag>> {
+    fetch(client, version, Endpoint::Diag, None, move |b| {
+        version.decode_diag(b)
+    })
+    .await
+    .map(Outcome::from)
+}
+
+/// `/nodes` is always fetched in full: with `update_time`, slurmrestd (22.05 and 24.11 alike)
+/// answers 500 "Unspecified error" whenever nodes changed but partitions did not — it
+/// reloads partitions with the same `update_time` and treats "no change" as a failure.
+pub async fn nodes(client: &SlurmClient, version: ApiVersion) -> Result<Outcome<Vec<Node>>> {
+    fetch(client, version, Endpoint::Nodes, None, move |b| {
+        version.decode_nodes(b)
+    })
+    .await
+    .map(Outcome::from)
+}
+
+pub async fn partitions(
+    client: &SlurmClient,
+    version: ApiVersion,
+    since: Option<i64>,
+) -> Result<Outcome<Vec<Partition>>> {
+    fetch(client, version, Endpoint::Partitions, since, move |b| {
+        version.decode_partitions(b)
+    })
+    .await
+    .map(Outcome::from)
+}
+
+pub async fn jobs(
+    client: &SlurmClient,
+    version: ApiVersion,
+    since: Option<i64>,
+    per_owner: bool,
+) -> Result<Outcome<Jobs>> {
+    let sent = since
+        .filter(|_| version.accepts_unix_update_time())
+        .is_some();
+    let decoded = fetch(client, version, Endpoint::Jobs, since, move |b| {
+        version.decode_jobs(b, per_owner)
+    })
+    .await?;
+    // 24.11 answers an unchanged /jobs with 200, an empty list and a warning ("No job changes
+    // since update_time"), not 304. A queue that really emptied comes without a warning.
+    if let Some(d) = &decoded
+        && sent
+        && d.data.cluster.total() == 0
+        && !d.warnings.is_empty()
+    {
+        return Ok(Outcome::Unchanged);
+    }
+    Ok(Outcome::from(decoded))
+}
+
+/// Finds the newest API version slurmrestd serves: GET ping, newest first. 404 means "not
+/// served"; any other failure (auth, connection) is returned as is, since trying older
+/// versions would not fix it.
+pub async fn probe(client: &SlurmClient) -> Result<ApiVersion> {
+    let mut tried = Vec::new();
+    for version in ApiVersion::ALL {
+        match client.get_now(version, Endpoint::Ping, None).await {
+            Ok(Fetched::Body { .. }) => return Ok(version),
+            Ok(Fetched::NotModified) => return Ok(version),
+            Err(Error::Http { status: 404, .. }) => tried.push(version.as_str()),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Error::NoVersion {
+        url: client.url().to_string(),
+        tried: tried.join(", "),
+    })
+}

@@ -1,0 +1,616 @@
+//! Wire formats of slurmrestd, one module per API version, and the tolerant pieces they share.
+//!
+//! Each version module declares the structs of its JSON and converts them into the
+//! version-free [`crate::model`]; nothing past this module knows which version answered.
+//! Decoding is lenient on purpose: a field that is missing, `null`, of an unexpected type or
+//! an enum value we have never seen must not lose the rest of the answer. Numbers may be
+//! plain or `{set, infinite, number}`; states may be a string or an array; strings may be
+//! `null`. Large answers are decoded straight from the response bytes, borrowing strings,
+//! and `/jobs` is aggregated while it is parsed, so no per-job tree is ever built.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::Deserialize;
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+pub mod v0038;
+pub mod v0040;
+pub mod v0041;
+pub mod v0042;
+pub mod v0043;
+pub mod v0044;
+pub mod v0045;
+
+/// A number as any version sends it: plain, `null`, a numeric string, or the
+/// `{set, infinite, number}` object of v0.0.40+. Unset and infinite read as `None`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Num(pub Option<i64>);
+
+impl Num {
+    /// The value when it is set and not negative (Slurm uses -1 and friends for "none").
+    pub fn unsigned(self) -> Option<u64> {
+        self.0.and_then(|v| u64::try_from(v).ok())
+    }
+}
+
+impl<'de> Deserialize<'de> for Num {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Num;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a number, null or {set, infinite, number}")
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Num, E> {
+                Ok(Num(Some(v)))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Num, E> {
+                Ok(Num(Some(i64::try_from(v).unwrap_or(i64::MAX))))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Num, E> {
+                Ok(Num(v.is_finite().then_some(v as i64)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Num, E> {
+                Ok(Num(v.trim().parse().ok()))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Num, E> {
+                Ok(Num(None))
+            }
+            fn visit_unit<E>(self) -> Result<Num, E> {
+                Ok(Num(None))
+            }
+            fn visit_none<E>(self) -> Result<Num, E> {
+                Ok(Num(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Num, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Num(None))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Num, A::Error> {
+                let (mut set, mut infinite, mut number) = (true, false, None);
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    match &*key {
+                        "set" => set = map.next_value::<Flag>()?.0,
+                        "infinite" => infinite = map.next_value::<Flag>()?.0,
+                        "number" => number = map.next_value::<Num>()?.0,
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Num(if set && !infinite { number } else { None }))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A boolean that tolerates `null`, numbers and strings.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Flag(pub bool);
+
+impl<'de> Deserialize<'de> for Flag {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Flag;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a boolean")
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Flag, E> {
+                Ok(Flag(v))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Flag, E> {
+                Ok(Flag(v != 0))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Flag, E> {
+                Ok(Flag(v != 0))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Flag, E> {
+                Ok(Flag(v != 0.0))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Flag, E> {
+                Ok(Flag(v.eq_ignore_ascii_case("true") || v == "1"))
+            }
+            fn visit_unit<E>(self) -> Result<Flag, E> {
+                Ok(Flag(false))
+            }
+            fn visit_none<E>(self) -> Result<Flag, E> {
+                Ok(Flag(false))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Flag, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Flag(false))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Flag, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Flag(false))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A string that borrows from the response when it can; `null` or any non-string reads as "".
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Str<'a>(pub Cow<'a, str>);
+
+impl<'a> Str<'a> {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Str<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Str<'a>, E> {
+                Ok(Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Str<'a>, E> {
+                Ok(Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Str<'a>, E> {
+                Ok(Str(Cow::Owned(v)))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Str<'a>, E> {
+                Ok(Str(Cow::Owned(v.to_string())))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Str<'a>, E> {
+                Ok(Str(Cow::Owned(v.to_string())))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Str<'a>, E> {
+                Ok(Str::default())
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Str<'a>, E> {
+                Ok(Str::default())
+            }
+            fn visit_unit<E>(self) -> Result<Str<'a>, E> {
+                Ok(Str::default())
+            }
+            fn visit_none<E>(self) -> Result<Str<'a>, E> {
+                Ok(Str::default())
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Str<'a>, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Str::default())
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Str<'a>, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Str::default())
+            }
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
+/// A list of words: a JSON array of strings, or one string (`"IDLE"`, `"MIXED+DRAIN"`, `"a,b"`
+/// is kept whole), or `null`. Non-string items are skipped.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Words<'a>(pub Vec<Cow<'a, str>>);
+
+impl<'a> Words<'a> {
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|w| &**w)
+    }
+    pub fn first(&self) -> &str {
+        self.0.first().map(|w| &**w).unwrap_or("")
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Words<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Words<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string or a list of strings")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Words<'a>, E> {
+                Ok(Words(vec![Cow::Borrowed(v)]))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Words<'a>, E> {
+                Ok(Words(vec![Cow::Owned(v.to_owned())]))
+            }
+            fn visit_unit<E>(self) -> Result<Words<'a>, E> {
+                Ok(Words::default())
+            }
+            fn visit_none<E>(self) -> Result<Words<'a>, E> {
+                Ok(Words::default())
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Words<'a>, E> {
+                Ok(Words::default())
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Words<'a>, E> {
+                Ok(Words::default())
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Words<'a>, E> {
+                Ok(Words::default())
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Words<'a>, E> {
+                Ok(Words::default())
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Words<'a>, A::Error> {
+                let mut words = Vec::new();
+                while let Some(s) = seq.next_element::<Str<'a>>()? {
+                    if !s.0.is_empty() {
+                        words.push(s.0);
+                    }
+                }
+                Ok(Words(words))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Words<'a>, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Words::default())
+            }
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
+/// A value that must be an object to be decoded as `T`; anything else (null, a string from a
+/// future version) reads as `T::default()` instead of failing the whole answer.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Lenient<T>(pub T);
+
+impl<'de, T: Deserialize<'de> + Default> Deserialize<'de> for Lenient<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de> + Default> Visitor<'de> for V<T> {
+            type Value = Lenient<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Lenient<T>, A::Error> {
+                T::deserialize(de::value::MapAccessDeserializer::new(map)).map(Lenient)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Lenient<T>, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Lenient(T::default()))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Lenient<T>, E> {
+                Ok(Lenient(T::default()))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Lenient<T>, E> {
+                Ok(Lenient(T::default()))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Lenient<T>, E> {
+                Ok(Lenient(T::default()))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Lenient<T>, E> {
+                Ok(Lenient(T::default()))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Lenient<T>, E> {
+                Ok(Lenient(T::default()))
+            }
+            fn visit_unit<E>(self) -> Result<Lenient<T>, E> {
+                Ok(Lenient(T::default()))
+            }
+            fn visit_none<E>(self) -> Result<Lenient<T>, E> {
+                Ok(Lenient(T::default()))
+            }
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
+/// An entry of `errors[]` or `warnings[]`. Field names differ slightly between versions.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Message {
+    pub error: Option<String>,
+    pub error_number: Option<i64>,
+    pub description: Option<String>,
+    pub source: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for Message {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Default, Deserialize)]
+        #[serde(default)]
+        struct Raw<'a> {
+            #[serde(borrow)]
+            error: Str<'a>,
+            #[serde(alias = "errno")]
+            error_number: Num,
+            #[serde(borrow)]
+            description: Str<'a>,
+            #[serde(borrow)]
+            source: Str<'a>,
+        }
+        let Lenient(raw) = Lenient::<Raw>::deserialize(d)?;
+        let text = |s: Str| Some(s.0.into_owned()).filter(|s| !s.is_empty());
+        Ok(Message {
+            error: text(raw.error),
+            error_number: raw.error_number.0,
+            description: text(raw.description),
+            source: text(raw.source),
+        })
+    }
+}
+
+impl fmt::Display for Message {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        let text = [self.description.as_deref(), self.error.as_deref()]
+            .into_iter()
+            .flatten()
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join(": ");
+        f.write_str(if text.is_empty() {
+            "unspecified error"
+        } else {
+            &text
+        })?;
+        if let Some(n) = self.error_number {
+            write!(f, " (error {n})")?;
+        }
+        if let Some(src) = self.source.as_deref().filter(|s| !s.is_empty()) {
+            write!(f, " in {src}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A list that never fails: a JSON array of `T` (elements that are not objects read as
+/// `T::default()`), and anything else (`null`, a string, an object) as an empty list.
+#[derive(Clone, Debug, PartialEq)]
+pub struct List<T>(pub Vec<T>);
+
+impl<T> Default for List<T> {
+    fn default() -> Self {
+        Self(Vec::new())
+    }
+}
+
+impl<'de, T: Deserialize<'de> + Default> Deserialize<'de> for List<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut out = Vec::new();
+        EachSeed::new(|t: T| out.push(t)).deserialize(d)?;
+        Ok(List(out))
+    }
+}
+
+/// GPUs summed over a job's `gres_detail` list (`["gpu:2(IDX:0-1)", "gpu:a100:1(IDX:0)"]`,
+/// one entry per node) while decoding it, without keeping the strings.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GresDetailGpus(pub Option<u64>);
+
+impl<'de> Deserialize<'de> for GresDetailGpus {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut total = None::<u64>;
+        EachSeed::new(|s: Str<'de>| {
+            let gpus = crate::model::gpus(&crate::slurm::text::parse_gres(s.as_str()));
+            total = Some(total.unwrap_or(0).saturating_add(gpus));
+        })
+        .deserialize(d)?;
+        Ok(GresDetailGpus(total))
+    }
+}
+
+/// The `meta` object. v0.0.38 says `Slurm` with numeric versions, v0.0.40+ `slurm` with
+/// string versions; only the release string is kept.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Meta {
+    pub release: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for Meta {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Default, Deserialize)]
+        #[serde(default)]
+        struct Slurm<'a> {
+            #[serde(borrow)]
+            release: Str<'a>,
+        }
+        #[derive(Default, Deserialize)]
+        #[serde(default)]
+        struct Raw<'a> {
+            #[serde(alias = "Slurm", borrow)]
+            slurm: Lenient<Slurm<'a>>,
+        }
+        let Lenient(raw) = Lenient::<Raw>::deserialize(d)?;
+        let release = raw.slurm.0.release.0.into_owned();
+        Ok(Meta {
+            release: (!release.is_empty()).then_some(release),
+        })
+    }
+}
+
+/// A decoded answer: the data plus everything the envelope said about it. The client only
+/// accepts the data when the status is 2xx and `errors` is empty.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Decoded<T> {
+    pub data: T,
+    pub errors: Vec<Message>,
+    pub warnings: Vec<Message>,
+    pub release: Option<String>,
+    /// slurmctld's last change time (`last_update`), when the answer carries one.
+    pub last_update: Option<i64>,
+    /// False when the data key was absent: the answer said nothing about the data.
+    pub data_present: bool,
+}
+
+/// Decodes an answer object whose payload sits under `key`, feeding it to `seed` (which may
+/// aggregate while parsing). Envelope fields are read whatever their order.
+pub fn decode_envelope<'de, S>(
+    bytes: &'de [u8],
+    key: &'static str,
+    seed: S,
+) -> serde_json::Result<Decoded<S::Value>>
+where
+    S: DeserializeSeed<'de>,
+    S::Value: Default,
+{
+    struct EnvelopeVisitor<S> {
+        key: &'static str,
+        seed: S,
+    }
+    impl<'de, S> Visitor<'de> for EnvelopeVisitor<S>
+    where
+        S: DeserializeSeed<'de>,
+        S::Value: Default,
+    {
+        type Value = Decoded<S::Value>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            write!(f, "a slurmrestd answer with `{}`", self.key)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut out = Decoded::<S::Value>::default();
+            let mut seed = Some(self.seed);
+            while let Some(k) = map.next_key::<Cow<'de, str>>()? {
+                match &*k {
+                    k if k == self.key => match seed.take() {
+                        Some(s) => {
+                            out.data = map.next_value_seed(s)?;
+                            out.data_present = true;
+                        }
+                        None => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    },
+                    "errors" => out.errors = map.next_value::<List<Message>>()?.0,
+                    "warnings" => out.warnings = map.next_value::<List<Message>>()?.0,
+                    "meta" => out.release = map.next_value::<Meta>()?.release,
+                    "last_update" => {
+                        out.last_update = map.next_value::<Num>()?.0.filter(|t| *t > 0)
+                    }
+                    _ => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(out)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let out = de.deserialize_map(EnvelopeVisitor { key, seed })?;
+    de.end()?;
+    Ok(out)
+}
+
+/// A seed that decodes a JSON array one element at a time and hands each to a callback, so
+/// a 100,000-job answer never exists as a Vec of wire structs. `null` or a non-array reads
+/// as an empty list; wrap `T` in [`Lenient`] when elements may not be objects.
+pub struct EachSeed<T, F> {
+    pub each: F,
+    pub _item: PhantomData<T>,
+}
+
+impl<T, F> EachSeed<T, F> {
+    pub fn new(each: F) -> Self {
+        Self {
+            each,
+            _item: PhantomData,
+        }
+    }
+}
+
+impl<'de, T, F> DeserializeSeed<'de> for EachSeed<T, F>
+where
+    T: Deserialize<'de> + Default,
+    F: FnMut(T),
+{
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        struct V<T, F>(F, PhantomData<T>);
+        impl<'de, T, F> Visitor<'de> for V<T, F>
+        where
+            T: Deserialize<'de> + Default,
+            F: FnMut(T),
+        {
+            type Value = ();
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a list")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
+                while let Some(item) = seq.next_element::<T>()? {
+                    (self.0)(item);
+                }
+                Ok(())
+            }
+            fn visit_unit<E>(self) -> Result<(), E> {
+                Ok(())
+            }
+            fn visit_none<E>(self) -> Result<(), E> {
+                Ok(())
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(())
+            }
+        }
+        d.deserialize_any(V(self.each, PhantomData))
+    }
+}
+
+/// Decodes `key` as a list of `W`, converting each element with `convert`.
+pub fn decode_list<'de, W, T>(
+    bytes: &'de [u8],
+    key: &'static str,
+    mut convert: impl FnMut(W) -> Option<T>,
+) -> serde_json::Result<Decoded<Vec<T>>>
+where
+    W: Deserialize<'de> + Default,
+{
+    let mut items = Vec::new();
+    let decoded = decode_envelope(
+        bytes,
+        key,
+        EachSeed::new(|w: Lenient<W>| items.extend(convert(w.0))),
+    )?;
+    Ok(decoded.map(|()| items))
+}
+
+/// Decodes an answer whose payload under `key` is one object `W`.
+pub fn decode_object<'de, W>(bytes: &'de [u8], key: &'static str) -> serde_json::Result<Decoded<W>>
+where
+    W: Deserialize<'de> + Default,
+{
+    Ok(decode_envelope(bytes, key, PhantomData::<Lenient<W>>)?.map(|w| w.0))
+}
+
+impl<T> Decoded<T> {
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Decoded<U> {
+        Decoded {
+            data: f(self.data),
+            errors: self.errors,
+            warnings: self.warnings,
+            release: self.release,
+            last_update: self.last_update,
+            data_present: self.data_present,
+        }
+    }
+}
+
+/// MiB (Slurm's memory unit) to bytes.
+pub fn mib(v: Option<u64>) -> Option<u64> {
+    v.map(|m| m.saturating_mul(1024 * 1024))
+}
+
+/// Microseconds (diag's unit) to seconds.
+pub fn micros(v: Num) -> Option<f64> {
+    v.unsigned().map(|us| us as f64 / 1e6)
+}
+
+/// The `errors[]` of any answer (e.g. a 500), or nothing when the body is not JSON.
+pub fn decode_errors(bytes: &[u8]) -> Vec<Message> {
+    decode_envelope(bytes, "errors-only", PhantomData::<IgnoredAny>)
+        .map(|d| d.errors)
+        .unwrap_or_default()
+}
+
+/// One line summarising messages for logs and errors.
+pub fn describe(messages: &[Message]) -> String {
+    let mut parts: Vec<String> = messages.iter().take(3).map(ToString::to_string).collect();
+    if messages.len() > 3 {
+        parts.push(format!("and {} more", messages.len() - 3));
+    }
+    parts.join("; ")
+}

@@ -1,0 +1,316 @@
+//! REST v0.0.38 (Slurm 22.05; 22.05 also serves 0.0.36/37, which we do not use).
+//!
+//! Plain numbers (`null` when unset, `-1` for unlimited), upper-case job states and
+//! lower-case node states as single strings with flags in `state_flags`, `free_memory`,
+//! `idle_cpus`, one key spelt `"min nodes per job"`, ping as `{"ping": "UP"}` and
+//! `meta.Slurm` with numeric versions.
+
+use serde::Deserialize;
+
+use super::{
+    Decoded, EachSeed, Flag, GresDetailGpus, Lenient, List, Num, Str, Words, decode_envelope,
+    decode_list, decode_object, mib, micros,
+};
+use crate::model::jobs::{JobRecord, JobsBuilder};
+use crate::model::{Controller, Diag, JobState, Jobs, Node, NodeState, Partition, Ping, RpcStat};
+use crate::slurm::text::parse_gres;
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct Job<'a> {
+    job_id: Num,
+    #[serde(borrow)]
+    job_state: Str<'a>,
+    #[serde(borrow)]
+    state_reason: Str<'a>,
+    #[serde(borrow)]
+    partition: Str<'a>,
+    #[serde(borrow)]
+    user_name: Str<'a>,
+    #[serde(borrow)]
+    account: Str<'a>,
+    node_count: Num,
+    max_nodes: Num,
+    cpus: Num,
+    tasks: Num,
+    memory_per_node: Num,
+    memory_per_cpu: Num,
+    priority: Num,
+    #[serde(borrow)]
+    tres_per_job: Str<'a>,
+    #[serde(borrow)]
+    tres_per_node: Str<'a>,
+    #[serde(borrow)]
+    tres_per_task: Str<'a>,
+    #[serde(borrow)]
+    tres_req_str: Str<'a>,
+    #[serde(borrow)]
+    tres_alloc_str: Str<'a>,
+    gres_detail: GresDetailGpus,
+    array_job_id: Num,
+    array_task_id: Num,
+    #[serde(borrow)]
+    array_task_string: Str<'a>,
+    array_max_tasks: Num,
+    submit_time: Num,
+}
+
+impl<'a> Job<'a> {
+    fn record(&'a self) -> JobRecord<'a> {
+        let state = self.job_state.as_str();
+        JobRecord {
+            id: self.job_id.unsigned().unwrap_or(0),
+            state: (!state.is_empty()).then(|| JobState::parse(state)),
+            reason: self.state_reason.as_str(),
+            partition: self.partition.as_str(),
+            user: self.user_name.as_str(),
+            account: self.account.as_str(),
+            nodes: self.node_count.unsigned(),
+            max_nodes: self.max_nodes.unsigned(),
+            cpus: self.cpus.unsigned(),
+            tasks: self.tasks.unsigned(),
+            memory_per_node_mib: self.memory_per_node.unsigned(),
+            memory_per_cpu_mib: self.memory_per_cpu.unsigned(),
+            // 22.05 has no hold flag; a held job has priority 0 and a JobHeld* reason.
+            hold: self.priority.0 == Some(0) && self.state_reason.as_str().starts_with("JobHeld"),
+            tres_per_job: self.tres_per_job.as_str(),
+            tres_per_node: self.tres_per_node.as_str(),
+            tres_per_task: self.tres_per_task.as_str(),
+            tres_req: self.tres_req_str.as_str(),
+            tres_alloc: self.tres_alloc_str.as_str(),
+            gres_detail_gpus: self.gres_detail.0,
+            array_job_id: self.array_job_id.unsigned(),
+            array_task_id: self.array_task_id.unsigned(),
+            array_task_string: self.array_task_string.as_str(),
+            array_max_tasks: self.array_max_tasks.unsigned(),
+            submit_time: self.submit_time.0,
+        }
+    }
+}
+
+pub fn decode_jobs(bytes: &[u8], per_owner: bool) -> serde_json::Result<Decoded<Jobs>> {
+    let mut builder = JobsBuilder::new(per_owner);
+    let decoded = decode_envelope(
+        bytes,
+        "jobs",
+        EachSeed::new(|j: Job| builder.add(j.record())),
+    )?;
+    Ok(decoded.map(|()| builder.finish()))
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct WireNode<'a> {
+    #[serde(borrow)]
+    name: Str<'a>,
+    #[serde(borrow)]
+    state: Words<'a>,
+    #[serde(borrow)]
+    state_flags: Words<'a>,
+    #[serde(borrow)]
+    partitions: Words<'a>,
+    cpus: Num,
+    alloc_cpus: Num,
+    real_memory: Num,
+    alloc_memory: Num,
+    free_memory: Num,
+    #[serde(borrow)]
+    gres: Str<'a>,
+    #[serde(borrow)]
+    gres_used: Str<'a>,
+    #[serde(borrow)]
+    reason: Str<'a>,
+    #[serde(borrow)]
+    reason_set_by_user: Str<'a>,
+}
+
+pub fn decode_nodes(bytes: &[u8]) -> serde_json::Result<Decoded<Vec<Node>>> {
+    decode_list(bytes, "nodes", |n: WireNode| {
+        let name = n.name.0.into_owned();
+        (!name.is_empty()).then(|| Node {
+            name,
+            state: NodeState::from_words(n.state.iter().chain(n.state_flags.iter())),
+            partitions: n.partitions.iter().map(Into::into).collect(),
+            cpus: n.cpus.unsigned().unwrap_or(0),
+            alloc_cpus: n.alloc_cpus.unsigned().unwrap_or(0),
+            memory_bytes: mib(n.real_memory.unsigned()).unwrap_or(0),
+            alloc_memory_bytes: mib(n.alloc_memory.unsigned()).unwrap_or(0),
+            free_memory_bytes: mib(n.free_memory.unsigned()),
+            gres: parse_gres(n.gres.as_str()),
+            gres_used: parse_gres(n.gres_used.as_str()),
+            reason: n.reason.0.into_owned(),
+            reason_set_by: n.reason_set_by_user.0.into_owned(),
+        })
+    })
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct WirePartition<'a> {
+    #[serde(borrow)]
+    name: Str<'a>,
+    #[serde(borrow)]
+    state: Str<'a>,
+    #[serde(borrow)]
+    nodes: Str<'a>,
+    total_nodes: Num,
+    total_cpus: Num,
+    maximum_nodes_per_job: Num,
+}
+
+pub fn decode_partitions(bytes: &[u8]) -> serde_json::Result<Decoded<Vec<Partition>>> {
+    decode_list(bytes, "partitions", |p: WirePartition| {
+        (!p.name.0.is_empty()).then(|| Partition {
+            name: p.name.as_str().into(),
+            state: p.state.as_str().to_ascii_uppercase(),
+            total_nodes: p.total_nodes.unsigned().unwrap_or(0),
+            total_cpus: p.total_cpus.unsigned().unwrap_or(0),
+            max_nodes_per_job: p.maximum_nodes_per_job.unsigned().filter(|m| *m > 0),
+            node_list: p.nodes.0.into_owned(),
+        })
+    })
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct WirePing<'a> {
+    #[serde(borrow)]
+    hostname: Str<'a>,
+    #[serde(borrow)]
+    ping: Str<'a>,
+    #[serde(borrow)]
+    mode: Str<'a>,
+}
+
+pub fn decode_ping(bytes: &[u8]) -> serde_json::Result<Decoded<Ping>> {
+    let decoded = decode_list(bytes, "pings", |p: WirePing| {
+        Some(Controller {
+            hostname: p.hostname.0.into_owned(),
+            mode: p.mode.0.into_owned(),
+            responding: p.ping.as_str().eq_ignore_ascii_case("UP"),
+            latency_seconds: None,
+        })
+    })?;
+    let release = decoded.release.clone();
+    Ok(decoded.map(|controllers| Ping {
+        controllers,
+        release,
+    }))
+}
+
+/// `/diag` `statistics`: the same names in v0.0.38 and v0.0.40+, only the number shapes
+/// differ, which [`Num`] absorbs; so this struct serves every version.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+pub(super) struct Statistics<'a> {
+    server_thread_count: Num,
+    agent_queue_size: Num,
+    agent_count: Num,
+    agent_thread_count: Num,
+    dbd_agent_queue_size: Num,
+    jobs_submitted: Num,
+    jobs_started: Num,
+    jobs_completed: Num,
+    jobs_canceled: Num,
+    jobs_failed: Num,
+    schedule_cycle_total: Num,
+    schedule_cycle_last: Num,
+    schedule_cycle_max: Num,
+    schedule_cycle_mean: Num,
+    schedule_cycle_mean_depth: Num,
+    schedule_cycle_per_minute: Num,
+    schedule_queue_length: Num,
+    bf_backfilled_jobs: Num,
+    bf_backfilled_het_jobs: Num,
+    bf_cycle_counter: Num,
+    bf_cycle_last: Num,
+    bf_cycle_max: Num,
+    bf_cycle_mean: Num,
+    bf_depth_mean: Num,
+    bf_queue_len: Num,
+    bf_last_backfilled_jobs: Num,
+    bf_active: Flag,
+    bf_when_last_cycle: Num,
+    #[serde(borrow)]
+    rpcs_by_message_type: List<Lenient<RpcType<'a>>>,
+    #[serde(borrow)]
+    rpcs_by_user: List<Lenient<RpcUser<'a>>>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+pub(super) struct RpcType<'a> {
+    #[serde(borrow)]
+    message_type: Str<'a>,
+    count: Num,
+    total_time: Num,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+pub(super) struct RpcUser<'a> {
+    #[serde(borrow)]
+    user: Str<'a>,
+    count: Num,
+    total_time: Num,
+}
+
+impl From<Statistics<'_>> for Diag {
+    fn from(s: Statistics<'_>) -> Self {
+        let rpc = |name: Str, count: Num, total: Num| RpcStat {
+            name: name.0.into_owned(),
+            count: count.unsigned().unwrap_or(0),
+            total_seconds: micros(total).unwrap_or(0.0),
+        };
+        Diag {
+            server_threads: s.server_thread_count.unsigned(),
+            agent_queue_size: s.agent_queue_size.unsigned(),
+            agent_count: s.agent_count.unsigned(),
+            agent_threads: s.agent_thread_count.unsigned(),
+            dbd_agent_queue_size: s.dbd_agent_queue_size.unsigned(),
+            jobs_submitted: s.jobs_submitted.unsigned(),
+            jobs_started: s.jobs_started.unsigned(),
+            jobs_completed: s.jobs_completed.unsigned(),
+            jobs_canceled: s.jobs_canceled.unsigned(),
+            jobs_failed: s.jobs_failed.unsigned(),
+            schedule_cycles: s.schedule_cycle_total.unsigned(),
+            schedule_cycle_last_seconds: micros(s.schedule_cycle_last),
+            schedule_cycle_max_seconds: micros(s.schedule_cycle_max),
+            schedule_cycle_mean_seconds: micros(s.schedule_cycle_mean),
+            schedule_cycle_mean_depth: s.schedule_cycle_mean_depth.unsigned(),
+            schedule_cycles_per_minute: s.schedule_cycle_per_minute.unsigned(),
+            schedule_queue_length: s.schedule_queue_length.unsigned(),
+            bf_backfilled_jobs: s.bf_backfilled_jobs.unsigned(),
+            bf_backfilled_het_jobs: s.bf_backfilled_het_jobs.unsigned(),
+            bf_cycles: s.bf_cycle_counter.unsigned(),
+            bf_cycle_last_seconds: micros(s.bf_cycle_last),
+            bf_cycle_max_seconds: micros(s.bf_cycle_max),
+            bf_cycle_mean_seconds: micros(s.bf_cycle_mean),
+            bf_depth_mean: s.bf_depth_mean.unsigned(),
+            bf_queue_length: s.bf_queue_len.unsigned(),
+            bf_last_backfilled_jobs: s.bf_last_backfilled_jobs.unsigned(),
+            bf_active: Some(s.bf_active.0),
+            bf_last_cycle_timestamp: s.bf_when_last_cycle.0.filter(|t| *t > 0),
+            rpcs: s
+                .rpcs_by_message_type
+                .0
+                .into_iter()
+                .map(|r| r.0)
+                .filter(|r| !r.message_type.0.is_empty())
+                .map(|r| rpc(r.message_type, r.count, r.total_time))
+                .collect(),
+            rpcs_by_user: s
+                .rpcs_by_user
+                .0
+                .into_iter()
+                .map(|r| r.0)
+                .filter(|r| !r.user.0.is_empty())
+                .map(|r| rpc(r.user, r.count, r.total_time))
+                .collect(),
+        }
+    }
+}
+
+pub fn decode_diag(bytes: &[u8]) -> serde_json::Result<Decoded<Diag>> {
+    Ok(decode_object::<Statistics>(bytes, "statistics")?.map(Diag::from))
+}

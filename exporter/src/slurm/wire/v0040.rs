@@ -1,0 +1,289 @@
+//! REST v0.0.40 (Slurm 23.11, 24.05, 24.11).
+//!
+//! Against v0.0.38: job and node states become arrays (`["IDLE","DRAIN"]`), most numbers
+//! become `{set, infinite, number}`, jobs gain a `hold` flag, node memory is `free_mem` and
+//! idle CPUs `alloc_idle_cpus`, partitions nest (`nodes.total`, `cpus.total`,
+//! `partition.state`, `maximums.nodes`), ping says `pinged` (`responding` from v0.0.41), and
+//! `meta.slurm` carries string versions. `job_resources` still has the flat shape
+//! (`allocated_hosts`, `allocated_cpus`); v0.0.41 nests it, and [`JobResources`] reads both.
+//! These structs serve v0.0.41-v0.0.45 too, whose differences do not touch the fields we read.
+
+use serde::Deserialize;
+
+use super::v0038::Statistics;
+use super::{
+    Decoded, EachSeed, Flag, GresDetailGpus, Lenient, Num, Str, Words, decode_envelope,
+    decode_list, decode_object, mib,
+};
+use crate::model::jobs::{JobRecord, JobsBuilder};
+use crate::model::{Controller, Diag, JobState, Jobs, Node, NodeState, Partition, Ping};
+use crate::slurm::text::parse_gres;
+
+/// `job_resources` in either shape: v0.0.38/40 `{allocated_hosts, allocated_cpus,
+/// allocated_cores, ...}` or v0.0.41+ `{nodes: {count, list, ...}, cpus}`. Only the counts
+/// are kept; they stand in when `node_count` or `cpus` are missing.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct JobResources {
+    pub nodes: Option<u64>,
+    pub cpus: Option<u64>,
+}
+
+impl<'de> Deserialize<'de> for JobResources {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Default, Deserialize)]
+        #[serde(default)]
+        struct Nodes {
+            count: Num,
+        }
+        #[derive(Default, Deserialize)]
+        #[serde(default)]
+        struct Raw {
+            allocated_hosts: Num,
+            allocated_cpus: Num,
+            allocated_cores: Num,
+            nodes: Lenient<Nodes>,
+            cpus: Num,
+        }
+        let Lenient(raw) = Lenient::<Raw>::deserialize(d)?;
+        Ok(JobResources {
+            nodes: raw
+                .nodes
+                .0
+                .count
+                .unsigned()
+                .or(raw.allocated_hosts.unsigned())
+                .filter(|n| *n > 0),
+            cpus: raw
+                .cpus
+                .unsigned()
+                .or(raw.allocated_cpus.unsigned().filter(|c| *c > 0))
+                .or(raw.allocated_cores.unsigned())
+                .filter(|c| *c > 0),
+        })
+    }
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+pub(super) struct Job<'a> {
+    job_id: Num,
+    #[serde(borrow)]
+    job_state: Words<'a>,
+    #[serde(borrow)]
+    state_reason: Str<'a>,
+    #[serde(borrow)]
+    partition: Str<'a>,
+    #[serde(borrow)]
+    user_name: Str<'a>,
+    #[serde(borrow)]
+    account: Str<'a>,
+    node_count: Num,
+    max_nodes: Num,
+    cpus: Num,
+    tasks: Num,
+    memory_per_node: Num,
+    memory_per_cpu: Num,
+    hold: Flag,
+    #[serde(borrow)]
+    tres_per_job: Str<'a>,
+    #[serde(borrow)]
+    tres_per_node: Str<'a>,
+    #[serde(borrow)]
+    tres_per_task: Str<'a>,
+    #[serde(borrow)]
+    tres_req_str: Str<'a>,
+    #[serde(borrow)]
+    tres_alloc_str: Str<'a>,
+    gres_detail: GresDetailGpus,
+    job_resources: JobResources,
+    array_job_id: Num,
+    array_task_id: Num,
+    #[serde(borrow)]
+    array_task_string: Str<'a>,
+    array_max_tasks: Num,
+    submit_time: Num,
+}
+
+impl<'a> Job<'a> {
+    pub(super) fn record(&'a self) -> JobRecord<'a> {
+        let state = self.job_state.first();
+        JobRecord {
+            id: self.job_id.unsigned().unwrap_or(0),
+            state: (!state.is_empty()).then(|| JobState::parse(state)),
+            reason: self.state_reason.as_str(),
+            partition: self.partition.as_str(),
+            user: self.user_name.as_str(),
+            account: self.account.as_str(),
+            nodes: self
+                .node_count
+                .unsigned()
+                .filter(|n| *n > 0)
+                .or(self.job_resources.nodes),
+            max_nodes: self.max_nodes.unsigned(),
+            cpus: self
+                .cpus
+                .unsigned()
+                .filter(|c| *c > 0)
+                .or(self.job_resources.cpus),
+            tasks: self.tasks.unsigned(),
+            memory_per_node_mib: self.memory_per_node.unsigned(),
+            memory_per_cpu_mib: self.memory_per_cpu.unsigned(),
+            hold: self.hold.0,
+            tres_per_job: self.tres_per_job.as_str(),
+            tres_per_node: self.tres_per_node.as_str(),
+            tres_per_task: self.tres_per_task.as_str(),
+            tres_req: self.tres_req_str.as_str(),
+            tres_alloc: self.tres_alloc_str.as_str(),
+            gres_detail_gpus: self.gres_detail.0,
+            array_job_id: self.array_job_id.unsigned(),
+            array_task_id: self.array_task_id.unsigned(),
+            array_task_string: self.array_task_string.as_str(),
+            array_max_tasks: self.array_max_tasks.unsigned(),
+            submit_time: self.submit_time.0,
+        }
+    }
+}
+
+pub fn decode_jobs(bytes: &[u8], per_owner: bool) -> serde_json::Result<Decoded<Jobs>> {
+    let mut builder = JobsBuilder::new(per_owner);
+    let decoded = decode_envelope(
+        bytes,
+        "jobs",
+        EachSeed::new(|j: Lenient<Job>| builder.add(j.0.record())),
+    )?;
+    Ok(decoded.map(|()| builder.finish()))
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct WireNode<'a> {
+    #[serde(borrow)]
+    name: Str<'a>,
+    #[serde(borrow)]
+    state: Words<'a>,
+    #[serde(borrow)]
+    partitions: Words<'a>,
+    cpus: Num,
+    alloc_cpus: Num,
+    real_memory: Num,
+    alloc_memory: Num,
+    free_mem: Num,
+    #[serde(borrow)]
+    gres: Str<'a>,
+    #[serde(borrow)]
+    gres_used: Str<'a>,
+    #[serde(borrow)]
+    reason: Str<'a>,
+    #[serde(borrow)]
+    reason_set_by_user: Str<'a>,
+}
+
+pub fn decode_nodes(bytes: &[u8]) -> serde_json::Result<Decoded<Vec<Node>>> {
+    decode_list(bytes, "nodes", |n: WireNode| {
+        let name = n.name.0.into_owned();
+        (!name.is_empty()).then(|| Node {
+            name,
+            state: NodeState::from_words(n.state.iter()),
+            partitions: n.partitions.iter().map(Into::into).collect(),
+            cpus: n.cpus.unsigned().unwrap_or(0),
+            alloc_cpus: n.alloc_cpus.unsigned().unwrap_or(0),
+            memory_bytes: mib(n.real_memory.unsigned()).unwrap_or(0),
+            alloc_memory_bytes: mib(n.alloc_memory.unsigned()).unwrap_or(0),
+            free_memory_bytes: mib(n.free_mem.unsigned()),
+            gres: parse_gres(n.gres.as_str()),
+            gres_used: parse_gres(n.gres_used.as_str()),
+            reason: n.reason.0.into_owned(),
+            reason_set_by: n.reason_set_by_user.0.into_owned(),
+        })
+    })
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct PartitionNodes<'a> {
+    #[serde(borrow)]
+    configured: Str<'a>,
+    total: Num,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct Total {
+    total: Num,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct PartitionState<'a> {
+    #[serde(borrow)]
+    state: Words<'a>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct Maximums {
+    nodes: Num,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct WirePartition<'a> {
+    #[serde(borrow)]
+    name: Str<'a>,
+    #[serde(borrow)]
+    nodes: Lenient<PartitionNodes<'a>>,
+    cpus: Lenient<Total>,
+    #[serde(borrow)]
+    partition: Lenient<PartitionState<'a>>,
+    maximums: Lenient<Maximums>,
+}
+
+pub fn decode_partitions(bytes: &[u8]) -> serde_json::Result<Decoded<Vec<Partition>>> {
+    decode_list(bytes, "partitions", |p: WirePartition| {
+        (!p.name.0.is_empty()).then(|| Partition {
+            name: p.name.as_str().into(),
+            state: p.partition.0.state.first().to_ascii_uppercase(),
+            total_nodes: p.nodes.0.total.unsigned().unwrap_or(0),
+            total_cpus: p.cpus.0.total.unsigned().unwrap_or(0),
+            max_nodes_per_job: p.maximums.0.nodes.unsigned().filter(|m| *m > 0),
+            node_list: p.nodes.0.configured.0.into_owned(),
+        })
+    })
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct WirePing<'a> {
+    #[serde(borrow)]
+    hostname: Str<'a>,
+    #[serde(borrow)]
+    pinged: Str<'a>,
+    /// v0.0.42+ (v0.0.40/41 only have `pinged`).
+    responding: Option<Flag>,
+    #[serde(borrow)]
+    mode: Str<'a>,
+    /// Microseconds.
+    latency: Num,
+}
+
+pub fn decode_ping(bytes: &[u8]) -> serde_json::Result<Decoded<Ping>> {
+    let decoded = decode_list(bytes, "pings", |p: WirePing| {
+        // 24.11 answers a rejected token with `pinged: DOWN, responding: false`: both count.
+        let up = p.pinged.as_str().eq_ignore_ascii_case("UP");
+        Some(Controller {
+            hostname: p.hostname.0.into_owned(),
+            mode: p.mode.0.into_owned(),
+            responding: p.responding.map_or(up, |r| r.0 && up),
+            latency_seconds: super::micros(p.latency),
+        })
+    })?;
+    let release = decoded.release.clone();
+    Ok(decoded.map(|controllers| Ping {
+        controllers,
+        release,
+    }))
+}
+
+pub fn decode_diag(bytes: &[u8]) -> serde_json::Result<Decoded<Diag>> {
+    Ok(decode_object::<Statistics>(bytes, "statistics")?.map(Diag::from))
+}

@@ -1,0 +1,173 @@
+//! Command-line surface (DESIGN.md "CLI surface"). Every flag has an environment variable;
+//! the single-cluster case needs only the slurmrestd URL and a token. Values of secret
+//! variables are never shown in `--help`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use slurmscale_exporter::config::{self, AuthConfig, ClusterConfig, parse_duration};
+use slurmscale_exporter::slurm::{Secret, SigningAlgorithm};
+
+#[derive(Parser)]
+#[command(
+    name = "slurmscale",
+    version,
+    about = "Prometheus exporter and autoscaler for Slurm beside Kubernetes"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub log: LogArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Serve Prometheus metrics for Slurm clusters (and, with Kubernetes, NodeSets and GenericNodes).
+    Exporter(Box<ExporterArgs>),
+    /// Print the CustomResourceDefinitions generated from slurmscale's types, as YAML.
+    Crds {
+        #[arg(value_enum)]
+        which: CrdName,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum CrdName {
+    /// Slinky's NodeSet (v1alpha1 and v1beta1), as our tests serve it.
+    Nodeset,
+    /// ACK's GenericNode, as our tests serve it.
+    Genericnode,
+}
+
+#[derive(Args)]
+pub struct LogArgs {
+    /// Log format.
+    #[arg(
+        long,
+        global = true,
+        env = "SLURMSCALE_LOG_FORMAT",
+        value_enum,
+        default_value = "text"
+    )]
+    pub log_format: LogFormat,
+    /// Log filter (tracing's EnvFilter syntax, e.g. `info` or `slurmscale_exporter=debug`).
+    #[arg(long, global = true, env = "SLURMSCALE_LOG", default_value = "info")]
+    pub log: String,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+fn duration(s: &str) -> Result<Duration, String> {
+    parse_duration(s)
+}
+
+/// How to reach and authenticate to slurmrestd (one cluster), or a file with several.
+#[derive(Args, Clone)]
+pub struct SlurmArgs {
+    /// slurmrestd base URL, e.g. http://slurmrestd:6820.
+    #[arg(long, env = "SLURM_REST_URL")]
+    pub slurm_url: Option<String>,
+    /// User name sent as X-SLURM-USER-NAME (and the `sun` claim of tokens we sign).
+    #[arg(long, env = "SLURM_USER", default_value = config::DEFAULT_USER)]
+    pub slurm_user: String,
+    /// The `cluster` label of every series.
+    #[arg(long, env = "SLURM_CLUSTER", default_value = "default")]
+    pub cluster: String,
+    /// A file holding the JWT; re-read when it changes and when slurmrestd rejects the token.
+    #[arg(long, env = "SLURM_JWT_FILE")]
+    pub token_file: Option<PathBuf>,
+    /// The JWT itself. Prefer the environment variable: arguments show in `ps`.
+    #[arg(long, env = "SLURM_JWT", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Sign tokens ourselves with this key: slurmctld's jwt_hs256.key, or a PEM private key.
+    #[arg(long, env = "SLURM_JWT_KEY_FILE")]
+    pub jwt_key_file: Option<PathBuf>,
+    /// Algorithm for --jwt-key-file.
+    #[arg(long, env = "SLURM_JWT_ALGORITHM", default_value = "HS256")]
+    pub jwt_algorithm: SigningAlgorithm,
+    /// Lifetime of tokens we sign; they are renewed after two thirds of it.
+    #[arg(long, env = "SLURM_JWT_LIFETIME", default_value = "10m", value_parser = duration)]
+    pub jwt_lifetime: Duration,
+    /// REST API version: `auto` (the newest slurmrestd serves) or one of v0.0.38, v0.0.40-v0.0.45.
+    #[arg(long, env = "SLURM_API_VERSION", default_value = "auto")]
+    pub api_version: String,
+    /// Extra CA certificate (PEM) to trust for an https slurmrestd.
+    #[arg(long, env = "SLURM_CA_FILE")]
+    pub ca_file: Option<PathBuf>,
+    /// Timeout of one request to slurmrestd (a 20k-job /jobs takes 10-20 s).
+    #[arg(long, env = "SLURM_TIMEOUT", default_value = "60s", value_parser = duration)]
+    pub timeout: Duration,
+    /// Upper bound on requests per second to slurmrestd (each one takes slurmctld locks).
+    #[arg(long, env = "SLURM_MAX_REQUESTS_PER_SECOND", default_value_t = config::DEFAULT_MAX_RPS)]
+    pub max_requests_per_second: u32,
+    /// YAML file listing several clusters (replaces the single-cluster flags above).
+    #[arg(long, env = "SLURMSCALE_CONFIG")]
+    pub config: Option<PathBuf>,
+}
+
+impl SlurmArgs {
+    /// The clusters to read, and the interval the config file asks for (if any).
+    pub fn clusters(&self) -> Result<(Vec<ClusterConfig>, Option<Duration>)> {
+        if let Some(path) = &self.config {
+            if self.slurm_url.is_some() {
+                bail!("set either --config or --slurm-url, not both");
+            }
+            return config::load(path).context("loading the cluster config");
+        }
+        let Some(url) = self.slurm_url.clone() else {
+            bail!(
+                "no Slurm cluster: set --slurm-url (SLURM_REST_URL) or --config (SLURMSCALE_CONFIG)"
+            );
+        };
+        let auth = match (&self.token_file, &self.token, &self.jwt_key_file) {
+            (Some(f), None, None) => AuthConfig::TokenFile(f.clone()),
+            (None, Some(t), None) => AuthConfig::Token(Secret::new(t.trim())),
+            (None, None, Some(k)) => AuthConfig::Key {
+                path: k.clone(),
+                algorithm: self.jwt_algorithm,
+                lifetime: self.jwt_lifetime,
+            },
+            (None, None, None) => {
+                bail!(
+                    "no token: set --token-file (SLURM_JWT_FILE), SLURM_JWT, or --jwt-key-file (SLURM_JWT_KEY_FILE)"
+                )
+            }
+            _ => bail!("set only one of --token-file, SLURM_JWT and --jwt-key-file"),
+        };
+        let cluster = ClusterConfig {
+            name: self.cluster.clone(),
+            url,
+            user: self.slurm_user.clone(),
+            auth,
+            api_version: config::parse_api_version(Some(&self.api_version))?,
+            ca_file: self.ca_file.clone(),
+            timeout: self.timeout,
+            max_requests_per_second: std::num::NonZeroU32::new(self.max_requests_per_second)
+                .context("--max-requests-per-second must be at least 1")?,
+        };
+        Ok((vec![cluster], None))
+    }
+}
+
+#[derive(Args)]
+pub struct ExporterArgs {
+    /// Address to serve /metrics, /healthz and /readyz on.
+    #[arg(long, env = "SLURMSCALE_LISTEN", default_value = "0.0.0.0:9341")]
+    pub listen: SocketAddr,
+    /// How often to poll slurmrestd (scrapes never trigger a poll).
+    #[arg(long, env = "SLURMSCALE_INTERVAL", default_value = "30s", value_parser = duration)]
+    pub interval: Duration,
+    /// Also export jobs per user and account (one series per user and account).
+    #[arg(long, env = "SLURMSCALE_PER_USER_METRICS")]
+    pub per_user_metrics: bool,
+    #[command(flatten)]
+    pub slurm: SlurmArgs,
+}

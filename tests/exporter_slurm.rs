@@ -1,0 +1,637 @@
+//! The exporter binary against the harness's real Slurms: a known workload (running, pending,
+//! held, dependent, multi-node, GPU, multi-partition jobs, a throttled array, a drained node)
+//! is submitted, and every metric family is checked against what squeue, sinfo, scontrol and
+//! sdiag say. Slurm 22.05 is read over v0.0.38, Slurm 24.11 over v0.0.40, v0.0.41 and v0.0.42
+//! (and `auto`, which must pick v0.0.42).
+
+mod support;
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
+
+use support::{Metrics, Process, SlurmCluster, mint_hs256, wait_until};
+
+/// The workload; cancelled (and the drained node resumed) when dropped.
+struct Workload<'a> {
+    cluster: &'a SlurmCluster,
+}
+
+impl<'a> Workload<'a> {
+    fn submit(cluster: &'a SlurmCluster) -> Self {
+        let _ = cluster.cmd("scancel").arg("--user=root").status();
+        // c4 may be drained from an earlier run; resuming an idle node is an error, ignored.
+        let _ = cluster
+            .cmd("scontrol")
+            .args(["update", "nodename=c4", "state=resume"])
+            .output();
+        let sbatch = |args: &[&str]| -> String {
+            let mut a = vec!["--parsable", "-o", "/dev/null"];
+            a.extend_from_slice(args);
+            a.extend_from_slice(&["--wrap", "sleep 900"]);
+            cluster.run("sbatch", &a).trim().to_string()
+        };
+        let first = sbatch(&["-J", "cpu-2node", "-p", "cpu", "-N", "2", "-n", "4"]);
+        sbatch(&[
+            "-J",
+            "gpu-2",
+            "-p",
+            "gpu",
+            "--gres=gpu:2",
+            "-c",
+            "3",
+            "--mem=2000",
+        ]);
+        sbatch(&["-J", "multi-part", "-p", "cpu,gpu", "-c", "2"]);
+        // Let those start before queueing work that must stay pending.
+        let started = (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(100));
+            cluster
+                .run("squeue", &["-h", "-t", "R", "-o", "%i"])
+                .lines()
+                .count()
+                == 3
+        });
+        assert!(
+            started,
+            "the running part of the workload did not start on Slurm {}",
+            cluster.flavor
+        );
+        sbatch(&["-J", "gpu-wide", "-p", "gpu", "-N", "2", "--gres=gpu:4"]);
+        sbatch(&[
+            "-J",
+            "elastic-3",
+            "-p",
+            "elastic",
+            "-N",
+            "3",
+            "-c",
+            "2",
+            "--mem-per-cpu=1000",
+        ]);
+        sbatch(&["-J", "elastic-array", "-p", "elastic", "--array=1-20%5"]);
+        sbatch(&["-J", "held", "-p", "cpu", "--hold"]);
+        sbatch(&[
+            "-J",
+            "after",
+            "-p",
+            "cpu",
+            &format!("--dependency=afterok:{first}"),
+        ]);
+        cluster.run(
+            "scontrol",
+            &[
+                "update",
+                "nodename=c4",
+                "state=drain",
+                "reason=e2e: disk check",
+            ],
+        );
+        Workload { cluster }
+    }
+}
+
+impl Drop for Workload<'_> {
+    fn drop(&mut self) {
+        let _ = self.cluster.cmd("scancel").arg("--user=root").status();
+        let _ = self
+            .cluster
+            .cmd("scontrol")
+            .args(["update", "nodename=c4", "state=resume"])
+            .status();
+    }
+}
+
+/// What Slurm's own commands say, as (metric, labels, value) expectations.
+fn expectations(c: &SlurmCluster) -> Vec<support::Sample> {
+    let mut exp: Vec<support::Sample> = Vec::new();
+    let mut add = |name: &str, labels: &[(&str, &str)], v: f64| {
+        exp.push((
+            name.into(),
+            labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            v,
+        ));
+    };
+
+    // squeue: one line per job record (an unsplit array is one record).
+    let queue = c.run("squeue", &["-h", "-o", "%i|%P|%T|%r|%D|%C|%b"]);
+    let rows: Vec<Vec<&str>> = queue.lines().map(|l| l.split('|').collect()).collect();
+    let count = |f: &dyn Fn(&Vec<&str>) -> bool| rows.iter().filter(|r| f(r)).count() as f64;
+    add("slurm_jobs_running", &[], count(&|r| r[2] == "RUNNING"));
+    add("slurm_jobs_pending", &[], count(&|r| r[2] == "PENDING"));
+    add(
+        "slurm_jobs_hold",
+        &[],
+        count(&|r| r[2] == "PENDING" && r[3].starts_with("JobHeld")),
+    );
+    let cpus: f64 = rows
+        .iter()
+        .filter(|r| r[2] == "RUNNING")
+        .map(|r| r[5].parse::<f64>().unwrap())
+        .sum();
+    add("slurm_jobs_cpus_alloc", &[], cpus);
+    let partitions = ["cpu", "gpu", "elastic"];
+    for p in partitions {
+        let first = |r: &Vec<&str>| r[1].split(',').next() == Some(p);
+        add(
+            "slurm_partition_jobs_pending",
+            &[("partition", p)],
+            count(&|r| first(r) && r[2] == "PENDING"),
+        );
+        add(
+            "slurm_partition_jobs_running",
+            &[("partition", p)],
+            count(&|r| first(r) && r[2] == "RUNNING"),
+        );
+        add(
+            "slurm_partition_jobs_hold",
+            &[("partition", p)],
+            count(&|r| first(r) && r[2] == "PENDING" && r[3].starts_with("JobHeld")),
+        );
+        let max_nohold = rows
+            .iter()
+            .filter(|r| first(r) && r[2] == "PENDING" && !r[3].starts_with("JobHeld"))
+            .map(|r| r[4].parse::<f64>().unwrap())
+            .fold(0.0, f64::max);
+        add(
+            "slurm_partition_jobs_max_job_nodes_nohold",
+            &[("partition", p)],
+            max_nohold,
+        );
+    }
+
+    // Demand: `squeue -r` lists every pending array task; a throttled array may start only
+    // `throttle - running` of them now.
+    let tasks = c.run("squeue", &["-r", "-h", "-t", "PD", "-o", "%i|%P|%r|%D|%b"]);
+    let mut demand_nodes: BTreeMap<&str, f64> = BTreeMap::new();
+    let mut demand_gpus: BTreeMap<&str, f64> = BTreeMap::new();
+    let mut array_tasks: BTreeMap<String, (String, f64)> = BTreeMap::new();
+    for line in tasks.lines() {
+        let f: Vec<&str> = line.split('|').collect();
+        let schedulable =
+            !(f[2].starts_with("JobHeld") || f[2] == "Dependency" || f[2] == "BeginTime");
+        if !schedulable {
+            continue;
+        }
+        let nodes: f64 = f[3].parse().unwrap();
+        if let Some((array, _)) = f[0].split_once('_') {
+            let e = array_tasks
+                .entry(array.to_string())
+                .or_insert((f[1].to_string(), 0.0));
+            e.1 += nodes;
+            continue;
+        }
+        for p in f[1].split(',') {
+            let p = partitions.iter().find(|x| **x == p).copied().unwrap();
+            *demand_nodes.entry(p).or_default() += nodes;
+            let per_node: f64 = f[4]
+                .rsplit(':')
+                .next()
+                .and_then(|g| g.parse().ok())
+                .unwrap_or(0.0);
+            *demand_gpus.entry(p).or_default() += if f[4].contains("gpu") {
+                per_node * nodes
+            } else {
+                0.0
+            };
+        }
+    }
+    for (array, (partition, nodes)) in array_tasks {
+        let show = c.run("scontrol", &["show", "job", &array]);
+        let throttle: f64 = show
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("ArrayTaskThrottle="))
+            .and_then(|t| t.parse().ok())
+            .unwrap_or(0.0);
+        let running = c
+            .run("squeue", &["-r", "-h", "-t", "R", "-j", &array, "-o", "%i"])
+            .lines()
+            .count() as f64;
+        let may_start = if throttle > 0.0 {
+            nodes.min((throttle - running).max(0.0))
+        } else {
+            nodes
+        };
+        let p = partitions
+            .iter()
+            .find(|x| **x == partition)
+            .copied()
+            .unwrap();
+        *demand_nodes.entry(p).or_default() += may_start;
+    }
+    for p in partitions {
+        add(
+            "slurm_partition_demand_nodes",
+            &[("partition", p)],
+            demand_nodes.get(p).copied().unwrap_or(0.0),
+        );
+        add(
+            "slurm_partition_demand_gpus",
+            &[("partition", p)],
+            demand_gpus.get(p).copied().unwrap_or(0.0),
+        );
+    }
+
+    // scontrol show node: per-node CPUs, memory, GPUs.
+    let gres_used: BTreeMap<String, f64> = c
+        .run("sinfo", &["-N", "-h", "-O", "NodeList:20,GresUsed:60"])
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let node = w.next()?.to_string();
+            let used = w.next().unwrap_or("");
+            let n = used
+                .strip_prefix("gpu:")
+                .and_then(|r| r.split('(').next())
+                .and_then(|n| n.parse().ok());
+            Some((node, n.unwrap_or(0.0)))
+        })
+        .collect();
+    let mut listed = HashSet::new();
+    for line in c.run("scontrol", &["show", "node", "-o"]).lines() {
+        let field = |k: &str| {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix(&format!("{k}=")))
+                .unwrap_or("")
+                .to_string()
+        };
+        let node = field("NodeName");
+        listed.insert(node.clone());
+        let n = [("node", node.as_str())];
+        let mib = 1024.0 * 1024.0;
+        add("slurm_node_cpus", &n, field("CPUTot").parse().unwrap());
+        add(
+            "slurm_node_cpus_alloc",
+            &n,
+            field("CPUAlloc").parse().unwrap(),
+        );
+        add(
+            "slurm_node_memory_bytes",
+            &n,
+            field("RealMemory").parse::<f64>().unwrap() * mib,
+        );
+        add(
+            "slurm_node_memory_alloc_bytes",
+            &n,
+            field("AllocMem").parse::<f64>().unwrap() * mib,
+        );
+        let gpus = field("Gres")
+            .strip_prefix("gpu:")
+            .and_then(|g| g.parse().ok())
+            .unwrap_or(0.0);
+        add("slurm_node_gpus", &n, gpus);
+        add(
+            "slurm_node_gpus_alloc",
+            &n,
+            gres_used.get(&node).copied().unwrap_or(0.0),
+        );
+    }
+    let drained = c.run("sinfo", &["-h", "-N", "-t", "drained", "-o", "%N"]);
+    add(
+        "slurm_nodes_drain",
+        &[],
+        drained.lines().collect::<HashSet<_>>().len() as f64,
+    );
+
+    // scontrol show partition: configured sizes; FUTURE nodes are in TotalNodes only.
+    let mut all_nodes = HashSet::new();
+    for line in c.run("scontrol", &["show", "partition", "-o"]).lines() {
+        let field = |k: &str| {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix(&format!("{k}=")))
+                .unwrap_or("")
+        };
+        let p = field("PartitionName");
+        let names = c.run("scontrol", &["show", "hostnames", field("Nodes")]);
+        let members: Vec<&str> = names.lines().collect();
+        let up = members.iter().filter(|m| listed.contains(**m)).count() as f64;
+        all_nodes.extend(members.iter().map(|m| m.to_string()));
+        add(
+            "slurm_partition_nodes",
+            &[("partition", p)],
+            field("TotalNodes").parse().unwrap(),
+        );
+        add(
+            "slurm_partition_cpus",
+            &[("partition", p)],
+            field("TotalCPUs").parse().unwrap(),
+        );
+        add(
+            "slurm_partition_nodes_future",
+            &[("partition", p)],
+            members.len() as f64 - up,
+        );
+    }
+    add("slurm_nodes", &[], all_nodes.len() as f64);
+    add("slurm_partitions", &[], 3.0);
+
+    // sdiag: the scheduler's own counters.
+    let sdiag = c.run("sdiag", &[]);
+    let submitted: f64 = sdiag
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Jobs submitted:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("sdiag reports jobs submitted");
+    add("slurm_scheduler_jobs_submitted_total", &[], submitted);
+    exp
+}
+
+/// Waits until every expectation holds on the exporter; fails listing those that do not.
+async fn converges(exporter: &Process, cluster: &SlurmCluster, what: &str) -> Metrics {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let expected = expectations(cluster);
+        let metrics = exporter.metrics().await;
+        let wrong: Vec<String> = expected
+            .iter()
+            .filter_map(|(name, labels, want)| {
+                let labels: Vec<(&str, &str)> = labels
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect();
+                let got = metrics.get(name, &labels);
+                (got != Some(*want))
+                    .then(|| format!("{name}{labels:?}: exporter {got:?}, Slurm {want}"))
+            })
+            .collect();
+        if wrong.is_empty() {
+            return metrics;
+        }
+        if std::time::Instant::now() > deadline {
+            panic!(
+                "Slurm {} via {what}: the exporter disagrees with Slurm:\n{}",
+                cluster.flavor,
+                wrong.join("\n")
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Families and invariants every scrape must have, whatever the numbers.
+fn well_formed(m: &Metrics, cluster: &SlurmCluster, version: &str) {
+    const NATIVE: [&str; 40] = [
+        "slurm_nodes",
+        "slurm_nodes_alloc",
+        "slurm_nodes_idle",
+        "slurm_nodes_mixed",
+        "slurm_nodes_down",
+        "slurm_nodes_drain",
+        "slurm_nodes_future",
+        "slurm_jobs",
+        "slurm_jobs_pending",
+        "slurm_jobs_running",
+        "slurm_jobs_hold",
+        "slurm_jobs_cpus_alloc",
+        "slurm_jobs_nodes_alloc",
+        "slurm_partitions",
+        "slurm_node_cpus",
+        "slurm_node_cpus_alloc",
+        "slurm_node_cpus_idle",
+        "slurm_node_memory_bytes",
+        "slurm_node_memory_alloc_bytes",
+        "slurm_node_gpus",
+        "slurm_node_gpus_alloc",
+        "slurm_partition_jobs",
+        "slurm_partition_jobs_pending",
+        "slurm_partition_jobs_running",
+        "slurm_partition_jobs_hold",
+        "slurm_partition_jobs_max_job_nodes",
+        "slurm_partition_jobs_max_job_nodes_nohold",
+        "slurm_partition_jobs_min_job_nodes",
+        "slurm_partition_jobs_min_job_nodes_nohold",
+        "slurm_partition_jobs_cpus_alloc",
+        "slurm_partition_jobs_gpus_alloc",
+        "slurm_partition_nodes_alloc",
+        "slurm_partition_nodes_idle",
+        "slurm_partition_nodes_mixed",
+        "slurm_partition_nodes_down",
+        "slurm_partition_nodes_drain",
+        "slurm_partition_nodes_future",
+        "slurm_partition_nodes_cpus_alloc",
+        "slurm_partition_nodes_cpus_idle",
+        "slurm_partition_cpus",
+    ];
+    let names = m.names();
+    let missing: Vec<_> = NATIVE.iter().filter(|n| !names.contains(*n)).collect();
+    assert!(
+        missing.is_empty(),
+        "native-compatible families missing: {missing:?}"
+    );
+    for family in [
+        "slurm_partition_demand_nodes",
+        "slurm_partition_demand_cpus",
+        "slurm_partition_demand_gpus",
+        "slurm_partition_demand_memory_bytes",
+        "slurm_partition_demand_jobs",
+        "slurm_partition_jobs_pending_reason",
+        "slurm_node_state_info",
+        "slurm_node_reason_info",
+        "slurm_scheduler_cycles_total",
+        "slurm_exporter_collection_duration_seconds",
+        "slurm_exporter_errors_total",
+        "slurm_exporter_endpoint_data_age_seconds",
+    ] {
+        if family == "slurm_exporter_errors_total" {
+            continue; // only present once something failed
+        }
+        assert!(names.contains(family), "{family} missing");
+    }
+    for (name, labels, _) in &m.0 {
+        if name.starts_with("slurm_") {
+            assert!(
+                labels
+                    .iter()
+                    .any(|(k, v)| k == "cluster" && *v == cluster.name),
+                "{name} lacks cluster=\"{}\"",
+                cluster.name
+            );
+        }
+    }
+    assert_eq!(m.get("slurm_exporter_up", &[]), Some(1.0));
+    assert_eq!(
+        m.get("slurm_exporter_api_info", &[("version", version)]),
+        Some(1.0)
+    );
+    for e in ["ping", "diag", "jobs", "nodes", "partitions"] {
+        assert_eq!(
+            m.get("slurm_exporter_endpoint_up", &[("endpoint", e)]),
+            Some(1.0),
+            "{e}"
+        );
+    }
+    assert_eq!(
+        m.get(
+            "slurm_node_reason_info",
+            &[("node", "c4"), ("reason", "e2e: disk check")]
+        ),
+        Some(1.0),
+        "drain reason"
+    );
+}
+
+fn exporter(cluster: &SlurmCluster, version: &str) -> Process {
+    let key = cluster.key_file.to_string_lossy().into_owned();
+    Process::start(
+        &[
+            "exporter",
+            "--interval",
+            "1s",
+            "--api-version",
+            version,
+            "--jwt-key-file",
+            &key,
+        ],
+        &[
+            ("SLURM_REST_URL", &cluster.url),
+            ("SLURM_USER", &cluster.user),
+            ("SLURM_CLUSTER", &cluster.name),
+        ],
+    )
+}
+
+async fn every_family_matches_slurm(flavor: &str) {
+    let cluster = SlurmCluster::get(flavor);
+    let _workload = Workload::submit(&cluster);
+    let exporters: Vec<(String, Process)> = cluster
+        .api_versions
+        .iter()
+        .map(|v| (v.clone(), exporter(&cluster, v)))
+        .collect();
+    for (version, exporter) in &exporters {
+        exporter.wait_ready(Duration::from_secs(30)).await;
+        let m = converges(exporter, &cluster, version).await;
+        well_formed(&m, &cluster, version);
+        let log = exporter.logs();
+        assert!(
+            !log.contains("WARN") && !log.contains("ERROR"),
+            "{version}: unexpected warnings:\n{log}"
+        );
+    }
+    // Auto-detection picks the newest version the server serves.
+    let auto = exporter(&cluster, "auto");
+    auto.wait_ready(Duration::from_secs(30)).await;
+    let newest = cluster.api_versions.last().unwrap();
+    let m = auto.metrics().await;
+    assert_eq!(
+        m.get("slurm_exporter_api_info", &[("version", newest)]),
+        Some(1.0),
+        "auto picked {:?}",
+        m.all("slurm_exporter_api_info", &[])
+    );
+}
+
+#[tokio::test]
+async fn every_family_matches_slurm_22_05_over_v0038() {
+    every_family_matches_slurm("22.05").await;
+}
+
+#[tokio::test]
+async fn every_family_matches_slurm_24_11_over_v0040_v0041_v0042() {
+    every_family_matches_slurm("24.11").await;
+}
+
+/// A token file rotated on disk is picked up without a restart; a bad token in between is
+/// an error the exporter reports while it keeps serving the last good data.
+#[tokio::test]
+async fn a_rotated_token_file_is_picked_up() {
+    for cluster in SlurmCluster::all() {
+        let dir = std::env::temp_dir().join(support::unique("token"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("token");
+        let now = chrono::Utc::now().timestamp();
+        let write = |token: &str| {
+            // As a Kubernetes secret volume does: write aside, then swap in.
+            let tmp = dir.join("token.new");
+            std::fs::write(&tmp, token).unwrap();
+            std::fs::rename(&tmp, &file).unwrap();
+        };
+        write(&mint_hs256(
+            &cluster.jwt_key(),
+            &cluster.user,
+            now,
+            now + 3600,
+        ));
+        let exporter = Process::start(
+            &[
+                "exporter",
+                "--interval",
+                "1s",
+                "--token-file",
+                file.to_str().unwrap(),
+            ],
+            &[
+                ("SLURM_REST_URL", &cluster.url),
+                ("SLURM_USER", &cluster.user),
+                ("SLURM_CLUSTER", &cluster.name),
+            ],
+        );
+        exporter.wait_ready(Duration::from_secs(30)).await;
+        let nodes_before = exporter.metrics().await.get("slurm_nodes", &[]);
+
+        write(&mint_hs256(
+            b"a key slurmctld does not know at all",
+            &cluster.user,
+            now,
+            now + 3600,
+        ));
+        let failing = wait_until(Duration::from_secs(20), || async {
+            exporter
+                .metrics()
+                .await
+                .get("slurm_exporter_endpoint_up", &[("endpoint", "jobs")])
+                == Some(0.0)
+        })
+        .await;
+        assert!(
+            failing,
+            "Slurm {}: a rejected token went unnoticed",
+            cluster.flavor
+        );
+        let m = exporter.metrics().await;
+        assert_eq!(
+            m.get("slurm_nodes", &[]),
+            nodes_before,
+            "last good data is still served"
+        );
+        assert!(
+            m.all("slurm_exporter_errors_total", &[("endpoint", "jobs")])
+                .iter()
+                .sum::<f64>()
+                >= 1.0
+        );
+        assert!(
+            matches!(exporter.get("/readyz").await, Some((200, _))),
+            "stays ready on stale data"
+        );
+
+        write(&mint_hs256(
+            &cluster.jwt_key(),
+            &cluster.user,
+            now,
+            now + 3600,
+        ));
+        let back = wait_until(Duration::from_secs(20), || async {
+            exporter
+                .metrics()
+                .await
+                .get("slurm_exporter_endpoint_up", &[("endpoint", "jobs")])
+                == Some(1.0)
+        })
+        .await;
+        assert!(
+            back,
+            "Slurm {}: the rotated token was not picked up:\n{}",
+            cluster.flavor,
+            exporter.logs()
+        );
+        let logs = exporter.logs();
+        {
+            let secret = std::fs::read_to_string(&file).unwrap();
+            assert!(!logs.contains(&secret), "a token leaked into the logs");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
