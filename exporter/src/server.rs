@@ -82,6 +82,9 @@ pub fn spawn_renderer(
 pub struct AppState {
     pub page: watch::Receiver<Arc<Page>>,
     pub process: Registry,
+    /// The scrape-time part of `/metrics` (ages, process metrics), reused for up to a second:
+    /// under a scrape storm, reading /proc for every request would cost more than the page.
+    dynamic: Arc<std::sync::Mutex<Option<(std::time::Instant, Bytes)>>>,
     /// Readiness beyond the Slurm clusters (e.g. Kubernetes caches synced).
     pub extra_ready: Vec<Arc<dyn Fn() -> Result<(), String> + Send + Sync>>,
 }
@@ -99,6 +102,7 @@ impl AppState {
             page,
             process,
             extra_ready: Vec::new(),
+            dynamic: Arc::default(),
         }
     }
 }
@@ -126,8 +130,16 @@ async fn index() -> &'static str {
     "slurmscale exporter: /metrics /healthz /readyz\n"
 }
 
-async fn metrics_handler(State(state): State<AppState>) -> Response {
-    let page = state.page.borrow().clone();
+/// How long the scrape-time part of `/metrics` may be reused.
+const DYNAMIC_TTL: std::time::Duration = std::time::Duration::from_secs(1);
+
+fn dynamic_part(state: &AppState, page: &Page) -> Bytes {
+    let mut cached = state.dynamic.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((at, text)) = cached.as_ref()
+        && at.elapsed() < DYNAMIC_TTL
+    {
+        return text.clone();
+    }
     let mut dynamic = metrics::render_ages(&page.snapshots, SystemTime::now());
     let mut buf = Vec::new();
     if TextEncoder::new()
@@ -136,11 +148,16 @@ async fn metrics_handler(State(state): State<AppState>) -> Response {
     {
         dynamic.push_str(&String::from_utf8_lossy(&buf));
     }
+    let text = Bytes::from(dynamic);
+    *cached = Some((std::time::Instant::now(), text.clone()));
+    text
+}
+
+async fn metrics_handler(State(state): State<AppState>) -> Response {
+    let page = state.page.borrow().clone();
+    let dynamic = dynamic_part(&state, &page);
     // The cached page is shared, not copied.
-    let chunks = [
-        Ok::<_, std::io::Error>(page.text.clone()),
-        Ok(Bytes::from(dynamic)),
-    ];
+    let chunks = [Ok::<_, std::io::Error>(page.text.clone()), Ok(dynamic)];
     Response::builder()
         .header(
             header::CONTENT_TYPE,

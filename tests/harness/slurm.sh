@@ -120,6 +120,8 @@ MinJobAge=60
 SlurmdTimeout=60
 InactiveLimit=0
 KillWait=5
+MaxJobCount=100000
+MaxArraySize=100001
 EOF
     local i=0 n
     for n in "${all_nodes[@]}"; do

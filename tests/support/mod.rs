@@ -6,6 +6,8 @@
 
 #![allow(dead_code)] // each test binary uses its own part of this module
 
+pub mod fault;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -30,12 +30,13 @@ impl Sums {
         *self.by_base.entry(n.state.base).or_default() += 1;
         self.drain += u64::from(drained(n));
         self.draining += u64::from(draining(n));
-        self.cpus_alloc += n.alloc_cpus;
-        self.cpus_idle += n.idle_cpus();
-        self.memory += n.memory_bytes;
-        self.memory_alloc += n.alloc_memory_bytes;
-        self.gpus += n.gpus();
-        self.gpus_alloc += n.gpus_alloc();
+        // Values come from the wire: saturate rather than trust them to be small.
+        self.cpus_alloc = self.cpus_alloc.saturating_add(n.alloc_cpus);
+        self.cpus_idle = self.cpus_idle.saturating_add(n.idle_cpus());
+        self.memory = self.memory.saturating_add(n.memory_bytes);
+        self.memory_alloc = self.memory_alloc.saturating_add(n.alloc_memory_bytes);
+        self.gpus = self.gpus.saturating_add(n.gpus());
+        self.gpus_alloc = self.gpus_alloc.saturating_add(n.gpus_alloc());
     }
 }
 

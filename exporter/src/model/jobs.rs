@@ -105,10 +105,14 @@ fn tres_mem_mib(s: &str) -> Option<u64> {
     Some((n * factor) as u64)
 }
 
+/// A job's partitions as written (`a,b`), parsed once: the first and all of them.
+type PartitionList = (Arc<str>, Arc<[Arc<str>]>);
+
 /// Folds job records into [`Jobs`].
 #[derive(Default)]
 pub struct JobsBuilder {
     per_owner: bool,
+    partition_lists: HashMap<Box<str>, PartitionList>,
     names: HashMap<Box<str>, Arc<str>>,
     jobs: Jobs,
     running_array_tasks: HashMap<u64, u64>,
@@ -125,44 +129,55 @@ impl JobsBuilder {
         }
     }
 
-    fn intern(&mut self, s: &str) -> Arc<str> {
-        if let Some(a) = self.names.get(s) {
+    fn intern(names: &mut HashMap<Box<str>, Arc<str>>, s: &str) -> Arc<str> {
+        if let Some(a) = names.get(s) {
             return a.clone();
         }
         let a: Arc<str> = Arc::from(s);
-        self.names.insert(Box::from(s), a.clone());
+        names.insert(Box::from(s), a.clone());
         a
+    }
+
+    /// The job's first partition and all its partitions, shared between jobs.
+    fn partitions(&mut self, list: &str) -> Option<PartitionList> {
+        if let Some(p) = self.partition_lists.get(list) {
+            return Some(p.clone());
+        }
+        let all: Vec<Arc<str>> = list
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(|p| Self::intern(&mut self.names, p))
+            .collect();
+        let entry = (all.first()?.clone(), Arc::from(all));
+        self.partition_lists.insert(Box::from(list), entry.clone());
+        Some(entry)
     }
 
     pub fn add(&mut self, r: JobRecord<'_>) {
         let state = r.state.unwrap_or(JobState::Other);
-        let mut parts = r
-            .partition
-            .split(',')
-            .map(str::trim)
-            .filter(|p| !p.is_empty());
-        let primary = parts.next().map(|p| self.intern(p));
-
-        let mut counts: Vec<&mut JobCounts> = Vec::with_capacity(2);
-        let partition_counts = match &primary {
-            Some(p) => {
-                if !self.jobs.partitions.contains_key(p) {
-                    self.jobs.partitions.insert(p.clone(), JobCounts::default());
+        let parts = self.partitions(r.partition);
+        let mut partition = match &parts {
+            Some((primary, _)) => {
+                if !self.jobs.partitions.contains_key(primary) {
+                    self.jobs
+                        .partitions
+                        .insert(primary.clone(), JobCounts::default());
                 }
-                self.jobs.partitions.get_mut(p)
+                self.jobs.partitions.get_mut(primary)
             }
             None => None,
         };
-        counts.push(&mut self.jobs.cluster);
-        counts.extend(partition_counts);
-        for c in &mut counts {
-            *c.by_state.entry(state).or_default() += 1;
+        let cluster = &mut self.jobs.cluster;
+        cluster.by_state[state as usize] += 1;
+        if let Some(p) = partition.as_deref_mut() {
+            p.by_state[state as usize] += 1;
         }
 
         match state {
             JobState::Running | JobState::Suspended => {
                 let (cpus, gpus, nodes) = (r.cpus.unwrap_or(0), r.gpus_alloc(), r.node_count());
-                for c in &mut counts {
+                for c in std::iter::once(cluster).chain(partition) {
                     c.cpus_alloc = c.cpus_alloc.saturating_add(cpus);
                     c.gpus_alloc = c.gpus_alloc.saturating_add(gpus);
                     c.nodes_alloc = c.nodes_alloc.saturating_add(nodes);
@@ -174,20 +189,27 @@ impl JobsBuilder {
             }
             JobState::Pending => {
                 let held = r.hold || r.reason.starts_with("JobHeld");
-                let reason = self.intern(if r.reason.is_empty() {
+                let reason_text = if r.reason.is_empty() {
                     "None"
                 } else {
                     r.reason
-                });
+                };
                 let min_nodes = r.node_count();
                 let max_nodes = r.max_nodes.unwrap_or(0).max(min_nodes);
-                // Re-borrow after interning.
-                let primary_counts = primary
-                    .as_ref()
-                    .and_then(|p| self.jobs.partitions.get_mut(p));
-                for c in std::iter::once(&mut self.jobs.cluster).chain(primary_counts) {
+                let mut reason = None;
+                for c in std::iter::once(cluster).chain(partition) {
                     c.held += u64::from(held);
-                    *c.pending_by_reason.entry(reason.clone()).or_default() += 1;
+                    match c.pending_by_reason.get_key_value(reason_text) {
+                        Some((k, _)) => {
+                            let k = k.clone();
+                            *c.pending_by_reason.entry(k.clone()).or_default() += 1;
+                            reason.get_or_insert(k);
+                        }
+                        None => {
+                            let k = reason.get_or_insert_with(|| Arc::from(reason_text)).clone();
+                            c.pending_by_reason.insert(k, 1);
+                        }
+                    }
                     raise(&mut c.pending_nodes_min, min_nodes);
                     raise(&mut c.pending_nodes_max, max_nodes);
                     if !held {
@@ -195,13 +217,6 @@ impl JobsBuilder {
                         raise(&mut c.pending_nodes_max_nohold, max_nodes);
                     }
                 }
-                let partitions: Vec<Arc<str>> = r
-                    .partition
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|p| !p.is_empty())
-                    .map(|p| self.intern(p))
-                    .collect();
                 let (tasks, throttle_in_string) = array_tasks(r.array_task_string);
                 let throttle = r.array_max_tasks.filter(|m| *m > 0).or(throttle_in_string);
                 if let (Some(limit), Some(array)) = (throttle, r.array_job_id.filter(|a| *a > 0)) {
@@ -209,9 +224,9 @@ impl JobsBuilder {
                 }
                 self.jobs.pending.push(PendingJob {
                     id: r.id,
-                    partitions,
+                    partitions: parts.map(|(_, all)| all).unwrap_or_else(|| Arc::from([])),
                     class: PendingClass::of(r.reason, held),
-                    reason,
+                    reason: reason.unwrap_or_else(|| Arc::from(reason_text)),
                     tasks,
                     nodes: min_nodes,
                     cpus: r.cpus.unwrap_or(0).max(1),
@@ -224,8 +239,8 @@ impl JobsBuilder {
         }
 
         if self.per_owner {
-            let user = self.intern(r.user);
-            let account = self.intern(r.account);
+            let user = Self::intern(&mut self.names, r.user);
+            let account = Self::intern(&mut self.names, r.account);
             *self
                 .jobs
                 .by_owner

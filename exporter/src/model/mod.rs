@@ -200,8 +200,7 @@ impl Node {
 pub fn gpus(gres: &[Gres]) -> u64 {
     gres.iter()
         .filter(|g| &*g.name == "gpu")
-        .map(|g| g.count)
-        .sum()
+        .fold(0, |n, g| n.saturating_add(g.count))
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -238,8 +237,22 @@ pub enum JobState {
 }
 
 impl JobState {
+    pub const COUNT: usize = Self::Other as usize + 1;
+
+    /// Parses a job state word; unknown states are `Other`. Slurm writes them upper case,
+    /// which is matched without allocating.
     pub fn parse(word: &str) -> Self {
-        match word.trim().to_ascii_uppercase().as_str() {
+        let word = word.trim();
+        match Self::parse_upper(word) {
+            Self::Other if word.bytes().any(|b| b.is_ascii_lowercase()) => {
+                Self::parse_upper(&word.to_ascii_uppercase())
+            }
+            s => s,
+        }
+    }
+
+    fn parse_upper(word: &str) -> Self {
+        match word {
             "PENDING" => Self::Pending,
             "RUNNING" => Self::Running,
             "SUSPENDED" => Self::Suspended,
@@ -341,8 +354,9 @@ impl PendingClass {
 #[derive(Clone, Debug, PartialEq)]
 pub struct PendingJob {
     pub id: u64,
-    /// Every partition the job may run in (a job submitted to `a,b` counts in both).
-    pub partitions: Vec<Arc<str>>,
+    /// Every partition the job may run in (a job submitted to `a,b` counts in both). Shared
+    /// between jobs with the same partition list.
+    pub partitions: Arc<[Arc<str>]>,
     pub class: PendingClass,
     pub reason: Arc<str>,
     /// Job records this stands for: 1, or the pending tasks of an array record that may start
@@ -359,8 +373,9 @@ pub struct PendingJob {
 /// Counts kept per partition (and once more cluster-wide under the empty partition name).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct JobCounts {
-    /// Job records by state; a pending array record counts once.
-    pub by_state: BTreeMap<JobState, u64>,
+    /// Job records by state (indexed by `JobState as usize`); a pending array record counts
+    /// once.
+    pub by_state: [u64; JobState::COUNT],
     pub held: u64,
     pub pending_by_reason: BTreeMap<Arc<str>, u64>,
     pub cpus_alloc: u64,
@@ -375,11 +390,11 @@ pub struct JobCounts {
 
 impl JobCounts {
     pub fn state(&self, s: JobState) -> u64 {
-        self.by_state.get(&s).copied().unwrap_or(0)
+        self.by_state[s as usize]
     }
 
     pub fn total(&self) -> u64 {
-        self.by_state.values().sum()
+        self.by_state.iter().sum()
     }
 }
 

@@ -9,22 +9,26 @@ use crate::model::Gres;
 
 /// Splits on commas that are not inside parentheses or brackets: `gpu:2(IDX:0,2),mps:100`.
 fn split_top(s: &str) -> impl Iterator<Item = &str> {
-    let mut depth = 0i32;
-    let mut start = 0;
-    let mut parts = Vec::new();
-    for (i, c) in s.char_indices() {
-        match c {
-            '(' | '[' => depth += 1,
-            ')' | ']' => depth -= 1,
-            ',' if depth <= 0 => {
-                parts.push(&s[start..i]);
-                start = i + 1;
+    let mut rest = Some(s);
+    std::iter::from_fn(move || {
+        let s = rest?;
+        let mut depth = 0i32;
+        for (i, b) in s.bytes().enumerate() {
+            match b {
+                b'(' | b'[' => depth += 1,
+                b')' | b']' => depth -= 1,
+                b',' if depth <= 0 => {
+                    rest = Some(&s[i + 1..]);
+                    return Some(&s[..i]);
+                }
+                _ => {}
             }
-            _ => {}
         }
-    }
-    parts.push(&s[start..]);
-    parts.into_iter().map(str::trim).filter(|p| !p.is_empty())
+        rest = None;
+        Some(s)
+    })
+    .map(str::trim)
+    .filter(|p| !p.is_empty())
 }
 
 /// Parses a node's `gres` or `gres_used` string: `gpu:4`, `gpu:a100:2(S:0-1),gpu:v100:2`,
@@ -84,6 +88,9 @@ fn parse_count(s: &str) -> Option<u64> {
 /// GPUs in a TRES string (`cpu=3,mem=2000M,node=1,gres/gpu=2,gres/gpu:a100=2`): the untyped
 /// `gres/gpu` entry when present (it is the total), else the sum of typed ones.
 pub fn tres_gpus(s: &str) -> Option<u64> {
+    if !s.contains("gres/gpu") {
+        return None;
+    }
     let (mut total, mut typed) = (None, None::<u64>);
     for item in s.split(',') {
         let Some((key, value)) = item.trim().split_once('=') else {
@@ -107,12 +114,15 @@ pub fn tres_gpus(s: &str) -> Option<u64> {
 /// GPUs in a per-node/per-job/per-task TRES request: `gres:gpu:2` (22.05), `gres/gpu:2`,
 /// `gres/gpu:a100:2`, `gres/gpu=2`, `gpu:2`, several comma-separated.
 pub fn tres_per_gpus(s: &str) -> Option<u64> {
+    if !s.contains("gpu") {
+        return None;
+    }
     let gpus: Vec<u64> = parse_gres(s)
         .iter()
         .filter(|g| &*g.name == "gpu")
         .map(|g| g.count)
         .collect();
-    (!gpus.is_empty()).then(|| gpus.iter().sum())
+    (!gpus.is_empty()).then(|| gpus.iter().fold(0u64, |a, b| a.saturating_add(*b)))
 }
 
 /// Expands a host list (`c[1-4,7],g[01-02],login`) into names, at most `limit` of them.
@@ -182,7 +192,7 @@ pub fn array_tasks(s: &str) -> (u64, Option<u64>) {
         if let (Ok(lo), Ok(hi)) = (lo.trim().parse::<u64>(), hi.trim().parse::<u64>())
             && hi >= lo
         {
-            tasks = tasks.saturating_add((hi - lo) / step + 1);
+            tasks = tasks.saturating_add(((hi - lo) / step).saturating_add(1));
         }
     }
     (tasks.max(1), throttle)
@@ -261,5 +271,6 @@ mod tests {
         assert_eq!(array_tasks("1-99:2"), (50, None));
         assert_eq!(array_tasks("[1-3]"), (3, None));
         assert_eq!(array_tasks("garbage"), (1, None));
+        assert_eq!(array_tasks("0-18446744073709551615"), (u64::MAX, None));
     }
 }

@@ -23,6 +23,180 @@ pub mod v0043;
 pub mod v0044;
 pub mod v0045;
 
+/// A map key as raw bytes: matching keys this way skips the UTF-8 validation serde's derived
+/// field matching does, which is most of the cost of decoding a 100,000-job `/jobs`.
+pub struct RawKey<'de>(pub Cow<'de, [u8]>);
+
+impl<'de> Deserialize<'de> for RawKey<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawKey<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_bytes<E>(self, v: &'de [u8]) -> Result<RawKey<'de>, E> {
+                Ok(RawKey(Cow::Borrowed(v)))
+            }
+            fn visit_bytes<E>(self, v: &[u8]) -> Result<RawKey<'de>, E> {
+                Ok(RawKey(Cow::Owned(v.to_vec())))
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<RawKey<'de>, E> {
+                Ok(RawKey(Cow::Borrowed(v.as_bytes())))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<RawKey<'de>, E> {
+                Ok(RawKey(Cow::Owned(v.as_bytes().to_vec())))
+            }
+        }
+        d.deserialize_bytes(V)
+    }
+}
+
+/// Length, first and last byte of a key: distinct for nearly all keys of one object.
+pub const fn key_signature(k: &[u8]) -> u32 {
+    match k {
+        [] => 0,
+        [first, .., last] => ((k.len() as u32) << 16) | ((*first as u32) << 8) | *last as u32,
+        [only] => (1 << 16) | ((*only as u32) << 8) | *only as u32,
+    }
+}
+
+/// Declares a wire struct whose fields are all lenient types, with a `Deserialize` that
+/// matches raw key bytes, ignores unknown keys, keeps the last of duplicate keys, and reads
+/// anything that is not an object as the default (a future Slurm may turn an object into a
+/// string; that must not lose the rest of the answer). A field's JSON key is its name unless
+/// given as `field = "json key": Type`.
+macro_rules! wire_struct {
+    (@key $field:ident) => { stringify!($field) };
+    (@key $field:ident $key:literal) => { $key };
+    (@not_a_map $name:ident) => {
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+            Ok($name::default())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> { Ok($name::default()) }
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> { Ok($name::default()) }
+        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> { Ok($name::default()) }
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> { Ok($name::default()) }
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> { Ok($name::default()) }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> { Ok($name::default()) }
+        fn visit_none<E>(self) -> Result<Self::Value, E> { Ok($name::default()) }
+    };
+    (@visit_map $name:ident, $($field:ident $(= $key:literal)?),*) => {
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            use $crate::slurm::wire::key_signature as sig;
+            let mut out = $name::default();
+            while let Some($crate::slurm::wire::RawKey(k)) = map.next_key()? {
+                let k: &[u8] = &k;
+                // Most keys are not ours: compare cheap signatures before bytes.
+                let s = sig(k);
+                $(
+                    if s == const { sig(wire_struct!(@key $field $($key)?).as_bytes()) }
+                        && k == wire_struct!(@key $field $($key)?).as_bytes()
+                    {
+                        out.$field = map.next_value()?;
+                        continue;
+                    }
+                )*
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+            Ok(out)
+        }
+    };
+    ($(#[$m:meta])* $vis:vis struct $name:ident<'a> { $($(#[$fm:meta])* $fvis:vis $field:ident $(= $key:literal)? : $ty:ty),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Default)]
+        $vis struct $name<'a> { $($(#[$fm])* $fvis $field: $ty),* }
+
+        impl<'de: 'a, 'a> serde::Deserialize<'de> for $name<'a> {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V<'a>(std::marker::PhantomData<&'a ()>);
+                impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+                    type Value = $name<'a>;
+                    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                        f.write_str(concat!("a ", stringify!($name), " object"))
+                    }
+                    wire_struct!(@visit_map $name, $($field $(= $key)?),*);
+                    wire_struct!(@not_a_map $name);
+                }
+                d.deserialize_any(V(std::marker::PhantomData))
+            }
+        }
+    };
+    ($(#[$m:meta])* $vis:vis struct $name:ident { $($(#[$fm:meta])* $fvis:vis $field:ident $(= $key:literal)? : $ty:ty),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Default)]
+        $vis struct $name { $($(#[$fm])* $fvis $field: $ty),* }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl<'de> serde::de::Visitor<'de> for V {
+                    type Value = $name;
+                    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                        f.write_str(concat!("a ", stringify!($name), " object"))
+                    }
+                    wire_struct!(@visit_map $name, $($field $(= $key)?),*);
+                    wire_struct!(@not_a_map $name);
+                }
+                d.deserialize_any(V)
+            }
+        }
+    };
+}
+pub(crate) use wire_struct;
+
+/// The first word of a state that may be a string or an array (`"RUNNING"`,
+/// `["RUNNING","COMPLETING"]`), without allocating.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FirstWord<'a>(pub Str<'a>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for FirstWord<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = FirstWord<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string or a list of strings")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<FirstWord<'a>, E> {
+                Ok(FirstWord(Str(Cow::Borrowed(v))))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<FirstWord<'a>, E> {
+                Ok(FirstWord(Str(Cow::Owned(v.to_owned()))))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<FirstWord<'a>, A::Error> {
+                let first = seq.next_element::<Str<'a>>()?.unwrap_or_default();
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(FirstWord(first))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<FirstWord<'a>, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(FirstWord::default())
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<FirstWord<'a>, E> {
+                Ok(FirstWord::default())
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<FirstWord<'a>, E> {
+                Ok(FirstWord::default())
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<FirstWord<'a>, E> {
+                Ok(FirstWord::default())
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<FirstWord<'a>, E> {
+                Ok(FirstWord::default())
+            }
+            fn visit_unit<E>(self) -> Result<FirstWord<'a>, E> {
+                Ok(FirstWord::default())
+            }
+            fn visit_none<E>(self) -> Result<FirstWord<'a>, E> {
+                Ok(FirstWord::default())
+            }
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
 /// A number as any version sends it: plain, `null`, a numeric string, or the
 /// `{set, infinite, number}` object of v0.0.40+. Unset and infinite read as `None`.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -573,7 +747,7 @@ pub fn decode_object<'de, W>(bytes: &'de [u8], key: &'static str) -> serde_json:
 where
     W: Deserialize<'de> + Default,
 {
-    Ok(decode_envelope(bytes, key, PhantomData::<Lenient<W>>)?.map(|w| w.0))
+    Ok(decode_envelope(bytes, key, PhantomData::<W>)?.map(|w| w))
 }
 
 impl<T> Decoded<T> {

@@ -5,54 +5,41 @@
 //! `idle_cpus`, one key spelt `"min nodes per job"`, ping as `{"ping": "UP"}` and
 //! `meta.Slurm` with numeric versions.
 
-use serde::Deserialize;
-
 use super::{
-    Decoded, EachSeed, Flag, GresDetailGpus, Lenient, List, Num, Str, Words, decode_envelope,
-    decode_list, decode_object, mib, micros,
+    Decoded, EachSeed, Flag, GresDetailGpus, List, Num, Str, Words, decode_envelope, decode_list,
+    decode_object, mib, micros, wire_struct,
 };
 use crate::model::jobs::{JobRecord, JobsBuilder};
 use crate::model::{Controller, Diag, JobState, Jobs, Node, NodeState, Partition, Ping, RpcStat};
 use crate::slurm::text::parse_gres;
 
-#[derive(Default, Deserialize)]
-#[serde(default)]
-struct Job<'a> {
-    job_id: Num,
-    #[serde(borrow)]
-    job_state: Str<'a>,
-    #[serde(borrow)]
-    state_reason: Str<'a>,
-    #[serde(borrow)]
-    partition: Str<'a>,
-    #[serde(borrow)]
-    user_name: Str<'a>,
-    #[serde(borrow)]
-    account: Str<'a>,
-    node_count: Num,
-    max_nodes: Num,
-    cpus: Num,
-    tasks: Num,
-    memory_per_node: Num,
-    memory_per_cpu: Num,
-    priority: Num,
-    #[serde(borrow)]
-    tres_per_job: Str<'a>,
-    #[serde(borrow)]
-    tres_per_node: Str<'a>,
-    #[serde(borrow)]
-    tres_per_task: Str<'a>,
-    #[serde(borrow)]
-    tres_req_str: Str<'a>,
-    #[serde(borrow)]
-    tres_alloc_str: Str<'a>,
-    gres_detail: GresDetailGpus,
-    array_job_id: Num,
-    array_task_id: Num,
-    #[serde(borrow)]
-    array_task_string: Str<'a>,
-    array_max_tasks: Num,
-    submit_time: Num,
+wire_struct! {
+    struct Job<'a> {
+        job_id: Num,
+        job_state: Str<'a>,
+        state_reason: Str<'a>,
+        partition: Str<'a>,
+        user_name: Str<'a>,
+        account: Str<'a>,
+        node_count: Num,
+        max_nodes: Num,
+        cpus: Num,
+        tasks: Num,
+        memory_per_node: Num,
+        memory_per_cpu: Num,
+        priority: Num,
+        tres_per_job: Str<'a>,
+        tres_per_node: Str<'a>,
+        tres_per_task: Str<'a>,
+        tres_req_str: Str<'a>,
+        tres_alloc_str: Str<'a>,
+        gres_detail: GresDetailGpus,
+        array_job_id: Num,
+        array_task_id: Num,
+        array_task_string: Str<'a>,
+        array_max_tasks: Num,
+        submit_time: Num,
+    }
 }
 
 impl<'a> Job<'a> {
@@ -98,30 +85,22 @@ pub fn decode_jobs(bytes: &[u8], per_owner: bool) -> serde_json::Result<Decoded<
     Ok(decoded.map(|()| builder.finish()))
 }
 
-#[derive(Default, Deserialize)]
-#[serde(default)]
-struct WireNode<'a> {
-    #[serde(borrow)]
-    name: Str<'a>,
-    #[serde(borrow)]
-    state: Words<'a>,
-    #[serde(borrow)]
-    state_flags: Words<'a>,
-    #[serde(borrow)]
-    partitions: Words<'a>,
-    cpus: Num,
-    alloc_cpus: Num,
-    real_memory: Num,
-    alloc_memory: Num,
-    free_memory: Num,
-    #[serde(borrow)]
-    gres: Str<'a>,
-    #[serde(borrow)]
-    gres_used: Str<'a>,
-    #[serde(borrow)]
-    reason: Str<'a>,
-    #[serde(borrow)]
-    reason_set_by_user: Str<'a>,
+wire_struct! {
+    struct WireNode<'a> {
+        name: Str<'a>,
+        state: Words<'a>,
+        state_flags: Words<'a>,
+        partitions: Words<'a>,
+        cpus: Num,
+        alloc_cpus: Num,
+        real_memory: Num,
+        alloc_memory: Num,
+        free_memory: Num,
+        gres: Str<'a>,
+        gres_used: Str<'a>,
+        reason: Str<'a>,
+        reason_set_by_user: Str<'a>,
+    }
 }
 
 pub fn decode_nodes(bytes: &[u8]) -> serde_json::Result<Decoded<Vec<Node>>> {
@@ -144,18 +123,15 @@ pub fn decode_nodes(bytes: &[u8]) -> serde_json::Result<Decoded<Vec<Node>>> {
     })
 }
 
-#[derive(Default, Deserialize)]
-#[serde(default)]
-struct WirePartition<'a> {
-    #[serde(borrow)]
-    name: Str<'a>,
-    #[serde(borrow)]
-    state: Str<'a>,
-    #[serde(borrow)]
-    nodes: Str<'a>,
-    total_nodes: Num,
-    total_cpus: Num,
-    maximum_nodes_per_job: Num,
+wire_struct! {
+    struct WirePartition<'a> {
+        name: Str<'a>,
+        state: Str<'a>,
+        nodes: Str<'a>,
+        total_nodes: Num,
+        total_cpus: Num,
+        maximum_nodes_per_job: Num,
+    }
 }
 
 pub fn decode_partitions(bytes: &[u8]) -> serde_json::Result<Decoded<Vec<Partition>>> {
@@ -171,15 +147,12 @@ pub fn decode_partitions(bytes: &[u8]) -> serde_json::Result<Decoded<Vec<Partiti
     })
 }
 
-#[derive(Default, Deserialize)]
-#[serde(default)]
-struct WirePing<'a> {
-    #[serde(borrow)]
-    hostname: Str<'a>,
-    #[serde(borrow)]
-    ping: Str<'a>,
-    #[serde(borrow)]
-    mode: Str<'a>,
+wire_struct! {
+    struct WirePing<'a> {
+        hostname: Str<'a>,
+        ping: Str<'a>,
+        mode: Str<'a>,
+    }
 }
 
 pub fn decode_ping(bytes: &[u8]) -> serde_json::Result<Decoded<Ping>> {
@@ -198,61 +171,57 @@ pub fn decode_ping(bytes: &[u8]) -> serde_json::Result<Decoded<Ping>> {
     }))
 }
 
-/// `/diag` `statistics`: the same names in v0.0.38 and v0.0.40+, only the number shapes
-/// differ, which [`Num`] absorbs; so this struct serves every version.
-#[derive(Default, Deserialize)]
-#[serde(default)]
-pub(super) struct Statistics<'a> {
-    server_thread_count: Num,
-    agent_queue_size: Num,
-    agent_count: Num,
-    agent_thread_count: Num,
-    dbd_agent_queue_size: Num,
-    jobs_submitted: Num,
-    jobs_started: Num,
-    jobs_completed: Num,
-    jobs_canceled: Num,
-    jobs_failed: Num,
-    schedule_cycle_total: Num,
-    schedule_cycle_last: Num,
-    schedule_cycle_max: Num,
-    schedule_cycle_mean: Num,
-    schedule_cycle_mean_depth: Num,
-    schedule_cycle_per_minute: Num,
-    schedule_queue_length: Num,
-    bf_backfilled_jobs: Num,
-    bf_backfilled_het_jobs: Num,
-    bf_cycle_counter: Num,
-    bf_cycle_last: Num,
-    bf_cycle_max: Num,
-    bf_cycle_mean: Num,
-    bf_depth_mean: Num,
-    bf_queue_len: Num,
-    bf_last_backfilled_jobs: Num,
-    bf_active: Flag,
-    bf_when_last_cycle: Num,
-    #[serde(borrow)]
-    rpcs_by_message_type: List<Lenient<RpcType<'a>>>,
-    #[serde(borrow)]
-    rpcs_by_user: List<Lenient<RpcUser<'a>>>,
+wire_struct! {
+    /// `/diag` `statistics`: the same names in v0.0.38 and v0.0.40+, only the number shapes
+    /// differ, which [`Num`] absorbs; so this struct serves every version.
+    pub(super) struct Statistics<'a> {
+        server_thread_count: Num,
+        agent_queue_size: Num,
+        agent_count: Num,
+        agent_thread_count: Num,
+        dbd_agent_queue_size: Num,
+        jobs_submitted: Num,
+        jobs_started: Num,
+        jobs_completed: Num,
+        jobs_canceled: Num,
+        jobs_failed: Num,
+        schedule_cycle_total: Num,
+        schedule_cycle_last: Num,
+        schedule_cycle_max: Num,
+        schedule_cycle_mean: Num,
+        schedule_cycle_mean_depth: Num,
+        schedule_cycle_per_minute: Num,
+        schedule_queue_length: Num,
+        bf_backfilled_jobs: Num,
+        bf_backfilled_het_jobs: Num,
+        bf_cycle_counter: Num,
+        bf_cycle_last: Num,
+        bf_cycle_max: Num,
+        bf_cycle_mean: Num,
+        bf_depth_mean: Num,
+        bf_queue_len: Num,
+        bf_last_backfilled_jobs: Num,
+        bf_active: Flag,
+        bf_when_last_cycle: Num,
+        rpcs_by_message_type: List<RpcType<'a>>,
+        rpcs_by_user: List<RpcUser<'a>>,
+    }
 }
 
-#[derive(Default, Deserialize)]
-#[serde(default)]
-pub(super) struct RpcType<'a> {
-    #[serde(borrow)]
-    message_type: Str<'a>,
-    count: Num,
-    total_time: Num,
+wire_struct! {
+    pub(super) struct RpcType<'a> {
+        message_type: Str<'a>,
+        count: Num,
+        total_time: Num,
+    }
 }
 
-#[derive(Default, Deserialize)]
-#[serde(default)]
-pub(super) struct RpcUser<'a> {
-    #[serde(borrow)]
-    user: Str<'a>,
-    count: Num,
-    total_time: Num,
+wire_struct! {
+    pub(super) struct RpcUser<'a> {
+        user: Str<'a>,
+        count: Num,
+        total_time: Num,
+    }
 }
 
 impl From<Statistics<'_>> for Diag {
@@ -295,7 +264,6 @@ impl From<Statistics<'_>> for Diag {
                 .rpcs_by_message_type
                 .0
                 .into_iter()
-                .map(|r| r.0)
                 .filter(|r| !r.message_type.0.is_empty())
                 .map(|r| rpc(r.message_type, r.count, r.total_time))
                 .collect(),
@@ -303,7 +271,6 @@ impl From<Statistics<'_>> for Diag {
                 .rpcs_by_user
                 .0
                 .into_iter()
-                .map(|r| r.0)
                 .filter(|r| !r.user.0.is_empty())
                 .map(|r| rpc(r.user, r.count, r.total_time))
                 .collect(),

@@ -12,8 +12,8 @@ use serde::Deserialize;
 
 use super::v0038::Statistics;
 use super::{
-    Decoded, EachSeed, Flag, GresDetailGpus, Lenient, Num, Str, Words, decode_envelope,
-    decode_list, decode_object, mib,
+    Decoded, EachSeed, FirstWord, Flag, GresDetailGpus, Num, Str, Words, decode_envelope,
+    decode_list, decode_object, mib, wire_struct,
 };
 use crate::model::jobs::{JobRecord, JobsBuilder};
 use crate::model::{Controller, Diag, JobState, Jobs, Node, NodeState, Partition, Ping};
@@ -30,25 +30,24 @@ pub struct JobResources {
 
 impl<'de> Deserialize<'de> for JobResources {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Default, Deserialize)]
-        #[serde(default)]
-        struct Nodes {
-            count: Num,
+        wire_struct! {
+            struct Nodes {
+                count: Num,
+            }
         }
-        #[derive(Default, Deserialize)]
-        #[serde(default)]
-        struct Raw {
-            allocated_hosts: Num,
-            allocated_cpus: Num,
-            allocated_cores: Num,
-            nodes: Lenient<Nodes>,
-            cpus: Num,
+        wire_struct! {
+            struct Raw {
+                allocated_hosts: Num,
+                allocated_cpus: Num,
+                allocated_cores: Num,
+                nodes: Nodes,
+                cpus: Num,
+            }
         }
-        let Lenient(raw) = Lenient::<Raw>::deserialize(d)?;
+        let raw = Raw::deserialize(d)?;
         Ok(JobResources {
             nodes: raw
                 .nodes
-                .0
                 .count
                 .unsigned()
                 .or(raw.allocated_hosts.unsigned())
@@ -63,50 +62,39 @@ impl<'de> Deserialize<'de> for JobResources {
     }
 }
 
-#[derive(Default, Deserialize)]
-#[serde(default)]
-pub(super) struct Job<'a> {
-    job_id: Num,
-    #[serde(borrow)]
-    job_state: Words<'a>,
-    #[serde(borrow)]
-    state_reason: Str<'a>,
-    #[serde(borrow)]
-    partition: Str<'a>,
-    #[serde(borrow)]
-    user_name: Str<'a>,
-    #[serde(borrow)]
-    account: Str<'a>,
-    node_count: Num,
-    max_nodes: Num,
-    cpus: Num,
-    tasks: Num,
-    memory_per_node: Num,
-    memory_per_cpu: Num,
-    hold: Flag,
-    #[serde(borrow)]
-    tres_per_job: Str<'a>,
-    #[serde(borrow)]
-    tres_per_node: Str<'a>,
-    #[serde(borrow)]
-    tres_per_task: Str<'a>,
-    #[serde(borrow)]
-    tres_req_str: Str<'a>,
-    #[serde(borrow)]
-    tres_alloc_str: Str<'a>,
-    gres_detail: GresDetailGpus,
-    job_resources: JobResources,
-    array_job_id: Num,
-    array_task_id: Num,
-    #[serde(borrow)]
-    array_task_string: Str<'a>,
-    array_max_tasks: Num,
-    submit_time: Num,
+wire_struct! {
+    pub(super) struct Job<'a> {
+        job_id: Num,
+        job_state: FirstWord<'a>,
+        state_reason: Str<'a>,
+        partition: Str<'a>,
+        user_name: Str<'a>,
+        account: Str<'a>,
+        node_count: Num,
+        max_nodes: Num,
+        cpus: Num,
+        tasks: Num,
+        memory_per_node: Num,
+        memory_per_cpu: Num,
+        hold: Flag,
+        tres_per_job: Str<'a>,
+        tres_per_node: Str<'a>,
+        tres_per_task: Str<'a>,
+        tres_req_str: Str<'a>,
+        tres_alloc_str: Str<'a>,
+        gres_detail: GresDetailGpus,
+        job_resources: JobResources,
+        array_job_id: Num,
+        array_task_id: Num,
+        array_task_string: Str<'a>,
+        array_max_tasks: Num,
+        submit_time: Num,
+    }
 }
 
 impl<'a> Job<'a> {
     pub(super) fn record(&'a self) -> JobRecord<'a> {
-        let state = self.job_state.first();
+        let state = self.job_state.0.as_str();
         JobRecord {
             id: self.job_id.unsigned().unwrap_or(0),
             state: (!state.is_empty()).then(|| JobState::parse(state)),
@@ -149,33 +137,26 @@ pub fn decode_jobs(bytes: &[u8], per_owner: bool) -> serde_json::Result<Decoded<
     let decoded = decode_envelope(
         bytes,
         "jobs",
-        EachSeed::new(|j: Lenient<Job>| builder.add(j.0.record())),
+        EachSeed::new(|j: Job| builder.add(j.record())),
     )?;
     Ok(decoded.map(|()| builder.finish()))
 }
 
-#[derive(Default, Deserialize)]
-#[serde(default)]
-struct WireNode<'a> {
-    #[serde(borrow)]
-    name: Str<'a>,
-    #[serde(borrow)]
-    state: Words<'a>,
-    #[serde(borrow)]
-    partitions: Words<'a>,
-    cpus: Num,
-    alloc_cpus: Num,
-    real_memory: Num,
-    alloc_memory: Num,
-    free_mem: Num,
-    #[serde(borrow)]
-    gres: Str<'a>,
-    #[serde(borrow)]
-    gres_used: Str<'a>,
-    #[serde(borrow)]
-    reason: Str<'a>,
-    #[serde(borrow)]
-    reason_set_by_user: Str<'a>,
+wire_struct! {
+    struct WireNode<'a> {
+        name: Str<'a>,
+        state: Words<'a>,
+        partitions: Words<'a>,
+        cpus: Num,
+        alloc_cpus: Num,
+        real_memory: Num,
+        alloc_memory: Num,
+        free_mem: Num,
+        gres: Str<'a>,
+        gres_used: Str<'a>,
+        reason: Str<'a>,
+        reason_set_by_user: Str<'a>,
+    }
 }
 
 pub fn decode_nodes(bytes: &[u8]) -> serde_json::Result<Decoded<Vec<Node>>> {
@@ -198,72 +179,64 @@ pub fn decode_nodes(bytes: &[u8]) -> serde_json::Result<Decoded<Vec<Node>>> {
     })
 }
 
-#[derive(Default, Deserialize)]
-#[serde(default)]
-struct PartitionNodes<'a> {
-    #[serde(borrow)]
-    configured: Str<'a>,
-    total: Num,
+wire_struct! {
+    struct PartitionNodes<'a> {
+        configured: Str<'a>,
+        total: Num,
+    }
 }
 
-#[derive(Default, Deserialize)]
-#[serde(default)]
-struct Total {
-    total: Num,
+wire_struct! {
+    struct Total {
+        total: Num,
+    }
 }
 
-#[derive(Default, Deserialize)]
-#[serde(default)]
-struct PartitionState<'a> {
-    #[serde(borrow)]
-    state: Words<'a>,
+wire_struct! {
+    struct PartitionState<'a> {
+        state: Words<'a>,
+    }
 }
 
-#[derive(Default, Deserialize)]
-#[serde(default)]
-struct Maximums {
-    nodes: Num,
+wire_struct! {
+    struct Maximums {
+        nodes: Num,
+    }
 }
 
-#[derive(Default, Deserialize)]
-#[serde(default)]
-struct WirePartition<'a> {
-    #[serde(borrow)]
-    name: Str<'a>,
-    #[serde(borrow)]
-    nodes: Lenient<PartitionNodes<'a>>,
-    cpus: Lenient<Total>,
-    #[serde(borrow)]
-    partition: Lenient<PartitionState<'a>>,
-    maximums: Lenient<Maximums>,
+wire_struct! {
+    struct WirePartition<'a> {
+        name: Str<'a>,
+        nodes: PartitionNodes<'a>,
+        cpus: Total,
+        partition: PartitionState<'a>,
+        maximums: Maximums,
+    }
 }
 
 pub fn decode_partitions(bytes: &[u8]) -> serde_json::Result<Decoded<Vec<Partition>>> {
     decode_list(bytes, "partitions", |p: WirePartition| {
         (!p.name.0.is_empty()).then(|| Partition {
             name: p.name.as_str().into(),
-            state: p.partition.0.state.first().to_ascii_uppercase(),
-            total_nodes: p.nodes.0.total.unsigned().unwrap_or(0),
-            total_cpus: p.cpus.0.total.unsigned().unwrap_or(0),
-            max_nodes_per_job: p.maximums.0.nodes.unsigned().filter(|m| *m > 0),
-            node_list: p.nodes.0.configured.0.into_owned(),
+            state: p.partition.state.first().to_ascii_uppercase(),
+            total_nodes: p.nodes.total.unsigned().unwrap_or(0),
+            total_cpus: p.cpus.total.unsigned().unwrap_or(0),
+            max_nodes_per_job: p.maximums.nodes.unsigned().filter(|m| *m > 0),
+            node_list: p.nodes.configured.0.into_owned(),
         })
     })
 }
 
-#[derive(Default, Deserialize)]
-#[serde(default)]
-struct WirePing<'a> {
-    #[serde(borrow)]
-    hostname: Str<'a>,
-    #[serde(borrow)]
-    pinged: Str<'a>,
-    /// v0.0.42+ (v0.0.40/41 only have `pinged`).
-    responding: Option<Flag>,
-    #[serde(borrow)]
-    mode: Str<'a>,
-    /// Microseconds.
-    latency: Num,
+wire_struct! {
+    struct WirePing<'a> {
+        hostname: Str<'a>,
+        pinged: Str<'a>,
+        /// v0.0.42+ (v0.0.40/41 only have `pinged`).
+        responding: Option<Flag>,
+        mode: Str<'a>,
+        /// Microseconds.
+        latency: Num,
+    }
 }
 
 pub fn decode_ping(bytes: &[u8]) -> serde_json::Result<Decoded<Ping>> {

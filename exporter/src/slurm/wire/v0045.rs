@@ -5,21 +5,18 @@
 //! Partitions gain `flags` and `preempt_mode`, diag drops `parts_packed`, nodes drop `power`.
 //! Jobs, nodes, partitions and diag decode with the v0.0.40 structs.
 
-use serde::Deserialize;
-
-use super::{Decoded, Flag, Num, Str, decode_list, micros};
+use super::{Decoded, Flag, Num, Str, decode_list, micros, wire_struct};
 use crate::model::{Controller, Ping};
 
 pub use super::v0040::{decode_diag, decode_jobs, decode_nodes, decode_partitions};
 
-#[derive(Default, Deserialize)]
-#[serde(default)]
-struct WirePing<'a> {
-    #[serde(borrow)]
-    hostname: Str<'a>,
-    responding: Flag,
-    primary: Flag,
-    latency: Num,
+wire_struct! {
+    struct WirePing<'a> {
+        hostname: Str<'a>,
+        responding: Flag,
+        primary: Flag,
+        latency: Num,
+    }
 }
 
 pub fn decode_ping(bytes: &[u8]) -> serde_json::Result<Decoded<Ping>> {

@@ -1,0 +1,302 @@
+//! Bad input gets a clear error and loses nothing. The exporter reads a real slurmrestd
+//! (Slurm 24.11, v0.0.42) through a fault-injecting proxy; for each fault it must not crash,
+//! must count the error by kind, log it, flag the endpoint down, keep serving the last good
+//! data and stay ready; and recover when the fault goes. The "slurmrestd is down" case uses
+//! the real slurmrestd of Slurm 22.05, stopped and restarted.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::Value;
+use support::fault::{Fault, FaultProxy};
+use support::{Metrics, Process, SlurmCluster, wait_until};
+
+fn exporter_for(cluster: &SlurmCluster, url: &str, extra: &[&str]) -> Process {
+    let key = cluster.key_file.to_string_lossy().into_owned();
+    let mut args = vec![
+        "exporter",
+        "--interval",
+        "1s",
+        "--timeout",
+        "2s",
+        "--jwt-key-file",
+        &key,
+    ];
+    args.extend_from_slice(extra);
+    Process::start(
+        &args,
+        &[
+            ("SLURM_REST_URL", url),
+            ("SLURM_USER", &cluster.user),
+            ("SLURM_CLUSTER", &cluster.name),
+        ],
+    )
+}
+
+fn errors_of(m: &Metrics, endpoint: &str, kind: &str) -> f64 {
+    m.get(
+        "slurm_exporter_errors_total",
+        &[("endpoint", endpoint), ("kind", kind)],
+    )
+    .unwrap_or(0.0)
+}
+
+/// Values that must survive any fault: they come from the last good answers.
+fn kept(m: &Metrics) -> Vec<Option<f64>> {
+    vec![
+        m.get("slurm_nodes", &[]),
+        m.get("slurm_partition_cpus", &[("partition", "gpu")]),
+        m.get("slurm_node_cpus", &[("node", "g1")]),
+        m.get("slurm_jobs", &[]),
+        m.get("slurm_scheduler_threads", &[]),
+    ]
+}
+
+fn unknown_enums(v: &mut Value) {
+    for job in v["jobs"].as_array_mut().into_iter().flatten() {
+        job["job_state"] = serde_json::json!(["TELEPORTING", "NEW_FLAG"]);
+        job["brand_new_field"] = serde_json::json!({"nested": [1, 2, 3]});
+    }
+    for node in v["nodes"].as_array_mut().into_iter().flatten() {
+        node["state"] = serde_json::json!(["HIBERNATING", "DRAIN"]);
+    }
+}
+
+fn missing_fields(v: &mut Value) {
+    for job in v["jobs"].as_array_mut().into_iter().flatten() {
+        let obj = job.as_object_mut().unwrap();
+        for k in [
+            "node_count",
+            "partition",
+            "cpus",
+            "tres_per_node",
+            "memory_per_cpu",
+            "job_resources",
+        ] {
+            obj.remove(k);
+        }
+    }
+    for node in v["nodes"].as_array_mut().into_iter().flatten() {
+        node.as_object_mut().unwrap().retain(|k, _| k == "name");
+    }
+}
+
+fn wrong_types(v: &mut Value) {
+    for job in v["jobs"].as_array_mut().into_iter().flatten() {
+        job["node_count"] = Value::String("three".into());
+        job["cpus"] = Value::Null;
+        job["partition"] = serde_json::json!(42);
+        job["hold"] = serde_json::json!("yes");
+    }
+}
+
+#[tokio::test]
+async fn every_fault_is_counted_logged_and_survived() {
+    let cluster = SlurmCluster::get("24.11");
+    let proxy = FaultProxy::start(&cluster.url).await;
+    let exporter = exporter_for(&cluster, &proxy.url, &["--api-version", "v0.0.42"]);
+    exporter.wait_ready(Duration::from_secs(30)).await;
+    let good = exporter.metrics().await;
+    let baseline = kept(&good);
+    assert!(
+        baseline.iter().all(Option::is_some),
+        "baseline: {baseline:?}"
+    );
+
+    let faults: Vec<(&str, Fault, Option<&'static str>, &str, &str)> = vec![
+        (
+            "slow",
+            Fault::Slow(Duration::from_secs(4)),
+            Some("jobs"),
+            "jobs",
+            "timeout",
+        ),
+        (
+            "401",
+            Fault::Status(401, "Authentication failure"),
+            None,
+            "nodes",
+            "auth",
+        ),
+        (
+            "500 with errors[]",
+            Fault::Status(
+                500,
+                r#"{"errors":[{"error":"Unable to query jobs","error_number":2,"source":"slurm_load_jobs"}],"jobs":[]}"#,
+            ),
+            Some("jobs"),
+            "jobs",
+            "http",
+        ),
+        (
+            "200 with errors[]",
+            Fault::ErrorsIn200,
+            Some("partitions"),
+            "partitions",
+            "slurm_errors",
+        ),
+        (
+            "truncated JSON",
+            Fault::TruncatedJson,
+            Some("nodes"),
+            "nodes",
+            "decode",
+        ),
+        (
+            "invalid JSON",
+            Fault::InvalidJson,
+            Some("diag"),
+            "diag",
+            "decode",
+        ),
+        (
+            "dropped mid-body",
+            Fault::DroppedMidBody,
+            Some("jobs"),
+            "jobs",
+            "transport",
+        ),
+    ];
+    for (what, fault, only, endpoint, kind) in faults {
+        let before = errors_of(&exporter.metrics().await, endpoint, kind);
+        proxy.set(fault, only);
+        let noticed = wait_until(Duration::from_secs(20), || async {
+            let m = exporter.metrics().await;
+            errors_of(&m, endpoint, kind) > before
+                && m.get("slurm_exporter_endpoint_up", &[("endpoint", endpoint)]) == Some(0.0)
+        })
+        .await;
+        assert!(
+            noticed,
+            "{what}: no {kind} error counted on {endpoint}:\n{}",
+            exporter.logs()
+        );
+        let m = exporter.metrics().await;
+        assert_eq!(
+            kept(&m),
+            baseline,
+            "{what}: the last good data was not kept"
+        );
+        assert_eq!(
+            m.get("slurm_exporter_up", &[]),
+            Some(0.0),
+            "{what}: the exporter claims all is well"
+        );
+        assert!(
+            m.get(
+                "slurm_exporter_endpoint_data_age_seconds",
+                &[("endpoint", endpoint)]
+            )
+            .is_some(),
+            "{what}: the age of the kept data is not exported"
+        );
+        assert!(
+            matches!(exporter.get("/readyz").await, Some((200, _))),
+            "{what}: /readyz dropped on stale data"
+        );
+        let logs = exporter.logs();
+        assert!(
+            logs.lines()
+                .any(|l| l.contains("keeping the last good data")
+                    && l.contains(&format!("kind=\"{kind}\""))
+                    && l.contains(endpoint)),
+            "{what}: no log line naming the {kind} failure on {endpoint}:\n{logs}"
+        );
+
+        proxy.clear();
+        let recovered = wait_until(Duration::from_secs(20), || async {
+            exporter
+                .metrics()
+                .await
+                .get("slurm_exporter_endpoint_up", &[("endpoint", endpoint)])
+                == Some(1.0)
+        })
+        .await;
+        assert!(recovered, "{what}: no recovery once the fault went away");
+    }
+
+    // Shapes from a future Slurm are not errors: unknown enums, missing fields, wrong types.
+    for (what, rewrite) in [
+        ("unknown enum values", unknown_enums as fn(&mut Value)),
+        ("missing fields", missing_fields),
+        ("wrong types", wrong_types),
+    ] {
+        proxy.set(Fault::Rewrite(rewrite), None);
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let m = exporter.metrics().await;
+        for e in ["jobs", "nodes", "partitions"] {
+            assert_eq!(
+                m.get("slurm_exporter_endpoint_up", &[("endpoint", e)]),
+                Some(1.0),
+                "{what}: {e} rejected"
+            );
+        }
+        assert_eq!(
+            m.get("slurm_jobs", &[]),
+            good.get("slurm_jobs", &[]),
+            "{what}: job records lost"
+        );
+        proxy.clear();
+    }
+    assert!(
+        exporter.logs().lines().all(|l| !l.contains("panicked")),
+        "a panic was logged"
+    );
+    let token = std::fs::read_to_string(&cluster.jwt_file).unwrap();
+    assert!(
+        !exporter.logs().contains(token.trim()),
+        "a token leaked into the logs"
+    );
+}
+
+/// Until every cluster has answered once, /readyz is 503 and says why; /healthz is 200.
+#[tokio::test]
+async fn readyz_explains_what_is_missing() {
+    let cluster = SlurmCluster::get("24.11");
+    let proxy = FaultProxy::start(&cluster.url).await;
+    proxy.set(Fault::Status(401, "Authentication failure"), None);
+    let exporter = exporter_for(&cluster, &proxy.url, &["--api-version", "v0.0.42"]);
+    let answered = wait_until(Duration::from_secs(20), || async {
+        matches!(exporter.get("/readyz").await, Some((503, body)) if body.contains("jobs") && body.contains("401"))
+    })
+    .await;
+    assert!(answered, "readyz: {:?}", exporter.get("/readyz").await);
+    assert!(matches!(exporter.get("/healthz").await, Some((200, _))));
+    proxy.clear();
+    exporter.wait_ready(Duration::from_secs(20)).await;
+}
+
+/// The real slurmrestd goes away and comes back.
+#[tokio::test]
+async fn slurmrestd_down_then_back() {
+    let cluster = SlurmCluster::get("22.05");
+    let exporter = exporter_for(&cluster, &cluster.url, &[]);
+    exporter.wait_ready(Duration::from_secs(30)).await;
+    let baseline = exporter.metrics().await.get("slurm_nodes", &[]);
+
+    cluster.harness(&["restd-stop"]);
+    let down = wait_until(Duration::from_secs(20), || async {
+        let m = exporter.metrics().await;
+        errors_of(&m, "jobs", "connect") > 0.0 && m.get("slurm_exporter_up", &[]) == Some(0.0)
+    })
+    .await;
+    let logs = exporter.logs();
+    cluster.harness(&["restd-start"]);
+    assert!(down, "a stopped slurmrestd went unnoticed:\n{logs}");
+    assert_eq!(
+        exporter.metrics().await.get("slurm_nodes", &[]),
+        baseline,
+        "last good data kept while down"
+    );
+
+    let back = wait_until(Duration::from_secs(30), || async {
+        exporter.metrics().await.get("slurm_exporter_up", &[]) == Some(1.0)
+    })
+    .await;
+    assert!(
+        back,
+        "no recovery after slurmrestd came back:\n{}",
+        exporter.logs()
+    );
+}
