@@ -157,6 +157,113 @@ impl SlurmArgs {
     }
 }
 
+/// How to reach Kubernetes.
+#[derive(Args, Clone)]
+pub struct KubeArgs {
+    /// kubeconfig file (one file); without it, the in-cluster service account is used.
+    #[arg(long, env = "KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Do not read Kubernetes at all (no NodeSet or GenericNode metrics).
+    #[arg(long, env = "SLURMSCALE_NO_KUBERNETES")]
+    pub no_kubernetes: bool,
+}
+
+impl KubeArgs {
+    /// A client, or `None` with --no-kubernetes.
+    pub async fn client(&self) -> Result<Option<kube::Client>> {
+        if self.no_kubernetes {
+            return Ok(None);
+        }
+        let config = match &self.kubeconfig {
+            Some(path) => {
+                let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                    .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+                kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?
+            }
+            None => kube::Config::incluster().context(
+                "no kubeconfig and not running in a pod: set --kubeconfig (KUBECONFIG) or --no-kubernetes",
+            )?,
+        };
+        Ok(Some(kube::Client::try_from(config)?))
+    }
+}
+
+/// Where the GenericNode ledger lives (ACK's defaults; Alibaba publishes no schema).
+#[derive(Args, Clone)]
+pub struct LedgerArgs {
+    /// GenericNode API group.
+    #[arg(
+        long,
+        env = "SLURMSCALE_GENERICNODE_GROUP",
+        default_value = "kai.alibabacloud.com"
+    )]
+    pub genericnode_group: String,
+    /// GenericNode API version.
+    #[arg(
+        long,
+        env = "SLURMSCALE_GENERICNODE_VERSION",
+        default_value = "v1alpha1"
+    )]
+    pub genericnode_version: String,
+    /// GenericNode kind.
+    #[arg(
+        long,
+        env = "SLURMSCALE_GENERICNODE_KIND",
+        default_value = "GenericNode"
+    )]
+    pub genericnode_kind: String,
+    /// GenericNode resource (plural).
+    #[arg(
+        long,
+        env = "SLURMSCALE_GENERICNODE_PLURAL",
+        default_value = "genericnodes"
+    )]
+    pub genericnode_plural: String,
+    /// Dotted path to the Slurm node name in a GenericNode.
+    #[arg(
+        long,
+        env = "SLURMSCALE_GENERICNODE_ALIAS_PATH",
+        default_value = "spec.alias"
+    )]
+    pub genericnode_alias_path: String,
+    /// Dotted path to the list of {type, allocated} shares.
+    #[arg(
+        long,
+        env = "SLURMSCALE_GENERICNODE_ALLOCATIONS_PATH",
+        default_value = "status.allocatedResources"
+    )]
+    pub genericnode_allocations_path: String,
+    /// Dotted path to the admission checks.
+    #[arg(
+        long,
+        env = "SLURMSCALE_GENERICNODE_CHECKS_PATH",
+        default_value = "status.admissionChecks"
+    )]
+    pub genericnode_checks_path: String,
+    /// Label holding the Slurm cluster name.
+    #[arg(
+        long,
+        env = "SLURMSCALE_GENERICNODE_CLUSTER_LABEL",
+        default_value = "kai.alibabacloud.com/cluster-name"
+    )]
+    pub genericnode_cluster_label: String,
+}
+
+impl LedgerArgs {
+    pub fn config(&self) -> slurmscale_exporter::k8s::ledger::LedgerConfig {
+        slurmscale_exporter::k8s::ledger::LedgerConfig {
+            group: self.genericnode_group.clone(),
+            version: self.genericnode_version.clone(),
+            kind: self.genericnode_kind.clone(),
+            plural: self.genericnode_plural.clone(),
+            alias_path: self.genericnode_alias_path.clone(),
+            allocations_path: self.genericnode_allocations_path.clone(),
+            admission_checks_path: self.genericnode_checks_path.clone(),
+            cluster_label: self.genericnode_cluster_label.clone(),
+        }
+    }
+}
+
 #[derive(Args)]
 pub struct ExporterArgs {
     /// Address to serve /metrics, /healthz and /readyz on.
@@ -170,4 +277,8 @@ pub struct ExporterArgs {
     pub per_user_metrics: bool,
     #[command(flatten)]
     pub slurm: SlurmArgs,
+    #[command(flatten)]
+    pub kube: KubeArgs,
+    #[command(flatten)]
+    pub ledger: LedgerArgs,
 }

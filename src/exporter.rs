@@ -1,10 +1,11 @@
-//! `slurmscale exporter`: one poller per Slurm cluster, a renderer, and the HTTP server, all
-//! stopped cleanly on SIGTERM or Ctrl-C.
+//! `slurmscale exporter`: one poller per Slurm cluster, the Kubernetes watches (unless
+//! --no-kubernetes), a renderer, and the HTTP server, all stopped cleanly on SIGTERM or Ctrl-C.
 
 use std::sync::Arc;
 
 use anyhow::Result;
 use slurmscale_exporter::collect::{CollectorOptions, Poller};
+use slurmscale_exporter::k8s::watch::KubeSource;
 use slurmscale_exporter::metrics::MetricsOptions;
 use slurmscale_exporter::server::{self, AppState};
 use tokio::sync::Notify;
@@ -29,17 +30,29 @@ pub async fn run(args: ExporterArgs) -> Result<()> {
         tokio::spawn(poller.run(stop.clone()));
         receivers.push(rx);
     }
-    let page = server::spawn_renderer(
-        receivers,
-        changed,
-        MetricsOptions {
-            per_owner: args.per_user_metrics,
-        },
-        Vec::new(),
-        stop.clone(),
-    );
+    let kube = match args.kube.client().await? {
+        Some(client) => {
+            info!("watching Kubernetes: NodeSets, GenericNodes, Nodes");
+            Some(KubeSource::start(
+                client,
+                args.ledger.config(),
+                changed.clone(),
+                stop.clone(),
+            ))
+        }
+        None => None,
+    };
+    let metrics = MetricsOptions {
+        per_owner: args.per_user_metrics,
+        interval: opts.interval,
+    };
+    let page = server::spawn_renderer(receivers, kube.clone(), changed, metrics, stop.clone());
+    let mut state = AppState::new(page);
+    if let Some(kube) = kube {
+        state.extra_ready.push(Arc::new(move || kube.ready()));
+    }
     tokio::spawn(crate::shutdown_on_signal(stop.clone()));
-    server::serve(args.listen, AppState::new(page), stop).await?;
+    server::serve(args.listen, state, stop).await?;
     info!("stopped");
     Ok(())
 }

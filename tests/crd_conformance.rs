@@ -8,7 +8,6 @@
 
 mod support;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -30,15 +29,8 @@ use support::{kube_client, namespace, unique};
 
 /// The official CRDs, trimmed for kube 1.20 (no CEL, no empty-string defaults).
 fn official(file: &str) -> CustomResourceDefinition {
-    let candidates = [
-        std::env::var_os("SLURMSCALE_OFFICIAL_CRDS").map(PathBuf::from),
-        Some(support::repo_root().join("../shared/crds/for-kube-1.20")),
-        Some(PathBuf::from("/work/shared/crds/for-kube-1.20")),
-    ];
-    let dir = candidates.into_iter().flatten().find(|d| d.join(file).is_file()).unwrap_or_else(|| {
-        panic!("official CRD {file} not found: set SLURMSCALE_OFFICIAL_CRDS to the folder holding the for-kube-1.20 CRDs")
-    });
-    let text = std::fs::read_to_string(dir.join(file)).expect("read CRD");
+    let path = support::official_crd_path(file);
+    let text = std::fs::read_to_string(&path).expect("read CRD");
     serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"))
 }
 

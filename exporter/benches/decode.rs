@@ -153,8 +153,10 @@ fn child(shape: ApiVersion, jobs: &Path, nodes: &Path, parts: &Path) {
     );
     s.collected_at = Some(at);
     let snaps = [Arc::new(s)];
-    let text = metrics::render(&snaps, &MetricsOptions::default());
-    let render = best_of(5, || metrics::render(&snaps, &MetricsOptions::default()));
+    let text = metrics::render(&snaps, None, &MetricsOptions::default(), SystemTime::now());
+    let render = best_of(5, || {
+        metrics::render(&snaps, None, &MetricsOptions::default(), SystemTime::now())
+    });
     let series = text.lines().filter(|l| !l.starts_with('#')).count();
     println!(
         "{} {} {} {series} {hwm}",

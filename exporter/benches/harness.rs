@@ -274,9 +274,9 @@ async fn main() {
     tokio::spawn(poller.run(stop.clone()));
     let page = server::spawn_renderer(
         vec![rx],
+        None,
         changed,
         MetricsOptions::default(),
-        Vec::new(),
         stop.clone(),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

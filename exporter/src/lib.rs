@@ -13,6 +13,7 @@ pub mod k8s;
 pub mod metrics;
 pub mod model;
 pub mod server;
+pub mod signals;
 pub mod slurm;
 pub mod snapshot;
 

@@ -29,11 +29,12 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use crate::error::Result;
+use crate::k8s::watch::KubeSource;
 use crate::metrics::{self, MetricsOptions};
 use crate::snapshot::{ClusterSnapshot, REQUIRED};
 
-/// Extra text rendered with each page (the Kubernetes families plug in here).
-pub type ExtraRender = Arc<dyn Fn() -> String + Send + Sync>;
+/// The shortest time between two renders.
+pub const RENDER_GAP: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// The rendered part of `/metrics` and the snapshots it was rendered from.
 #[derive(Default)]
@@ -42,12 +43,13 @@ pub struct Page {
     pub snapshots: Vec<Arc<ClusterSnapshot>>,
 }
 
-/// Renders a new page whenever `changed` fires; stops with `stop`.
+/// Renders a new page whenever `changed` fires (at most every [`RENDER_GAP`], so a burst of
+/// watch events costs one render); stops with `stop`.
 pub fn spawn_renderer(
     clusters: Vec<watch::Receiver<Arc<ClusterSnapshot>>>,
+    kube: Option<KubeSource>,
     changed: Arc<Notify>,
     opts: MetricsOptions,
-    extra: Vec<ExtraRender>,
     stop: CancellationToken,
 ) -> watch::Receiver<Arc<Page>> {
     let (tx, rx) = watch::channel(Arc::new(Page::default()));
@@ -58,12 +60,10 @@ pub fn spawn_renderer(
                 _ = changed.notified() => {}
             }
             let snapshots: Vec<_> = clusters.iter().map(|r| r.borrow().clone()).collect();
-            let (opts, extra) = (opts.clone(), extra.clone());
+            let (opts, kube) = (opts.clone(), kube.clone());
             let rendered = tokio::task::spawn_blocking(move || {
-                let mut text = metrics::render(&snapshots, &opts);
-                for render in &extra {
-                    text.push_str(&render());
-                }
+                let kube = kube.map(|k| k.snapshot());
+                let text = metrics::render(&snapshots, kube.as_ref(), &opts, SystemTime::now());
                 Page {
                     text: Bytes::from(text),
                     snapshots,
@@ -73,6 +73,7 @@ pub fn spawn_renderer(
             if let Ok(page) = rendered {
                 tx.send_replace(Arc::new(page));
             }
+            tokio::time::sleep(RENDER_GAP).await;
         }
     });
     rx

@@ -161,7 +161,11 @@ fn decode_everything(bytes: &[u8]) {
             s.partitions.succeed(at, Duration::ZERO, Some(d.data));
         }
         s.collected_at = Some(at);
-        let _ = metrics::render(&[Arc::new(s)], &MetricsOptions { per_owner: true });
+        let opts = MetricsOptions {
+            per_owner: true,
+            ..Default::default()
+        };
+        let _ = metrics::render(&[Arc::new(s)], None, &opts, at);
     }
 }
 

@@ -95,7 +95,10 @@ fn collect(version: ApiVersion) -> Out {
     metrics::collect_all(
         &mut out,
         &[Arc::new(snapshot(version))],
-        &MetricsOptions { per_owner: true },
+        &MetricsOptions {
+            per_owner: true,
+            ..Default::default()
+        },
     );
     out
 }
@@ -156,7 +159,12 @@ fn promtool_clean(text: &str) {
 fn check_rendering(version: ApiVersion) {
     let text = metrics::render(
         &[Arc::new(snapshot(version))],
-        &MetricsOptions { per_owner: true },
+        None,
+        &MetricsOptions {
+            per_owner: true,
+            ..Default::default()
+        },
+        SystemTime::now(),
     );
     promtool_clean(&text);
     let path = dir(version).join("metrics.prom");

@@ -165,6 +165,19 @@ pub fn mint_hs256(key: &[u8], user: &str, iat: i64, exp: i64) -> String {
     .expect("HS256 signing")
 }
 
+/// An official CRD from the folder beside the project (../shared/crds/for-kube-1.20: the
+/// published CRDs with what kube 1.20 rejects removed), or $SLURMSCALE_OFFICIAL_CRDS.
+pub fn official_crd_path(file: &str) -> PathBuf {
+    let candidates = [
+        std::env::var_os("SLURMSCALE_OFFICIAL_CRDS").map(PathBuf::from),
+        Some(repo_root().join("../shared/crds/for-kube-1.20")),
+        Some(PathBuf::from("/work/shared/crds/for-kube-1.20")),
+    ];
+    candidates.into_iter().flatten().map(|d| d.join(file)).find(|p| p.is_file()).unwrap_or_else(|| {
+        panic!("official CRD {file} not found: set SLURMSCALE_OFFICIAL_CRDS to the folder holding the for-kube-1.20 CRDs")
+    })
+}
+
 /// The real kube-apiserver started by `tests/harness/kube.sh`.
 pub fn kubeconfig_path() -> PathBuf {
     let path = run_dir().join("kube/env");

@@ -209,3 +209,91 @@ pub mod v1alpha1 {
         pub template: Option<PodTemplate>,
     }
 }
+
+/// Annotation naming the Slurm partition a NodeSet serves (default: the NodeSet's name, which
+/// is the partition slurm-operator creates for it).
+pub const PARTITION_ANNOTATION: &str = "slurmscale.io/partition";
+/// Annotation naming the Slurm cluster (the `cluster` label) a NodeSet belongs to; needed only
+/// when the exporter reads several clusters.
+pub const CLUSTER_ANNOTATION: &str = "slurmscale.io/cluster";
+/// Annotation capping the nodes a NodeSet should have (default: the partition's size).
+pub const MAX_NODES_ANNOTATION: &str = "slurmscale.io/max-nodes";
+
+/// A NodeSet of either version, as the exporter and autoscaler see it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeSetView {
+    pub namespace: String,
+    pub name: String,
+    /// `slinky.slurm.net/v1beta1` or `slinky.slurm.net/v1alpha1`.
+    pub api_version: &'static str,
+    /// `spec.replicas` (absent: the operator's default).
+    pub replicas: Option<i32>,
+    pub status: NodeSetStatus,
+    /// v1beta1 only; v1alpha1 NodeSets are always StatefulSet-like.
+    pub scaling_mode: Option<ScalingMode>,
+    pub partition: String,
+    pub cluster: Option<String>,
+    pub max_nodes: Option<u64>,
+}
+
+impl NodeSetView {
+    fn from_parts(
+        meta: &kube::api::ObjectMeta,
+        api_version: &'static str,
+        replicas: Option<i32>,
+        status: Option<&NodeSetStatus>,
+        scaling_mode: Option<ScalingMode>,
+    ) -> Self {
+        let annotation = |k: &str| {
+            meta.annotations
+                .as_ref()
+                .and_then(|a| a.get(k))
+                .map(|v| v.trim().to_string())
+        };
+        let name = meta.name.clone().unwrap_or_default();
+        Self {
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            partition: annotation(PARTITION_ANNOTATION)
+                .filter(|p| !p.is_empty())
+                .unwrap_or_else(|| name.clone()),
+            cluster: annotation(CLUSTER_ANNOTATION).filter(|c| !c.is_empty()),
+            max_nodes: annotation(MAX_NODES_ANNOTATION).and_then(|m| m.parse().ok()),
+            name,
+            api_version,
+            replicas,
+            status: status.cloned().unwrap_or_default(),
+            scaling_mode,
+        }
+    }
+
+    /// Replicas as the scale subresource reports them (absent means 0).
+    pub fn spec_replicas(&self) -> u64 {
+        self.replicas
+            .and_then(|r| u64::try_from(r).ok())
+            .unwrap_or(0)
+    }
+}
+
+impl From<&v1beta1::NodeSet> for NodeSetView {
+    fn from(n: &v1beta1::NodeSet) -> Self {
+        Self::from_parts(
+            &n.metadata,
+            "slinky.slurm.net/v1beta1",
+            n.spec.replicas,
+            n.status.as_ref(),
+            n.spec.scaling_mode.clone(),
+        )
+    }
+}
+
+impl From<&v1alpha1::NodeSet> for NodeSetView {
+    fn from(n: &v1alpha1::NodeSet) -> Self {
+        Self::from_parts(
+            &n.metadata,
+            "slinky.slurm.net/v1alpha1",
+            n.spec.replicas,
+            n.status.as_ref(),
+            None,
+        )
+    }
+}

@@ -10,31 +10,43 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
-use prometheus::proto::{Counter, Gauge, LabelPair, Metric, MetricFamily, MetricType};
-use prometheus::{Encoder, TextEncoder};
-
+use crate::k8s::watch::KubeSnapshot;
 use crate::snapshot::ClusterSnapshot;
 
 pub mod demand;
 pub mod exporter;
+pub mod genericnode;
 pub mod jobs;
 pub mod nodes;
+pub mod nodeset;
 pub mod partitions;
 pub mod scheduler;
 
 /// What to render beyond the defaults.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct MetricsOptions {
     /// Per-user and per-account job series (`slurm_user_jobs{username}`, ...).
     pub per_owner: bool,
+    /// The poll interval: scaling signals older than a few intervals are stale.
+    pub interval: Duration,
+}
+
+impl Default for MetricsOptions {
+    fn default() -> Self {
+        Self {
+            per_owner: false,
+            interval: Duration::from_secs(30),
+        }
+    }
 }
 
 /// A family renders a cluster's snapshot into `out`.
 pub type Collect = fn(&mut Out, &ClusterSnapshot, &MetricsOptions);
 
-/// Every Slurm metric family, in rendering order.
+/// Every Slurm metric family, in rendering order. The Kubernetes families
+/// ([`genericnode`], [`nodeset`]) render from the Kubernetes snapshot in [`render`].
 pub const FAMILIES: &[(&str, Collect)] = &[
     ("exporter", exporter::collect),
     ("nodes", nodes::collect),
@@ -44,13 +56,21 @@ pub const FAMILIES: &[(&str, Collect)] = &[
     ("scheduler", scheduler::collect),
 ];
 
-/// Collects samples into metric families; the current cluster's label comes first on every
-/// series.
+/// Collects samples into metric families, written straight to exposition text (no per-series
+/// objects: a 10,000-node cluster renders 160,000 series in one pass). The current cluster's
+/// label comes first on every series.
 #[derive(Default)]
 pub struct Out {
     cluster: String,
-    families: Vec<MetricFamily>,
+    families: Vec<Family>,
     index: HashMap<&'static str, usize>,
+}
+
+struct Family {
+    name: &'static str,
+    help: &'static str,
+    kind: &'static str,
+    samples: String,
 }
 
 impl Out {
@@ -67,24 +87,36 @@ impl Out {
         &mut self,
         name: &'static str,
         help: &'static str,
-        kind: MetricType,
+        kind: &'static str,
         labels: &[(&str, &str)],
-        m: Metric,
+        value: f64,
     ) {
         let i = *self.index.entry(name).or_insert_with(|| {
-            let mut f = MetricFamily::default();
-            f.set_name(name.to_string());
-            f.set_help(help.to_string());
-            f.set_field_type(kind);
-            self.families.push(f);
+            self.families.push(Family {
+                name,
+                help,
+                kind,
+                samples: String::new(),
+            });
             self.families.len() - 1
         });
-        let mut m = m;
-        let mut pairs = Vec::with_capacity(labels.len() + 1);
-        pairs.push(label("cluster", &self.cluster));
-        pairs.extend(labels.iter().map(|(k, v)| label(k, v)));
-        m.set_label(pairs);
-        self.families[i].mut_metric().push(m);
+        let out = &mut self.families[i].samples;
+        out.push_str(name);
+        out.push_str("{cluster=\"");
+        escape_into(out, &self.cluster, true);
+        for (k, v) in labels {
+            out.push_str("\",");
+            out.push_str(k);
+            out.push_str("=\"");
+            escape_into(out, v, true);
+        }
+        out.push_str("\"} ");
+        if value.is_infinite() {
+            out.push_str(if value > 0.0 { "+Inf" } else { "-Inf" });
+        } else {
+            let _ = write!(out, "{value}");
+        }
+        out.push('\n');
     }
 
     pub fn gauge(
@@ -94,11 +126,7 @@ impl Out {
         labels: &[(&str, &str)],
         value: f64,
     ) {
-        let mut g = Gauge::default();
-        g.set_value(value);
-        let mut m = Metric::default();
-        m.set_gauge(g);
-        self.push(name, help, MetricType::GAUGE, labels, m);
+        self.push(name, help, "gauge", labels, value);
     }
 
     pub fn counter(
@@ -108,11 +136,7 @@ impl Out {
         labels: &[(&str, &str)],
         value: f64,
     ) {
-        let mut c = Counter::default();
-        c.set_value(value);
-        let mut m = Metric::default();
-        m.set_counter(c);
-        self.push(name, help, MetricType::COUNTER, labels, m);
+        self.push(name, help, "counter", labels, value);
     }
 
     /// A gauge that is present (1) or absent: how `_info` metrics carry properties.
@@ -121,12 +145,26 @@ impl Out {
     }
 
     /// The text exposition format of everything collected.
-    pub fn encode(mut self) -> String {
-        self.families.retain(|f| !f.get_metric().is_empty());
-        let mut buf = Vec::new();
-        // Cannot fail: every family has a name and at least one sample.
-        let _ = TextEncoder::new().encode(&self.families, &mut buf);
-        String::from_utf8(buf).unwrap_or_default()
+    pub fn encode(self) -> String {
+        let size = self
+            .families
+            .iter()
+            .map(|f| f.samples.len() + f.help.len() + 64)
+            .sum();
+        let mut text = String::with_capacity(size);
+        for f in self.families {
+            text.push_str("# HELP ");
+            text.push_str(f.name);
+            text.push(' ');
+            escape_into(&mut text, f.help, false);
+            text.push_str("\n# TYPE ");
+            text.push_str(f.name);
+            text.push(' ');
+            text.push_str(f.kind);
+            text.push('\n');
+            text.push_str(&f.samples);
+        }
+        text
     }
 
     /// Samples of one family, for tests: (labels without `cluster`, value).
@@ -134,35 +172,70 @@ impl Out {
         let Some(&i) = self.index.get(name) else {
             return Vec::new();
         };
-        self.families[i]
-            .get_metric()
-            .iter()
-            .map(|m| {
-                let labels = m
-                    .get_label()
-                    .iter()
-                    .filter(|l| l.name() != "cluster")
-                    .map(|l| (l.name().to_string(), l.value().to_string()))
-                    .collect();
-                let v = m.get_gauge().get_value() + m.get_counter().get_value();
-                (labels, v)
-            })
-            .collect()
+        self.families[i].samples.lines().map(parse_sample).collect()
     }
 }
 
-fn label(k: &str, v: &str) -> LabelPair {
-    let mut l = LabelPair::default();
-    l.set_name(k.to_string());
-    l.set_value(v.to_string());
-    l
+/// Escapes a label value (`\`, `"`, newline) or HELP text (`\`, newline).
+fn escape_into(out: &mut String, s: &str, quotes: bool) {
+    if !s.contains(['\\', '\n', '"']) {
+        out.push_str(s);
+        return;
+    }
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '"' if quotes => out.push_str("\\\""),
+            c => out.push(c),
+        }
+    }
 }
 
-/// Renders every family for every cluster: the part of `/metrics` that changes only when a
-/// new snapshot is published.
-pub fn render(snapshots: &[Arc<ClusterSnapshot>], opts: &MetricsOptions) -> String {
+/// Reads back one sample line written by [`Out`] (tests only).
+fn parse_sample(line: &str) -> (Vec<(String, String)>, f64) {
+    let (series, value) = line.rsplit_once(' ').unwrap_or((line, "NaN"));
+    let mut labels = Vec::new();
+    let mut rest = series.split_once('{').map_or("", |(_, r)| r);
+    while let Some((k, after)) = rest.split_once("=\"") {
+        let (mut v, mut chars, mut end) = (String::new(), after.char_indices(), after.len());
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\\' => match chars.next() {
+                    Some((_, 'n')) => v.push('\n'),
+                    Some((_, c)) => v.push(c),
+                    None => {}
+                },
+                '"' => {
+                    end = i + 1;
+                    break;
+                }
+                c => v.push(c),
+            }
+        }
+        let k = k.trim_start_matches(',').to_string();
+        if k != "cluster" {
+            labels.push((k, v));
+        }
+        rest = &after[end..];
+    }
+    (labels, value.parse().unwrap_or(f64::NAN))
+}
+
+/// Renders every family for every cluster, and the Kubernetes families when Kubernetes is
+/// watched: the part of `/metrics` that changes only when a new snapshot is published.
+pub fn render(
+    snapshots: &[Arc<ClusterSnapshot>],
+    kube: Option<&KubeSnapshot>,
+    opts: &MetricsOptions,
+    now: SystemTime,
+) -> String {
     let mut out = Out::new();
     collect_all(&mut out, snapshots, opts);
+    if let Some(kube) = kube {
+        genericnode::collect(&mut out, kube, opts);
+        nodeset::collect(&mut out, kube, snapshots, opts, now);
+    }
     out.encode()
 }
 
@@ -203,4 +276,40 @@ pub fn join<'a>(words: impl IntoIterator<Item = &'a str>) -> String {
         let _ = write!(s, "{w}");
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_and_help_are_escaped() {
+        let mut out = Out::new();
+        out.set_cluster("c\"1");
+        out.info(
+            "x_info",
+            "help with \\ and\nnewline",
+            &[("reason", "bad \"disk\"\nat \\dev")],
+        );
+        out.gauge("x", "h", &[], f64::INFINITY);
+        let text = out.encode();
+        assert!(
+            text.contains("# HELP x_info help with \\\\ and\\nnewline\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"x_info{cluster="c\"1",reason="bad \"disk\"\nat \\dev"} 1"#),
+            "{text}"
+        );
+        assert!(text.contains("x{cluster=\"c\\\"1\"} +Inf\n"), "{text}");
+        let mut out = Out::new();
+        out.info("x_info", "h", &[("reason", "bad \"disk\"\nat \\dev")]);
+        assert_eq!(
+            out.samples("x_info"),
+            [(
+                vec![("reason".into(), "bad \"disk\"\nat \\dev".into())],
+                1.0
+            )]
+        );
+    }
 }

@@ -1,0 +1,133 @@
+//! Slinky NodeSets: replicas as asked and as running, the Slurm node states the operator
+//! reports, and the number of nodes each NodeSet should have now
+//! (`slurm_nodeset_desired_nodes`): busy nodes of its partition plus the node demand of
+//! schedulable pending jobs, capped at its maximum — the one number KEDA scales on
+//! (`AverageValue`, target 1), computed by the same function the built-in autoscaler uses.
+//!
+//! The desired series is always present. When the Slurm data behind it cannot be trusted
+//! (failing, stale, partition unknown) it holds the NodeSet's current replicas, so nothing
+//! that follows it scales down on bad data, and `slurm_nodeset_desired_nodes_stale` says so.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use super::{MetricsOptions, Out};
+use crate::k8s::watch::KubeSnapshot;
+use crate::signals::{desired_nodes, partition_signals};
+use crate::snapshot::ClusterSnapshot;
+
+/// Slurm data older than this many poll intervals is stale for a scaling signal.
+pub const STALE_AFTER_INTERVALS: u32 = 3;
+
+pub fn collect(
+    out: &mut Out,
+    k: &KubeSnapshot,
+    slurm: &[Arc<ClusterSnapshot>],
+    opts: &MetricsOptions,
+    now: SystemTime,
+) {
+    for ns in &k.nodesets {
+        // The Slurm cluster: the NodeSet's annotation, or the only one we read.
+        let cluster = ns
+            .cluster
+            .clone()
+            .or_else(|| (slurm.len() == 1).then(|| slurm[0].cluster.to_string()))
+            .unwrap_or_default();
+        out.set_cluster(&cluster);
+        let id = [
+            ("namespace", ns.namespace.as_str()),
+            ("nodeset", ns.name.as_str()),
+        ];
+        let mode = match &ns.scaling_mode {
+            None => String::new(),
+            Some(m) => String::from(m.clone()),
+        };
+        out.info(
+            "slurm_nodeset_info",
+            "A NodeSet, the Slurm partition it serves, its API version and scaling mode.",
+            &[
+                id[0],
+                id[1],
+                ("partition", &ns.partition),
+                ("version", ns.api_version),
+                ("scaling_mode", &mode),
+            ],
+        );
+        let status = &ns.status;
+        out.gauge(
+            "slurm_nodeset_spec_replicas",
+            "Replicas the NodeSet asks for (spec.replicas).",
+            &id,
+            ns.spec_replicas() as f64,
+        );
+        let opt = |v: Option<i32>| v.unwrap_or(0) as f64;
+        out.gauge(
+            "slurm_nodeset_status_replicas",
+            "Pods of the NodeSet (status.replicas).",
+            &id,
+            opt(status.replicas),
+        );
+        out.gauge(
+            "slurm_nodeset_ready_replicas",
+            "Ready pods of the NodeSet.",
+            &id,
+            opt(status.ready_replicas),
+        );
+        for (state, v) in [
+            ("idle", status.slurm_idle),
+            ("allocated", status.slurm_allocated),
+            ("down", status.slurm_down),
+            ("drain", status.slurm_drain),
+        ] {
+            out.gauge(
+                "slurm_nodeset_slurm_nodes",
+                "The NodeSet's pods by the Slurm state of their node, as the operator reports it.",
+                &[id[0], id[1], ("state", state)],
+                opt(v),
+            );
+        }
+
+        let part = [id[0], id[1], ("partition", ns.partition.as_str())];
+        let snap = slurm.iter().find(|s| *s.cluster == *cluster);
+        let max_age = opts.interval * STALE_AFTER_INTERVALS;
+        let signals = snap.map(|s| partition_signals(s, &ns.partition, ns.max_nodes, now, max_age));
+        let (desired, stale) = match signals {
+            Some(Ok(s)) => {
+                let max = ns.max_nodes.unwrap_or(s.total_nodes);
+                out.gauge(
+                    "slurm_nodeset_busy_nodes",
+                    "Nodes of the NodeSet's partition running work.",
+                    &part,
+                    s.busy_nodes as f64,
+                );
+                out.gauge(
+                    "slurm_nodeset_demand_nodes",
+                    "Nodes the schedulable pending jobs of the NodeSet's partition need.",
+                    &part,
+                    s.demand.nodes as f64,
+                );
+                out.gauge(
+                    "slurm_nodeset_max_nodes",
+                    "The most nodes the NodeSet may have.",
+                    &part,
+                    max as f64,
+                );
+                (desired_nodes(s.busy_nodes, s.demand.nodes, 0, max), false)
+            }
+            // Hold what it has: never a reason to scale down.
+            _ => (ns.spec_replicas(), true),
+        };
+        out.gauge(
+            "slurm_nodeset_desired_nodes",
+            "Nodes the NodeSet should have now: busy plus pending demand of its partition, capped; holds the current replicas when the data is stale.",
+            &part,
+            desired as f64,
+        );
+        out.gauge(
+            "slurm_nodeset_desired_nodes_stale",
+            "1 when the Slurm data behind slurm_nodeset_desired_nodes is missing, failing or stale.",
+            &part,
+            f64::from(u8::from(stale)),
+        );
+    }
+}

@@ -1,0 +1,153 @@
+//! What a scaler may conclude about one Slurm partition from a snapshot — busy nodes, size,
+//! pending demand — or why it must not conclude anything. The exporter's desired-nodes
+//! metric and the autoscaler's policy both start here, so KEDA and the built-in controller
+//! see the same numbers and the same refusals.
+
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+use crate::model::demand::{Demand, demand};
+use crate::model::{NodeBase, NodeFlags};
+use crate::slurm::Endpoint;
+use crate::snapshot::{ClusterSnapshot, EndpointState};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PartitionSignals {
+    /// Nodes of the partition running work (allocated, mixed, completing).
+    pub busy_nodes: u64,
+    /// Nodes configured in the partition, FUTURE ones included.
+    pub total_nodes: u64,
+    pub demand: Demand,
+    /// When the oldest of the data used was confirmed by slurmrestd.
+    pub as_of: SystemTime,
+}
+
+/// Why the data cannot be trusted for a decision.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Untrusted {
+    /// The endpoint never answered well.
+    NoData(Endpoint),
+    /// Its last attempt failed (its data is kept but may be wrong by now).
+    Failing(Endpoint, String),
+    /// Its data is older than allowed.
+    Stale(Endpoint, Duration),
+    /// slurmctld does not know the partition.
+    UnknownPartition(String),
+}
+
+impl Untrusted {
+    /// A bounded label value.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::NoData(_) => "no_data",
+            Self::Failing(..) => "failing",
+            Self::Stale(..) => "stale",
+            Self::UnknownPartition(_) => "unknown_partition",
+        }
+    }
+}
+
+impl fmt::Display for Untrusted {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            Self::NoData(e) => write!(f, "slurmrestd has not answered {e} yet"),
+            Self::Failing(e, why) => write!(f, "{e} is failing: {why}"),
+            Self::Stale(e, age) => write!(f, "{e} data is {}s old", age.as_secs()),
+            Self::UnknownPartition(p) => write!(f, "Slurm has no partition {p:?}"),
+        }
+    }
+}
+
+fn trusted<T>(
+    state: &EndpointState<T>,
+    e: Endpoint,
+    now: SystemTime,
+    max_age: Duration,
+) -> Result<SystemTime, Untrusted> {
+    let Some(at) = state.last_success.filter(|_| state.data.is_some()) else {
+        return Err(Untrusted::NoData(e));
+    };
+    if !state.up {
+        return Err(Untrusted::Failing(
+            e,
+            state.last_error.clone().unwrap_or_default(),
+        ));
+    }
+    let age = now.duration_since(at).unwrap_or_default();
+    if age > max_age {
+        return Err(Untrusted::Stale(e, age));
+    }
+    Ok(at)
+}
+
+/// The partition's signals, if jobs, nodes and partitions are all good and younger than
+/// `max_age`. Jobs needing more than `max_nodes` (default: the partition's size) are
+/// unsatisfiable, not demand.
+pub fn partition_signals(
+    snap: &ClusterSnapshot,
+    partition: &str,
+    max_nodes: Option<u64>,
+    now: SystemTime,
+    max_age: Duration,
+) -> Result<PartitionSignals, Untrusted> {
+    let as_of = [
+        trusted(&snap.jobs, Endpoint::Jobs, now, max_age)?,
+        trusted(&snap.nodes, Endpoint::Nodes, now, max_age)?,
+        trusted(&snap.partitions, Endpoint::Partitions, now, max_age)?,
+    ]
+    .into_iter()
+    .min()
+    .unwrap_or(now);
+    let (Some(jobs), Some(nodes), Some(partitions)) =
+        (&snap.jobs.data, &snap.nodes.data, &snap.partitions.data)
+    else {
+        return Err(Untrusted::NoData(Endpoint::Jobs));
+    };
+    let p = partitions
+        .iter()
+        .find(|p| &*p.name == partition)
+        .ok_or_else(|| Untrusted::UnknownPartition(partition.to_string()))?;
+    let busy_nodes = nodes
+        .iter()
+        .filter(|n| n.partitions.iter().any(|np| &**np == partition))
+        .filter(|n| {
+            matches!(n.state.base, NodeBase::Allocated | NodeBase::Mixed)
+                || n.state.flags.contains(NodeFlags::COMPLETING)
+                || n.alloc_cpus > 0
+        })
+        .count() as u64;
+    let limit = max_nodes.unwrap_or(p.total_nodes);
+    Ok(PartitionSignals {
+        busy_nodes,
+        total_nodes: p.total_nodes,
+        demand: demand(jobs, partition, Some(limit)),
+        as_of,
+    })
+}
+
+/// Nodes a partition should have now: busy nodes plus the nodes pending work needs, within
+/// `[min, max]`. Busy nodes are never given up, even above `max`.
+pub fn desired_nodes(busy: u64, demand_nodes: u64, min: u64, max: u64) -> u64 {
+    busy.saturating_add(demand_nodes)
+        .clamp(min, max.max(min))
+        .max(busy)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::desired_nodes;
+
+    #[test]
+    fn desired_is_busy_plus_demand_within_bounds_and_never_below_busy() {
+        assert_eq!(desired_nodes(0, 0, 0, 8), 0);
+        assert_eq!(desired_nodes(0, 3, 0, 8), 3);
+        assert_eq!(desired_nodes(2, 3, 0, 8), 5);
+        assert_eq!(desired_nodes(2, 30, 0, 8), 8);
+        assert_eq!(desired_nodes(0, 0, 1, 8), 1);
+        assert_eq!(
+            desired_nodes(9, 0, 0, 8),
+            9,
+            "busy nodes are never given up"
+        );
+    }
+}
