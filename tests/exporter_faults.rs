@@ -16,6 +16,7 @@ fn exporter_for(cluster: &SlurmCluster, url: &str, extra: &[&str]) -> Process {
     let key = cluster.key_file.to_string_lossy().into_owned();
     let mut args = vec![
         "exporter",
+        "--no-kubernetes",
         "--interval",
         "1s",
         "--timeout",

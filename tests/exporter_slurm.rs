@@ -477,6 +477,7 @@ fn exporter(cluster: &SlurmCluster, version: &str) -> Process {
     Process::start(
         &[
             "exporter",
+            "--no-kubernetes",
             "--interval",
             "1s",
             "--api-version",
@@ -557,6 +558,7 @@ async fn a_rotated_token_file_is_picked_up() {
         let exporter = Process::start(
             &[
                 "exporter",
+                "--no-kubernetes",
                 "--interval",
                 "1s",
                 "--token-file",

@@ -33,6 +33,8 @@ const PROBE_EVERY: Duration = Duration::from_secs(30);
 /// The health of one watch, for metrics and `/readyz`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct WatchHealth {
+    /// The API server has been asked at least once.
+    pub probed: bool,
     /// The API server serves the resource.
     pub served: bool,
     /// The initial list is complete (the store reflects the server).
@@ -45,12 +47,14 @@ pub struct WatchHealth {
 type Health = Arc<Mutex<BTreeMap<&'static str, WatchHealth>>>;
 
 fn update(health: &Health, resource: &'static str, f: impl FnOnce(&mut WatchHealth)) {
-    f(health
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .entry(resource)
-        .or_default());
+    let mut all = health.lock().unwrap_or_else(|e| e.into_inner());
+    let h = all.entry(resource).or_default();
+    h.probed = true;
+    f(h);
 }
+
+/// The resources watched, each reported from the start (unprobed until asked).
+const RESOURCES: [&str; 3] = ["genericnodes", "nodes", "nodesets"];
 
 /// Everything the Kubernetes metric families read.
 #[derive(Clone, Debug, Default)]
@@ -90,7 +94,12 @@ impl KubeSource {
         changed: Arc<Notify>,
         stop: CancellationToken,
     ) -> Self {
-        let health: Health = Arc::default();
+        let health: Health = Arc::new(Mutex::new(
+            RESOURCES
+                .iter()
+                .map(|r| (*r, WatchHealth::default()))
+                .collect(),
+        ));
 
         let (nodes, writer) = reflector::store();
         tokio::spawn(watch_when_served(
@@ -190,12 +199,12 @@ impl KubeSource {
         snap
     }
 
-    /// Ready once every served resource has been listed completely.
+    /// Ready once every resource has been asked for and every served one listed completely.
     pub fn ready(&self) -> Result<(), String> {
         let health = self.health.lock().unwrap_or_else(|e| e.into_inner());
         let waiting: Vec<String> = health
             .iter()
-            .filter(|(_, h)| h.served && !h.synced)
+            .filter(|(_, h)| !h.probed || (h.served && !h.synced))
             .map(|(r, h)| {
                 format!(
                     "kubernetes: {r} not listed yet{}",
@@ -273,6 +282,7 @@ fn probe_failed(health: &Health, resource: &'static str, e: &kube::Error) {
     let message = e.to_string();
     let mut all = health.lock().unwrap_or_else(|e| e.into_inner());
     let h = all.entry(resource).or_default();
+    h.probed = true;
     if h.last_error.as_deref() != Some(message.as_str()) {
         warn!(resource, error = %message, "cannot list; will retry (check the RBAC rules in examples/rbac)");
     }
