@@ -28,6 +28,8 @@ pub struct Cli {
 pub enum Command {
     /// Serve Prometheus metrics for Slurm clusters (and, with Kubernetes, NodeSets and GenericNodes).
     Exporter(Box<ExporterArgs>),
+    /// Scale NodeSets (or anything with a scale subresource) on Slurm demand, as NodeSetAutoscalers say.
+    Autoscaler(Box<AutoscalerArgs>),
     /// Print the CustomResourceDefinitions generated from slurmscale's types, as YAML.
     Crds {
         #[arg(value_enum)]
@@ -37,6 +39,8 @@ pub enum Command {
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum CrdName {
+    /// Our NodeSetAutoscaler (what the Helm chart installs).
+    Nodesetautoscaler,
     /// Slinky's NodeSet (v1alpha1 and v1beta1), as our tests serve it.
     Nodeset,
     /// ACK's GenericNode, as our tests serve it.
@@ -281,4 +285,42 @@ pub struct ExporterArgs {
     pub kube: KubeArgs,
     #[command(flatten)]
     pub ledger: LedgerArgs,
+}
+
+#[derive(Args)]
+pub struct AutoscalerArgs {
+    /// Address to serve /metrics, /healthz and /readyz on.
+    #[arg(long, env = "SLURMSCALE_LISTEN", default_value = "0.0.0.0:9342")]
+    pub listen: SocketAddr,
+    /// How often to poll slurmrestd and decide (jobs and partitions use update_time, so
+    /// unchanged polls are cheap).
+    #[arg(long, env = "SLURMSCALE_INTERVAL", default_value = "2s", value_parser = duration)]
+    pub interval: Duration,
+    /// Decide and report (status, Events, metrics) but never change a target.
+    #[arg(long, env = "SLURMSCALE_DRY_RUN")]
+    pub dry_run: bool,
+    /// Namespace of the Lease that elects the one replica allowed to act.
+    #[arg(
+        long,
+        env = "SLURMSCALE_LEADER_ELECTION_NAMESPACE",
+        default_value = "default"
+    )]
+    pub leader_election_namespace: String,
+    /// Name of that Lease.
+    #[arg(
+        long,
+        env = "SLURMSCALE_LEADER_ELECTION_LEASE",
+        default_value = "slurmscale-autoscaler"
+    )]
+    pub leader_election_lease: String,
+    /// How long a leader's lease lasts without renewal (a standby takes over after it).
+    #[arg(long, env = "SLURMSCALE_LEADER_ELECTION_DURATION", default_value = "15s", value_parser = duration)]
+    pub leader_election_duration: Duration,
+    /// This replica's name in the Lease (default: host name and process id).
+    #[arg(long, env = "POD_NAME")]
+    pub identity: Option<String>,
+    #[command(flatten)]
+    pub slurm: SlurmArgs,
+    #[command(flatten)]
+    pub kube: KubeArgs,
 }

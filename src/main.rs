@@ -2,6 +2,7 @@
 //! only; everything else lives in the `slurmscale-exporter` and `slurmscale-autoscaler`
 //! libraries so tests and the demo run the same code.
 
+mod autoscaler;
 mod cli;
 mod exporter;
 mod telemetry;
@@ -34,11 +35,16 @@ fn run(cli: Cli) -> Result<()> {
             let crd = match which {
                 CrdName::Nodeset => crd::nodeset()?,
                 CrdName::Genericnode => crd::genericnode(),
+                CrdName::Nodesetautoscaler => {
+                    use kube::CustomResourceExt;
+                    slurmscale_autoscaler::crd::NodeSetAutoscaler::crd()
+                }
             };
             print!("{}", crd::to_yaml(&crd)?);
             Ok(())
         }
         Command::Exporter(args) => runtime()?.block_on(exporter::run(*args)),
+        Command::Autoscaler(args) => runtime()?.block_on(autoscaler::run(*args)),
     }
 }
 

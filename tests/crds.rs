@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use kube::CustomResourceExt;
+use slurmscale_autoscaler::crd::NodeSetAutoscaler;
 use slurmscale_exporter::k8s::crd;
 
 fn check(path: &str, rendered: String) {
@@ -22,6 +24,10 @@ fn check(path: &str, rendered: String) {
 
 #[test]
 fn checked_in_crds_match_the_rust_types() {
+    check(
+        "charts/slurmscale/crds/nodesetautoscalers.slurmscale.io.yaml",
+        crd::to_yaml(&NodeSetAutoscaler::crd()).unwrap(),
+    );
     check(
         "tests/crds/nodesets.slinky.slurm.net.yaml",
         crd::to_yaml(&crd::nodeset().unwrap()).unwrap(),

@@ -447,7 +447,8 @@ fn kubectl_run(args: &[&str]) -> (bool, String) {
     )
 }
 
-/// The KEDA examples are valid ScaledObjects for the official CRD (server-side dry run).
+/// The KEDA examples are valid ScaledObjects for the official CRD, and the NodeSetAutoscaler
+/// examples valid for ours (server-side dry run).
 #[tokio::test]
 async fn keda_examples_pass_server_side_dry_run() {
     let crd = support::official_crd_path("keda.sh_scaledobjects.yaml");
@@ -463,17 +464,17 @@ async fn keda_examples_pass_server_side_dry_run() {
     let _ = Api::<Namespace>::all(client)
         .create(&PostParams::default(), &slurm)
         .await;
-    let dir = support::repo_root().join("examples/keda");
-    let files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
-        .collect();
-    assert!(
-        files.len() >= 2,
-        "KEDA examples missing in {}",
-        dir.display()
-    );
+    let mut files = Vec::new();
+    for dir in ["examples/keda", "examples/autoscaler"] {
+        let dir = support::repo_root().join(dir);
+        let found: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+            .collect();
+        assert!(found.len() >= 2, "examples missing in {}", dir.display());
+        files.extend(found);
+    }
     for f in files {
         let (ok, said) = kubectl_run(&["apply", "--dry-run=server", "-f", f.to_str().unwrap()]);
         assert!(ok, "{}: {said}", f.display());

@@ -1,1 +1,139 @@
+//! The slurmscale autoscaler library: the `NodeSetAutoscaler` CRD ([`crd`]), the pure scaling
+//! [`policy`], the [`actuator`] (the only writer), the [`controller`] loop, [`leader`]
+//! election and the autoscaler's [`metrics`]. [`run`] wires them together as
+//! `slurmscale autoscaler` runs them.
 
+pub mod actuator;
+pub mod controller;
+pub mod crd;
+pub mod error;
+pub mod leader;
+pub mod metrics;
+pub mod policy;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::runtime::{WatchStreamExt, reflector, watcher};
+use kube::{Api, Client};
+use slurmscale_exporter::collect::{CollectorOptions, Poller};
+use slurmscale_exporter::config::ClusterConfig;
+use slurmscale_exporter::server::{self, AppState};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+pub use error::{Error, Result};
+
+/// What `slurmscale autoscaler` runs with.
+#[derive(Clone, Debug)]
+pub struct AutoscalerConfig {
+    pub clusters: Vec<ClusterConfig>,
+    /// How often slurmrestd is polled (and decisions made).
+    pub interval: Duration,
+    pub listen: SocketAddr,
+    /// Leader election; `None` to act alone.
+    pub lease: Option<leader::LeaseConfig>,
+    pub identity: String,
+    /// Decide and report for every autoscaler, never actuate.
+    pub dry_run: bool,
+}
+
+/// Runs the autoscaler until `stop`.
+pub async fn run(client: Client, cfg: AutoscalerConfig, stop: CancellationToken) -> Result<()> {
+    let changed = Arc::new(Notify::new());
+    let opts = CollectorOptions {
+        interval: cfg.interval,
+        per_owner: false,
+        diag: false,
+    };
+    let mut clusters = BTreeMap::new();
+    for c in &cfg.clusters {
+        let (poller, rx) = Poller::new(c, opts.clone(), changed.clone())?;
+        tokio::spawn(poller.run(stop.clone()));
+        clusters.insert(c.name.clone(), rx);
+    }
+
+    // NodeSetAutoscalers of every namespace, in memory.
+    let api: Api<crd::NodeSetAutoscaler> = Api::all(client.clone());
+    let (store, writer) = reflector::store();
+    let listed = Arc::new(AtomicBool::new(false));
+    {
+        let (changed, stop, listed) = (changed.clone(), stop.clone(), listed.clone());
+        tokio::spawn(async move {
+            let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
+                .default_backoff();
+            let mut stream = std::pin::pin!(stream);
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    e = stream.next() => match e {
+                        None => return,
+                        Some(Ok(watcher::Event::InitDone)) => {
+                            listed.store(true, Ordering::SeqCst);
+                            changed.notify_one();
+                        }
+                        Some(Ok(_)) => changed.notify_one(),
+                        Some(Err(e)) => warn!(error = %e, "NodeSetAutoscaler watch failed; retrying"),
+                    },
+                }
+            }
+        });
+    }
+
+    let leadership = match cfg.lease.clone() {
+        Some(lease) => {
+            let l = leader::Leadership::default();
+            tokio::spawn(leader::run(client.clone(), lease, l.clone(), stop.clone()));
+            l
+        }
+        None => leader::Leadership::always(),
+    };
+    if cfg.dry_run {
+        info!("dry run: decisions are reported, nothing is scaled");
+    }
+    let controller = Arc::new(controller::Controller::new(
+        actuator::Actuator::new(client, &cfg.identity),
+        store,
+        clusters.clone(),
+        leadership,
+        controller::ControllerConfig {
+            resync: cfg.interval,
+            stale_after: cfg.interval * 3 + Duration::from_secs(5),
+            dry_run: cfg.dry_run,
+        },
+    ));
+    tokio::spawn(controller.clone().run(changed, stop.clone()));
+
+    // The page: re-rendered every second from the latest numbers.
+    let (tx, rx) = tokio::sync::watch::channel(Arc::new(server::Page::default()));
+    {
+        let (stop, clusters, metrics) =
+            (stop.clone(), clusters.clone(), controller.metrics.clone());
+        tokio::spawn(async move {
+            loop {
+                let snapshots = clusters.values().map(|r| r.borrow().clone()).collect();
+                let m = metrics.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                tx.send_replace(Arc::new(metrics::page(snapshots, &m)));
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                }
+            }
+        });
+    }
+    let mut state = AppState::new(rx);
+    state.extra_ready.push(Arc::new(move || {
+        if listed.load(Ordering::SeqCst) {
+            Ok(())
+        } else {
+            Err("NodeSetAutoscalers not listed yet".into())
+        }
+    }));
+    server::serve(cfg.listen, state, stop).await?;
+    Ok(())
+}

@@ -275,6 +275,11 @@ node_down() {
   local n=$1
   running || die "Slurm $flavor is not running"
   node_port "$n" >/dev/null
+  # As an operator would: never take a node away from running work (stopping its slurmd
+  # would leave the job completing forever).
+  if [ -n "$(slurm squeue -h -w "$n" -o '%A' 2>/dev/null)" ]; then
+    die "$n still runs jobs; not taking it down"
+  fi
   stop_pidfile "$pids/slurmd-$n"
   slurm scontrol update nodename="$n" state=future >/dev/null ||
     die "could not return $n to FUTURE"

@@ -1,0 +1,211 @@
+//! Reaction latency: from `sbatch` returning to the autoscaler's patch of the NodeSet's
+//! scale subresource, against the harness's real Slurm 24.11 and kube-apiserver, 20 trials.
+//! Targets: p50 ≤ 2 s, p99 ≤ 5 s (Prometheus → KEDA → HPA: ≈ 75 s worst case). Run with:
+//!
+//!     tests/harness/up.sh
+//!     cargo bench -p slurmscale-autoscaler --bench reaction
+//!
+//! The autoscaler runs in this process with its defaults (poll every 2 s); the NodeSet is
+//! watched and the moment its `spec.replicas` changes is taken as the patch time. No nodes
+//! are started: each job stays pending, is cancelled, and the NodeSet returns to 0 before
+//! the next trial. Figures are written down in autoscaler/benches/README.md.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::json;
+use slurmscale_autoscaler::crd::NodeSetAutoscaler;
+use slurmscale_autoscaler::{AutoscalerConfig, run};
+use slurmscale_exporter::config::{AuthConfig, ClusterConfig};
+use slurmscale_exporter::k8s::nodeset::v1beta1;
+use slurmscale_exporter::slurm::SigningAlgorithm;
+use tokio_util::sync::CancellationToken;
+
+const TRIALS: usize = 20;
+
+fn env(path: &str) -> BTreeMap<String, String> {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|_| panic!("no {path}: start the harness with tests/harness/up.sh"));
+    text.lines()
+        .filter_map(|l| l.strip_prefix("export ")?.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.trim_matches('"').to_string()))
+        .collect()
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let run_dir =
+        std::env::var("SLURMSCALE_RUN").unwrap_or_else(|_| "/tmp/slurmscale-harness".into());
+    let slurm = env(&format!("{run_dir}/slurm-24.11/env"));
+    let kc = kube::config::Kubeconfig::read_from(format!("{run_dir}/kube/kubeconfig")).unwrap();
+    let client = kube::Client::try_from(
+        kube::Config::from_custom_kubeconfig(kc, &Default::default())
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    let sbatch = |args: &[&str]| -> String {
+        let out = std::process::Command::new(format!("{}/sbatch", slurm["SLURM_BIN"]))
+            .env("SLURM_CONF", &slurm["SLURM_CONF"])
+            .env_remove("SLURM_JWT")
+            .current_dir(std::env::temp_dir())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let scancel = |id: &str| {
+        let _ = std::process::Command::new(format!("{}/scancel", slurm["SLURM_BIN"]))
+            .env("SLURM_CONF", &slurm["SLURM_CONF"])
+            .arg(id)
+            .status();
+    };
+    let _ = std::process::Command::new(format!("{}/scancel", slurm["SLURM_BIN"]))
+        .env("SLURM_CONF", &slurm["SLURM_CONF"])
+        .args(["--user=root", "--partition=elastic"])
+        .status();
+
+    let ns = format!("reaction-{}", std::process::id());
+    let n: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &n)
+        .await
+        .unwrap();
+    let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
+    nodesets
+        .create(
+            &PostParams::default(),
+            &v1beta1::NodeSet::new(
+                "elastic",
+                v1beta1::NodeSetSpec {
+                    replicas: Some(0),
+                    ..Default::default()
+                },
+            ),
+        )
+        .await
+        .unwrap();
+    let nsa: NodeSetAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler", "metadata": {"name": "elastic"},
+        "spec": {"scaleTargetRef": {"name": "elastic"}, "maxReplicas": 8, "idleTimeoutSeconds": 1,
+                 "scaleDown": {"stabilizationWindowSeconds": 1, "maxStep": 8}}
+    }))
+    .unwrap();
+    let autoscalers: Api<NodeSetAutoscaler> = Api::namespaced(client.clone(), &ns);
+    autoscalers
+        .create(&PostParams::default(), &nsa)
+        .await
+        .unwrap();
+
+    let stop = CancellationToken::new();
+    let cluster = ClusterConfig {
+        name: slurm["SLURM_CLUSTER"].clone(),
+        url: slurm["SLURM_REST_URL"].clone(),
+        user: slurm["SLURM_USER"].clone(),
+        auth: AuthConfig::Key {
+            path: slurm["HARNESS_JWT_KEY_FILE"].clone().into(),
+            algorithm: SigningAlgorithm::Hs256,
+            lifetime: Duration::from_secs(600),
+        },
+        api_version: None,
+        ca_file: None,
+        timeout: Duration::from_secs(30),
+        max_requests_per_second: std::num::NonZeroU32::new(10).unwrap(),
+    };
+    let cfg = AutoscalerConfig {
+        clusters: vec![cluster],
+        interval: Duration::from_secs(2),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        lease: None,
+        identity: "reaction-bench".into(),
+        dry_run: false,
+    };
+    tokio::spawn(run(client.clone(), cfg, stop.clone()));
+
+    // Replicas as the watch sees them, with the time seen.
+    let (tx, mut rx) = tokio::sync::watch::channel((0i32, Instant::now()));
+    let watched = nodesets.clone();
+    tokio::spawn(async move {
+        let mut s = std::pin::pin!(watcher(watched, watcher::Config::default()).applied_objects());
+        while let Some(Ok(n)) = s.next().await {
+            let r = n.spec.replicas.unwrap_or(0);
+            if r != tx.borrow().0 {
+                tx.send_replace((r, Instant::now()));
+            }
+        }
+    });
+    tokio::time::sleep(Duration::from_secs(5)).await;
+
+    let mut lat = Vec::new();
+    for trial in 0..TRIALS {
+        // Submit at a random point of the poll cycle, as users do.
+        tokio::time::sleep(Duration::from_millis(137 * trial as u64 % 2000)).await;
+        let job = sbatch(&[
+            "--parsable",
+            "-o",
+            "/dev/null",
+            "-p",
+            "elastic",
+            "-N",
+            "2",
+            "--wrap",
+            "sleep 60",
+        ]);
+        let submitted = Instant::now();
+        let seen = tokio::time::timeout(Duration::from_secs(30), async {
+            loop {
+                rx.changed().await.unwrap();
+                let (r, at) = *rx.borrow();
+                if r == 2 {
+                    return at;
+                }
+            }
+        })
+        .await
+        .expect("no scale-up within 30 s");
+        lat.push(seen.saturating_duration_since(submitted));
+        scancel(&job);
+        tokio::time::timeout(Duration::from_secs(30), async {
+            while rx.borrow().0 != 0 {
+                rx.changed().await.unwrap();
+            }
+        })
+        .await
+        .expect("no return to 0 within 30 s");
+    }
+    stop.cancel();
+    let _ = Api::<Namespace>::all(client)
+        .delete(&ns, &Default::default())
+        .await;
+    let mut sorted = lat.clone();
+    sorted.sort();
+    let pct = |p: f64| {
+        sorted[((sorted.len() as f64 * p).ceil() as usize)
+            .saturating_sub(1)
+            .min(sorted.len() - 1)]
+    };
+    println!("| {TRIALS} trials, poll every 2 s | p50 (≤ 2 s) | p99 (≤ 5 s) | min | max |");
+    println!("|---|---|---|---|---|");
+    println!(
+        "| sbatch → NodeSet scale patch | {:.2} s | {:.2} s | {:.2} s | {:.2} s |",
+        pct(0.5).as_secs_f64(),
+        pct(0.99).as_secs_f64(),
+        sorted[0].as_secs_f64(),
+        sorted[sorted.len() - 1].as_secs_f64()
+    );
+    println!(
+        "all trials (s): {:?}",
+        lat.iter()
+            .map(|d| (d.as_secs_f64() * 100.0).round() / 100.0)
+            .collect::<Vec<_>>()
+    );
+}

@@ -1,0 +1,159 @@
+//! `NodeSetAutoscaler` (`slurmscale.io/v1alpha1`, namespaced): which scalable resource to
+//! drive, from which Slurm partitions, within which bounds and how fast. Generated into
+//! `charts/slurmscale/crds/` from these types; a test fails when the two drift.
+
+// `#[kube(printcolumn(type_ = "integer", ...))]` repeated per column looks like a duplicated
+// attribute to clippy; it is not.
+#![allow(clippy::duplicated_attributes)]
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// What to scale: any resource with a scale subresource (a Slinky NodeSet by default).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ScaleTargetRef {
+    /// e.g. `slinky.slurm.net/v1beta1`.
+    #[serde(default = "default_api_version")]
+    pub api_version: String,
+    #[serde(default = "default_kind")]
+    pub kind: String,
+    pub name: String,
+}
+
+fn default_api_version() -> String {
+    "slinky.slurm.net/v1beta1".into()
+}
+
+fn default_kind() -> String {
+    "NodeSet".into()
+}
+
+/// Where the demand comes from.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SlurmSource {
+    /// The Slurm cluster (the `cluster` name given to `slurmscale autoscaler`); may be left
+    /// out when it reads only one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+    /// The partitions whose busy nodes and pending demand count. Default: the NodeSet's
+    /// partition (`slurmscale.io/partition` annotation, else its name).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partitions: Vec<String>,
+}
+
+/// How fast one direction may move.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ScalingRules {
+    /// The most replicas one step may add or remove (default: no limit up, 4 down).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_step: Option<u32>,
+    /// Act only on what has been wanted for this long: up, the lowest recommendation of the
+    /// window (default 0 s); down, the highest (default 300 s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stabilization_window_seconds: Option<u32>,
+}
+
+#[derive(CustomResource, Clone, Debug, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[kube(
+    group = "slurmscale.io",
+    version = "v1alpha1",
+    kind = "NodeSetAutoscaler",
+    plural = "nodesetautoscalers",
+    shortname = "nsa",
+    namespaced,
+    status = "NodeSetAutoscalerStatus",
+    doc = "Scales a NodeSet (or any resource with a scale subresource) on the busy nodes and pending demand of Slurm partitions.",
+    printcolumn(
+        name = "Target",
+        type_ = "string",
+        json_path = ".spec.scaleTargetRef.name"
+    ),
+    printcolumn(name = "Min", type_ = "integer", json_path = ".spec.minReplicas"),
+    printcolumn(name = "Max", type_ = "integer", json_path = ".spec.maxReplicas"),
+    printcolumn(
+        name = "Current",
+        type_ = "integer",
+        json_path = ".status.currentReplicas"
+    ),
+    printcolumn(
+        name = "Desired",
+        type_ = "integer",
+        json_path = ".status.desiredReplicas"
+    ),
+    printcolumn(
+        name = "Reason",
+        type_ = "string",
+        json_path = ".status.lastDecision.reason"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeSetAutoscalerSpec {
+    pub scale_target_ref: ScaleTargetRef,
+    #[serde(default)]
+    pub slurm: SlurmSource,
+    /// Replicas while there is work (default 0).
+    #[serde(default)]
+    pub min_replicas: u32,
+    pub max_replicas: u32,
+    /// Replicas once idle for `idleTimeoutSeconds` (default 0: scale to zero). May be below
+    /// `minReplicas`.
+    #[serde(default)]
+    pub idle_replicas: u32,
+    /// How long nothing runs and nothing waits before going to `idleReplicas` (default 300).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_timeout_seconds: Option<u32>,
+    #[serde(default)]
+    pub scale_up: ScalingRules,
+    #[serde(default)]
+    pub scale_down: ScalingRules,
+    /// Decide and report, never change the target.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// One decision, as reported.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LastDecision {
+    pub replicas: u32,
+    /// A short machine-readable reason (`ScaleUp`, `ScaleDown`, `Idle`, `Hold`, `Frozen`, ...).
+    pub reason: String,
+    /// What led to it, in words.
+    pub message: String,
+    pub time: Time,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeSetAutoscalerStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_replicas: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub desired_replicas: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_scale_time: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_decision: Option<LastDecision>,
+    /// `Ready` (the target is found and scalable), `Frozen` (scale-down suspended: Slurm data
+    /// stale, partial or failing), `Limited` (demand beyond `maxReplicas`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+impl NodeSetAutoscalerSpec {
+    pub fn idle_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.idle_timeout_seconds.unwrap_or(300).into())
+    }
+}

@@ -1,0 +1,149 @@
+//! Leader election on a `coordination.k8s.io/v1` Lease, so that of several autoscaler
+//! replicas exactly one actuates. The holder renews every `renew`; a standby takes the lease
+//! once it has not been renewed for `duration`. Every write goes through the Lease's
+//! resourceVersion, so two candidates racing for an expired lease cannot both win. A leader
+//! that cannot renew steps down at once (before its lease runs out), never after.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, PostParams};
+use kube::{Client, ResourceExt};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+#[derive(Clone, Debug)]
+pub struct LeaseConfig {
+    pub namespace: String,
+    pub name: String,
+    pub identity: String,
+    /// How long a lease lasts without renewal.
+    pub duration: Duration,
+    /// How often the holder renews (and a standby looks).
+    pub renew: Duration,
+}
+
+/// Whether this process may actuate right now.
+#[derive(Clone, Debug, Default)]
+pub struct Leadership(Arc<AtomicBool>);
+
+impl Leadership {
+    /// Always the leader (a single replica without election).
+    pub fn always() -> Self {
+        Self(Arc::new(AtomicBool::new(true)))
+    }
+
+    pub fn is_leader(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Runs the election until `stop`; `leadership` follows the outcome.
+pub async fn run(
+    client: Client,
+    cfg: LeaseConfig,
+    leadership: Leadership,
+    stop: CancellationToken,
+) {
+    let api: Api<Lease> = Api::namespaced(client, &cfg.namespace);
+    loop {
+        // A renewal that hangs must not leave us acting as leader past the lease.
+        let leading = match tokio::time::timeout(cfg.renew, try_acquire_or_renew(&api, &cfg)).await
+        {
+            Ok(Ok(leading)) => leading,
+            Ok(Err(e)) => {
+                warn!(error = %e, "cannot reach the lease; not leading until it can be renewed");
+                false
+            }
+            Err(_) => {
+                warn!("lease renewal timed out; not leading until it can be renewed");
+                false
+            }
+        };
+        if leading != leadership.0.swap(leading, Ordering::SeqCst) {
+            info!(identity = %cfg.identity, lease = %cfg.name, leading, "leadership changed");
+        }
+        tokio::select! {
+            _ = stop.cancelled() => break,
+            _ = tokio::time::sleep(cfg.renew) => {}
+        }
+    }
+    // Step down cleanly so a standby need not wait for the lease to expire.
+    if leadership.0.swap(false, Ordering::SeqCst) {
+        let _ = release(&api, &cfg).await;
+    }
+}
+
+async fn try_acquire_or_renew(api: &Api<Lease>, cfg: &LeaseConfig) -> Result<bool, kube::Error> {
+    let now = Timestamp::now();
+    let spec = |transitions: i32, acquired: Option<MicroTime>| {
+        json!({
+            "holderIdentity": cfg.identity,
+            "leaseDurationSeconds": cfg.duration.as_secs(),
+            "acquireTime": acquired.unwrap_or(MicroTime(now)),
+            "renewTime": MicroTime(now),
+            "leaseTransitions": transitions,
+        })
+    };
+    let Some(lease) = api.get_opt(&cfg.name).await? else {
+        let lease: Lease = serde_json::from_value(json!({
+            "metadata": {"name": cfg.name, "namespace": cfg.namespace},
+            "spec": spec(0, None),
+        }))
+        .map_err(kube::Error::SerdeError)?;
+        return match api.create(&PostParams::default(), &lease).await {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(e)) if e.code == 409 => Ok(false),
+            Err(e) => Err(e),
+        };
+    };
+    let s = lease.spec.clone().unwrap_or_default();
+    let holder = s.holder_identity.clone().unwrap_or_default();
+    let expired = s.renew_time.as_ref().is_none_or(|t| {
+        let lasts = s
+            .lease_duration_seconds
+            .map_or(cfg.duration.as_secs() as i64, i64::from);
+        now.as_millisecond() - t.0.as_millisecond() > lasts * 1000
+    });
+    let ours = holder == cfg.identity;
+    if !ours && !expired && !holder.is_empty() {
+        return Ok(false);
+    }
+    let transitions = s.lease_transitions.unwrap_or(0) + i32::from(!ours);
+    let acquired = if ours { s.acquire_time.clone() } else { None };
+    let mut updated = lease.clone();
+    updated.spec =
+        Some(serde_json::from_value(spec(transitions, acquired)).map_err(kube::Error::SerdeError)?);
+    // replace() sends our resourceVersion: if someone else wrote first, we get a 409.
+    match api
+        .replace(&lease.name_any(), &PostParams::default(), &updated)
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+async fn release(api: &Api<Lease>, cfg: &LeaseConfig) -> Result<(), kube::Error> {
+    if let Some(mut lease) = api.get_opt(&cfg.name).await?
+        && lease
+            .spec
+            .as_ref()
+            .and_then(|s| s.holder_identity.as_deref())
+            == Some(cfg.identity.as_str())
+    {
+        if let Some(spec) = lease.spec.as_mut() {
+            spec.holder_identity = None;
+            spec.renew_time = None;
+        }
+        api.replace(&cfg.name, &PostParams::default(), &lease)
+            .await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,157 @@
+//! The autoscaler's own metrics, modelled on cluster-autoscaler's: desired and current
+//! replicas per target, scale-ups and scale-downs, errors by kind, decision duration, last
+//! activity, frozen and leader flags. Rendered with the exporter's text writer, so names and
+//! labels follow the same rules (`cluster` on every series).
+
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+use slurmscale_exporter::metrics::{Out, unix_seconds};
+
+use crate::policy::Reason;
+
+/// One NodeSetAutoscaler's latest numbers.
+#[derive(Clone, Debug, Default)]
+pub struct Row {
+    pub cluster: String,
+    pub namespace: String,
+    pub name: String,
+    pub target: String,
+    pub desired: u64,
+    pub current: u64,
+    pub recommendation: u64,
+    pub frozen: bool,
+    pub frozen_because: Option<&'static str>,
+    pub limited: bool,
+    pub unsatisfiable: u64,
+    pub reason: Reason,
+    pub scale_ups: u64,
+    pub scale_downs: u64,
+    pub last_scale_up: Option<SystemTime>,
+    pub last_scale_down: Option<SystemTime>,
+    pub last_decision: Option<SystemTime>,
+    pub decision_seconds: f64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct AutoscalerMetrics {
+    pub rows: BTreeMap<String, Row>,
+    pub errors: BTreeMap<&'static str, u64>,
+    pub leader: bool,
+}
+
+pub fn collect(out: &mut Out, m: &AutoscalerMetrics) {
+    out.set_cluster("");
+    out.gauge(
+        "slurmscale_autoscaler_leader",
+        "1 while this replica holds the lease and may actuate.",
+        &[],
+        f64::from(u8::from(m.leader)),
+    );
+    for (kind, n) in &m.errors {
+        out.counter(
+            "slurmscale_autoscaler_errors_total",
+            "Failed reconciles by kind (conflict, throttled, server, transport, not_found, forbidden, target, config).",
+            &[("kind", kind)],
+            *n as f64,
+        );
+    }
+    for r in m.rows.values() {
+        out.set_cluster(&r.cluster);
+        let l = [
+            ("namespace", r.namespace.as_str()),
+            ("autoscaler", r.name.as_str()),
+            ("target", r.target.as_str()),
+        ];
+        out.gauge(
+            "slurmscale_autoscaler_desired_replicas",
+            "Replicas the policy decided the target should have now.",
+            &l,
+            r.desired as f64,
+        );
+        out.gauge(
+            "slurmscale_autoscaler_current_replicas",
+            "Replicas the target has (its scale subresource).",
+            &l,
+            r.current as f64,
+        );
+        out.gauge(
+            "slurmscale_autoscaler_recommended_replicas",
+            "Busy nodes plus pending demand within bounds, before stabilization and step limits.",
+            &l,
+            r.recommendation as f64,
+        );
+        out.gauge(
+            "slurmscale_autoscaler_frozen",
+            "1 while scale-down is suspended because the Slurm data is stale, partial or failing.",
+            &l,
+            f64::from(u8::from(r.frozen)),
+        );
+        out.gauge(
+            "slurmscale_autoscaler_limited",
+            "1 while busy nodes and demand exceed maxReplicas.",
+            &l,
+            f64::from(u8::from(r.limited)),
+        );
+        out.gauge(
+            "slurmscale_autoscaler_unsatisfiable_jobs",
+            "Pending jobs needing more nodes than maxReplicas: reported, not chased.",
+            &l,
+            r.unsatisfiable as f64,
+        );
+        out.info(
+            "slurmscale_autoscaler_decision_info",
+            "The reason of the latest decision (ScaleUp, ScaleDown, Idle, Steady, Stabilizing, Frozen).",
+            &[l[0], l[1], l[2], ("reason", r.reason.as_str())],
+        );
+        out.counter(
+            "slurmscale_autoscaler_scale_ups_total",
+            "Times the target was scaled up.",
+            &l,
+            r.scale_ups as f64,
+        );
+        out.counter(
+            "slurmscale_autoscaler_scale_downs_total",
+            "Times the target was scaled down.",
+            &l,
+            r.scale_downs as f64,
+        );
+        out.gauge(
+            "slurmscale_autoscaler_decision_duration_seconds",
+            "Time the last reconcile took (reads, decision, writes).",
+            &l,
+            r.decision_seconds,
+        );
+        for (activity, t) in [
+            ("decision", r.last_decision),
+            ("scale_up", r.last_scale_up),
+            ("scale_down", r.last_scale_down),
+        ] {
+            if let Some(t) = t {
+                out.gauge(
+                    "slurmscale_autoscaler_last_activity_timestamp_seconds",
+                    "When the autoscaler last decided, scaled up and scaled down.",
+                    &[l[0], l[1], l[2], ("activity", activity)],
+                    unix_seconds(t),
+                );
+            }
+        }
+    }
+}
+
+/// The autoscaler's `/metrics` page: its own metrics and the health of its Slurm polling.
+pub fn page(
+    snapshots: Vec<std::sync::Arc<slurmscale_exporter::snapshot::ClusterSnapshot>>,
+    m: &AutoscalerMetrics,
+) -> slurmscale_exporter::server::Page {
+    let mut out = Out::new();
+    for s in &snapshots {
+        out.set_cluster(&s.cluster);
+        slurmscale_exporter::metrics::exporter::collect(&mut out, s, &Default::default());
+    }
+    collect(&mut out, m);
+    slurmscale_exporter::server::Page {
+        text: out.encode().into(),
+        snapshots,
+    }
+}

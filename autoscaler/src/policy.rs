@@ -1,0 +1,468 @@
+//! The scaling policy, as a pure function: bounds, Slurm signals, the target's current
+//! replicas, the recent history and the time in; a decision out. No I/O, no clock of its
+//! own, so it is unit- and property-tested and the demo runs the very same code.
+//!
+//! desired = clamp(busy + demand, min, max), never below busy; nothing running and nothing
+//! waiting for `idleTimeout` → `idleReplicas` (0: scale to zero); up at once (or after the
+//! up window), down only once the down window has seen nothing higher; untrusted data →
+//! no change at all (Frozen).
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+use slurmscale_exporter::signals::{PartitionSignals, Untrusted};
+
+use crate::crd::NodeSetAutoscalerSpec;
+
+/// The spec's numbers, with defaults applied.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bounds {
+    pub min: u64,
+    pub max: u64,
+    pub idle: u64,
+    pub idle_timeout: Duration,
+    pub up_step: Option<u64>,
+    pub up_window: Duration,
+    pub down_step: u64,
+    pub down_window: Duration,
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Self {
+            min: 0,
+            max: 1,
+            idle: 0,
+            idle_timeout: Duration::from_secs(300),
+            up_step: None,
+            up_window: Duration::ZERO,
+            down_step: 4,
+            down_window: Duration::from_secs(300),
+        }
+    }
+}
+
+impl From<&NodeSetAutoscalerSpec> for Bounds {
+    fn from(s: &NodeSetAutoscalerSpec) -> Self {
+        let secs = |v: Option<u32>, default: u64| Duration::from_secs(v.map_or(default, u64::from));
+        Self {
+            min: s.min_replicas.into(),
+            max: u64::from(s.max_replicas).max(s.min_replicas.into()),
+            idle: s.idle_replicas.into(),
+            idle_timeout: s.idle_timeout(),
+            up_step: s.scale_up.max_step.map(|m| u64::from(m).max(1)),
+            up_window: secs(s.scale_up.stabilization_window_seconds, 0),
+            down_step: s.scale_down.max_step.map_or(4, |m| u64::from(m).max(1)),
+            down_window: secs(s.scale_down.stabilization_window_seconds, 300),
+        }
+    }
+}
+
+/// What the policy remembers between decisions: recent recommendations and the last time
+/// there was work. Kept in memory; after a restart or a change of leader the history starts
+/// empty, and no scale-down happens until a full window has been observed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct History {
+    recommendations: VecDeque<(SystemTime, u64)>,
+    last_active: Option<SystemTime>,
+    since: Option<SystemTime>,
+}
+
+impl History {
+    /// Remembers a decision's recommendation; drops what no window can need any more.
+    pub fn record(&mut self, d: &Decision, now: SystemTime, keep: Duration) {
+        self.since.get_or_insert(now);
+        if d.frozen {
+            return;
+        }
+        self.recommendations.push_back((now, d.recommendation));
+        if d.active {
+            self.last_active = Some(now);
+        }
+        while self
+            .recommendations
+            .front()
+            .is_some_and(|(t, _)| now.duration_since(*t).unwrap_or_default() > keep)
+        {
+            self.recommendations.pop_front();
+        }
+    }
+
+    fn within(&self, now: SystemTime, window: Duration) -> impl Iterator<Item = u64> + '_ {
+        self.recommendations
+            .iter()
+            .filter(move |(t, _)| now.duration_since(*t).unwrap_or_default() <= window)
+            .map(|(_, r)| *r)
+    }
+
+    /// True once observations span at least `window`.
+    fn covers(&self, now: SystemTime, window: Duration) -> bool {
+        self.since
+            .is_some_and(|s| now.duration_since(s).unwrap_or_default() >= window)
+    }
+}
+
+/// The Slurm side of a decision, or why there is none.
+pub type Signals = Result<PartitionSignals, Untrusted>;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Reason {
+    /// Demand or busy nodes need more replicas.
+    ScaleUp,
+    /// Less is needed, and has been for the whole down window.
+    ScaleDown,
+    /// Nothing ran or waited for the idle timeout: down to `idleReplicas`.
+    Idle,
+    /// Replicas are what they should be.
+    #[default]
+    Steady,
+    /// A change is wanted but the stabilization window or the idle timeout says wait.
+    Stabilizing,
+    /// The Slurm data cannot be trusted: nothing changes.
+    Frozen,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ScaleUp => "ScaleUp",
+            Self::ScaleDown => "ScaleDown",
+            Self::Idle => "Idle",
+            Self::Steady => "Steady",
+            Self::Stabilizing => "Stabilizing",
+            Self::Frozen => "Frozen",
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision {
+    /// Replicas the target should have now.
+    pub replicas: u64,
+    /// What busy nodes and demand ask for, before stabilization and step limits.
+    pub recommendation: u64,
+    pub reason: Reason,
+    pub message: String,
+    /// Scale-down is suspended (untrusted data).
+    pub frozen: bool,
+    /// Busy nodes plus demand exceed `max`.
+    pub limited: bool,
+    /// There is work (busy nodes or schedulable demand).
+    pub active: bool,
+    /// Jobs too large to ever fit within `max`: reported, not chased.
+    pub unsatisfiable_jobs: u64,
+}
+
+/// Decides. Pure: the same inputs always give the same decision.
+pub fn decide(
+    bounds: &Bounds,
+    signals: &Signals,
+    current: u64,
+    history: &History,
+    now: SystemTime,
+) -> Decision {
+    let s = match signals {
+        Err(why) => {
+            return Decision {
+                replicas: current,
+                recommendation: current,
+                reason: Reason::Frozen,
+                message: format!("holding {current}: {why}"),
+                frozen: true,
+                limited: false,
+                active: false,
+                unsatisfiable_jobs: 0,
+            };
+        }
+        Ok(s) => s,
+    };
+    let (busy, demand) = (s.busy_nodes, s.demand.nodes);
+    let wanted = busy.saturating_add(demand);
+    let active = wanted > 0;
+    let limited = wanted > bounds.max;
+    let idle_since = history.last_active.or(history.since).unwrap_or(now);
+    let idle_for = now.duration_since(idle_since).unwrap_or_default();
+    let going_idle = !active && idle_for >= bounds.idle_timeout;
+    // With nothing to do the recommendation is the idle size; the idle timeout (and the
+    // down window) decide when it is acted on.
+    let recommendation = if active {
+        wanted.clamp(bounds.min, bounds.max).max(busy)
+    } else {
+        bounds.idle
+    };
+    let mut d = Decision {
+        replicas: current,
+        recommendation,
+        reason: Reason::Steady,
+        message: String::new(),
+        frozen: false,
+        limited,
+        active,
+        unsatisfiable_jobs: s.demand.unsatisfiable_jobs,
+    };
+    let why = format!(
+        "{busy} busy + {demand} pending → {recommendation} (min {}, max {})",
+        bounds.min, bounds.max
+    );
+
+    if recommendation > current {
+        // Up: the lowest recommendation of the up window (just this one with a 0 s window).
+        let floor = history
+            .within(now, bounds.up_window)
+            .chain([recommendation])
+            .min()
+            .unwrap_or(recommendation);
+        let target = floor.max(current);
+        let target = bounds
+            .up_step
+            .map_or(target, |step| target.min(current.saturating_add(step)));
+        if target > current {
+            d.replicas = target;
+            d.reason = Reason::ScaleUp;
+            d.message = format!("scaling up {current} → {target}: {why}");
+        } else {
+            d.reason = Reason::Stabilizing;
+            d.message = format!("holding {current} for the scale-up window: {why}");
+        }
+    } else if recommendation < current {
+        if !active && !going_idle {
+            d.reason = Reason::Stabilizing;
+            d.message = format!(
+                "holding {current}: idle for {}s of {}s before going to {}",
+                idle_for.as_secs(),
+                bounds.idle_timeout.as_secs(),
+                bounds.idle
+            );
+            return d;
+        }
+        if !history.covers(now, bounds.down_window) {
+            d.reason = Reason::Stabilizing;
+            d.message =
+                format!("holding {current} until a full scale-down window is observed: {why}");
+            return d;
+        }
+        // Down: the highest recommendation of the down window; never below busy nodes.
+        let ceiling = history
+            .within(now, bounds.down_window)
+            .chain([recommendation])
+            .max()
+            .unwrap_or(recommendation);
+        let target = ceiling
+            .max(current.saturating_sub(bounds.down_step))
+            .max(busy)
+            .min(current);
+        if target < current {
+            d.replicas = target;
+            d.reason = if going_idle && target == bounds.idle {
+                Reason::Idle
+            } else {
+                Reason::ScaleDown
+            };
+            d.message = if d.reason == Reason::Idle {
+                format!("idle for {}s: {current} → {target}", idle_for.as_secs())
+            } else {
+                format!("scaling down {current} → {target}: {why}")
+            };
+        } else {
+            d.reason = Reason::Stabilizing;
+            d.message = format!("holding {current} for the scale-down window: {why}");
+        }
+    } else {
+        d.message = format!("steady at {current}: {why}");
+    }
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use slurmscale_exporter::model::demand::Demand;
+
+    fn signals(busy: u64, demand: u64) -> Signals {
+        Ok(PartitionSignals {
+            busy_nodes: busy,
+            total_nodes: 100,
+            demand: Demand {
+                nodes: demand,
+                ..Default::default()
+            },
+            as_of: SystemTime::UNIX_EPOCH,
+        })
+    }
+
+    fn bounds(min: u64, max: u64) -> Bounds {
+        Bounds {
+            min,
+            max,
+            idle_timeout: Duration::from_secs(60),
+            down_window: Duration::from_secs(30),
+            ..Default::default()
+        }
+    }
+
+    fn at(s: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000 + s)
+    }
+
+    /// Runs decisions every second, applying each, from `current`; returns replicas per step.
+    fn run(b: &Bounds, mut current: u64, steps: &[(u64, u64)]) -> Vec<u64> {
+        let mut h = History::default();
+        let mut out = Vec::new();
+        for (i, (busy, demand)) in steps.iter().enumerate() {
+            let now = at(i as u64);
+            let d = decide(b, &signals(*busy, *demand), current, &h, now);
+            h.record(&d, now, Duration::from_secs(3600));
+            current = d.replicas;
+            out.push(current);
+        }
+        out
+    }
+
+    #[test]
+    fn wakes_from_zero_on_the_first_job_and_a_3_node_job_needs_3() {
+        assert_eq!(run(&bounds(0, 8), 0, &[(0, 0), (0, 3)]), [0, 3]);
+    }
+
+    #[test]
+    fn goes_idle_only_after_the_idle_timeout() {
+        let mut steps = vec![(2, 0)];
+        steps.extend(std::iter::repeat_n((0, 0), 70));
+        let r = run(&bounds(1, 8), 2, &steps);
+        assert_eq!(r[30], 2, "held while idle, within the timeout");
+        assert_eq!(r[59], 2, "held until the timeout has passed");
+        assert_eq!(
+            *r.last().unwrap(),
+            0,
+            "idle replicas after the timeout, even below min"
+        );
+    }
+
+    #[test]
+    fn never_scales_below_busy_nodes() {
+        let steps: Vec<_> = std::iter::repeat_n((3, 0), 120).collect();
+        assert!(run(&bounds(0, 8), 6, &steps).iter().all(|r| *r >= 3));
+    }
+
+    #[test]
+    fn frozen_on_untrusted_data() {
+        let d = decide(
+            &bounds(0, 8),
+            &Err(Untrusted::Stale(
+                slurmscale_exporter::slurm::Endpoint::Jobs,
+                Duration::from_secs(99),
+            )),
+            5,
+            &History::default(),
+            at(0),
+        );
+        assert_eq!((d.replicas, d.reason, d.frozen), (5, Reason::Frozen, true));
+    }
+
+    #[test]
+    fn demand_beyond_max_is_limited() {
+        let d = decide(
+            &bounds(0, 8),
+            &signals(2, 20),
+            2,
+            &History::default(),
+            at(0),
+        );
+        assert_eq!((d.replicas, d.limited), (8, true));
+    }
+
+    fn any_bounds() -> impl Strategy<Value = Bounds> {
+        (
+            0u64..5,
+            1u64..20,
+            0u64..3,
+            0u64..40,
+            0u64..40,
+            1u64..6,
+            prop::option::of(1u64..6),
+        )
+            .prop_map(
+                |(min, extra, idle, idle_timeout, window, down_step, up_step)| Bounds {
+                    min,
+                    max: min + extra,
+                    idle,
+                    idle_timeout: Duration::from_secs(idle_timeout),
+                    up_step,
+                    up_window: Duration::ZERO,
+                    down_step,
+                    down_window: Duration::from_secs(window),
+                },
+            )
+    }
+
+    proptest! {
+        #[test]
+        fn never_above_max_never_below_busy(
+            b in any_bounds(),
+            start in 0u64..25,
+            steps in prop::collection::vec((0u64..25, 0u64..25), 1..60),
+        ) {
+            let mut h = History::default();
+            let mut current = start;
+            for (i, (busy, demand)) in steps.iter().enumerate() {
+                let now = at(i as u64);
+                let d = decide(&b, &signals(*busy, *demand), current, &h, now);
+                if current >= *busy {
+                    prop_assert!(d.replicas >= *busy, "below busy {busy}: {d:?}");
+                }
+                if current <= b.max && *busy <= b.max {
+                    prop_assert!(d.replicas <= b.max, "above max {}: {d:?}", b.max);
+                }
+                if d.replicas < current {
+                    prop_assert!(d.replicas >= *busy, "scaled below busy: {d:?}");
+                }
+                h.record(&d, now, Duration::from_secs(3600));
+                current = d.replicas;
+            }
+        }
+
+        #[test]
+        fn monotone_in_demand(b in any_bounds(), busy in 0u64..10, current in 0u64..20, d1 in 0u64..20, extra in 0u64..20) {
+            let h = History::default();
+            let low = decide(&b, &signals(busy, d1), current, &h, at(0));
+            let high = decide(&b, &signals(busy, d1 + extra), current, &h, at(0));
+            prop_assert!(high.replicas >= low.replicas, "{low:?} vs {high:?}");
+        }
+
+        #[test]
+        fn no_scale_down_inside_the_window_after_a_scale_up(
+            b in any_bounds(),
+            steps in prop::collection::vec((0u64..6, 0u64..12), 1..80),
+        ) {
+            let mut h = History::default();
+            let mut current = 0;
+            let mut last_up: Option<(u64, u64)> = None; // (time, replicas)
+            for (i, (busy, demand)) in steps.iter().enumerate() {
+                let t = i as u64;
+                let d = decide(&b, &signals(*busy, *demand), current, &h, at(t));
+                if d.replicas > current {
+                    last_up = Some((t, d.replicas));
+                }
+                if let Some((up_at, up_to)) = last_up
+                    && d.replicas < current && t < up_at + b.down_window.as_secs() {
+                        prop_assert!(d.replicas >= up_to, "flapped down at {t} after scaling up to {up_to} at {up_at}: {d:?}");
+                    }
+                h.record(&d, at(t), Duration::from_secs(3600));
+                current = d.replicas;
+            }
+        }
+
+        #[test]
+        fn untrusted_data_never_changes_replicas(b in any_bounds(), current in 0u64..30) {
+            let d = decide(&b, &Err(Untrusted::NoData(slurmscale_exporter::slurm::Endpoint::Nodes)), current, &History::default(), at(0));
+            prop_assert_eq!(d.replicas, current);
+        }
+    }
+}

@@ -1,0 +1,570 @@
+//! The autoscaler binary against the real Slurm 24.11 and the real kube-apiserver. The test
+//! plays the operator: when the NodeSet's replicas rise it starts slurmd for that many
+//! elastic nodes (e1, e2, ...), when they fall it stops the highest ones — as slurm-operator
+//! does with NodeSet pods.
+//!
+//! All tests here use the elastic partition, so they take turns.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+use slurmscale_autoscaler::crd::NodeSetAutoscaler;
+use slurmscale_exporter::k8s::nodeset::v1beta1;
+use support::{Process, SlurmCluster, kube_client, kubeconfig_path, namespace};
+
+static ELASTIC: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// No jobs and no elastic node up.
+async fn reset_elastic(cluster: &SlurmCluster) {
+    let c = cluster.clone();
+    tokio::task::spawn_blocking(move || {
+        let _ = c
+            .cmd("scancel")
+            .args(["--user=root", "--partition=elastic"])
+            .status();
+        std::thread::sleep(Duration::from_millis(500));
+        for n in &c.elastic_nodes {
+            let _ = std::process::Command::new("bash")
+                .arg(support::repo_root().join("tests/harness/slurm.sh"))
+                .args([&c.flavor, "node-down", n])
+                .output();
+        }
+    })
+    .await
+    .unwrap();
+}
+
+/// The test's operator: follows the NodeSet's replicas with elastic slurmds.
+fn operate(client: kube::Client, ns: String, cluster: SlurmCluster) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let api: Api<v1beta1::NodeSet> = Api::namespaced(client, &ns);
+        let mut up: BTreeSet<usize> = BTreeSet::new();
+        loop {
+            let want = api
+                .get("elastic")
+                .await
+                .ok()
+                .and_then(|n| n.spec.replicas)
+                .unwrap_or(0)
+                .clamp(0, 8) as usize;
+            while up.len() < want {
+                let i = up.len() + 1;
+                let c = cluster.clone();
+                tokio::task::spawn_blocking(move || c.harness(&["node-up", &format!("e{i}")]))
+                    .await
+                    .unwrap();
+                up.insert(i);
+            }
+            while up.len() > want {
+                let i = *up.iter().next_back().unwrap();
+                let c = cluster.clone();
+                let ok = tokio::task::spawn_blocking(move || {
+                    std::process::Command::new("bash")
+                        .arg(support::repo_root().join("tests/harness/slurm.sh"))
+                        .args([&c.flavor, "node-down", &format!("e{i}")])
+                        .status()
+                        .is_ok_and(|s| s.success())
+                })
+                .await
+                .unwrap();
+                if !ok {
+                    break; // still busy: the operator drains first; try again later
+                }
+                up.remove(&i);
+            }
+            let status = json!({"status": {"replicas": up.len(), "readyReplicas": up.len(), "selector": "app=slurmd", "nodeSetHash": "test"}});
+            let _ = api
+                .patch_status("elastic", &PatchParams::default(), &Patch::Merge(status))
+                .await;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    })
+}
+
+struct Setup {
+    client: kube::Client,
+    ns: String,
+    nodesets: Api<v1beta1::NodeSet>,
+    autoscalers: Api<NodeSetAutoscaler>,
+    operator: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        self.operator.abort();
+    }
+}
+
+impl Setup {
+    /// Deletes the autoscaler (so no later test's autoscaler process acts on it) and stops
+    /// the operator; elastic nodes and jobs are reset.
+    async fn teardown(self, cluster: &SlurmCluster) {
+        let _ = self
+            .autoscalers
+            .delete("elastic", &Default::default())
+            .await;
+        self.operator.abort();
+        reset_elastic(cluster).await;
+    }
+}
+
+async fn setup(cluster: &SlurmCluster, dry_run: bool) -> Setup {
+    reset_elastic(cluster).await;
+    let client = kube_client().await;
+    let ns = namespace(&client, "autoscale").await;
+    let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
+    let spec = v1beta1::NodeSetSpec {
+        replicas: Some(0),
+        ..Default::default()
+    };
+    nodesets
+        .create(
+            &PostParams::default(),
+            &v1beta1::NodeSet::new("elastic", spec),
+        )
+        .await
+        .unwrap();
+    let autoscalers: Api<NodeSetAutoscaler> = Api::namespaced(client.clone(), &ns);
+    let nsa: NodeSetAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler",
+        "metadata": {"name": "elastic"},
+        "spec": {
+            "scaleTargetRef": {"name": "elastic"},
+            "slurm": {"cluster": cluster.name},
+            "minReplicas": 0, "maxReplicas": 8, "idleReplicas": 0, "idleTimeoutSeconds": 6,
+            "scaleUp": {"maxStep": 8},
+            "scaleDown": {"stabilizationWindowSeconds": 4, "maxStep": 8},
+            "dryRun": dry_run,
+        }
+    }))
+    .unwrap();
+    autoscalers
+        .create(&PostParams::default(), &nsa)
+        .await
+        .unwrap();
+    let operator = operate(client.clone(), ns.clone(), cluster.clone());
+    Setup {
+        client,
+        ns,
+        nodesets,
+        autoscalers,
+        operator,
+    }
+}
+
+fn autoscaler(cluster: &SlurmCluster, lease_ns: &str, extra: &[&str]) -> Process {
+    let key = cluster.key_file.to_string_lossy().into_owned();
+    let kubeconfig = kubeconfig_path().to_string_lossy().into_owned();
+    let mut args = vec![
+        "autoscaler",
+        "--interval",
+        "1s",
+        "--jwt-key-file",
+        &key,
+        "--kubeconfig",
+        &kubeconfig,
+        "--leader-election-namespace",
+        lease_ns,
+        "--leader-election-duration",
+        "6s",
+    ];
+    args.extend_from_slice(extra);
+    Process::start(
+        &args,
+        &[
+            ("SLURM_REST_URL", &cluster.url),
+            ("SLURM_USER", &cluster.user),
+            ("SLURM_CLUSTER", &cluster.name),
+        ],
+    )
+}
+
+async fn replicas(s: &Setup) -> i32 {
+    s.nodesets
+        .get("elastic")
+        .await
+        .unwrap()
+        .spec
+        .replicas
+        .unwrap_or(0)
+}
+
+async fn condition(s: &Setup, type_: &str) -> Option<String> {
+    let nsa = s.autoscalers.get("elastic").await.ok()?;
+    nsa.status?
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| c.status)
+}
+
+async fn eventually(what: &str, within: Duration, p: &Process, check: impl AsyncFn() -> bool) {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    panic!(
+        "{what}: not within {within:?}\nautoscaler logs:\n{}",
+        p.logs()
+    );
+}
+
+fn sbatch(cluster: &SlurmCluster, args: &[&str]) -> String {
+    let mut a = vec!["--parsable", "-o", "/dev/null", "-p", "elastic"];
+    a.extend_from_slice(args);
+    cluster.run("sbatch", &a).trim().to_string()
+}
+
+fn job_state(cluster: &SlurmCluster, id: &str) -> String {
+    cluster
+        .run("squeue", &["-h", "-j", id, "-o", "%T"])
+        .trim()
+        .to_string()
+}
+
+async fn events(s: &Setup, reason: &str) -> Vec<Event> {
+    let api: Api<Event> = Api::namespaced(s.client.clone(), &s.ns);
+    api.list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some(reason))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scales_up_for_a_3_node_job_holds_busy_nodes_and_goes_back_to_zero() {
+    let _turn = ELASTIC.lock().await;
+    let cluster = SlurmCluster::get("24.11");
+    let s = setup(&cluster, false).await;
+    let a = autoscaler(&cluster, &s.ns, &[]);
+    a.wait_ready(Duration::from_secs(30)).await;
+
+    let job = sbatch(&cluster, &["-N", "3", "--wrap", "sleep 12"]);
+    eventually(
+        "a 3-node job scales the NodeSet to 3",
+        Duration::from_secs(20),
+        &a,
+        async || replicas(&s).await == 3,
+    )
+    .await;
+    eventually(
+        "the job runs on the new nodes",
+        Duration::from_secs(30),
+        &a,
+        async || job_state(&cluster, &job) == "RUNNING",
+    )
+    .await;
+    assert!(
+        !events(&s, "ScaledUp").await.is_empty(),
+        "no ScaledUp event"
+    );
+    eventually(
+        "back to 0 after the job and the idle timeout",
+        Duration::from_secs(60),
+        &a,
+        async || replicas(&s).await == 0,
+    )
+    .await;
+    assert!(
+        !events(&s, "ScaledDown").await.is_empty(),
+        "no ScaledDown event"
+    );
+    let status = s.autoscalers.get("elastic").await.unwrap().status.unwrap();
+    assert_eq!(status.current_replicas, Some(0));
+    assert!(status.last_scale_time.is_some());
+
+    // A running job holds its node through the idle timeout and the down window.
+    let job = sbatch(&cluster, &["-N", "1", "--wrap", "sleep 300"]);
+    eventually(
+        "a 1-node job scales to 1",
+        Duration::from_secs(20),
+        &a,
+        async || replicas(&s).await == 1,
+    )
+    .await;
+    eventually("it runs", Duration::from_secs(30), &a, async || {
+        job_state(&cluster, &job) == "RUNNING"
+    })
+    .await;
+    let until = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < until {
+        assert!(
+            replicas(&s).await >= 1,
+            "scaled below a busy node:\n{}",
+            a.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    cluster.run("scancel", &[&job]);
+    eventually(
+        "back to 0 once the job is gone",
+        Duration::from_secs(60),
+        &a,
+        async || replicas(&s).await == 0,
+    )
+    .await;
+    let m = a.metrics().await;
+    let l = [("namespace", s.ns.as_str()), ("autoscaler", "elastic")];
+    assert!(
+        m.get("slurmscale_autoscaler_scale_ups_total", &l)
+            .unwrap_or(0.0)
+            >= 2.0
+    );
+    assert!(
+        m.get("slurmscale_autoscaler_scale_downs_total", &l)
+            .unwrap_or(0.0)
+            >= 2.0
+    );
+    assert_eq!(m.get("slurmscale_autoscaler_leader", &[]), Some(1.0));
+    s.teardown(&cluster).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn never_scales_down_while_slurmrestd_is_gone() {
+    let _turn = ELASTIC.lock().await;
+    let cluster = SlurmCluster::get("24.11");
+    let s = setup(&cluster, false).await;
+    let a = autoscaler(&cluster, &s.ns, &[]);
+    a.wait_ready(Duration::from_secs(30)).await;
+    let job = sbatch(&cluster, &["-N", "2", "--wrap", "sleep 300"]);
+    eventually("scaled to 2", Duration::from_secs(20), &a, async || {
+        replicas(&s).await == 2
+    })
+    .await;
+    eventually(
+        "Frozen=False while data is fresh",
+        Duration::from_secs(10),
+        &a,
+        async || condition(&s, "Frozen").await.as_deref() == Some("False"),
+    )
+    .await;
+
+    // slurmrestd goes away; behind its back the work disappears. The autoscaler cannot know,
+    // and must not guess: no scale-down for longer than idle timeout + window.
+    cluster.harness(&["restd-stop"]);
+    cluster.run("scancel", &[&job]);
+    eventually("Frozen=True", Duration::from_secs(20), &a, async || {
+        condition(&s, "Frozen").await.as_deref() == Some("True")
+    })
+    .await;
+    let until = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < until {
+        assert_eq!(replicas(&s).await, 2, "scaled on stale data:\n{}", a.logs());
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let m = a.metrics().await;
+    assert_eq!(
+        m.get(
+            "slurmscale_autoscaler_frozen",
+            &[("autoscaler", "elastic"), ("namespace", s.ns.as_str())]
+        ),
+        Some(1.0)
+    );
+    assert!(!events(&s, "Frozen").await.is_empty(), "no Frozen event");
+
+    cluster.harness(&["restd-start"]);
+    eventually(
+        "unfrozen once slurmrestd is back",
+        Duration::from_secs(30),
+        &a,
+        async || condition(&s, "Frozen").await.as_deref() == Some("False"),
+    )
+    .await;
+    eventually("then down to 0", Duration::from_secs(60), &a, async || {
+        replicas(&s).await == 0
+    })
+    .await;
+    s.teardown(&cluster).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_leader_acts_and_a_standby_takes_over() {
+    let _turn = ELASTIC.lock().await;
+    let cluster = SlurmCluster::get("24.11");
+    let s = setup(&cluster, false).await;
+    let first = autoscaler(&cluster, &s.ns, &["--identity", "replica-a"]);
+    let second = autoscaler(&cluster, &s.ns, &["--identity", "replica-b"]);
+    first.wait_ready(Duration::from_secs(30)).await;
+    second.wait_ready(Duration::from_secs(30)).await;
+    let leases: Api<Lease> = Api::namespaced(s.client.clone(), &s.ns);
+    let holder = async || {
+        leases
+            .get_opt("slurmscale-autoscaler")
+            .await
+            .ok()
+            .flatten()
+            .and_then(|l| l.spec?.holder_identity)
+            .unwrap_or_default()
+    };
+    eventually(
+        "a leader is elected",
+        Duration::from_secs(20),
+        &first,
+        async || !holder().await.is_empty(),
+    )
+    .await;
+    let leader = holder().await;
+    let (mut leading, standing_by) = if leader == "replica-a" {
+        (first, second)
+    } else {
+        (second, first)
+    };
+    let standby_name = if leader == "replica-a" {
+        "replica-b"
+    } else {
+        "replica-a"
+    };
+
+    sbatch(&cluster, &["-N", "2", "--wrap", "sleep 300"]);
+    eventually(
+        "the leader scales to 2",
+        Duration::from_secs(20),
+        &leading,
+        async || replicas(&s).await == 2,
+    )
+    .await;
+    for (p, is_leader) in [(&leading, 1.0), (&standing_by, 0.0)] {
+        let m = p.metrics().await;
+        assert_eq!(m.get("slurmscale_autoscaler_leader", &[]), Some(is_leader));
+    }
+    let scaled = events(&s, "ScaledUp").await;
+    assert!(!scaled.is_empty());
+    assert!(
+        scaled
+            .iter()
+            .all(|e| e.reporting_instance.as_deref() == Some(leader.as_str())),
+        "a standby acted: {:?}",
+        scaled
+            .iter()
+            .map(|e| &e.reporting_instance)
+            .collect::<Vec<_>>()
+    );
+
+    // The leader dies without releasing the lease: the standby takes over within its duration.
+    let _ = leading.child.kill();
+    let _ = leading.child.wait();
+    let died = Instant::now();
+    eventually(
+        "the standby takes the lease",
+        Duration::from_secs(20),
+        &standing_by,
+        async || holder().await == standby_name,
+    )
+    .await;
+    assert!(
+        died.elapsed() < Duration::from_secs(15),
+        "takeover took {:?}",
+        died.elapsed()
+    );
+    sbatch(&cluster, &["-N", "1", "--wrap", "sleep 300"]);
+    eventually(
+        "the new leader scales to 3",
+        Duration::from_secs(20),
+        &standing_by,
+        async || replicas(&s).await == 3,
+    )
+    .await;
+    assert!(
+        events(&s, "ScaledUp")
+            .await
+            .iter()
+            .any(|e| e.reporting_instance.as_deref() == Some(standby_name))
+    );
+    s.teardown(&cluster).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dry_run_reports_and_changes_nothing() {
+    let _turn = ELASTIC.lock().await;
+    let cluster = SlurmCluster::get("24.11");
+    let s = setup(&cluster, true).await;
+    let a = autoscaler(&cluster, &s.ns, &[]);
+    a.wait_ready(Duration::from_secs(30)).await;
+    sbatch(&cluster, &["-N", "3", "--wrap", "sleep 300"]);
+    eventually(
+        "the decision is reported",
+        Duration::from_secs(20),
+        &a,
+        async || {
+            s.autoscalers
+                .get("elastic")
+                .await
+                .ok()
+                .and_then(|n| n.status)
+                .and_then(|st| st.desired_replicas)
+                == Some(3)
+        },
+    )
+    .await;
+    assert!(!events(&s, "DryRun").await.is_empty(), "no DryRun event");
+    let until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < until {
+        assert_eq!(replicas(&s).await, 0, "dry run changed the target");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    s.teardown(&cluster).await;
+}
+
+/// DaemonSet NodeSets place one pod per node: the autoscaler refuses them, clearly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn daemonset_nodesets_are_refused() {
+    let cluster = SlurmCluster::get("24.11");
+    let client = kube_client().await;
+    let ns = namespace(&client, "daemonset").await;
+    let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
+    let spec = v1beta1::NodeSetSpec {
+        replicas: Some(1),
+        scaling_mode: Some(slurmscale_exporter::k8s::nodeset::ScalingMode::DaemonSet),
+        ..Default::default()
+    };
+    nodesets
+        .create(&PostParams::default(), &v1beta1::NodeSet::new("ds", spec))
+        .await
+        .unwrap();
+    let autoscalers: Api<NodeSetAutoscaler> = Api::namespaced(client.clone(), &ns);
+    let nsa: NodeSetAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler", "metadata": {"name": "ds"},
+        "spec": {"scaleTargetRef": {"name": "ds"}, "slurm": {"partitions": ["cpu"]}, "maxReplicas": 4}
+    }))
+    .unwrap();
+    autoscalers
+        .create(&PostParams::default(), &nsa)
+        .await
+        .unwrap();
+    let a = autoscaler(&cluster, &ns, &[]);
+    a.wait_ready(Duration::from_secs(30)).await;
+    let api = Arc::new(autoscalers);
+    eventually(
+        "Ready=False DaemonSetScalingMode",
+        Duration::from_secs(20),
+        &a,
+        async || {
+            api.get("ds")
+                .await
+                .ok()
+                .and_then(|n| n.status)
+                .is_some_and(|s| {
+                    s.conditions.iter().any(|c| {
+                        c.type_ == "Ready"
+                            && c.status == "False"
+                            && c.reason == "DaemonSetScalingMode"
+                    })
+                })
+        },
+    )
+    .await;
+    assert_eq!(nodesets.get("ds").await.unwrap().spec.replicas, Some(1));
+    let _ = api.delete("ds", &Default::default()).await;
+}
