@@ -205,6 +205,7 @@ async fn condition(s: &Setup, type_: &str) -> Option<String> {
         .map(|c| c.status)
 }
 
+/// Waits for `check`; on failure says what the autoscaler, Slurm and the NodeSet looked like.
 async fn eventually(what: &str, within: Duration, p: &Process, check: impl AsyncFn() -> bool) {
     let deadline = Instant::now() + within;
     while Instant::now() < deadline {
@@ -213,8 +214,34 @@ async fn eventually(what: &str, within: Duration, p: &Process, check: impl Async
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+    let cluster = SlurmCluster::get("24.11");
+    let queue = cluster.run("squeue", &["-p", "elastic"]);
+    let nodes = cluster.run("sinfo", &["-N", "-p", "elastic"]);
+    let client = kube_client().await;
+    let nsas: Api<NodeSetAutoscaler> = Api::all(client);
+    let statuses: Vec<String> = nsas
+        .list(&ListParams::default())
+        .await
+        .map(|l| {
+            l.items
+                .iter()
+                .map(|n| {
+                    format!(
+                        "{:?}: {:?}",
+                        n.metadata.namespace,
+                        n.status.as_ref().map(|s| (
+                            &s.current_replicas,
+                            &s.desired_replicas,
+                            &s.last_decision
+                        ))
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     panic!(
-        "{what}: not within {within:?}\nautoscaler logs:\n{}",
+        "{what}: not within {within:?}\nsqueue:\n{queue}\nsinfo:\n{nodes}\nautoscalers:\n{}\nautoscaler logs:\n{}",
+        statuses.join("\n"),
         p.logs()
     );
 }

@@ -41,11 +41,14 @@ struct Shared {
     http: reqwest::Client,
     /// The fault and the endpoint it applies to (`None`: every endpoint).
     fault: Arc<Mutex<(Fault, Option<&'static str>)>>,
+    /// Items in the last answer forwarded per endpoint (`jobs`: job records).
+    items: Arc<Mutex<std::collections::BTreeMap<String, usize>>>,
 }
 
 pub struct FaultProxy {
     pub url: String,
     fault: Arc<Mutex<(Fault, Option<&'static str>)>>,
+    items: Arc<Mutex<std::collections::BTreeMap<String, usize>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -56,16 +59,23 @@ impl FaultProxy {
             .expect("bind proxy");
         let url = format!("http://{}", listener.local_addr().unwrap());
         let fault = Arc::new(Mutex::new((Fault::None, None)));
+        let items = Arc::new(Mutex::new(std::collections::BTreeMap::new()));
         let shared = Shared {
             upstream: upstream.trim_end_matches('/').to_string(),
             http: reqwest::Client::new(),
             fault: fault.clone(),
+            items: items.clone(),
         };
         let app = Router::new().fallback(forward).with_state(shared);
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        Self { url, fault, task }
+        Self {
+            url,
+            fault,
+            items,
+            task,
+        }
     }
 
     /// Applies `fault` to requests for `endpoint` (e.g. "jobs"), or to all with `None`.
@@ -75,6 +85,11 @@ impl FaultProxy {
 
     pub fn clear(&self) {
         self.set(Fault::None, None);
+    }
+
+    /// How many items (`jobs`, `nodes`, ...) the last answer for `endpoint` carried.
+    pub fn items(&self, endpoint: &str) -> Option<usize> {
+        self.items.lock().unwrap().get(endpoint).copied()
     }
 }
 
@@ -105,6 +120,12 @@ async fn forward(State(s): State<Shared>, req: Request) -> Response {
         Fault::None
     };
 
+    // A rewrite must be applied to a full answer, not to "unchanged since update_time".
+    let path = if matches!(fault, Fault::Rewrite(_)) {
+        req.uri().path().to_string()
+    } else {
+        path
+    };
     let mut upstream = s.http.get(format!("{}{path}", s.upstream));
     for name in ["x-slurm-user-name", "x-slurm-user-token"] {
         if let Some(v) = req.headers().get(name) {
@@ -133,6 +154,18 @@ async fn forward(State(s): State<Shared>, req: Request) -> Response {
         Fault::Rewrite(f) => {
             let mut v: Value = serde_json::from_slice(&body).unwrap_or_default();
             f(&mut v);
+            // 24.11's "unchanged since update_time" is an empty list with a warning: not a count.
+            let unchanged = v
+                .get("warnings")
+                .and_then(Value::as_array)
+                .is_some_and(|w| !w.is_empty());
+            if let Some(list) = v
+                .get(&endpoint)
+                .and_then(Value::as_array)
+                .filter(|l| !(l.is_empty() && unchanged))
+            {
+                s.items.lock().unwrap().insert(endpoint.clone(), list.len());
+            }
             (status, json(&v))
         }
         Fault::DroppedMidBody => {
