@@ -37,6 +37,11 @@ pub async fn run(args: AutoscalerArgs) -> Result<()> {
         lease: Some(lease),
         identity,
         dry_run: args.dry_run,
+        scontrol: slurmscale_autoscaler::slurm_nodes::Scontrol {
+            bin: args.scontrol.clone(),
+            conf: args.scontrol_conf.clone(),
+        },
+        ledger: args.ledger.config(),
     };
     let stop = CancellationToken::new();
     tokio::spawn(crate::shutdown_on_signal(stop.clone()));

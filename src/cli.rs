@@ -319,8 +319,17 @@ pub struct AutoscalerArgs {
     /// This replica's name in the Lease (default: host name and process id).
     #[arg(long, env = "POD_NAME")]
     pub identity: Option<String>,
+    /// `scontrol` used to drain and resume nodes on Slurm 22.05, which has no REST node update
+    /// (colocation only; default: `scontrol` on PATH).
+    #[arg(long, env = "SLURMSCALE_SCONTROL")]
+    pub scontrol: Option<PathBuf>,
+    /// `SLURM_CONF` for that `scontrol`.
+    #[arg(long, env = "SLURMSCALE_SCONTROL_CONF")]
+    pub scontrol_conf: Option<PathBuf>,
     #[command(flatten)]
     pub slurm: SlurmArgs,
     #[command(flatten)]
     pub kube: KubeArgs,
+    #[command(flatten)]
+    pub ledger: LedgerArgs,
 }

@@ -17,7 +17,7 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use slurmscale_autoscaler::crd::NodeSetAutoscaler;
 use slurmscale_exporter::k8s::nodeset::v1beta1;
-use support::{Process, SlurmCluster, kube_client, kubeconfig_path, namespace};
+use support::{Process, SlurmCluster, autoscaler, kube_client, namespace};
 
 static ELASTIC: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -159,33 +159,6 @@ async fn setup(cluster: &SlurmCluster, dry_run: bool) -> Setup {
     }
 }
 
-fn autoscaler(cluster: &SlurmCluster, lease_ns: &str, extra: &[&str]) -> Process {
-    let key = cluster.key_file.to_string_lossy().into_owned();
-    let kubeconfig = kubeconfig_path().to_string_lossy().into_owned();
-    let mut args = vec![
-        "autoscaler",
-        "--interval",
-        "1s",
-        "--jwt-key-file",
-        &key,
-        "--kubeconfig",
-        &kubeconfig,
-        "--leader-election-namespace",
-        lease_ns,
-        "--leader-election-duration",
-        "6s",
-    ];
-    args.extend_from_slice(extra);
-    Process::start(
-        &args,
-        &[
-            ("SLURM_REST_URL", &cluster.url),
-            ("SLURM_USER", &cluster.user),
-            ("SLURM_CLUSTER", &cluster.name),
-        ],
-    )
-}
-
 async fn replicas(s: &Setup) -> i32 {
     s.nodesets
         .get("elastic")
@@ -246,8 +219,17 @@ async fn eventually(what: &str, within: Duration, p: &Process, check: impl Async
     );
 }
 
+/// Submits an exclusive job to the elastic partition: each job needs whole nodes, so node
+/// counts are what the test says (a 1-core job would otherwise share a busy node).
 fn sbatch(cluster: &SlurmCluster, args: &[&str]) -> String {
-    let mut a = vec!["--parsable", "-o", "/dev/null", "-p", "elastic"];
+    let mut a = vec![
+        "--parsable",
+        "-o",
+        "/dev/null",
+        "-p",
+        "elastic",
+        "--exclusive",
+    ];
     a.extend_from_slice(args);
     cluster.run("sbatch", &a).trim().to_string()
 }
@@ -342,19 +324,24 @@ async fn scales_up_for_a_3_node_job_holds_busy_nodes_and_goes_back_to_zero() {
         async || replicas(&s).await == 0,
     )
     .await;
-    let m = a.metrics().await;
+    // The page is re-rendered every second: it may lag the scale by that much.
     let l = [("namespace", s.ns.as_str()), ("autoscaler", "elastic")];
-    assert!(
-        m.get("slurmscale_autoscaler_scale_ups_total", &l)
-            .unwrap_or(0.0)
-            >= 2.0
-    );
-    assert!(
-        m.get("slurmscale_autoscaler_scale_downs_total", &l)
-            .unwrap_or(0.0)
-            >= 2.0
-    );
-    assert_eq!(m.get("slurmscale_autoscaler_leader", &[]), Some(1.0));
+    eventually(
+        "both scale-ups and scale-downs counted",
+        Duration::from_secs(5),
+        &a,
+        async || {
+            let m = a.metrics().await;
+            m.get("slurmscale_autoscaler_scale_ups_total", &l)
+                .unwrap_or(0.0)
+                >= 2.0
+                && m.get("slurmscale_autoscaler_scale_downs_total", &l)
+                    .unwrap_or(0.0)
+                    >= 2.0
+                && m.get("slurmscale_autoscaler_leader", &[]) == Some(1.0)
+        },
+    )
+    .await;
     s.teardown(&cluster).await;
 }
 

@@ -509,14 +509,12 @@ async fn the_rbac_example_is_sufficient() {
         let exporter = exporter(&cluster, path.to_str().unwrap());
         if allowed {
             exporter.wait_ready(Duration::from_secs(30)).await;
-            let m = exporter.metrics().await;
-            for r in ["nodes", "genericnodes", "nodesets"] {
-                assert_eq!(
-                    m.get("slurm_exporter_kubernetes_watch_up", &[("resource", r)]),
-                    Some(1.0),
-                    "{r} with the example RBAC"
-                );
-            }
+            until(&exporter, "every watch up with the example RBAC", |m| {
+                ["nodes", "genericnodes", "nodesets"].iter().all(|r| {
+                    m.get("slurm_exporter_kubernetes_watch_up", &[("resource", r)]) == Some(1.0)
+                })
+            })
+            .await;
         } else {
             let refused = wait_until(Duration::from_secs(20), || async {
                 exporter.logs().contains("forbidden")

@@ -128,6 +128,8 @@ async fn main() {
         lease: None,
         identity: "reaction-bench".into(),
         dry_run: false,
+        scontrol: Default::default(),
+        ledger: Default::default(),
     };
     tokio::spawn(run(client.clone(), cfg, stop.clone()));
 

@@ -6,14 +6,16 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use k8s_openapi::api::core::v1::ObjectReference;
-use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use k8s_openapi::api::core::v1::{ObjectReference, Pod};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
 use kube::core::GroupVersionKind;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource};
 use serde_json::{Value, json};
+use slurmscale_exporter::k8s::quantity;
 use tracing::warn;
 
+use crate::colocation::{PendingPod, Placement, Requirement};
 use crate::crd::{NodeSetAutoscaler, ScaleTargetRef};
 use crate::error::{Error, Result};
 
@@ -28,7 +30,12 @@ pub struct Target {
     pub scaling_mode: Option<String>,
     /// The Slurm partition the target serves, if it says (`slurmscale.io/partition`).
     pub partition_annotation: Option<String>,
+    /// The label selector of its pods (`status.selector`), to find them on nodes.
+    pub selector: Option<String>,
 }
+
+/// The annotation slurm-operator reads to choose which NodeSet pods go first on scale-in.
+pub const POD_DELETION_COST: &str = "nodeset.slinky.slurm.net/pod-deletion-cost";
 
 pub struct Actuator {
     client: Client,
@@ -108,6 +115,12 @@ impl Actuator {
                 .as_ref()
                 .and_then(|a| a.get(slurmscale_exporter::k8s::nodeset::PARTITION_ANNOTATION))
                 .cloned(),
+            selector: object
+                .data
+                .get("status")
+                .and_then(|s| s.get("selector"))
+                .and_then(Value::as_str)
+                .map(String::from),
         })
     }
 
@@ -127,6 +140,118 @@ impl Actuator {
         api.patch_scale(&target.name, &PatchParams::default(), &Patch::Merge(patch))
             .await?;
         Ok(())
+    }
+
+    /// Marks the target's pods on `nodes` to be deleted first on the next scale-in (the
+    /// operator then removes exactly the nodes we drained). Returns how many were marked.
+    pub async fn mark_pods_to_go(
+        &self,
+        namespace: &str,
+        selector: Option<&str>,
+        nodes: &[String],
+    ) -> Result<usize> {
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        let mut lp = ListParams::default();
+        if let Some(sel) = selector {
+            lp = lp.labels(sel);
+        }
+        let mut marked = 0;
+        for pod in pods.list(&lp).await?.items {
+            let on = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+            if on.is_some_and(|n| nodes.iter().any(|x| x == n)) {
+                let name = pod.metadata.name.clone().unwrap_or_default();
+                let patch = json!({"metadata": {"annotations": {POD_DELETION_COST: "-100000"}}});
+                pods.patch(&name, &PatchParams::default(), &Patch::Merge(patch))
+                    .await?;
+                marked += 1;
+            }
+        }
+        Ok(marked)
+    }
+
+    /// The nodes the target's pods (by its `status.selector`) run on: node → whether a pod
+    /// there is still serving (not yet marked to go). This, not Slurm, says which pool nodes
+    /// Slurm holds: a node is Slurm's from its pod's start until the pod is marked.
+    pub async fn pod_nodes(
+        &self,
+        namespace: &str,
+        selector: &str,
+    ) -> Result<std::collections::BTreeMap<String, bool>> {
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        let mut out = std::collections::BTreeMap::new();
+        for pod in pods
+            .list(&ListParams::default().labels(selector))
+            .await?
+            .items
+        {
+            let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) else {
+                continue;
+            };
+            let leaving = pod.metadata.deletion_timestamp.is_some()
+                || pod
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .is_some_and(|a| a.contains_key(POD_DELETION_COST));
+            *out.entry(node).or_insert(false) |= !leaving;
+        }
+        Ok(out)
+    }
+
+    /// Pending pods the scheduler could not place (PodScheduled=False, Unschedulable), with
+    /// their CPU and memory requests, optionally only those with `labels`.
+    pub async fn unschedulable_pods(
+        &self,
+        labels: &std::collections::BTreeMap<String, String>,
+    ) -> Result<Vec<PendingPod>> {
+        let pods: Api<Pod> = Api::all(self.client.clone());
+        let mut lp = ListParams::default().fields("status.phase=Pending");
+        if !labels.is_empty() {
+            let sel: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            lp = lp.labels(&sel.join(","));
+        }
+        let mut out = Vec::new();
+        for pod in pods.list(&lp).await?.items {
+            let unschedulable = pod
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| {
+                    cs.iter().any(|c| {
+                        c.type_ == "PodScheduled"
+                            && c.status == "False"
+                            && c.reason.as_deref() == Some("Unschedulable")
+                    })
+                });
+            if !unschedulable {
+                continue;
+            }
+            let (mut cpu, mut memory) = (0.0, 0.0);
+            for c in pod.spec.iter().flat_map(|s| s.containers.iter()) {
+                if let Some(req) = c.resources.as_ref().and_then(|r| r.requests.as_ref()) {
+                    cpu += req
+                        .get("cpu")
+                        .and_then(|q| quantity::parse(&q.0))
+                        .unwrap_or(0.0);
+                    memory += req
+                        .get("memory")
+                        .and_then(|q| quantity::parse(&q.0))
+                        .unwrap_or(0.0);
+                }
+            }
+            let name = format!(
+                "{}/{}",
+                pod.metadata.namespace.unwrap_or_default(),
+                pod.metadata.name.unwrap_or_default()
+            );
+            out.push(PendingPod {
+                name,
+                cpu,
+                memory,
+                placement: placement(pod.spec.as_ref()),
+            });
+        }
+        Ok(out)
     }
 
     /// Merges `status` into the NodeSetAutoscaler's status.
@@ -160,5 +285,43 @@ impl Actuator {
         if let Err(e) = self.recorder.publish(&event, &reference).await {
             warn!(error = %e, reason, "cannot record an Event");
         }
+    }
+}
+
+/// Where a pod may go, from its `nodeSelector` and required node affinity.
+fn placement(spec: Option<&k8s_openapi::api::core::v1::PodSpec>) -> Placement {
+    let Some(spec) = spec else {
+        return Placement::default();
+    };
+    let terms = spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .map(|r| {
+            r.node_selector_terms
+                .iter()
+                .map(|t| {
+                    let exprs = t.match_expressions.iter().flatten().map(|r| (r, false));
+                    let fields = t.match_fields.iter().flatten().map(|r| (r, true));
+                    exprs
+                        .chain(fields)
+                        .map(|(r, field)| Requirement {
+                            key: r.key.clone(),
+                            operator: r.operator.clone(),
+                            values: r.values.clone().unwrap_or_default(),
+                            field,
+                        })
+                        .collect()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Placement {
+        node_selector: spec.node_selector.clone().unwrap_or_default(),
+        terms,
     }
 }

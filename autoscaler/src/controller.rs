@@ -21,11 +21,16 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use crate::actuator::{Actuator, Target};
+use crate::colocation::{self, ColocationBounds, ColocationHistory, PoolNode, SlurmNode};
 use crate::crd::NodeSetAutoscaler;
 use crate::error::{Error, Result};
 use crate::leader::Leadership;
 use crate::metrics::AutoscalerMetrics;
 use crate::policy::{Bounds, Decision, History, Reason, Signals, decide};
+use crate::slurm_nodes::SlurmNodeWriter;
+use slurmscale_exporter::k8s::ledger::Owner;
+use slurmscale_exporter::k8s::watch::KubeSource;
+use slurmscale_exporter::model::{NodeBase, NodeFlags};
 
 #[derive(Clone, Debug)]
 pub struct ControllerConfig {
@@ -50,10 +55,21 @@ struct Entry {
     last_error: Option<String>,
     retry_at: Option<Instant>,
     failures: u32,
+    colocation: ColocationHistory,
+}
+
+/// What colocated autoscalers need besides Slurm demand.
+#[derive(Default)]
+pub struct ColocationSources {
+    /// The GenericNode ledger and Node capacity.
+    pub kube: Option<KubeSource>,
+    /// Per Slurm cluster, what drains and resumes its nodes.
+    pub writers: BTreeMap<String, SlurmNodeWriter>,
 }
 
 pub struct Controller {
     actuator: Actuator,
+    colocation: ColocationSources,
     autoscalers: Store<NodeSetAutoscaler>,
     clusters: BTreeMap<String, watch::Receiver<Arc<ClusterSnapshot>>>,
     leadership: Leadership,
@@ -69,9 +85,11 @@ impl Controller {
         clusters: BTreeMap<String, watch::Receiver<Arc<ClusterSnapshot>>>,
         leadership: Leadership,
         cfg: ControllerConfig,
+        colocation: ColocationSources,
     ) -> Self {
         Self {
             actuator,
+            colocation,
             autoscalers,
             clusters,
             leadership,
@@ -101,7 +119,20 @@ impl Controller {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .leader = leader;
-        let live: Vec<Arc<NodeSetAutoscaler>> = self.autoscalers.state();
+        // Autoscalers naming a Slurm cluster this process does not poll belong to another
+        // slurmscale (one per cluster is a supported layout): left alone, not reported on.
+        let live: Vec<Arc<NodeSetAutoscaler>> = self
+            .autoscalers
+            .state()
+            .into_iter()
+            .filter(|n| {
+                n.spec
+                    .slurm
+                    .cluster
+                    .as_ref()
+                    .is_none_or(|c| self.clusters.contains_key(c))
+            })
+            .collect();
         let keys: Vec<String> = live.iter().map(|n| key(n)).collect();
         {
             let mut m = self.metrics.lock().unwrap_or_else(|e| e.into_inner());
@@ -219,6 +250,11 @@ impl Controller {
             return Ok(());
         }
 
+        if let Some(col) = &spec.colocation {
+            return self
+                .reconcile_colocated(nsa, entry, &target, col, leader, dry_run)
+                .await;
+        }
         let now = SystemTime::now();
         let bounds = Bounds::from(spec);
         let signals = self.signals(nsa, &target, &bounds, now);
@@ -382,6 +418,361 @@ impl Controller {
             });
         }
         merged.ok_or_else(|| Untrusted::UnknownPartition(String::new()))
+    }
+
+    fn cluster_of(&self, nsa: &NodeSetAutoscaler) -> Option<String> {
+        nsa.spec.slurm.cluster.clone().or_else(|| {
+            (self.clusters.len() == 1)
+                .then(|| self.clusters.keys().next().cloned())
+                .flatten()
+        })
+    }
+
+    /// The colocated path: plan drains, resumes and replicas from the ledger, pending pods
+    /// and Slurm, then carry the plan out (leader only) and explain every step.
+    async fn reconcile_colocated(
+        &self,
+        nsa: &NodeSetAutoscaler,
+        entry: &mut Entry,
+        target: &Target,
+        col: &crate::crd::ColocationSpec,
+        leader: bool,
+        dry_run: bool,
+    ) -> Result<()> {
+        let namespace = nsa.namespace().unwrap_or_default();
+        let now = SystemTime::now();
+        let cluster = self
+            .cluster_of(nsa)
+            .ok_or_else(|| Error::UnknownCluster(String::new()))?;
+        let kube = self.colocation.kube.as_ref().ok_or_else(|| {
+            Error::Target(
+                nsa.name_any(),
+                "colocation needs the GenericNode watch".into(),
+            )
+        })?;
+        let ksnap = kube.snapshot();
+        let ledger =
+            ["genericnodes", "nodes"]
+                .iter()
+                .try_for_each(|r| match ksnap.watches.get(r) {
+                    Some(h) if h.served && h.synced && h.last_error.is_none() => Ok(()),
+                    Some(h) => Err(format!(
+                        "{r} watch: {}",
+                        h.last_error.clone().unwrap_or_else(|| "not listed".into())
+                    )),
+                    None => Err(format!("{r} not watched")),
+                });
+        let snap = self
+            .clusters
+            .get(&cluster)
+            .map(|r| r.borrow().clone())
+            .ok_or_else(|| Error::UnknownCluster(cluster.clone()))?;
+        let partition = nsa
+            .spec
+            .slurm
+            .partitions
+            .first()
+            .cloned()
+            .unwrap_or_else(|| {
+                target
+                    .partition_annotation
+                    .clone()
+                    .unwrap_or_else(|| nsa.spec.scale_target_ref.name.clone())
+            });
+        let pool_name = col.pool.clone().unwrap_or_else(|| cluster.clone());
+        let selector = target.selector.as_deref().ok_or_else(|| {
+            Error::Target(
+                nsa.spec.scale_target_ref.name.clone(),
+                "has no status.selector, so its pods cannot be found on the pool's nodes".into(),
+            )
+        })?;
+        let serving = self.actuator.pod_nodes(&namespace, selector).await?;
+        let slurm_nodes = snap.nodes.data.clone().unwrap_or_default();
+        let mut pool = Vec::new();
+        for ln in ksnap.ledger.iter().filter(|l| l.cluster == pool_name) {
+            // A node whose capacity is unknown cannot be accounted for: left out.
+            let Some(cap) = ksnap.capacity.get(&ln.name) else {
+                continue;
+            };
+            // Slurm holds the node while a serving pod of the NodeSet runs there; a node it
+            // holds that Slurm does not know (yet) is held but not ours to drain.
+            let held = serving.get(&ln.name).copied().unwrap_or(false);
+            let known = slurm_nodes.iter().find(|n| n.name == ln.alias);
+            let slurm = held.then(|| {
+                known.map_or(
+                    SlurmNode {
+                        unavailable: true,
+                        ..Default::default()
+                    },
+                    |n| {
+                        let ours =
+                            n.state.drain() && n.reason.starts_with(colocation::DRAIN_PREFIX);
+                        SlurmNode {
+                            in_partition: n.partitions.iter().any(|p| **p == *partition),
+                            busy: n.alloc_cpus > 0
+                                || matches!(n.state.base, NodeBase::Allocated | NodeBase::Mixed)
+                                || n.state.flags.contains(NodeFlags::COMPLETING),
+                            alloc_cpus: n.alloc_cpus,
+                            drained_by_us: ours,
+                            unavailable: (n.state.drain() && !ours)
+                                || matches!(
+                                    n.state.base,
+                                    NodeBase::Down | NodeBase::Error | NodeBase::Future
+                                )
+                                || n.state.flags.contains(NodeFlags::NOT_RESPONDING),
+                        }
+                    },
+                )
+            });
+            pool.push(PoolNode {
+                k8s_node: ln.name.clone(),
+                slurm_node: ln.alias.clone(),
+                cpu: cap.get("cpu").unwrap_or(0.0),
+                memory: cap.get("memory").unwrap_or(0.0),
+                labels: cap.labels.clone(),
+                k8s_cpu: ln.held(Owner::Kubernetes, "cpu"),
+                k8s_memory: ln.held(Owner::Kubernetes, "memory"),
+                slurm,
+            });
+        }
+        let pods = self.actuator.unschedulable_pods(&col.pod_selector).await?;
+        let bounds = ColocationBounds {
+            min_slurm: col.min_slurm_nodes.into(),
+            min_kubernetes: col.min_kubernetes_nodes.into(),
+            max_slurm: col.max_slurm_nodes.map_or(u64::MAX, u64::from),
+            cooldown: Duration::from_secs(col.cooldown_seconds.unwrap_or(300).into()),
+            release_idle: col.release_idle_slurm_nodes,
+        };
+        let signals: Signals =
+            partition_signals(&snap, &partition, None, now, self.cfg.stale_after);
+        let plan = colocation::plan(
+            &bounds,
+            &pool,
+            &pods,
+            &signals,
+            ledger,
+            target.replicas,
+            &entry.colocation,
+            now,
+        );
+
+        let acting = leader && !dry_run;
+        if acting {
+            let version = snap
+                .api_version
+                .ok_or_else(|| Error::UnknownCluster(cluster.clone()))?;
+            let writer = self
+                .colocation
+                .writers
+                .get(&cluster)
+                .ok_or_else(|| Error::UnknownCluster(cluster.clone()))?;
+            for node in &plan.drain {
+                writer
+                    .drain(version, node, "capacity for Kubernetes")
+                    .await?;
+                self.actuator
+                    .event(
+                        nsa,
+                        false,
+                        "Drain",
+                        format!("drained {node} for Kubernetes (reason prefix slurmscale:)"),
+                    )
+                    .await;
+            }
+            for node in &plan.resume {
+                writer.resume(version, node).await?;
+                self.actuator
+                    .event(
+                        nsa,
+                        false,
+                        "Resume",
+                        format!("resumed {node}: Slurm has demand again"),
+                    )
+                    .await;
+            }
+            if !plan.release.is_empty() {
+                let marked = self
+                    .actuator
+                    .mark_pods_to_go(&namespace, target.selector.as_deref(), &plan.release)
+                    .await?;
+                self.actuator
+                    .event(
+                        nsa,
+                        false,
+                        "Release",
+                        format!(
+                            "handing {} to Kubernetes ({marked} pod(s) marked to go first)",
+                            plan.release.join(", ")
+                        ),
+                    )
+                    .await;
+            }
+            if plan.replicas != target.replicas {
+                self.actuator
+                    .scale(
+                        &namespace,
+                        &nsa.spec.scale_target_ref,
+                        plan.replicas,
+                        target.resource_version.as_deref(),
+                    )
+                    .await?;
+                let up = plan.replicas > target.replicas;
+                self.actuator
+                    .event(
+                        nsa,
+                        false,
+                        if up { "ScaledUp" } else { "ScaledDown" },
+                        plan.steps.join("; "),
+                    )
+                    .await;
+                entry.last_scale = Some(Time(Timestamp::now()));
+            }
+            entry.colocation.record(&plan, now);
+        } else if leader
+            && dry_run
+            && (!plan.drain.is_empty()
+                || !plan.resume.is_empty()
+                || plan.replicas != target.replicas)
+        {
+            self.actuator
+                .event(
+                    nsa,
+                    false,
+                    "DryRun",
+                    format!("would: {}", plan.steps.join("; ")),
+                )
+                .await;
+        }
+        if plan.frozen != entry.frozen && leader {
+            let (warning, reason) = if plan.frozen {
+                (true, "Frozen")
+            } else {
+                (false, "Unfrozen")
+            };
+            self.actuator
+                .event(nsa, warning, reason, plan.steps.join("; "))
+                .await;
+        }
+        entry.frozen = plan.frozen;
+        entry.last_error = None;
+
+        let draining: Vec<String> = pool
+            .iter()
+            .filter(|n| n.slurm.as_ref().is_some_and(|s| s.drained_by_us && s.busy))
+            .map(|n| n.slurm_node.clone())
+            .chain(plan.drain.iter().cloned())
+            .collect();
+        let held = pool.iter().filter(|n| n.slurm.is_some()).count() as u64;
+        {
+            let mut m = self.metrics.lock().unwrap_or_else(|e| e.into_inner());
+            let row = m.rows.entry(key(nsa)).or_default();
+            row.cluster = cluster.clone();
+            row.namespace = namespace.clone();
+            row.name = nsa.name_any();
+            row.target = nsa.spec.scale_target_ref.name.clone();
+            row.desired = plan.replicas;
+            row.current = if acting {
+                plan.replicas
+            } else {
+                target.replicas
+            };
+            row.recommendation = plan.replicas;
+            row.frozen = plan.frozen;
+            row.reason = if plan.frozen {
+                Reason::Frozen
+            } else if plan.replicas > target.replicas {
+                Reason::ScaleUp
+            } else if plan.replicas < target.replicas {
+                Reason::ScaleDown
+            } else {
+                Reason::Steady
+            };
+            if acting && plan.replicas > target.replicas {
+                row.scale_ups += 1;
+                row.last_scale_up = Some(now);
+            } else if acting && plan.replicas < target.replicas {
+                row.scale_downs += 1;
+                row.last_scale_down = Some(now);
+            }
+            row.colocation = Some(crate::metrics::ColocationRow {
+                pool: pool.len() as u64,
+                slurm: held,
+                draining: draining.len() as u64,
+                kubernetes_need: plan.kubernetes_need,
+                slurm_need: plan.slurm_need,
+            });
+        }
+        if leader {
+            let moved = !(plan.drain.is_empty()
+                && plan.resume.is_empty()
+                && plan.release.is_empty()
+                && plan.grow == 0);
+            let reason = if plan.frozen {
+                "Frozen"
+            } else if moved {
+                "Rebalance"
+            } else {
+                "Balanced"
+            };
+            let message = plan.steps.join("; ");
+            let same = entry
+                .reported
+                .as_ref()
+                .is_some_and(|(r, _, msg, _)| *r == plan.replicas && *msg == message);
+            if !same {
+                entry.reported = Some((
+                    plan.replicas,
+                    crate::policy::Reason::Steady,
+                    message.clone(),
+                    Time(Timestamp::now()),
+                ));
+            }
+            let time = entry
+                .reported
+                .as_ref()
+                .map(|r| r.3.clone())
+                .unwrap_or(Time(Timestamp::now()));
+            let frozen_msg = if plan.frozen {
+                message.as_str()
+            } else {
+                "ledger and Slurm data are fresh"
+            };
+            let reclaiming = if draining.is_empty() {
+                "no Slurm node is being drained for Kubernetes".to_string()
+            } else {
+                format!(
+                    "drained for Kubernetes, waiting for their jobs to end: {}",
+                    draining.join(", ")
+                )
+            };
+            let mut status = json!({
+                "currentReplicas": if acting { plan.replicas } else { target.replicas },
+                "desiredReplicas": plan.replicas,
+                "lastDecision": {"replicas": plan.replicas, "reason": reason, "message": message, "time": time},
+                "observedGeneration": nsa.metadata.generation,
+                "conditions": [
+                    condition(nsa, "Ready", true, "TargetFound", "the target is found and scalable"),
+                    condition(nsa, "Frozen", plan.frozen, if plan.frozen { "DataUntrusted" } else { "DataFresh" }, frozen_msg),
+                    condition(nsa, "Limited", false, "WithinBounds", "within bounds"),
+                    condition(nsa, "Reclaiming", !draining.is_empty(),
+                        if draining.is_empty() { "NoDrains" } else { "WaitingForJobs" },
+                        &reclaiming),
+                ],
+                "colocation": {
+                    "poolNodes": pool.len(),
+                    "slurmNodes": held,
+                    "kubernetesNeedNodes": plan.kubernetes_need,
+                    "slurmNeedNodes": plan.slurm_need,
+                    "draining": draining,
+                    "lastPlan": plan.steps,
+                },
+            });
+            if let Some(t) = &entry.last_scale {
+                status["lastScaleTime"] = json!(t);
+            }
+            self.write_status(nsa, entry, status).await?;
+        }
+        Ok(())
     }
 
     fn record_metrics(

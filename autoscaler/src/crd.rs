@@ -6,6 +6,8 @@
 // attribute to clippy; it is not.
 #![allow(clippy::duplicated_attributes)]
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -119,6 +121,60 @@ pub struct NodeSetAutoscalerSpec {
     /// Decide and report, never change the target.
     #[serde(default)]
     pub dry_run: bool,
+    /// Rebalance a colocated pool (GenericNodes) between Slurm and Kubernetes instead of
+    /// following Slurm demand alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub colocation: Option<ColocationSpec>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The colocated pool and the rules for sharing it.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ColocationSpec {
+    /// GenericNodes of the pool: those whose cluster-name label has this value (default:
+    /// the Slurm cluster's name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<String>,
+    /// Nodes Slurm always keeps (never drained for Kubernetes).
+    #[serde(default)]
+    pub min_slurm_nodes: u32,
+    /// Nodes Kubernetes always keeps (never taken for Slurm).
+    #[serde(default)]
+    pub min_kubernetes_nodes: u32,
+    /// The most nodes Slurm may borrow (default: the pool less `minKubernetesNodes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_slurm_nodes: Option<u32>,
+    /// After capacity moves one way, nothing moves back for this long (default 300).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cooldown_seconds: Option<u32>,
+    /// Idle Slurm nodes go back to Kubernetes (down to `minSlurmNodes`) even when Kubernetes
+    /// is not asking (default true).
+    #[serde(default = "yes")]
+    pub release_idle_slurm_nodes: bool,
+    /// Only pending pods with these labels count as Kubernetes demand (default: every
+    /// unschedulable pod that fits a pool node).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pod_selector: BTreeMap<String, String>,
+}
+
+/// What the colocation planner last saw and did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ColocationStatus {
+    pub pool_nodes: u32,
+    pub slurm_nodes: u32,
+    pub kubernetes_need_nodes: u32,
+    pub slurm_need_nodes: u32,
+    /// Slurm nodes drained by us and not yet empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub draining: Vec<String>,
+    /// The steps of the last plan, in words.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub last_plan: Vec<String>,
 }
 
 /// One decision, as reported.
@@ -150,6 +206,8 @@ pub struct NodeSetAutoscalerStatus {
     pub conditions: Vec<Condition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub colocation: Option<ColocationStatus>,
 }
 
 impl NodeSetAutoscalerSpec {

@@ -4,12 +4,14 @@
 //! `slurmscale autoscaler` runs them.
 
 pub mod actuator;
+pub mod colocation;
 pub mod controller;
 pub mod crd;
 pub mod error;
 pub mod leader;
 pub mod metrics;
 pub mod policy;
+pub mod slurm_nodes;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -41,6 +43,10 @@ pub struct AutoscalerConfig {
     pub identity: String,
     /// Decide and report for every autoscaler, never actuate.
     pub dry_run: bool,
+    /// How to run `scontrol` for node updates on Slurm 22.05 (colocation only).
+    pub scontrol: slurm_nodes::Scontrol,
+    /// Where the GenericNode ledger is (colocation only).
+    pub ledger: slurmscale_exporter::k8s::ledger::LedgerConfig,
 }
 
 /// Runs the autoscaler until `stop`.
@@ -96,6 +102,22 @@ pub async fn run(client: Client, cfg: AutoscalerConfig, stop: CancellationToken)
     if cfg.dry_run {
         info!("dry run: decisions are reported, nothing is scaled");
     }
+    // The ledger and node capacity, and node writers, for colocated autoscalers.
+    let mut colocation = controller::ColocationSources {
+        kube: Some(slurmscale_exporter::k8s::watch::KubeSource::start(
+            client.clone(),
+            cfg.ledger.clone(),
+            changed.clone(),
+            stop.clone(),
+        )),
+        writers: BTreeMap::new(),
+    };
+    for c in &cfg.clusters {
+        colocation.writers.insert(
+            c.name.clone(),
+            slurm_nodes::SlurmNodeWriter::new(c, cfg.scontrol.clone())?,
+        );
+    }
     let controller = Arc::new(controller::Controller::new(
         actuator::Actuator::new(client, &cfg.identity),
         store,
@@ -106,6 +128,7 @@ pub async fn run(client: Client, cfg: AutoscalerConfig, stop: CancellationToken)
             stale_after: cfg.interval * 3 + Duration::from_secs(5),
             dry_run: cfg.dry_run,
         },
+        colocation,
     ));
     tokio::spawn(controller.clone().run(changed, stop.clone()));
 

@@ -31,6 +31,18 @@ pub struct Row {
     pub last_scale_down: Option<SystemTime>,
     pub last_decision: Option<SystemTime>,
     pub decision_seconds: f64,
+    /// Colocated autoscalers only.
+    pub colocation: Option<ColocationRow>,
+}
+
+/// How a colocated pool is shared.
+#[derive(Clone, Debug, Default)]
+pub struct ColocationRow {
+    pub pool: u64,
+    pub slurm: u64,
+    pub draining: u64,
+    pub kubernetes_need: u64,
+    pub slurm_need: u64,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -122,6 +134,9 @@ pub fn collect(out: &mut Out, m: &AutoscalerMetrics) {
             &l,
             r.decision_seconds,
         );
+        if let Some(c) = &r.colocation {
+            colocation(out, &l, c);
+        }
         for (activity, t) in [
             ("decision", r.last_decision),
             ("scale_up", r.last_scale_up),
@@ -137,6 +152,41 @@ pub fn collect(out: &mut Out, m: &AutoscalerMetrics) {
             }
         }
     }
+}
+
+/// How a colocated pool is shared and what each side is asking for.
+fn colocation(out: &mut Out, l: &[(&str, &str); 3], c: &ColocationRow) {
+    out.gauge(
+        "slurmscale_colocation_pool_nodes",
+        "Nodes in the colocated pool (GenericNodes with known capacity).",
+        l,
+        c.pool as f64,
+    );
+    let kubernetes = c.pool.saturating_sub(c.slurm);
+    for (owner, held, need) in [
+        ("slurm", c.slurm, c.slurm_need),
+        ("kubernetes", kubernetes, c.kubernetes_need),
+    ] {
+        let lo = [l[0], l[1], l[2], ("owner", owner)];
+        out.gauge(
+            "slurmscale_colocation_nodes",
+            "Pool nodes each side holds (Slurm: a serving NodeSet pod runs there).",
+            &lo,
+            held as f64,
+        );
+        out.gauge(
+            "slurmscale_colocation_need_nodes",
+            "Pool nodes each side needs now (Slurm: busy plus pending demand; Kubernetes: nodes for unschedulable pods).",
+            &lo,
+            need as f64,
+        );
+    }
+    out.gauge(
+        "slurmscale_colocation_draining_nodes",
+        "Slurm nodes drained by slurmscale for Kubernetes that still run jobs.",
+        l,
+        c.draining as f64,
+    );
 }
 
 /// The autoscaler's `/metrics` page: its own metrics and the health of its Slurm polling.

@@ -310,6 +310,35 @@ impl Process {
     }
 }
 
+/// `slurmscale autoscaler` against `cluster` and the harness's kube-apiserver, polling every
+/// second, with its Lease in `lease_ns` (so tests never share a leader).
+pub fn autoscaler(cluster: &SlurmCluster, lease_ns: &str, extra: &[&str]) -> Process {
+    let key = cluster.key_file.to_string_lossy().into_owned();
+    let kubeconfig = kubeconfig_path().to_string_lossy().into_owned();
+    let mut args = vec![
+        "autoscaler",
+        "--interval",
+        "1s",
+        "--jwt-key-file",
+        &key,
+        "--kubeconfig",
+        &kubeconfig,
+        "--leader-election-namespace",
+        lease_ns,
+        "--leader-election-duration",
+        "6s",
+    ];
+    args.extend_from_slice(extra);
+    Process::start(
+        &args,
+        &[
+            ("SLURM_REST_URL", &cluster.url),
+            ("SLURM_USER", &cluster.user),
+            ("SLURM_CLUSTER", &cluster.name),
+        ],
+    )
+}
+
 impl Drop for Process {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -179,6 +179,8 @@ pub fn parse(obj: &DynamicObject, cfg: &LedgerConfig) -> Result<LedgerNode, Malf
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Capacity {
     pub resources: BTreeMap<String, f64>,
+    /// The node's labels, to match pods' node selectors against.
+    pub labels: BTreeMap<String, String>,
 }
 
 impl Capacity {
@@ -193,7 +195,8 @@ impl Capacity {
                     .collect()
             })
             .unwrap_or_default();
-        Self { resources }
+        let labels = node.metadata.labels.clone().unwrap_or_default();
+        Self { resources, labels }
     }
 
     pub fn get(&self, resource: &str) -> Option<f64> {

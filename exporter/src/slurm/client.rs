@@ -136,11 +136,40 @@ impl SlurmClient {
         if let Some(t) = update_time {
             url.push_str(&format!("?update_time={t}"));
         }
+        self.send(self.http.get(&url), endpoint.as_str()).await
+    }
+
+    /// POSTs a JSON body to `/slurm/<version>/<path>` (node updates); succeeds only on 2xx
+    /// with no `errors[]`. Used by the autoscaler's actuator, never by the exporter.
+    pub async fn post_json(
+        &self,
+        version: ApiVersion,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> Result<()> {
+        self.limiter.until_ready().await;
+        let url = format!("{}/slurm/{version}/{path}", self.base);
+        match self.send(self.http.post(&url).json(body), path).await? {
+            Fetched::NotModified => Ok(()),
+            Fetched::Body { status, bytes } => {
+                let messages = wire::decode_errors(&bytes);
+                if messages.is_empty() {
+                    Ok(())
+                } else {
+                    Err(Error::SlurmErrors {
+                        endpoint: path.into(),
+                        status,
+                        detail: wire::describe(&messages),
+                    })
+                }
+            }
+        }
+    }
+
+    /// Sends with the credentials and sorts the answer: 2xx body, 304, or an error.
+    async fn send(&self, request: reqwest::RequestBuilder, name: &str) -> Result<Fetched> {
         let token = self.token.token()?;
-        let name = endpoint.as_str();
-        let resp = self
-            .http
-            .get(&url)
+        let resp = request
             .header("X-SLURM-USER-NAME", &self.user)
             .header("X-SLURM-USER-TOKEN", token.expose())
             .header("Accept", "application/json")
@@ -169,8 +198,10 @@ impl SlurmClient {
             wire::describe(&messages)
         };
         let code = status.as_u16();
+        // Any refusal may mean a rotated or expired token (22.05 answers a bad token with a
+        // bare 500): read or sign a fresh one next time; it costs a stat or a signature.
+        self.token.invalidate();
         if is_auth_failure(code, &messages) {
-            self.token.invalidate();
             return Err(Error::Auth {
                 endpoint: name.into(),
                 status: code,

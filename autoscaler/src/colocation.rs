@@ -1,0 +1,683 @@
+//! Rebalancing a colocated pool between Slurm and Kubernetes, as a pure planner.
+//!
+//! The pool is a set of Kubernetes nodes, each with a GenericNode ledger entry; Slurm holds a
+//! node while a pod of the NodeSet runs there. Kubernetes gets capacity when it has
+//! unschedulable pods that would fit the pool and Slurm is above its guarantee: chosen Slurm
+//! nodes are drained (reason prefix `slurmscale:`; idle ones first, then those running the
+//! least), and once empty their NodeSet pods are marked to go first and replicas are lowered.
+//! Slurm gets capacity back when it has schedulable demand and Kubernetes has no unmet need:
+//! our drains are resumed first, then replicas raised. After moving capacity one way nothing
+//! moves the other way for `cooldown`. Untrusted data — the ledger watch failing, Slurm data
+//! stale — plans nothing. A node that cannot be accounted for in both the ledger and Slurm is
+//! never drained, and a drain someone else set is never undone.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
+
+use crate::policy::Signals;
+
+/// The prefix of the reason on every drain this planner sets; only such drains are resumed.
+pub const DRAIN_PREFIX: &str = "slurmscale:";
+
+/// One node of the pool.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolNode {
+    pub k8s_node: String,
+    pub slurm_node: String,
+    /// Allocatable CPU cores and memory bytes of the Kubernetes node.
+    pub cpu: f64,
+    pub memory: f64,
+    /// The Kubernetes node's labels, for pods' node selectors.
+    pub labels: BTreeMap<String, String>,
+    /// What Kubernetes holds there now (from the ledger).
+    pub k8s_cpu: f64,
+    pub k8s_memory: f64,
+    /// The node as Slurm sees it; `None` when Slurm does not have it (no NodeSet pod there).
+    pub slurm: Option<SlurmNode>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SlurmNode {
+    /// In the NodeSet's partition.
+    pub in_partition: bool,
+    /// Running work (allocated CPUs, or allocated/mixed/completing).
+    pub busy: bool,
+    pub alloc_cpus: u64,
+    /// DRAIN with our reason prefix.
+    pub drained_by_us: bool,
+    /// DRAIN (or DOWN) set by someone else: not ours to touch.
+    pub unavailable: bool,
+}
+
+/// A pending pod that could use the pool.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PendingPod {
+    pub name: String,
+    pub cpu: f64,
+    pub memory: f64,
+    pub placement: Placement,
+}
+
+/// Where a pod may run: its `nodeSelector` and its required node affinity.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Placement {
+    pub node_selector: BTreeMap<String, String>,
+    /// Required node-affinity terms: a node must satisfy every requirement of one of them.
+    /// None at all: any node.
+    pub terms: Vec<Vec<Requirement>>,
+}
+
+/// One `matchExpressions` (on labels) or `matchFields` (on `metadata.name`) entry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Requirement {
+    pub key: String,
+    pub operator: String,
+    pub values: Vec<String>,
+    /// A `matchFields` entry: `key` is a field of the node (only `metadata.name` exists).
+    pub field: bool,
+}
+
+impl Placement {
+    pub fn allows(&self, node: &str, labels: &BTreeMap<String, String>) -> bool {
+        self.node_selector
+            .iter()
+            .all(|(k, v)| labels.get(k) == Some(v))
+            && (self.terms.is_empty()
+                || self
+                    .terms
+                    .iter()
+                    // As in Kubernetes, an empty term matches no node.
+                    .any(|t| !t.is_empty() && t.iter().all(|r| r.matches(node, labels))))
+    }
+}
+
+impl Requirement {
+    fn matches(&self, node: &str, labels: &BTreeMap<String, String>) -> bool {
+        let value = if self.field {
+            (self.key == "metadata.name").then_some(node)
+        } else {
+            labels.get(&self.key).map(String::as_str)
+        };
+        let number = |v: &str| v.parse::<i64>().ok();
+        let bound = self.values.first().and_then(|v| number(v));
+        match self.operator.as_str() {
+            "In" => value.is_some_and(|v| self.values.iter().any(|x| x == v)),
+            "NotIn" => value.is_none_or(|v| self.values.iter().all(|x| x != v)),
+            "Exists" => value.is_some(),
+            "DoesNotExist" => value.is_none(),
+            "Gt" => matches!((value.and_then(number), bound), (Some(v), Some(b)) if v > b),
+            "Lt" => matches!((value.and_then(number), bound), (Some(v), Some(b)) if v < b),
+            // An operator we do not know: assume the pod cannot use the node.
+            _ => false,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ColocationBounds {
+    pub min_slurm: u64,
+    pub min_kubernetes: u64,
+    /// The most nodes Slurm may hold.
+    pub max_slurm: u64,
+    pub cooldown: Duration,
+    /// Give idle Slurm nodes back (down to `min_slurm`) even without Kubernetes demand.
+    pub release_idle: bool,
+}
+
+/// When capacity last moved each way.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ColocationHistory {
+    pub last_reclaim: Option<SystemTime>,
+    pub last_giveback: Option<SystemTime>,
+}
+
+impl ColocationHistory {
+    pub fn record(&mut self, plan: &Plan, now: SystemTime) {
+        if !plan.drain.is_empty() {
+            self.last_reclaim = Some(now);
+        }
+        if !plan.resume.is_empty() || plan.grow > 0 {
+            self.last_giveback = Some(now);
+        }
+    }
+}
+
+/// What to do now, and why.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Plan {
+    /// NodeSet replicas after this plan.
+    pub replicas: u64,
+    /// Slurm nodes to drain (with our reason).
+    pub drain: Vec<String>,
+    /// Slurm nodes we drained earlier to resume.
+    pub resume: Vec<String>,
+    /// Kubernetes nodes whose NodeSet pod is to go (drained and empty): replicas drop by this.
+    pub release: Vec<String>,
+    /// Replicas added for Slurm.
+    pub grow: u64,
+    /// One line per step, for Events and status.
+    pub steps: Vec<String>,
+    pub frozen: bool,
+    /// Nodes Kubernetes needs from the pool, and nodes Slurm needs.
+    pub kubernetes_need: u64,
+    pub slurm_need: u64,
+}
+
+/// Nodes (of the largest size in the pool) needed for pods that do not fit the room
+/// Kubernetes already has in the pool, first fit decreasing. Only pods that some pool node
+/// could take (size, node selector, required affinity) count: no rebalancing places others.
+pub fn kubernetes_need(pool: &[PoolNode], pods: &[PendingPod]) -> u64 {
+    let (max_cpu, max_mem) = pool
+        .iter()
+        .fold((0f64, 0f64), |(c, m), n| (c.max(n.cpu), m.max(n.memory)));
+    let fits = |p: &PendingPod, n: &PoolNode| {
+        p.cpu <= n.cpu && p.memory <= n.memory && p.placement.allows(&n.k8s_node, &n.labels)
+    };
+    let mut pods: Vec<&PendingPod> = pods
+        .iter()
+        .filter(|p| pool.iter().any(|n| fits(p, n)))
+        .collect();
+    pods.sort_by(|a, b| b.cpu.total_cmp(&a.cpu));
+    // Room Kubernetes has now on pool nodes Slurm does not hold; nodes taken from Slurm are
+    // counted as the largest pool node, for any pod that fits one.
+    let mut bins: Vec<(Option<&PoolNode>, f64, f64)> = pool
+        .iter()
+        .filter(|n| n.slurm.is_none())
+        .map(|n| {
+            let cpu = (n.cpu - n.k8s_cpu).max(0.0);
+            (Some(n), cpu, (n.memory - n.k8s_memory).max(0.0))
+        })
+        .collect();
+    let existing = bins.len();
+    for p in pods {
+        let room = bins.iter_mut().find(|(n, c, m)| {
+            *c >= p.cpu
+                && *m >= p.memory
+                && n.is_none_or(|n| p.placement.allows(&n.k8s_node, &n.labels))
+        });
+        match room {
+            Some(bin) => {
+                bin.1 -= p.cpu;
+                bin.2 -= p.memory;
+            }
+            None => bins.push((None, max_cpu - p.cpu, max_mem - p.memory)),
+        }
+    }
+    (bins.len() - existing) as u64
+}
+
+/// Plans. Pure: the same inputs always give the same plan.
+#[allow(clippy::too_many_arguments)]
+pub fn plan(
+    bounds: &ColocationBounds,
+    pool: &[PoolNode],
+    pods: &[PendingPod],
+    slurm: &Signals,
+    ledger: Result<(), String>,
+    replicas: u64,
+    history: &ColocationHistory,
+    now: SystemTime,
+) -> Plan {
+    let mut p = Plan {
+        replicas,
+        ..Default::default()
+    };
+    if let Err(why) = ledger {
+        p.frozen = true;
+        p.steps.push(format!(
+            "no rebalancing: the GenericNode ledger cannot be trusted ({why})"
+        ));
+        return p;
+    }
+    let s = match slurm {
+        Err(why) => {
+            p.frozen = true;
+            p.steps.push(format!("no rebalancing: {why}"));
+            return p;
+        }
+        Ok(s) => s,
+    };
+    let cooled = |t: Option<SystemTime>| {
+        t.is_none_or(|t| now.duration_since(t).unwrap_or_default() >= bounds.cooldown)
+    };
+    let pool_size = pool.len() as u64;
+    let max_slurm = bounds
+        .max_slurm
+        .min(pool_size.saturating_sub(bounds.min_kubernetes));
+    p.kubernetes_need = kubernetes_need(pool, pods);
+    p.slurm_need = s.busy_nodes.saturating_add(s.demand.nodes);
+
+    let slurm_view = |n: &&PoolNode| n.slurm.clone().unwrap_or_default();
+    let ours_empty: Vec<&PoolNode> = pool
+        .iter()
+        .filter(|n| n.slurm.is_some())
+        .filter(|n| slurm_view(n).drained_by_us && !slurm_view(n).busy)
+        .collect();
+    let ours_busy: Vec<&PoolNode> = pool
+        .iter()
+        .filter(|n| n.slurm.is_some())
+        .filter(|n| slurm_view(n).drained_by_us && slurm_view(n).busy)
+        .collect();
+    // Slurm nodes serving Slurm: held, not drained by us.
+    let serving: Vec<&PoolNode> = pool
+        .iter()
+        .filter(|n| n.slurm.as_ref().is_some_and(|s| !s.drained_by_us))
+        .collect();
+    let serving_n = serving.len() as u64;
+    let idle_surplus = if bounds.release_idle {
+        let idle = serving
+            .iter()
+            .filter(|n| n.slurm.as_ref().is_some_and(|s| !s.busy && !s.unavailable))
+            .count() as u64;
+        serving_n
+            .saturating_sub(p.slurm_need.max(bounds.min_slurm))
+            .min(idle)
+    } else {
+        0
+    };
+    let wanted = p.kubernetes_need + idle_surplus;
+
+    if wanted > 0 {
+        if !cooled(history.last_giveback) {
+            p.steps.push(format!(
+                "Kubernetes could use {wanted} node(s), but capacity went to Slurm less than {}s ago",
+                bounds.cooldown.as_secs()
+            ));
+        } else {
+            // 1. Our drained nodes that are empty: hand them over (their pods go first).
+            // Never below Slurm's guarantee, even if it was raised after these drains began.
+            let releasable = wanted.min(replicas.saturating_sub(bounds.min_slurm));
+            for n in ours_empty.iter().take(releasable as usize) {
+                p.release.push(n.k8s_node.clone());
+                p.steps.push(format!(
+                    "releasing {} ({}) to Kubernetes: drained and empty",
+                    n.k8s_node, n.slurm_node
+                ));
+            }
+            p.replicas = replicas.saturating_sub(p.release.len() as u64);
+            // 2. Still short, counting drains under way: drain more, within Slurm's guarantee.
+            let short = wanted.saturating_sub(p.release.len() as u64 + ours_busy.len() as u64);
+            let allowed = serving_n.saturating_sub(bounds.min_slurm);
+            let mut candidates: Vec<&&PoolNode> = serving
+                .iter()
+                .filter(|n| {
+                    n.slurm
+                        .as_ref()
+                        .is_some_and(|s| s.in_partition && !s.unavailable)
+                })
+                .collect();
+            // Idle nodes first, then those running the least.
+            candidates.sort_by_key(|n| n.slurm.as_ref().map(|s| (s.busy, s.alloc_cpus)));
+            let busy_ok = p.kubernetes_need > 0; // idle surplus alone never drains busy nodes
+            let picked: Vec<&&PoolNode> = candidates
+                .into_iter()
+                .filter(|n| busy_ok || n.slurm.as_ref().is_some_and(|s| !s.busy))
+                .take(short.min(allowed) as usize)
+                .collect();
+            for n in &picked {
+                let why = if p.kubernetes_need > 0 {
+                    "Kubernetes has unschedulable pods that fit"
+                } else {
+                    "idle"
+                };
+                let load = n.slurm.as_ref().map_or(0, |s| s.alloc_cpus);
+                p.steps.push(format!(
+                    "draining {} ({}, {load} CPUs allocated): {why}",
+                    n.slurm_node, n.k8s_node
+                ));
+                p.drain.push(n.slurm_node.clone());
+            }
+            if (picked.len() as u64) < short {
+                p.steps.push(format!(
+                    "Kubernetes needs {short} more node(s); Slurm keeps its guaranteed {}",
+                    bounds.min_slurm
+                ));
+            }
+        }
+    } else if !ours_empty.is_empty() || !ours_busy.is_empty() || p.slurm_need > serving_n {
+        // Nobody in Kubernetes needs the pool: our drains go back to Slurm, then Slurm grows.
+        if !cooled(history.last_reclaim) {
+            p.steps.push(format!(
+                "capacity went to Kubernetes less than {}s ago; not giving it back yet",
+                bounds.cooldown.as_secs()
+            ));
+        } else {
+            for n in ours_empty.iter().chain(ours_busy.iter()) {
+                p.resume.push(n.slurm_node.clone());
+                p.steps.push(format!(
+                    "resuming {}: Kubernetes no longer needs it",
+                    n.slurm_node
+                ));
+            }
+            let have = serving_n + p.resume.len() as u64;
+            if p.slurm_need > have {
+                let target = (replicas + (p.slurm_need - have)).min(max_slurm.max(replicas));
+                if target > replicas {
+                    p.grow = target - replicas;
+                    p.steps.push(format!(
+                        "growing Slurm {replicas} → {target}: it needs {} node(s)",
+                        p.slurm_need
+                    ));
+                    p.replicas = target;
+                }
+            }
+        }
+    }
+    if p.steps.is_empty() {
+        p.steps.push(format!(
+            "balanced: Slurm holds {} of {pool_size} node(s) and needs {}; Kubernetes needs {}",
+            serving_n, p.slurm_need, p.kubernetes_need
+        ));
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use slurmscale_exporter::model::demand::Demand;
+    use slurmscale_exporter::signals::PartitionSignals;
+
+    fn node(i: usize, slurm: Option<SlurmNode>) -> PoolNode {
+        PoolNode {
+            k8s_node: format!("k{i}"),
+            slurm_node: format!("s{i}"),
+            cpu: 8.0,
+            memory: 32.0,
+            labels: BTreeMap::from([("pool".to_string(), "a".to_string())]),
+            k8s_cpu: if slurm.is_some() { 0.0 } else { 6.0 },
+            k8s_memory: 0.0,
+            slurm,
+        }
+    }
+
+    fn slurm_node(busy: bool) -> Option<SlurmNode> {
+        Some(SlurmNode {
+            in_partition: true,
+            busy,
+            alloc_cpus: if busy { 4 } else { 0 },
+            ..Default::default()
+        })
+    }
+
+    fn signals(busy: u64, demand: u64) -> Signals {
+        Ok(PartitionSignals {
+            busy_nodes: busy,
+            total_nodes: 10,
+            demand: Demand {
+                nodes: demand,
+                ..Default::default()
+            },
+            as_of: SystemTime::UNIX_EPOCH,
+        })
+    }
+
+    fn bounds() -> ColocationBounds {
+        ColocationBounds {
+            min_slurm: 1,
+            min_kubernetes: 1,
+            max_slurm: 10,
+            cooldown: Duration::from_secs(60),
+            release_idle: false,
+        }
+    }
+
+    fn pods(n: usize) -> Vec<PendingPod> {
+        (0..n)
+            .map(|i| PendingPod {
+                name: format!("p{i}"),
+                cpu: 6.0,
+                memory: 1.0,
+                placement: Placement::default(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn only_pods_that_may_run_on_the_pool_count() {
+        let pool = vec![node(0, slurm_node(false)), node(1, slurm_node(false))];
+        let with = |placement: Placement| {
+            let mut p = pods(1);
+            p[0].placement = placement;
+            kubernetes_need(&pool, &p)
+        };
+        let req = |key: &str, operator: &str, values: &[&str], field: bool| Requirement {
+            key: key.into(),
+            operator: operator.into(),
+            values: values.iter().map(|v| v.to_string()).collect(),
+            field,
+        };
+        let selector = |k: &str, v: &str| Placement {
+            node_selector: BTreeMap::from([(k.to_string(), v.to_string())]),
+            ..Default::default()
+        };
+        let affinity = |terms: Vec<Vec<Requirement>>| Placement {
+            terms,
+            ..Default::default()
+        };
+        assert_eq!(with(Placement::default()), 1);
+        assert_eq!(with(selector("pool", "a")), 1);
+        assert_eq!(with(selector("pool", "b")), 0, "selects other nodes");
+        assert_eq!(
+            with(affinity(vec![vec![req("pool", "In", &["a", "x"], false)]])),
+            1
+        );
+        assert_eq!(
+            with(affinity(vec![vec![req("pool", "NotIn", &["a"], false)]])),
+            0
+        );
+        assert_eq!(
+            with(affinity(vec![vec![req("gpu", "Exists", &[], false)]])),
+            0
+        );
+        assert_eq!(
+            with(affinity(vec![
+                vec![req("gpu", "Exists", &[], false)],
+                vec![req("metadata.name", "In", &["k1"], true)],
+            ])),
+            1,
+            "any one term is enough"
+        );
+        assert_eq!(
+            with(affinity(vec![vec![req(
+                "metadata.name",
+                "In",
+                &["elsewhere"],
+                true
+            )]])),
+            0,
+            "a DaemonSet pod for another node"
+        );
+        assert_eq!(
+            with(affinity(vec![vec![]])),
+            0,
+            "an empty term matches nothing"
+        );
+        let mut big = pods(1);
+        big[0].cpu = 9.0;
+        assert_eq!(kubernetes_need(&pool, &big), 0, "larger than any pool node");
+    }
+
+    fn t(s: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000 + s)
+    }
+
+    #[test]
+    fn unschedulable_pods_drain_idle_slurm_nodes_first() {
+        let pool = vec![
+            node(0, slurm_node(true)),
+            node(1, slurm_node(false)),
+            node(2, slurm_node(false)),
+            node(3, None),
+        ];
+        let p = plan(
+            &bounds(),
+            &pool,
+            &pods(1),
+            &signals(1, 0),
+            Ok(()),
+            3,
+            &ColocationHistory::default(),
+            t(0),
+        );
+        assert_eq!(p.kubernetes_need, 1);
+        assert_eq!(p.drain.len(), 1);
+        assert!(
+            p.drain[0] == "s1" || p.drain[0] == "s2",
+            "an idle node: {p:?}"
+        );
+        assert_eq!(p.replicas, 3, "replicas drop only once the node is empty");
+    }
+
+    #[test]
+    fn drained_empty_nodes_are_released_and_replicas_drop() {
+        let mut drained = slurm_node(false);
+        drained.as_mut().unwrap().drained_by_us = true;
+        let pool = vec![node(0, slurm_node(true)), node(1, drained), node(2, None)];
+        let p = plan(
+            &bounds(),
+            &pool,
+            &pods(1),
+            &signals(1, 0),
+            Ok(()),
+            2,
+            &ColocationHistory::default(),
+            t(0),
+        );
+        assert_eq!(
+            (p.release.as_slice(), p.replicas),
+            (&["k1".to_string()][..], 1)
+        );
+        assert!(
+            p.drain.is_empty(),
+            "the need is met by the released node: {p:?}"
+        );
+    }
+
+    #[test]
+    fn slurm_demand_resumes_our_drains_then_grows() {
+        let mut draining = slurm_node(true);
+        draining.as_mut().unwrap().drained_by_us = true;
+        let pool = vec![
+            node(0, slurm_node(true)),
+            node(1, draining),
+            node(2, None),
+            node(3, None),
+            node(4, None),
+        ];
+        let p = plan(
+            &bounds(),
+            &pool,
+            &[],
+            &signals(2, 2),
+            Ok(()),
+            2,
+            &ColocationHistory::default(),
+            t(0),
+        );
+        assert_eq!(p.resume, ["s1"]);
+        assert_eq!(p.replicas, 4);
+    }
+
+    #[test]
+    fn someone_elses_drain_is_never_touched_and_untrusted_data_plans_nothing() {
+        let mut theirs = slurm_node(false);
+        theirs.as_mut().unwrap().unavailable = true;
+        let pool = vec![node(0, slurm_node(true)), node(1, theirs), node(2, None)];
+        let p = plan(
+            &bounds(),
+            &pool,
+            &pods(1),
+            &signals(1, 0),
+            Ok(()),
+            2,
+            &ColocationHistory::default(),
+            t(0),
+        );
+        assert!(!p.drain.contains(&"s1".to_string()) && !p.resume.contains(&"s1".to_string()));
+        let p = plan(
+            &bounds(),
+            &pool,
+            &pods(3),
+            &signals(0, 0),
+            Err("watch failing".into()),
+            2,
+            &ColocationHistory::default(),
+            t(0),
+        );
+        assert!(p.frozen && p.drain.is_empty() && p.replicas == 2);
+    }
+
+    fn any_pool() -> impl Strategy<Value = Vec<PoolNode>> {
+        prop::collection::vec(
+            prop::option::of((any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>())),
+            1..12,
+        )
+        .prop_map(|v| {
+            v.into_iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    node(
+                        i,
+                        s.map(|(in_partition, busy, ours, theirs)| SlurmNode {
+                            in_partition,
+                            busy,
+                            alloc_cpus: u64::from(busy) * 4,
+                            drained_by_us: ours && !theirs,
+                            unavailable: theirs,
+                        }),
+                    )
+                })
+                .collect()
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn guarantees_hold_and_only_accountable_nodes_are_drained(
+            pool in any_pool(),
+            n_pods in 0usize..8,
+            busy in 0u64..6,
+            demand in 0u64..6,
+            min_slurm in 0u64..3,
+            min_k8s in 0u64..3,
+            release_idle in any::<bool>(),
+        ) {
+            let held = pool.iter().filter(|n| n.slurm.is_some()).count() as u64;
+            let b = ColocationBounds { min_slurm, min_kubernetes: min_k8s, max_slurm: 10, cooldown: Duration::from_secs(60), release_idle };
+            let p = plan(&b, &pool, &pods(n_pods), &signals(busy, demand), Ok(()), held, &ColocationHistory::default(), t(0));
+            // Never below Slurm's guarantee by our doing, never above what Kubernetes must keep.
+            if held >= min_slurm {
+                prop_assert!(p.replicas >= min_slurm, "{p:?}");
+            }
+            if p.grow > 0 {
+                prop_assert!(p.replicas + min_k8s <= pool.len() as u64, "{p:?}");
+            }
+            // Slurm nodes not drained by us: new drains never take them below the guarantee.
+            let ours = pool.iter().filter(|n| n.slurm.as_ref().is_some_and(|s| s.drained_by_us)).count() as u64;
+            let serving = held - ours;
+            prop_assert!(p.drain.is_empty() || serving - p.drain.len() as u64 >= min_slurm, "{p:?}");
+            for d in &p.drain {
+                let n = pool.iter().find(|n| &n.slurm_node == d);
+                prop_assert!(n.is_some_and(|n| n.slurm.as_ref().is_some_and(|s| s.in_partition && !s.unavailable && !s.drained_by_us)), "drained {d}, which is not ours to drain: {p:?}");
+            }
+            for r in &p.resume {
+                let n = pool.iter().find(|n| &n.slurm_node == r);
+                prop_assert!(n.is_some_and(|n| n.slurm.as_ref().is_some_and(|s| s.drained_by_us)), "resumed {r}, a drain that is not ours");
+            }
+        }
+
+        #[test]
+        fn nothing_moves_back_within_the_cooldown(pool in any_pool(), n_pods in 0usize..8, busy in 0u64..6, demand in 0u64..6, since in 0u64..59) {
+            let held = pool.iter().filter(|n| n.slurm.is_some()).count() as u64;
+            let b = bounds();
+            let after_reclaim = ColocationHistory { last_reclaim: Some(t(0)), last_giveback: None };
+            let p = plan(&b, &pool, &pods(n_pods), &signals(busy, demand), Ok(()), held, &after_reclaim, t(since));
+            prop_assert!(p.resume.is_empty() && p.grow == 0, "gave back {since}s after a reclaim: {p:?}");
+            let after_giveback = ColocationHistory { last_reclaim: None, last_giveback: Some(t(0)) };
+            let p = plan(&b, &pool, &pods(n_pods), &signals(busy, demand), Ok(()), held, &after_giveback, t(since));
+            prop_assert!(p.drain.is_empty(), "reclaimed {since}s after a give-back: {p:?}");
+        }
+    }
+}

@@ -1,0 +1,511 @@
+//! Colocation against both real Slurms and the real kube-apiserver: a pool of four Kubernetes
+//! nodes (c1–c4 of the cpu partition, each with a GenericNode), a NodeSet with one pod on
+//! each, and jobs of different sizes on them. The test plays everything that is not ours:
+//! the scheduler (marks a pod Unschedulable, later places it), slurm-operator (deletes the pod
+//! marked to go, adds one when replicas rise) and the ledger writer (GenericNode status).
+//!
+//! Slurm 22.05 has no REST node update, so there the autoscaler drains with `scontrol`.
+//! Both tests drain nodes of the cpu partition of their own cluster, so they run side by side.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+use slurmscale_autoscaler::actuator::POD_DELETION_COST;
+use slurmscale_autoscaler::crd::NodeSetAutoscaler;
+use slurmscale_exporter::k8s::genericnode::GenericNode;
+use slurmscale_exporter::k8s::nodeset::v1beta1;
+use support::{Process, SlurmCluster, autoscaler, kube_client, namespace, unique};
+
+const NODES: [&str; 4] = ["c1", "c2", "c3", "c4"];
+
+/// Cancels the cpu partition's jobs and lifts every drain on its nodes.
+fn reset_cpu(cluster: &SlurmCluster) {
+    let _ = cluster
+        .cmd("scancel")
+        .args(["--user=root", "--partition=cpu"])
+        .status();
+    for n in NODES {
+        // Fails harmlessly on a node that is not drained.
+        let _ = cluster
+            .cmd("scontrol")
+            .args(["update", &format!("nodename={n}"), "state=resume"])
+            .output();
+    }
+}
+
+/// (state, reason) as sinfo says, e.g. ("draining", "slurmscale: capacity for Kubernetes").
+fn node_state(cluster: &SlurmCluster, node: &str) -> (String, String) {
+    let out = cluster.run("sinfo", &["-h", "-N", "-n", node, "-o", "%T|%E"]);
+    let line = out.lines().next().unwrap_or_default();
+    let (state, reason) = line.split_once('|').unwrap_or((line, ""));
+    (state.trim().to_string(), reason.trim().to_string())
+}
+
+fn drained_by_us(cluster: &SlurmCluster, node: &str) -> bool {
+    let (state, reason) = node_state(cluster, node);
+    state.starts_with("drain") && reason.starts_with("slurmscale:")
+}
+
+fn sbatch(cluster: &SlurmCluster, node: &str, tasks: u32) -> String {
+    cluster
+        .run(
+            "sbatch",
+            &[
+                "--parsable",
+                "-o",
+                "/dev/null",
+                "-p",
+                "cpu",
+                "-w",
+                node,
+                "-N1",
+                "-n",
+                &tasks.to_string(),
+                "--mem=100",
+                "--wrap",
+                "sleep 600",
+            ],
+        )
+        .trim()
+        .to_string()
+}
+
+fn ledger_status(slurm_cpu: &str, k8s_cpu: &str) -> Value {
+    json!({"status": {"allocatedResources": [
+        {"type": "Slurm", "allocated": {"cpu": slurm_cpu, "memory": "8Gi"}},
+        {"type": "Kubernetes", "allocated": {"cpu": k8s_cpu, "memory": "1Gi"}},
+    ]}})
+}
+
+/// Everything one test made in Kubernetes, to look at and clean up.
+struct Pool {
+    ns: String,
+    name: String,
+    cluster: SlurmCluster,
+    pods: Api<Pod>,
+    nodes: Api<Node>,
+    gns: Api<GenericNode>,
+    nodesets: Api<v1beta1::NodeSet>,
+    autoscalers: Api<NodeSetAutoscaler>,
+}
+
+impl Pool {
+    fn k8s_node(&self, slurm_node: &str) -> String {
+        format!("{}-{slurm_node}", self.name)
+    }
+
+    /// A NodeSet pod on the Kubernetes node of `slurm_node` (what slurm-operator would run).
+    async fn add_slurmd_pod(&self, slurm_node: &str) {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": format!("slurmd-{slurm_node}"), "labels": {"app": format!("slurmd-{}", self.name)}},
+            "spec": {"nodeName": self.k8s_node(slurm_node), "containers": [{"name": "slurmd", "image": "slurmd"}]},
+        }))
+        .unwrap();
+        self.pods
+            .create(&PostParams::default(), &pod)
+            .await
+            .unwrap();
+    }
+
+    async fn set_nodeset_replicas_status(&self, replicas: u32) {
+        let status = json!({"status": {"replicas": replicas, "readyReplicas": replicas,
+            "selector": format!("app=slurmd-{}", self.name), "nodeSetHash": "test"}});
+        self.nodesets
+            .patch_status("cpu", &PatchParams::default(), &Patch::Merge(status))
+            .await
+            .unwrap();
+    }
+
+    async fn replicas(&self) -> i32 {
+        self.nodesets
+            .get("cpu")
+            .await
+            .unwrap()
+            .spec
+            .replicas
+            .unwrap_or(0)
+    }
+
+    async fn ledger(&self, slurm_node: &str, slurm_cpu: &str, k8s_cpu: &str) {
+        self.gns
+            .patch_status(
+                &self.k8s_node(slurm_node),
+                &PatchParams::default(),
+                &Patch::Merge(ledger_status(slurm_cpu, k8s_cpu)),
+            )
+            .await
+            .unwrap();
+    }
+
+    /// A pod the scheduler could not place: 6 CPUs, which no pool node has free.
+    async fn unschedulable_pod(&self, name: &str, node_selector: Value) {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": {"app": format!("web-{}", self.name)}},
+            "spec": {"nodeSelector": node_selector, "containers": [{"name": "web", "image": "web",
+                "resources": {"requests": {"cpu": "6", "memory": "1Gi"}}}]},
+        }))
+        .unwrap();
+        self.pods
+            .create(&PostParams::default(), &pod)
+            .await
+            .unwrap();
+        let status = json!({"status": {"phase": "Pending", "conditions": [{"type": "PodScheduled",
+            "status": "False", "reason": "Unschedulable", "message": "0/4 nodes are available: 4 Insufficient cpu."}]}});
+        self.pods
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(status))
+            .await
+            .unwrap();
+    }
+
+    async fn marked_to_go(&self, slurm_node: &str) -> bool {
+        self.pods
+            .get(&format!("slurmd-{slurm_node}"))
+            .await
+            .ok()
+            .and_then(|p| p.metadata.annotations)
+            .is_some_and(|a| a.contains_key(POD_DELETION_COST))
+    }
+
+    async fn status(&self) -> String {
+        let nsa = self.autoscalers.get("cpu").await.ok();
+        format!("{:#?}", nsa.and_then(|n| n.status))
+    }
+
+    /// Whether the autoscaler's condition `type_` is True.
+    async fn condition(&self, type_: &str) -> bool {
+        self.autoscalers
+            .get("cpu")
+            .await
+            .ok()
+            .and_then(|n| n.status)
+            .is_some_and(|s| {
+                s.conditions
+                    .iter()
+                    .any(|c| c.type_ == type_ && c.status == "True")
+            })
+    }
+
+    /// Waits for `check`; on failure shows Slurm's nodes, the autoscaler's status and logs.
+    async fn eventually(&self, what: &str, p: &Process, check: impl AsyncFn() -> bool) {
+        let within = Duration::from_secs(40);
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if check().await {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        self.fail(&format!("{what}: not within {within:?}"), p)
+            .await;
+    }
+
+    /// Checks that `check` keeps holding for `during`.
+    async fn stays(
+        &self,
+        what: &str,
+        during: Duration,
+        p: &Process,
+        check: impl AsyncFn() -> bool,
+    ) {
+        let deadline = Instant::now() + during;
+        while Instant::now() < deadline {
+            if !check().await {
+                self.fail(&format!("{what}: broke within {during:?}"), p)
+                    .await;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    async fn fail(&self, what: &str, p: &Process) -> ! {
+        let sinfo = self
+            .cluster
+            .run("sinfo", &["-N", "-p", "cpu", "-o", "%N %T %C %E"]);
+        panic!(
+            "Slurm {}: {what}\nsinfo:\n{sinfo}\nstatus: {}\nautoscaler logs:\n{}",
+            self.cluster.flavor,
+            self.status().await,
+            p.logs()
+        );
+    }
+
+    async fn cleanup(self) {
+        let _ = self
+            .autoscalers
+            .delete("cpu", &DeleteParams::default())
+            .await;
+        for n in NODES {
+            let _ = self
+                .gns
+                .delete(&self.k8s_node(n), &DeleteParams::default())
+                .await;
+            let _ = self
+                .nodes
+                .delete(&self.k8s_node(n), &DeleteParams::default())
+                .await;
+        }
+        reset_cpu(&self.cluster);
+    }
+}
+
+/// The pool, the NodeSet with its four pods, and the autoscaler object (minSlurmNodes 2,
+/// cooldown 3 s, demand only from this test's pods).
+async fn setup(cluster: &SlurmCluster) -> Pool {
+    reset_cpu(cluster);
+    let client = kube_client().await;
+    let ns = namespace(&client, "coloc").await;
+    let pool = Pool {
+        name: unique("pool"),
+        cluster: cluster.clone(),
+        pods: Api::namespaced(client.clone(), &ns),
+        nodes: Api::all(client.clone()),
+        gns: Api::all(client.clone()),
+        nodesets: Api::namespaced(client.clone(), &ns),
+        autoscalers: Api::namespaced(client.clone(), &ns),
+        ns,
+    };
+    for n in NODES {
+        let name = pool.k8s_node(n);
+        let node: Node = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+        pool.nodes
+            .create(&PostParams::default(), &node)
+            .await
+            .unwrap();
+        let allocatable = json!({"status": {"allocatable": {"cpu": "8", "memory": "16Gi"}}});
+        pool.nodes
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(allocatable))
+            .await
+            .unwrap();
+        let gn: GenericNode = serde_json::from_value(json!({
+            "apiVersion": "kai.alibabacloud.com/v1alpha1", "kind": "GenericNode",
+            "metadata": {"name": name, "labels": {"kai.alibabacloud.com/cluster-name": pool.name}},
+            "spec": {"alias": n, "type": "Slurm"},
+        }))
+        .unwrap();
+        pool.gns.create(&PostParams::default(), &gn).await.unwrap();
+        pool.ledger(n, "8", "0").await;
+        pool.add_slurmd_pod(n).await;
+    }
+    let spec = v1beta1::NodeSetSpec {
+        replicas: Some(4),
+        ..Default::default()
+    };
+    pool.nodesets
+        .create(&PostParams::default(), &v1beta1::NodeSet::new("cpu", spec))
+        .await
+        .unwrap();
+    pool.set_nodeset_replicas_status(4).await;
+    let nsa: NodeSetAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler",
+        "metadata": {"name": "cpu"},
+        "spec": {
+            "scaleTargetRef": {"name": "cpu"},
+            "slurm": {"cluster": cluster.name, "partitions": ["cpu"]},
+            "minReplicas": 0, "maxReplicas": 4,
+            "colocation": {
+                "pool": pool.name, "minSlurmNodes": 2, "cooldownSeconds": 3,
+                "releaseIdleSlurmNodes": false,
+                "podSelector": {"app": format!("web-{}", pool.name)},
+            },
+        }
+    }))
+    .unwrap();
+    pool.autoscalers
+        .create(&PostParams::default(), &nsa)
+        .await
+        .unwrap();
+    pool
+}
+
+/// The autoscaler, with `scontrol` only where the REST API cannot drain (22.05): on 24.11
+/// a drain that did not go over REST fails.
+fn colocated_autoscaler(cluster: &SlurmCluster, lease_ns: &str, extra: &[&str]) -> Process {
+    let scontrol = if cluster.api_versions.iter().any(|v| v == "v0.0.38") {
+        cluster.bin.join("scontrol").to_string_lossy().into_owned()
+    } else {
+        "/nonexistent/scontrol".to_string()
+    };
+    let conf = cluster.conf.to_string_lossy().into_owned();
+    let mut args = vec!["--scontrol", &scontrol, "--scontrol-conf", &conf];
+    args.extend_from_slice(extra);
+    autoscaler(cluster, lease_ns, &args)
+}
+
+async fn rebalances_the_pool(flavor: &str) {
+    let cluster = SlurmCluster::get(flavor);
+    let pool = setup(&cluster).await;
+    // Different amounts of work on each node; c4 is drained by an administrator.
+    let jobs: Vec<String> = [("c1", 6), ("c2", 4), ("c3", 1), ("c4", 3)]
+        .iter()
+        .map(|(n, tasks)| sbatch(&cluster, n, *tasks))
+        .collect();
+    let running = support::wait_until(Duration::from_secs(30), || async {
+        let out = cluster.run("squeue", &["-h", "-p", "cpu", "-t", "R", "-o", "%i"]);
+        jobs.iter().all(|j| out.lines().any(|l| l.trim() == j))
+    })
+    .await;
+    assert!(running, "the jobs on c1-c4 did not start");
+    cluster.run(
+        "scontrol",
+        &[
+            "update",
+            "nodename=c4",
+            "state=drain",
+            "reason=maintenance window",
+        ],
+    );
+    let c4 = node_state(&cluster, "c4");
+
+    // An autoscaler that cannot read the ledger (a GenericNode version nobody serves) moves
+    // nothing, even with a pod waiting.
+    // The second pod may only run on GPU nodes, which the pool has none of: it never counts.
+    pool.unschedulable_pod("web", json!({})).await;
+    pool.unschedulable_pod("gpu-web", json!({"gpu": "true"}))
+        .await;
+    let blind = colocated_autoscaler(&cluster, &pool.ns, &["--genericnode-version", "v1alpha9"]);
+    pool.eventually("frozen without a ledger", &blind, async || {
+        pool.condition("Frozen").await
+    })
+    .await;
+    pool.stays(
+        "no drain while frozen",
+        Duration::from_secs(3),
+        &blind,
+        async || NODES.iter().all(|n| !drained_by_us(&cluster, n)) && pool.replicas().await == 4,
+    )
+    .await;
+    drop(blind);
+
+    // With the ledger: the least busy node Slurm may give (c3: one CPU in use) is drained for
+    // the pod; its replica stays until its job ends.
+    let p = colocated_autoscaler(&cluster, &pool.ns, &[]);
+    pool.eventually("c3 drained for Kubernetes", &p, async || {
+        drained_by_us(&cluster, "c3")
+    })
+    .await;
+    pool.stays(
+        "the drain waits for c3's job",
+        Duration::from_secs(3),
+        &p,
+        async || {
+            pool.replicas().await == 4
+                && !pool.marked_to_go("c3").await
+                && ["c1", "c2"].iter().all(|n| !drained_by_us(&cluster, n))
+                && job_running(&cluster, &jobs[2])
+                && pool.condition("Reclaiming").await
+        },
+    )
+    .await;
+    assert_eq!(
+        node_state(&cluster, "c4"),
+        c4,
+        "someone else's drain was touched"
+    );
+
+    pool.eventually("the drain and the need in the metrics", &p, async || {
+        let m = p.metrics().await;
+        let l = [("namespace", pool.ns.as_str()), ("autoscaler", "cpu")];
+        let k8s = [l[0], l[1], ("owner", "kubernetes")];
+        m.get("slurmscale_colocation_draining_nodes", &l) == Some(1.0)
+            && m.get("slurmscale_colocation_need_nodes", &k8s) == Some(1.0)
+            && m.get("slurmscale_colocation_nodes", &k8s) == Some(0.0)
+    })
+    .await;
+
+    // The job ends: c3's pod is marked to go first and replicas drop to 3.
+    cluster.run("scancel", &[&jobs[2]]);
+    pool.eventually("c3 handed to Kubernetes", &p, async || {
+        pool.replicas().await == 3 && pool.marked_to_go("c3").await
+    })
+    .await;
+    // slurm-operator removes that pod; the scheduler places the waiting pod on the node (it
+    // stops pending) and the ledger shows it there.
+    pool.pods
+        .delete("slurmd-c3", &DeleteParams::default().grace_period(0))
+        .await
+        .unwrap();
+    pool.set_nodeset_replicas_status(3).await;
+    pool.pods
+        .delete("web", &DeleteParams::default().grace_period(0))
+        .await
+        .unwrap();
+    pool.ledger("c3", "0", "6").await;
+    pool.eventually("the pool's new shares in the metrics", &p, async || {
+        let m = p.metrics().await;
+        let owner = |o| {
+            [
+                ("namespace", pool.ns.as_str()),
+                ("autoscaler", "cpu"),
+                ("owner", o),
+            ]
+        };
+        m.get("slurmscale_colocation_nodes", &owner("slurm")) == Some(3.0)
+            && m.get("slurmscale_colocation_nodes", &owner("kubernetes")) == Some(1.0)
+    })
+    .await;
+    pool.stays(
+        "nothing more taken from Slurm",
+        Duration::from_secs(3),
+        &p,
+        async || {
+            pool.replicas().await == 3 && ["c1", "c2"].iter().all(|n| !drained_by_us(&cluster, n))
+        },
+    )
+    .await;
+
+    // Kubernetes is done with c3 and Slurm wants four nodes: replicas go back to 4, and once
+    // slurm-operator has a pod on c3 again our drain there is lifted.
+    pool.ledger("c3", "0", "0").await;
+    let wide = cluster
+        .run(
+            "sbatch",
+            &[
+                "--parsable",
+                "-o",
+                "/dev/null",
+                "-p",
+                "cpu",
+                "-N4",
+                "--exclusive",
+                "--wrap",
+                "sleep 600",
+            ],
+        )
+        .trim()
+        .to_string();
+    pool.eventually("Slurm grows back to 4", &p, async || {
+        pool.replicas().await == 4
+    })
+    .await;
+    pool.add_slurmd_pod("c3").await;
+    pool.set_nodeset_replicas_status(4).await;
+    pool.eventually("our drain on c3 lifted", &p, async || {
+        !node_state(&cluster, "c3").0.starts_with("drain")
+    })
+    .await;
+    assert_eq!(
+        node_state(&cluster, "c4"),
+        c4,
+        "someone else's drain was touched"
+    );
+    let _ = cluster.cmd("scancel").arg(&wide).status();
+    pool.cleanup().await;
+}
+
+fn job_running(cluster: &SlurmCluster, id: &str) -> bool {
+    cluster.run("squeue", &["-h", "-j", id, "-o", "%T"]).trim() == "RUNNING"
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rebalances_a_pool_with_slurm_24_11_over_rest() {
+    rebalances_the_pool("24.11").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rebalances_a_pool_with_slurm_22_05_over_scontrol() {
+    rebalances_the_pool("22.05").await;
+}
