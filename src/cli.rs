@@ -30,6 +30,8 @@ pub enum Command {
     Exporter(Box<ExporterArgs>),
     /// Scale NodeSets (or anything with a scale subresource) on Slurm demand, as NodeSetAutoscalers say.
     Autoscaler(Box<AutoscalerArgs>),
+    /// Run the exporter and the autoscaler policy on a simulated cluster: no Slurm, no Kubernetes.
+    Demo(DemoArgs),
     /// Print the CustomResourceDefinitions generated from slurmscale's types, as YAML.
     Crds {
         #[arg(value_enum)]
@@ -266,6 +268,22 @@ impl LedgerArgs {
             cluster_label: self.genericnode_cluster_label.clone(),
         }
     }
+}
+
+#[derive(Args)]
+pub struct DemoArgs {
+    /// Address to serve /metrics on (port 0: any free port; the URL is printed).
+    #[arg(long, env = "SLURMSCALE_LISTEN", default_value = "127.0.0.1:9341")]
+    pub listen: SocketAddr,
+    /// How long to run, in wall-clock time.
+    #[arg(long, env = "SLURMSCALE_DEMO_DURATION", default_value = "5m", value_parser = duration)]
+    pub duration: Duration,
+    /// Seed of the workload: the same seed replays the same jobs and decisions.
+    #[arg(long, env = "SLURMSCALE_DEMO_SEED", default_value_t = 1)]
+    pub seed: u64,
+    /// Simulated seconds per wall-clock second (1: real time).
+    #[arg(long, env = "SLURMSCALE_DEMO_SPEED", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub speed: u64,
 }
 
 #[derive(Args)]

@@ -4,6 +4,7 @@
 
 mod autoscaler;
 mod cli;
+mod demo;
 mod exporter;
 mod telemetry;
 
@@ -45,6 +46,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Exporter(args) => runtime()?.block_on(exporter::run(*args)),
         Command::Autoscaler(args) => runtime()?.block_on(autoscaler::run(*args)),
+        Command::Demo(args) => runtime()?.block_on(demo::run(args)),
     }
 }
 

@@ -320,8 +320,14 @@ async fn nodeset_desired_nodes_follow_slurm_demand() {
         ("partition", "elastic"),
     ];
     let desired = |m: &Metrics| m.get("slurm_nodeset_desired_nodes", &id);
+    let cpu_info = [
+        ("namespace", ns.as_str()),
+        ("nodeset", "cpu-nodes"),
+        ("partition", "cpu"),
+    ];
+    // Both NodeSets, which the watch may deliver one after the other.
     until(&exporter, "desired nodes present at 0", |m| {
-        desired(m) == Some(0.0)
+        desired(m) == Some(0.0) && m.get("slurm_nodeset_info", &cpu_info).is_some()
     })
     .await;
     let m = exporter.metrics().await;
@@ -504,7 +510,8 @@ async fn the_rbac_example_is_sufficient() {
         let mut kubeconfig: Value =
             serde_saphyr::from_str(&std::fs::read_to_string(kubeconfig_path()).unwrap()).unwrap();
         kubeconfig["users"][0]["user"]["as"] = Value::String(user.into());
-        let path = std::env::temp_dir().join(format!("{}.kubeconfig", unique("impersonate")));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("impersonate.kubeconfig");
         std::fs::write(&path, serde_json::to_vec(&kubeconfig).unwrap()).unwrap();
         let exporter = exporter(&cluster, path.to_str().unwrap());
         if allowed {

@@ -539,8 +539,8 @@ async fn every_family_matches_slurm_24_11_over_v0040_v0041_v0042() {
 #[tokio::test]
 async fn a_rotated_token_file_is_picked_up() {
     for cluster in SlurmCluster::all() {
-        let dir = std::env::temp_dir().join(support::unique("token"));
-        std::fs::create_dir_all(&dir).unwrap();
+        let guard = tempfile::tempdir().unwrap();
+        let dir = guard.path();
         let file = dir.join("token");
         let now = chrono::Utc::now().timestamp();
         let write = |token: &str| {
@@ -630,10 +630,7 @@ async fn a_rotated_token_file_is_picked_up() {
             exporter.logs()
         );
         let logs = exporter.logs();
-        {
-            let secret = std::fs::read_to_string(&file).unwrap();
-            assert!(!logs.contains(&secret), "a token leaked into the logs");
-        }
-        let _ = std::fs::remove_dir_all(&dir);
+        let secret = std::fs::read_to_string(&file).unwrap();
+        assert!(!logs.contains(&secret), "a token leaked into the logs");
     }
 }

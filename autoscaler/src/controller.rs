@@ -792,14 +792,7 @@ impl Controller {
         row.namespace = nsa.namespace().unwrap_or_default();
         row.name = nsa.name_any();
         row.target = nsa.spec.scale_target_ref.name.clone();
-        row.desired = d.replicas;
-        row.current = current;
-        row.recommendation = d.recommendation;
-        row.frozen = d.frozen;
-        row.limited = d.limited;
-        row.unsatisfiable = d.unsatisfiable_jobs;
-        row.reason = d.reason;
-        row.frozen_because = signals.as_ref().err().map(|u| u.kind());
+        row.record(d, current, signals);
     }
 
     fn status_for(

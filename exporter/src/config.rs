@@ -227,9 +227,8 @@ mod tests {
 
     #[test]
     fn a_config_file_with_two_clusters() {
-        let dir = std::env::temp_dir().join(format!("slurmscale-config-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("clusters.yaml");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("clusters.yaml");
         std::fs::write(
             &path,
             "interval: 15s\nclusters:\n- name: a\n  url: http://a:6820\n  tokenFile: /t\n- name: b\n  url: https://b:6820\n  jwtKeyFile: /k\n  apiVersion: v0.0.42\n",

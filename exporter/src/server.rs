@@ -120,6 +120,15 @@ pub fn router(state: AppState) -> Router {
 /// Serves until `stop` is cancelled, then finishes in-flight requests.
 pub async fn serve(listen: SocketAddr, state: AppState, stop: CancellationToken) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(listen).await?;
+    serve_on(listener, state, stop).await
+}
+
+/// [`serve`] on a listener already bound (to learn the port of `:0` before serving).
+pub async fn serve_on(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    stop: CancellationToken,
+) -> Result<()> {
     info!(address = %listener.local_addr()?, "serving /metrics, /healthz, /readyz");
     axum::serve(listener, router(state))
         .with_graceful_shutdown(stop.cancelled_owned())

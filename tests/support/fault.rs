@@ -154,11 +154,12 @@ async fn forward(State(s): State<Shared>, req: Request) -> Response {
         Fault::Rewrite(f) => {
             let mut v: Value = serde_json::from_slice(&body).unwrap_or_default();
             f(&mut v);
-            // 24.11's "unchanged since update_time" is an empty list with a warning: not a count.
+            // 24.11's "unchanged since update_time" is an empty list with a warning: not a
+            // count. "Zero jobs to dump" is a real empty queue: a count of 0.
             let unchanged = v
                 .get("warnings")
                 .and_then(Value::as_array)
-                .is_some_and(|w| !w.is_empty());
+                .is_some_and(|w| w.iter().any(|m| m.to_string().contains("No job changes")));
             if let Some(list) = v
                 .get(&endpoint)
                 .and_then(Value::as_array)

@@ -343,6 +343,10 @@ impl Drop for Process {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // A failing test keeps the log for a look; a passing one leaves nothing behind.
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_file(&self.log);
+        }
     }
 }
 

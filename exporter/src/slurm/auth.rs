@@ -296,13 +296,12 @@ mod tests {
     use super::*;
     use jsonwebtoken::{DecodingKey, Validation};
 
-    fn temp(name: &str, content: &[u8]) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("slurmscale-auth-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join(name);
+    /// A file in a directory that goes away with the returned guard.
+    fn temp(name: &str, content: &[u8]) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(name);
         std::fs::write(&p, content).unwrap();
-        p
+        (dir, p)
     }
 
     #[test]
@@ -314,7 +313,7 @@ mod tests {
 
     #[test]
     fn a_rotated_token_file_is_picked_up() {
-        let p = temp("token", b"SLURM_JWT=first\n");
+        let (_dir, p) = temp("token", b"SLURM_JWT=first\n");
         let source = TokenSource::file(&p);
         assert_eq!(source.token().unwrap().expose(), "first");
         // Rotation writes a new file (a new inode, as a secret volume's symlink swap does).
@@ -332,7 +331,7 @@ mod tests {
     #[test]
     fn hs256_tokens_carry_sun_iat_exp_and_are_renewed_early() {
         let key = b"0123456789abcdef0123456789abcdef";
-        let p = temp("jwt_hs256.key", key);
+        let (_dir, p) = temp("jwt_hs256.key", key);
         let source = TokenSource::signed(
             &p,
             SigningAlgorithm::Hs256,
@@ -374,7 +373,7 @@ mod tests {
 
     #[test]
     fn a_bad_key_fails_at_start_not_at_first_request() {
-        let p = temp("not-a-pem", b"hello");
+        let (_dir, p) = temp("not-a-pem", b"hello");
         let err = TokenSource::signed(
             &p,
             SigningAlgorithm::Rs256,

@@ -1,6 +1,6 @@
 //! One endpoint, one GET, one verdict. An answer is good only when the HTTP status is 2xx
 //! **and** `errors[]` is empty **and** the data key is present; 304, or 24.11's "200, empty
-//! list, warning" for an unchanged `/jobs`, means "keep what you have". Decoding runs on the
+//! list, 'No job changes' warning" for an unchanged `/jobs`, means "keep what you have". Decoding runs on the
 //! blocking pool: a 500 MB `/jobs` must not stall scrapes served by the same runtime.
 
 use super::client::{Fetched, SlurmClient, is_auth_failure};
@@ -130,16 +130,25 @@ pub async fn jobs(
         version.decode_jobs(b, per_owner)
     })
     .await?;
-    // 24.11 answers an unchanged /jobs with 200, an empty list and a warning ("No job changes
-    // since update_time"), not 304. A queue that really emptied comes without a warning.
     if let Some(d) = &decoded
         && sent
-        && d.data.cluster.total() == 0
-        && !d.warnings.is_empty()
+        && means_unchanged(d)
     {
         return Ok(Outcome::Unchanged);
     }
     Ok(Outcome::from(decoded))
+}
+
+/// 24.11 answers an unchanged `/jobs` with 200, an empty list and the warning "No job changes
+/// since update_time", not 304. A queue that really emptied is also an empty list with a
+/// warning, "Zero jobs to dump": only the first wording means "keep what you have".
+fn means_unchanged(d: &Decoded<Jobs>) -> bool {
+    d.data.cluster.total() == 0
+        && d.warnings.iter().any(|w| {
+            w.description
+                .as_deref()
+                .is_some_and(|t| t.starts_with("No job changes"))
+        })
 }
 
 /// Finds the newest API version slurmrestd serves: GET ping, newest first. 404 means "not
@@ -159,4 +168,29 @@ pub async fn probe(client: &SlurmClient) -> Result<ApiVersion> {
         url: client.url().to_string(),
         tried: tried.join(", "),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode(body: &str) -> Decoded<Jobs> {
+        ApiVersion::V0042
+            .decode_jobs(body.as_bytes(), false)
+            .unwrap()
+    }
+
+    /// Both bodies as Slurm 24.11.5 sends them; the first is "unchanged", the second is a
+    /// queue that emptied and must clear the exported jobs.
+    #[test]
+    fn an_emptied_queue_is_not_taken_for_unchanged() {
+        let unchanged = decode(
+            r#"{"jobs":[],"warnings":[{"description":"No job changes since update_time[1795328681]=2026-11-22T06:24:41","source":"op_handler_jobs"}],"errors":[]}"#,
+        );
+        let emptied = decode(
+            r#"{"jobs":[],"warnings":[{"description":"Zero jobs to dump","source":""}],"errors":[]}"#,
+        );
+        assert!(means_unchanged(&unchanged));
+        assert!(!means_unchanged(&emptied));
+    }
 }
