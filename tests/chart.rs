@@ -1,0 +1,376 @@
+//! The Helm chart, checked with real tools: `helm lint` and `helm template` (a real helm),
+//! the rendered manifests through `kubernetes-validate --strict` (Kubernetes 1.33 schemas)
+//! and through a server-side dry run on the harness's kube-apiserver with the official
+//! Prometheus Operator CRDs. Also what the rendered objects promise: least privilege,
+//! non-root, read-only root filesystem, probes, a leader-elected autoscaler.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+use support::{repo_root, run_tool, tool, wait_until};
+
+/// Helm with its home, cache and config in a throwaway directory: (success, stdout,
+/// stdout + stderr). Helm logs to stderr (e.g. that the dashboards are a symlink).
+fn helm(args: &[&str]) -> (bool, String, String) {
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(tool("helm"))
+        .args(args)
+        .current_dir(repo_root())
+        .env("HOME", home.path())
+        .env("HELM_CACHE_HOME", home.path().join("cache"))
+        .env("HELM_CONFIG_HOME", home.path().join("config"))
+        .env("HELM_DATA_HOME", home.path().join("data"))
+        .output()
+        .expect("run helm");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let all = format!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), stdout, all)
+}
+
+/// Values sets the chart must accept: the defaults with what is required, and every file
+/// in examples/helm/.
+fn values_sets() -> Vec<(String, Vec<String>)> {
+    let mut sets = vec![(
+        "defaults".to_string(),
+        vec![
+            "--set".into(),
+            "slurm.url=http://slurmrestd:6820".into(),
+            "--set".into(),
+            "slurm.auth.value=c2VjcmV0LWtleS1ieXRlcw==".into(),
+            "--set".into(),
+            "serviceMonitor.enabled=true".into(),
+            "--set".into(),
+            "prometheusRule.enabled=true".into(),
+            "--set".into(),
+            "dashboards.enabled=true".into(),
+        ],
+    )];
+    let dir = repo_root().join("examples/helm");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("examples/helm")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 3, "examples/helm has {files:?}");
+    for f in files {
+        sets.push((
+            f.file_name().unwrap().to_string_lossy().into_owned(),
+            vec!["-f".into(), f.to_string_lossy().into_owned()],
+        ));
+    }
+    sets
+}
+
+fn render(namespace: &str, values: &[String]) -> String {
+    let mut args = vec![
+        "template",
+        "slurmscale",
+        "charts/slurmscale",
+        "--namespace",
+        namespace,
+        "--include-crds",
+    ];
+    args.extend(values.iter().map(String::as_str));
+    let (ok, rendered, all) = helm(&args);
+    assert!(ok, "helm template {values:?}:\n{all}");
+    rendered
+}
+
+/// The rendered documents as JSON values.
+fn objects(rendered: &str) -> Vec<Value> {
+    rendered
+        .split("\n---")
+        .filter_map(|doc| {
+            let v: Value = serde_saphyr::from_str(doc).unwrap_or_else(|e| {
+                panic!("rendered YAML does not parse: {e}\n{doc}");
+            });
+            (!v.is_null()).then_some(v)
+        })
+        .collect()
+}
+
+fn find<'a>(objs: &'a [Value], kind: &str, name_suffix: &str) -> Option<&'a Value> {
+    objs.iter().find(|o| {
+        o["kind"] == kind
+            && o["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.ends_with(name_suffix))
+    })
+}
+
+#[test]
+fn the_chart_lints_and_renders_valid_manifests() {
+    for (name, values) in values_sets() {
+        let mut lint = vec!["lint", "--strict", "charts/slurmscale"];
+        lint.extend(values.iter().map(String::as_str));
+        let (ok, _, out) = helm(&lint);
+        assert!(ok, "helm lint --strict with {name}:\n{out}");
+
+        let rendered = render("slurm", &values);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("rendered.yaml");
+        std::fs::write(&file, &rendered).unwrap();
+        let (ok, out) = run_tool(
+            "kubernetes-validate",
+            &["--strict", "-k", "1.33.0", file.to_str().unwrap()],
+        );
+        assert!(ok, "kubernetes-validate --strict with {name}:\n{out}");
+        assert!(
+            !out.contains("ERROR"),
+            "kubernetes-validate reported errors with {name}:\n{out}"
+        );
+
+        for o in objects(&rendered) {
+            if o["kind"] != "Deployment" {
+                continue;
+            }
+            let what = format!("{name}: {}", o["metadata"]["name"]);
+            let pod = &o["spec"]["template"]["spec"];
+            assert_eq!(pod["securityContext"]["runAsNonRoot"], true, "{what}");
+            let c = &pod["containers"][0];
+            assert_eq!(
+                c["securityContext"]["readOnlyRootFilesystem"], true,
+                "{what}"
+            );
+            assert_eq!(
+                c["securityContext"]["allowPrivilegeEscalation"], false,
+                "{what}"
+            );
+            assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz", "{what}");
+            assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz", "{what}");
+            assert!(c["resources"]["requests"]["memory"].is_string(), "{what}");
+            // Credentials come from a mounted Secret, never from an env value.
+            for e in c["env"].as_array().unwrap() {
+                let n = e["name"].as_str().unwrap();
+                assert!(
+                    !(n == "SLURM_JWT"
+                        || e["value"].as_str().is_some_and(|v| v.contains("c2VjcmV0"))),
+                    "{what}: a secret in env {e}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_rendered_objects_keep_their_promises() {
+    let (_, values) = values_sets().remove(0);
+    let objs = objects(&render("slurm", &values));
+
+    let autoscaler = find(&objs, "Deployment", "-autoscaler").expect("autoscaler Deployment");
+    assert_eq!(autoscaler["spec"]["replicas"], 2);
+    let env = autoscaler["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_array()
+        .unwrap();
+    let var = |n: &str| env.iter().find(|e| e["name"] == n).cloned();
+    assert_eq!(
+        var("POD_NAME").unwrap()["valueFrom"]["fieldRef"]["fieldPath"],
+        "metadata.name",
+        "each replica needs its own identity in the Lease"
+    );
+    assert_eq!(
+        var("SLURMSCALE_LEADER_ELECTION_NAMESPACE").unwrap()["valueFrom"]["fieldRef"]["fieldPath"],
+        "metadata.namespace"
+    );
+
+    // The exporter only reads.
+    let role = find(&objs, "ClusterRole", "-exporter").expect("exporter ClusterRole");
+    for rule in role["rules"].as_array().unwrap() {
+        for verb in rule["verbs"].as_array().unwrap() {
+            assert!(
+                verb == "list" || verb == "watch",
+                "exporter may {verb} {}",
+                rule["resources"]
+            );
+        }
+    }
+    // The autoscaler writes only /scale, its own status, pods (deletion cost) and Events;
+    // it never touches Secrets, and its Lease rights stop at its namespace.
+    let role = find(&objs, "ClusterRole", "-autoscaler").expect("autoscaler ClusterRole");
+    for rule in role["rules"].as_array().unwrap() {
+        let resources: Vec<&str> = rule["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_str().unwrap())
+            .collect();
+        assert!(!resources.contains(&"secrets"), "{rule}");
+        let writes = rule["verbs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| !matches!(v.as_str().unwrap(), "get" | "list" | "watch"));
+        if writes {
+            assert!(
+                resources.iter().all(|r| matches!(
+                    *r,
+                    "nodesets/scale" | "nodesetautoscalers/status" | "pods" | "events"
+                )),
+                "autoscaler writes {resources:?}"
+            );
+        }
+    }
+    let lease = find(&objs, "Role", "-leader-election").expect("leader-election Role");
+    assert_eq!(lease["metadata"]["namespace"], "slurm");
+    assert_eq!(lease["rules"][0]["resources"][0], "leases");
+
+    // Monitoring objects: fixed job names (the alerts use them), the alert file, dashboards.
+    let sm = find(&objs, "ServiceMonitor", "-exporter").expect("ServiceMonitor");
+    assert_eq!(sm["spec"]["jobLabel"], "slurmscale.io/job");
+    let svc = find(&objs, "Service", "-exporter").expect("exporter Service");
+    assert_eq!(
+        svc["metadata"]["labels"]["slurmscale.io/job"],
+        "slurmscale-exporter"
+    );
+    let rule = find(&objs, "PrometheusRule", "slurmscale").expect("PrometheusRule");
+    let alerts: Vec<&str> = rule["spec"]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["rules"].as_array().unwrap())
+        .map(|r| r["alert"].as_str().unwrap())
+        .collect();
+    for a in [
+        "SlurmExporterDown",
+        "SlurmExporterDataStale",
+        "SlurmUnreachable",
+        "SlurmscaleAutoscalerFrozen",
+        "SlurmscaleScaleErrors",
+        "NodeSetBelowDesired",
+    ] {
+        assert!(alerts.contains(&a), "{a} missing from {alerts:?}");
+    }
+    let dashboards: Vec<&Value> = objs
+        .iter()
+        .filter(|o| o["kind"] == "ConfigMap" && o["metadata"]["labels"]["grafana_dashboard"] == "1")
+        .collect();
+    let on_disk = std::fs::read_dir(repo_root().join("dashboards"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "json")
+        })
+        .count();
+    assert_eq!(dashboards.len(), on_disk, "one ConfigMap per dashboard");
+    for cm in dashboards {
+        for (_, json) in cm["data"].as_object().unwrap() {
+            let d: Value = serde_json::from_str(json.as_str().unwrap()).expect("dashboard JSON");
+            assert!(d["uid"].is_string());
+        }
+    }
+    // A CRD of ours comes along.
+    assert!(
+        find(
+            &objs,
+            "CustomResourceDefinition",
+            "nodesetautoscalers.slurmscale.io"
+        )
+        .is_some()
+    );
+}
+
+/// Missing or wrong values fail at install time with a message naming the value.
+#[test]
+fn bad_values_are_refused_with_a_clear_message() {
+    for (args, says) in [
+        (
+            vec!["--set", "slurm.auth.value=a2V5"],
+            "slurm.url is required",
+        ),
+        (
+            vec!["--set", "slurm.url=http://x:6820"],
+            "slurm.auth.value or slurm.auth.existingSecret is required",
+        ),
+        (
+            vec![
+                "--set",
+                "slurm.url=http://x:6820",
+                "--set",
+                "slurm.auth.existingSecret=s",
+                "--set",
+                "slurm.apiVersion=v0.0.39",
+            ],
+            "apiVersion",
+        ),
+        (
+            vec![
+                "--set",
+                "slurm.url=http://x:6820",
+                "--set",
+                "slurm.auth.existingSecret=s",
+                "--set",
+                "exporter.interval=often",
+            ],
+            "interval",
+        ),
+        (
+            vec![
+                "--set",
+                "slurm.url=http://x:6820",
+                "--set",
+                "slurm.auth.existingSecret=s",
+                "--set",
+                "autoscaler.replicaz=2",
+            ],
+            "replicaz",
+        ),
+    ] {
+        let mut a = vec!["template", "x", "charts/slurmscale"];
+        a.extend(args.iter());
+        let (ok, _, out) = helm(&a);
+        assert!(!ok, "{args:?} was accepted");
+        assert!(out.contains(says), "{args:?}: expected {says:?} in:\n{out}");
+    }
+}
+
+async fn apply_official_crd(file: &str, resource: &str) {
+    let crd = support::official_crd_path(file);
+    let (ok, said) = run_tool("kubectl", &["apply", "-f", crd.to_str().unwrap()]);
+    assert!(ok, "installing {file}: {said}");
+    let served = wait_until(Duration::from_secs(30), || async {
+        run_tool("kubectl", &["get", resource, "-A"]).0
+    })
+    .await;
+    assert!(served, "{resource} not served");
+}
+
+/// What helm would install passes the real kube-apiserver's validation (server-side dry run),
+/// with the official ServiceMonitor and PrometheusRule CRDs.
+#[tokio::test]
+async fn the_rendered_chart_passes_a_server_side_dry_run() {
+    apply_official_crd(
+        "monitoring.coreos.com_servicemonitors.yaml",
+        "servicemonitors.monitoring.coreos.com",
+    )
+    .await;
+    apply_official_crd(
+        "monitoring.coreos.com_prometheusrules.yaml",
+        "prometheusrules.monitoring.coreos.com",
+    )
+    .await;
+    let client = support::kube_client().await;
+    let ns = support::namespace(&client, "chart").await;
+    for (name, values) in values_sets() {
+        let rendered = render(&ns, &values);
+        let dir = tempfile::tempdir().unwrap();
+        let file: &Path = &dir.path().join("rendered.yaml");
+        std::fs::write(file, &rendered).unwrap();
+        let (ok, out) = run_tool(
+            "kubectl",
+            &["apply", "--dry-run=server", "-f", file.to_str().unwrap()],
+        );
+        assert!(ok, "server-side dry run of the chart with {name}:\n{out}");
+        assert!(
+            out.contains("deployment.apps/slurmscale-exporter created (server dry run)"),
+            "{name}: {out}"
+        );
+    }
+}
