@@ -225,6 +225,18 @@ mod tests {
         assert!(parse_duration("5d").is_err());
     }
 
+    /// The example in the repo loads: three clusters, each with its own credentials.
+    #[test]
+    fn the_example_config_loads() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/config/clusters.yaml");
+        let (clusters, interval) = load(&path).unwrap();
+        assert_eq!(interval, Some(Duration::from_secs(30)));
+        let names: Vec<&str> = clusters.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["prod", "legacy", "cloud"]);
+        assert!(matches!(clusters[1].auth, AuthConfig::TokenFile(_)));
+        assert!(matches!(clusters[2].auth, AuthConfig::Key { .. }));
+    }
+
     #[test]
     fn a_config_file_with_two_clusters() {
         let dir = tempfile::tempdir().unwrap();
