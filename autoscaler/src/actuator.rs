@@ -1,9 +1,10 @@
 //! The only code that writes: the target's scale subresource (with the resourceVersion read,
 //! so a concurrent change is a 409 and the decision is made again on fresh data), the
 //! NodeSetAutoscaler's status, and Events. Any resource with a scale subresource works; the
-//! API resource behind `scaleTargetRef` is found by discovery and cached.
+//! API resource behind `scaleTargetRef` is found by discovery and cached. The controller sees
+//! it through the [`Kubernetes`] trait, so the demo can put a simulated NodeSet in its place.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
@@ -92,9 +93,132 @@ impl Actuator {
             &resource,
         ))
     }
+}
 
+/// Everything the controller reads and writes in Kubernetes. [`Actuator`] does it through
+/// the API server; `slurmscale demo` through a simulated NodeSet. Kept narrow on purpose:
+/// the controller's decisions depend on nothing else.
+pub trait Kubernetes: Send + Sync + 'static {
     /// Reads the target and its scale.
-    pub async fn read(&self, namespace: &str, target: &ScaleTargetRef) -> Result<Target> {
+    fn read(
+        &self,
+        namespace: &str,
+        target: &ScaleTargetRef,
+    ) -> impl Future<Output = Result<Target>> + Send;
+
+    /// Sets the target's replicas, if its scale is still at `resource_version`.
+    fn scale(
+        &self,
+        namespace: &str,
+        target: &ScaleTargetRef,
+        replicas: u64,
+        resource_version: Option<&str>,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Marks the target's pods on `nodes` to be deleted first on scale-in; how many.
+    fn mark_pods_to_go(
+        &self,
+        namespace: &str,
+        selector: Option<&str>,
+        nodes: &[String],
+    ) -> impl Future<Output = Result<usize>> + Send;
+
+    /// Nodes running a pod of `selector`: true when it serves (is not marked to go).
+    fn pod_nodes(
+        &self,
+        namespace: &str,
+        selector: &str,
+    ) -> impl Future<Output = Result<BTreeMap<String, bool>>> + Send;
+
+    /// Unschedulable pods with these labels, with what they request and where they may go.
+    fn unschedulable_pods(
+        &self,
+        labels: &BTreeMap<String, String>,
+    ) -> impl Future<Output = Result<Vec<PendingPod>>> + Send;
+
+    /// Merges `status` into the autoscaler's status.
+    fn status(
+        &self,
+        nsa: &NodeSetAutoscaler,
+        status: Value,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Records an Event on the autoscaler (best effort).
+    fn event(
+        &self,
+        nsa: &NodeSetAutoscaler,
+        warning: bool,
+        reason: &str,
+        note: String,
+    ) -> impl Future<Output = ()> + Send;
+}
+
+/// A shared one works too (the demo keeps a handle on what the controller did).
+impl<K: Kubernetes> Kubernetes for std::sync::Arc<K> {
+    fn read(
+        &self,
+        namespace: &str,
+        target: &ScaleTargetRef,
+    ) -> impl Future<Output = Result<Target>> + Send {
+        (**self).read(namespace, target)
+    }
+
+    fn scale(
+        &self,
+        namespace: &str,
+        target: &ScaleTargetRef,
+        replicas: u64,
+        resource_version: Option<&str>,
+    ) -> impl Future<Output = Result<()>> + Send {
+        (**self).scale(namespace, target, replicas, resource_version)
+    }
+
+    fn mark_pods_to_go(
+        &self,
+        namespace: &str,
+        selector: Option<&str>,
+        nodes: &[String],
+    ) -> impl Future<Output = Result<usize>> + Send {
+        (**self).mark_pods_to_go(namespace, selector, nodes)
+    }
+
+    fn pod_nodes(
+        &self,
+        namespace: &str,
+        selector: &str,
+    ) -> impl Future<Output = Result<BTreeMap<String, bool>>> + Send {
+        (**self).pod_nodes(namespace, selector)
+    }
+
+    fn unschedulable_pods(
+        &self,
+        labels: &BTreeMap<String, String>,
+    ) -> impl Future<Output = Result<Vec<PendingPod>>> + Send {
+        (**self).unschedulable_pods(labels)
+    }
+
+    fn status(
+        &self,
+        nsa: &NodeSetAutoscaler,
+        status: Value,
+    ) -> impl Future<Output = Result<()>> + Send {
+        (**self).status(nsa, status)
+    }
+
+    fn event(
+        &self,
+        nsa: &NodeSetAutoscaler,
+        warning: bool,
+        reason: &str,
+        note: String,
+    ) -> impl Future<Output = ()> + Send {
+        (**self).event(nsa, warning, reason, note)
+    }
+}
+
+impl Kubernetes for Actuator {
+    /// Reads the target and its scale.
+    async fn read(&self, namespace: &str, target: &ScaleTargetRef) -> Result<Target> {
         let api = self.api(namespace, target).await?;
         let object = api.get(&target.name).await?;
         let scale = api.get_scale(&target.name).await?;
@@ -125,7 +249,7 @@ impl Actuator {
     }
 
     /// Sets the target's replicas, if its scale is still at `resource_version`.
-    pub async fn scale(
+    async fn scale(
         &self,
         namespace: &str,
         target: &ScaleTargetRef,
@@ -144,7 +268,7 @@ impl Actuator {
 
     /// Marks the target's pods on `nodes` to be deleted first on the next scale-in (the
     /// operator then removes exactly the nodes we drained). Returns how many were marked.
-    pub async fn mark_pods_to_go(
+    async fn mark_pods_to_go(
         &self,
         namespace: &str,
         selector: Option<&str>,
@@ -172,11 +296,7 @@ impl Actuator {
     /// The nodes the target's pods (by its `status.selector`) run on: node → whether a pod
     /// there is still serving (not yet marked to go). This, not Slurm, says which pool nodes
     /// Slurm holds: a node is Slurm's from its pod's start until the pod is marked.
-    pub async fn pod_nodes(
-        &self,
-        namespace: &str,
-        selector: &str,
-    ) -> Result<std::collections::BTreeMap<String, bool>> {
+    async fn pod_nodes(&self, namespace: &str, selector: &str) -> Result<BTreeMap<String, bool>> {
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
         let mut out = std::collections::BTreeMap::new();
         for pod in pods
@@ -200,9 +320,9 @@ impl Actuator {
 
     /// Pending pods the scheduler could not place (PodScheduled=False, Unschedulable), with
     /// their CPU and memory requests, optionally only those with `labels`.
-    pub async fn unschedulable_pods(
+    async fn unschedulable_pods(
         &self,
-        labels: &std::collections::BTreeMap<String, String>,
+        labels: &BTreeMap<String, String>,
     ) -> Result<Vec<PendingPod>> {
         let pods: Api<Pod> = Api::all(self.client.clone());
         let mut lp = ListParams::default().fields("status.phase=Pending");
@@ -255,7 +375,7 @@ impl Actuator {
     }
 
     /// Merges `status` into the NodeSetAutoscaler's status.
-    pub async fn status(&self, nsa: &NodeSetAutoscaler, status: Value) -> Result<()> {
+    async fn status(&self, nsa: &NodeSetAutoscaler, status: Value) -> Result<()> {
         let namespace = nsa.metadata.namespace.clone().unwrap_or_default();
         let api: Api<NodeSetAutoscaler> = Api::namespaced(self.client.clone(), &namespace);
         let name = nsa.metadata.name.clone().unwrap_or_default();
@@ -269,7 +389,7 @@ impl Actuator {
     }
 
     /// Records an Event on the NodeSetAutoscaler; failures are logged, never fatal.
-    pub async fn event(&self, nsa: &NodeSetAutoscaler, warning: bool, reason: &str, note: String) {
+    async fn event(&self, nsa: &NodeSetAutoscaler, warning: bool, reason: &str, note: String) {
         let reference: ObjectReference = nsa.object_ref(&());
         let event = Event {
             type_: if warning {

@@ -20,7 +20,7 @@ use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use crate::actuator::{Actuator, Target};
+use crate::actuator::{Actuator, Kubernetes, Target};
 use crate::colocation::{self, ColocationBounds, ColocationHistory, PoolNode, SlurmNode};
 use crate::crd::NodeSetAutoscaler;
 use crate::error::{Error, Result};
@@ -32,7 +32,14 @@ use slurmscale_exporter::k8s::ledger::Owner;
 use slurmscale_exporter::k8s::watch::KubeSource;
 use slurmscale_exporter::model::{NodeBase, NodeFlags};
 
-#[derive(Clone, Debug)]
+/// Where "now" comes from: the wall clock, or the demo's simulated one.
+pub type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
+
+pub fn wall_clock() -> Clock {
+    Arc::new(SystemTime::now)
+}
+
+#[derive(Clone)]
 pub struct ControllerConfig {
     /// Reconcile at least this often even without news.
     pub resync: Duration,
@@ -40,6 +47,7 @@ pub struct ControllerConfig {
     pub stale_after: Duration,
     /// Every autoscaler in dry run (`--dry-run`).
     pub dry_run: bool,
+    pub clock: Clock,
 }
 
 /// Per-autoscaler memory between reconciles.
@@ -67,8 +75,8 @@ pub struct ColocationSources {
     pub writers: BTreeMap<String, SlurmNodeWriter>,
 }
 
-pub struct Controller {
-    actuator: Actuator,
+pub struct Controller<K: Kubernetes = Actuator> {
+    actuator: K,
     colocation: ColocationSources,
     autoscalers: Store<NodeSetAutoscaler>,
     clusters: BTreeMap<String, watch::Receiver<Arc<ClusterSnapshot>>>,
@@ -78,9 +86,9 @@ pub struct Controller {
     pub metrics: Arc<Mutex<AutoscalerMetrics>>,
 }
 
-impl Controller {
+impl<K: Kubernetes> Controller<K> {
     pub fn new(
-        actuator: Actuator,
+        actuator: K,
         autoscalers: Store<NodeSetAutoscaler>,
         clusters: BTreeMap<String, watch::Receiver<Arc<ClusterSnapshot>>>,
         leadership: Leadership,
@@ -158,7 +166,7 @@ impl Controller {
                     let mut m = self.metrics.lock().unwrap_or_else(|e| e.into_inner());
                     if let Some(row) = m.rows.get_mut(&k) {
                         row.decision_seconds = took.as_secs_f64();
-                        row.last_decision = Some(SystemTime::now());
+                        row.last_decision = Some((self.cfg.clock)());
                     }
                     if let Err(e) = &result {
                         *m.errors.entry(e.kind()).or_default() += 1;
@@ -255,7 +263,7 @@ impl Controller {
                 .reconcile_colocated(nsa, entry, &target, col, leader, dry_run)
                 .await;
         }
-        let now = SystemTime::now();
+        let now = (self.cfg.clock)();
         let bounds = Bounds::from(spec);
         let signals = self.signals(nsa, &target, &bounds, now);
         let mut decision = decide(&bounds, &signals, target.replicas, &entry.history, now);
@@ -440,7 +448,7 @@ impl Controller {
         dry_run: bool,
     ) -> Result<()> {
         let namespace = nsa.namespace().unwrap_or_default();
-        let now = SystemTime::now();
+        let now = (self.cfg.clock)();
         let cluster = self
             .cluster_of(nsa)
             .ok_or_else(|| Error::UnknownCluster(String::new()))?;

@@ -127,6 +127,7 @@ pub async fn run(client: Client, cfg: AutoscalerConfig, stop: CancellationToken)
             resync: cfg.interval,
             stale_after: cfg.interval * 3 + Duration::from_secs(5),
             dry_run: cfg.dry_run,
+            clock: controller::wall_clock(),
         },
         colocation,
     ));

@@ -1,22 +1,34 @@
-//! `slurmscale demo`: the exporter's metric families and the autoscaler's policy, signals and
-//! metrics, running on a simulated cluster ([`sim`]) instead of slurmrestd and a
-//! kube-apiserver. Nothing here decides anything on its own: each tick the simulation
-//! publishes a snapshot, the exporter's `partition_signals` and the autoscaler's `decide`
-//! turn it into replicas for the burst NodeSet, and `/metrics` is rendered by the same code a
-//! real deployment serves. No cluster, no root, no network beyond the 127.0.0.1 listener.
+//! `slurmscale demo`: the exporter's metric families and the autoscaler's controller,
+//! running on a simulated cluster ([`sim`]) instead of slurmrestd and a kube-apiserver.
+//! Nothing here decides anything on its own: each tick the simulation publishes a Slurm
+//! snapshot, the real [`Controller`] reconciles a real NodeSetAutoscaler against it through
+//! [`SimKubernetes`] (the simulated side of the controller's `Kubernetes` trait: one NodeSet
+//! whose scale is the simulation's), on the simulation's clock, and `/metrics` is rendered by
+//! the same code a real deployment serves. No cluster, no root, no network beyond the
+//! 127.0.0.1 listener.
 
 pub mod sim;
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use anyhow::Result;
-use slurmscale_autoscaler::crd::NodeSetAutoscalerSpec;
-use slurmscale_autoscaler::metrics::{self as autoscaler_metrics, AutoscalerMetrics, Row};
-use slurmscale_autoscaler::policy::{Bounds, Decision, History, Reason, decide};
+use kube::runtime::reflector::{self, store::Writer};
+use kube::runtime::watcher;
+use serde_json::Value;
+use slurmscale_autoscaler::actuator::{Kubernetes, Target};
+use slurmscale_autoscaler::colocation::PendingPod;
+use slurmscale_autoscaler::controller::{ColocationSources, Controller, ControllerConfig};
+use slurmscale_autoscaler::crd::{NodeSetAutoscaler, ScaleTargetRef};
+use slurmscale_autoscaler::leader::Leadership;
+use slurmscale_autoscaler::metrics::{self as autoscaler_metrics, AutoscalerMetrics};
 use slurmscale_exporter::metrics::{MetricsOptions, Out, render};
 use slurmscale_exporter::server::{self, AppState, Page};
 use slurmscale_exporter::signals::partition_signals;
+use slurmscale_exporter::snapshot::ClusterSnapshot;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::DemoArgs;
@@ -24,93 +36,197 @@ use sim::{BURST, BURST_MAX, CLUSTER, NAMESPACE, Simulation};
 
 /// The autoscaler object the demo plays: the burst partition, scale to zero, with windows
 /// short enough to watch (a real one would idle for minutes).
-fn autoscaler_spec() -> NodeSetAutoscalerSpec {
+fn autoscaler() -> NodeSetAutoscaler {
     serde_json::from_value(serde_json::json!({
-        "scaleTargetRef": {"name": BURST},
-        "slurm": {"cluster": CLUSTER, "partitions": [BURST]},
-        "minReplicas": 0,
-        "maxReplicas": BURST_MAX,
-        "idleReplicas": 0,
-        "idleTimeoutSeconds": 60,
-        "scaleUp": {"maxStep": 8},
-        "scaleDown": {"maxStep": 4, "stabilizationWindowSeconds": 30},
+        "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler",
+        "metadata": {"name": BURST, "namespace": NAMESPACE, "generation": 1},
+        "spec": {
+            "scaleTargetRef": {"name": BURST},
+            "slurm": {"cluster": CLUSTER, "partitions": [BURST]},
+            "minReplicas": 0,
+            "maxReplicas": BURST_MAX,
+            "idleReplicas": 0,
+            "idleTimeoutSeconds": 60,
+            "scaleUp": {"maxStep": 8},
+            "scaleDown": {"maxStep": 4, "stabilizationWindowSeconds": 30},
+        },
     }))
-    .expect("the demo's autoscaler spec is valid")
+    .expect("the demo's autoscaler is valid")
 }
 
-/// The simulation and the autoscaler's memory, stepped together.
+/// What the controller sees of Kubernetes in the demo: the burst NodeSet's scale (kept
+/// equal to the simulation's), the scale it asked for, and what it reported.
+#[derive(Default)]
+pub struct SimKubernetes(Mutex<SimState>);
+
+#[derive(Default)]
+struct SimState {
+    replicas: u64,
+    version: u64,
+    asked: Option<u64>,
+    /// `status.lastDecision`: reason and message.
+    decision: (String, String),
+    events: u64,
+}
+
+impl SimKubernetes {
+    fn state(&self) -> std::sync::MutexGuard<'_, SimState> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Kubernetes for SimKubernetes {
+    async fn read(
+        &self,
+        _: &str,
+        _: &ScaleTargetRef,
+    ) -> slurmscale_autoscaler::error::Result<Target> {
+        let s = self.state();
+        Ok(Target {
+            replicas: s.replicas,
+            resource_version: Some(s.version.to_string()),
+            scaling_mode: None,
+            partition_annotation: None,
+            selector: Some(format!("app.kubernetes.io/instance={BURST}")),
+        })
+    }
+
+    async fn scale(
+        &self,
+        _: &str,
+        _: &ScaleTargetRef,
+        replicas: u64,
+        _: Option<&str>,
+    ) -> slurmscale_autoscaler::error::Result<()> {
+        let mut s = self.state();
+        s.replicas = replicas;
+        s.version += 1;
+        s.asked = Some(replicas);
+        Ok(())
+    }
+
+    async fn mark_pods_to_go(
+        &self,
+        _: &str,
+        _: Option<&str>,
+        _: &[String],
+    ) -> slurmscale_autoscaler::error::Result<usize> {
+        Ok(0)
+    }
+
+    async fn pod_nodes(
+        &self,
+        _: &str,
+        _: &str,
+    ) -> slurmscale_autoscaler::error::Result<BTreeMap<String, bool>> {
+        Ok(BTreeMap::new())
+    }
+
+    async fn unschedulable_pods(
+        &self,
+        _: &BTreeMap<String, String>,
+    ) -> slurmscale_autoscaler::error::Result<Vec<PendingPod>> {
+        Ok(Vec::new())
+    }
+
+    async fn status(
+        &self,
+        _: &NodeSetAutoscaler,
+        status: Value,
+    ) -> slurmscale_autoscaler::error::Result<()> {
+        let d = &status["lastDecision"];
+        if let (Some(reason), Some(message)) = (d["reason"].as_str(), d["message"].as_str()) {
+            self.state().decision = (reason.to_string(), message.to_string());
+        }
+        Ok(())
+    }
+
+    async fn event(&self, _: &NodeSetAutoscaler, _: bool, _: &str, _: String) {
+        self.state().events += 1;
+    }
+}
+
+/// The simulation and the controller, stepped together.
 pub struct Demo {
     pub sim: Simulation,
-    bounds: Bounds,
-    history: History,
-    pub metrics: AutoscalerMetrics,
+    controller: Controller<Arc<SimKubernetes>>,
+    kubernetes: Arc<SimKubernetes>,
+    snapshots: watch::Sender<Arc<ClusterSnapshot>>,
+    /// The simulation's time, read by the controller's clock (ms since the epoch).
+    now_ms: Arc<AtomicU64>,
+    _autoscalers: Writer<NodeSetAutoscaler>,
 }
 
 /// What one tick produced.
 pub struct Tick {
     pub page: String,
-    pub decision: Decision,
     pub demand_nodes: u64,
+    pub reason: String,
+    pub message: String,
+}
+
+fn millis(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 impl Demo {
     pub fn new(seed: u64, start: SystemTime) -> Self {
-        let mut metrics = AutoscalerMetrics {
-            leader: true,
-            ..Default::default()
+        let sim = Simulation::new(seed, start);
+        let (store, mut writer) = reflector::store::<NodeSetAutoscaler>();
+        writer.apply_watcher_event(&watcher::Event::Apply(autoscaler()));
+        let (snapshots, rx) = watch::channel(Arc::new(sim.snapshot()));
+        let now_ms = Arc::new(AtomicU64::new(millis(sim.now())));
+        let clock = {
+            let now_ms = now_ms.clone();
+            Arc::new(move || {
+                SystemTime::UNIX_EPOCH + Duration::from_millis(now_ms.load(Ordering::SeqCst))
+            })
         };
-        metrics.rows.insert(
-            BURST.into(),
-            Row {
-                cluster: CLUSTER.into(),
-                namespace: NAMESPACE.into(),
-                name: BURST.into(),
-                target: BURST.into(),
-                ..Default::default()
+        let kubernetes = Arc::new(SimKubernetes::default());
+        let controller = Controller::new(
+            kubernetes.clone(),
+            store,
+            BTreeMap::from([(CLUSTER.to_string(), rx)]),
+            Leadership::always(),
+            ControllerConfig {
+                resync: Duration::from_secs(1),
+                stale_after: Duration::from_secs(10),
+                dry_run: false,
+                clock,
             },
+            ColocationSources::default(),
         );
         Self {
-            sim: Simulation::new(seed, start),
-            bounds: Bounds::from(&autoscaler_spec()),
-            history: History::default(),
-            metrics,
+            sim,
+            controller,
+            kubernetes,
+            snapshots,
+            now_ms,
+            _autoscalers: writer,
         }
     }
 
-    /// One simulated second: Slurm moves, the policy decides, the NodeSet is scaled, the
-    /// page is rendered.
-    pub fn step(&mut self) -> Tick {
+    /// One simulated second: Slurm moves, the controller reconciles, the NodeSet is scaled
+    /// to what it asked, the page is rendered.
+    pub async fn step(&mut self) -> Tick {
         self.sim.step();
         let now = self.sim.now();
+        self.now_ms.store(millis(now), Ordering::SeqCst);
         let snap = Arc::new(self.sim.snapshot());
-        let signals = partition_signals(
-            &snap,
-            BURST,
-            Some(self.bounds.max),
-            now,
-            Duration::from_secs(10),
-        );
-        let current = self.sim.nodeset.replicas;
-        let decision = decide(&self.bounds, &signals, current, &self.history, now);
-        self.history.record(
-            &decision,
-            now,
-            self.bounds.down_window + Duration::from_secs(60),
-        );
-        let row = self.metrics.rows.entry(BURST.into()).or_default();
-        if decision.replicas != current {
-            self.sim.scale(decision.replicas);
-            if decision.replicas > current {
-                row.scale_ups += 1;
-                row.last_scale_up = Some(now);
-            } else {
-                row.scale_downs += 1;
-                row.last_scale_down = Some(now);
-            }
+        self.snapshots.send_replace(snap.clone());
+        self.kubernetes.state().replicas = self.sim.nodeset.replicas;
+        self.controller.reconcile_all().await;
+        if let Some(r) = self.kubernetes.state().asked.take() {
+            self.sim.scale(r);
         }
-        row.record(&decision, self.sim.nodeset.replicas, &signals);
-        row.last_decision = Some(now);
 
+        let metrics: AutoscalerMetrics = self
+            .controller
+            .metrics
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let opts = MetricsOptions {
             per_owner: false,
             interval: Duration::from_secs(1),
@@ -118,21 +234,38 @@ impl Demo {
         let kube = self.sim.kube_snapshot();
         let mut page = render(std::slice::from_ref(&snap), Some(&kube), &opts, now);
         let mut out = Out::new();
-        autoscaler_metrics::collect(&mut out, &self.metrics);
+        autoscaler_metrics::collect(&mut out, &metrics);
         page.push_str(&out.encode());
+        // For the live line only: the demand the controller saw.
+        let demand_nodes = partition_signals(&snap, BURST, None, now, Duration::from_secs(10))
+            .map_or(0, |s| s.demand.nodes);
+        let (reason, message) = self.kubernetes.state().decision.clone();
         Tick {
             page,
-            demand_nodes: signals.as_ref().map_or(0, |s| s.demand.nodes),
-            decision,
+            demand_nodes,
+            reason,
+            message,
         }
+    }
+
+    /// Scale-ups and scale-downs the controller made so far.
+    pub fn scalings(&self) -> (u64, u64) {
+        let m = self
+            .controller
+            .metrics
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        m.rows
+            .values()
+            .fold((0, 0), |(u, d), r| (u + r.scale_ups, d + r.scale_downs))
     }
 
     /// The live line: the workload, the demand, the NodeSet and the last decision.
     pub fn line(&self, t: &Tick) -> String {
         let s = &self.sim;
         let pct = |(a, t): (u64, u64)| (a * 100).checked_div(t).unwrap_or(0);
-        let mut message: String = t.decision.message.chars().take(70).collect();
-        if message.len() < t.decision.message.len() {
+        let mut message: String = t.message.chars().take(70).collect();
+        if message.len() < t.message.len() {
             message.push('…');
         }
         format!(
@@ -146,14 +279,10 @@ impl Demo {
             s.nodeset.ready(s.tick),
             s.busy_burst_nodes(),
             pct(s.cpu_use("cpu")),
-            reason_word(t.decision.reason),
+            t.reason,
             message,
         )
     }
-}
-
-fn reason_word(r: Reason) -> &'static str {
-    r.as_str()
 }
 
 pub async fn run(args: DemoArgs) -> Result<()> {
@@ -180,7 +309,7 @@ pub async fn run(args: DemoArgs) -> Result<()> {
             _ = stop.cancelled() => break,
             _ = clock.tick() => {}
         }
-        let tick = demo.step();
+        let tick = demo.step().await;
         println!("{}", demo.line(&tick));
         let snapshots = vec![Arc::new(demo.sim.snapshot())];
         tx.send_replace(Arc::new(Page {
@@ -188,10 +317,10 @@ pub async fn run(args: DemoArgs) -> Result<()> {
             snapshots,
         }));
     }
-    let row = demo.metrics.rows.get(BURST).cloned().unwrap_or_default();
+    let (ups, downs) = demo.scalings();
     println!(
-        "done after {}s simulated: {} scale-ups, {} scale-downs",
-        demo.sim.tick, row.scale_ups, row.scale_downs
+        "done after {}s simulated: {ups} scale-ups, {downs} scale-downs",
+        demo.sim.tick
     );
     stop.cancel();
     serving.await??;
@@ -204,15 +333,15 @@ mod tests {
 
     /// Ten simulated minutes: the NodeSet follows the demand up and back to zero, never
     /// below the busy nodes, and the page carries what users graph.
-    #[test]
-    fn the_burst_nodeset_follows_demand_up_and_back_to_zero() {
+    #[tokio::test]
+    async fn the_burst_nodeset_follows_demand_up_and_back_to_zero() {
         let mut demo = Demo::new(
             42,
             SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000),
         );
         let (mut peak, mut back_to_zero, mut last) = (0, false, None);
         for _ in 0..900 {
-            let t = demo.step();
+            let t = demo.step().await;
             let replicas = demo.sim.nodeset.replicas;
             assert!(
                 replicas >= demo.sim.busy_burst_nodes(),
