@@ -280,54 +280,25 @@ fn the_rendered_objects_keep_their_promises() {
 /// Missing or wrong values fail at install time with a message naming the value.
 #[test]
 fn bad_values_are_refused_with_a_clear_message() {
-    for (args, says) in [
+    const URL: &str = "slurm.url=http://x:6820";
+    const SECRET: &str = "slurm.auth.existingSecret=s";
+    for (sets, says) in [
+        (vec!["slurm.auth.value=a2V5"], "slurm.url is required"),
         (
-            vec!["--set", "slurm.auth.value=a2V5"],
-            "slurm.url is required",
-        ),
-        (
-            vec!["--set", "slurm.url=http://x:6820"],
+            vec![URL],
             "slurm.auth.value or slurm.auth.existingSecret is required",
         ),
-        (
-            vec![
-                "--set",
-                "slurm.url=http://x:6820",
-                "--set",
-                "slurm.auth.existingSecret=s",
-                "--set",
-                "slurm.apiVersion=v0.0.39",
-            ],
-            "apiVersion",
-        ),
-        (
-            vec![
-                "--set",
-                "slurm.url=http://x:6820",
-                "--set",
-                "slurm.auth.existingSecret=s",
-                "--set",
-                "exporter.interval=often",
-            ],
-            "interval",
-        ),
-        (
-            vec![
-                "--set",
-                "slurm.url=http://x:6820",
-                "--set",
-                "slurm.auth.existingSecret=s",
-                "--set",
-                "autoscaler.replicaz=2",
-            ],
-            "replicaz",
-        ),
+        (vec![URL, SECRET, "slurm.apiVersion=v0.0.39"], "apiVersion"),
+        (vec![URL, SECRET, "exporter.interval=often"], "interval"),
+        (vec![URL, SECRET, "autoscaler.replicaz=2"], "replicaz"),
     ] {
         let mut a = vec!["template", "x", "charts/slurmscale"];
-        a.extend(args.iter());
+        for set in &sets {
+            a.extend(["--set", set]);
+        }
         let (ok, _, out) = helm(&a);
-        assert!(!ok, "{args:?} was accepted");
-        assert!(out.contains(says), "{args:?}: expected {says:?} in:\n{out}");
+        assert!(!ok, "{sets:?} was accepted");
+        assert!(out.contains(says), "{sets:?}: expected {says:?} in:\n{out}");
     }
 }
 
