@@ -4,7 +4,7 @@
 //! node while a pod of the NodeSet runs there. Kubernetes gets capacity when it has
 //! unschedulable pods that would fit the pool and Slurm is above its guarantee: chosen Slurm
 //! nodes are drained (reason prefix `slurmscale:`; idle ones first, then those running the
-//! least), and once empty their NodeSet pods are marked to go first and replicas are lowered.
+//! fewest jobs, then those whose jobs end soonest), and once empty their NodeSet pods are marked to go first and replicas are lowered.
 //! Slurm gets capacity back when it has schedulable demand and Kubernetes has no unmet need:
 //! our drains are resumed first, then replicas raised. After moving capacity one way nothing
 //! moves the other way for `cooldown`. Untrusted data — the ledger watch failing, Slurm data
@@ -43,6 +43,10 @@ pub struct SlurmNode {
     /// Running work (allocated CPUs, or allocated/mixed/completing).
     pub busy: bool,
     pub alloc_cpus: u64,
+    /// Jobs running there, and when the last of them reaches its time limit (unix seconds;
+    /// `None`: not known, e.g. no limit).
+    pub running_jobs: u64,
+    pub free_at: Option<i64>,
     /// DRAIN with our reason prefix.
     pub drained_by_us: bool,
     /// DRAIN (or DOWN) set by someone else: not ours to touch.
@@ -306,8 +310,18 @@ pub fn plan(
                         .is_some_and(|s| s.in_partition && !s.unavailable)
                 })
                 .collect();
-            // Idle nodes first, then those running the least.
-            candidates.sort_by_key(|n| n.slurm.as_ref().map(|s| (s.busy, s.alloc_cpus)));
+            // Idle nodes first, then those running the fewest jobs, then those whose jobs end
+            // soonest (unknown ends last), then the least allocated.
+            candidates.sort_by_key(|n| {
+                n.slurm.as_ref().map(|s| {
+                    (
+                        s.busy,
+                        s.running_jobs,
+                        s.free_at.unwrap_or(i64::MAX),
+                        s.alloc_cpus,
+                    )
+                })
+            });
             let busy_ok = p.kubernetes_need > 0; // idle surplus alone never drains busy nodes
             let picked: Vec<&&PoolNode> = candidates
                 .into_iter()
@@ -320,9 +334,12 @@ pub fn plan(
                 } else {
                     "idle"
                 };
-                let load = n.slurm.as_ref().map_or(0, |s| s.alloc_cpus);
+                let (jobs, load) = n
+                    .slurm
+                    .as_ref()
+                    .map_or((0, 0), |s| (s.running_jobs, s.alloc_cpus));
                 p.steps.push(format!(
-                    "draining {} ({}, {load} CPUs allocated): {why}",
+                    "draining {} ({}, {jobs} job(s), {load} CPUs allocated): {why}",
                     n.slurm_node, n.k8s_node
                 ));
                 p.drain.push(n.slurm_node.clone());
@@ -530,6 +547,45 @@ mod tests {
         assert_eq!(p.replicas, 3, "replicas drop only once the node is empty");
     }
 
+    /// With only busy nodes to choose from: the one running the fewest jobs, and among
+    /// those the one whose jobs end soonest (an unknown end counts as never).
+    #[test]
+    fn busy_nodes_are_drained_fewest_jobs_then_soonest_end_first() {
+        let busy = |jobs, free_at, alloc_cpus| {
+            Some(SlurmNode {
+                in_partition: true,
+                busy: true,
+                running_jobs: jobs,
+                free_at,
+                alloc_cpus,
+                ..Default::default()
+            })
+        };
+        let pool = vec![
+            node(0, busy(2, Some(100), 1)),
+            node(1, busy(1, None, 1)),
+            node(2, busy(1, Some(900), 8)),
+            node(3, busy(1, Some(500), 8)),
+            node(4, None),
+        ];
+        let drained = |pods_n| {
+            plan(
+                &bounds(),
+                &pool,
+                &pods(pods_n),
+                &signals(4, 0),
+                Ok(()),
+                4,
+                &ColocationHistory::default(),
+                t(0),
+            )
+            .drain
+        };
+        assert_eq!(drained(1), ["s3"]);
+        assert_eq!(drained(2), ["s3", "s2"]);
+        assert_eq!(drained(3), ["s3", "s2", "s1"]);
+    }
+
     #[test]
     fn drained_empty_nodes_are_released_and_replicas_drop() {
         let mut drained = slurm_node(false);
@@ -624,6 +680,8 @@ mod tests {
                             in_partition,
                             busy,
                             alloc_cpus: u64::from(busy) * 4,
+                            running_jobs: u64::from(busy) * (i as u64 % 3 + 1),
+                            free_at: busy.then_some(1_800_000_000 + i as i64 * 60),
                             drained_by_us: ours && !theirs,
                             unavailable: theirs,
                         }),

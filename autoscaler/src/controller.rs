@@ -496,6 +496,12 @@ impl<K: Kubernetes> Controller<K> {
         })?;
         let serving = self.actuator.pod_nodes(&namespace, selector).await?;
         let slurm_nodes = snap.nodes.data.clone().unwrap_or_default();
+        let running_on = snap
+            .jobs
+            .data
+            .as_ref()
+            .map(|j| j.running_on.clone())
+            .unwrap_or_default();
         let mut pool = Vec::new();
         for ln in ksnap.ledger.iter().filter(|l| l.cluster == pool_name) {
             // A node whose capacity is unknown cannot be accounted for: left out.
@@ -515,7 +521,10 @@ impl<K: Kubernetes> Controller<K> {
                     |n| {
                         let ours =
                             n.state.drain() && n.reason.starts_with(colocation::DRAIN_PREFIX);
+                        let work = running_on.get(n.name.as_str()).copied().unwrap_or_default();
                         SlurmNode {
+                            running_jobs: work.jobs,
+                            free_at: work.free_at,
                             in_partition: n.partitions.iter().any(|p| **p == *partition),
                             busy: n.alloc_cpus > 0
                                 || matches!(n.state.base, NodeBase::Allocated | NodeBase::Mixed)

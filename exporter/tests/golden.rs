@@ -195,6 +195,19 @@ fn recorded_workload(version: ApiVersion) {
     let v = |name: &str, labels: &[(&str, &str)]| value(&out, name, labels);
     let part = |p: &'static str| [("partition", p)];
 
+    // Running work per node (what colocation drains by): job 2 on c[1-2], job 3 on g1,
+    // job 4 on c1; none has a time limit, so none has a known end (Slurm's end_time is a
+    // placeholder a year out).
+    let snap = snapshot(version);
+    let on = &snap.jobs.data.as_ref().expect("jobs").running_on;
+    let jobs_on = |n: &str| on.get(n).map_or(0, |w| w.jobs);
+    assert_eq!(
+        [jobs_on("c1"), jobs_on("c2"), jobs_on("g1"), jobs_on("c3")],
+        [2, 1, 1, 0],
+        "{version}"
+    );
+    assert_eq!(on["c1"].free_at, None, "{version}");
+
     // Nodes: c1-c4 and g1-g2 are up, c4 drained with a reason, e1-e8 hidden FUTURE nodes.
     assert_eq!(v("slurm_nodes", &[]), 14.0, "{version}");
     assert_eq!(v("slurm_nodes_future", &[]), 8.0, "{version}");

@@ -12,8 +12,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{JobCounts, JobState, Jobs, PendingClass, PendingJob};
-use crate::slurm::text::{array_tasks, tres_gpus, tres_per_gpus};
+use super::{JobCounts, JobState, Jobs, NodeWork, PendingClass, PendingJob};
+use crate::slurm::text::{array_tasks, expand_hostlist, tres_gpus, tres_per_gpus};
 
 /// One job as a wire module reads it, borrowing from the response bytes.
 #[derive(Clone, Debug, Default)]
@@ -46,6 +46,10 @@ pub struct JobRecord<'a> {
     pub array_task_string: &'a str,
     pub array_max_tasks: Option<u64>,
     pub submit_time: Option<i64>,
+    /// Host list of the nodes a running job holds (`c[1-2]`).
+    pub node_list: &'a str,
+    /// When a running job reaches its time limit (unix seconds); `None` without one.
+    pub end_time: Option<i64>,
 }
 
 impl JobRecord<'_> {
@@ -186,6 +190,16 @@ impl JobsBuilder {
                 {
                     *self.running_array_tasks.entry(array).or_default() += 1;
                 }
+                let end = r.end_time.filter(|t| *t > 0);
+                for node in expand_hostlist(r.node_list, nodes.max(1) as usize) {
+                    let name = Self::intern(&mut self.names, &node);
+                    let work = self.jobs.running_on.entry(name).or_insert(NodeWork {
+                        jobs: 0,
+                        free_at: end,
+                    });
+                    work.jobs += 1;
+                    work.free_at = work.free_at.zip(end).map(|(a, b)| a.max(b));
+                }
             }
             JobState::Pending => {
                 let held = r.hold || r.reason.starts_with("JobHeld");
@@ -279,6 +293,32 @@ mod tests {
             reason,
             ..Default::default()
         }
+    }
+
+    /// Running jobs are remembered per node: how many, and when the last one ends.
+    #[test]
+    fn running_work_per_node() {
+        let mut b = JobsBuilder::new(false);
+        let running = |id, node_list, nodes, end_time| JobRecord {
+            id,
+            state: Some(JobState::Running),
+            partition: "cpu",
+            node_list,
+            nodes: Some(nodes),
+            end_time,
+            ..Default::default()
+        };
+        b.add(running(1, "c[1-2]", 2, Some(100)));
+        b.add(running(2, "c2", 1, Some(200)));
+        b.add(running(3, "c3", 1, Some(50)));
+        b.add(running(4, "c3", 1, None));
+        b.add(pending(5, "cpu", "Resources"));
+        let on = b.finish().running_on;
+        let work = |n: &str| on.get(n).map(|w| (w.jobs, w.free_at));
+        assert_eq!(work("c1"), Some((1, Some(100))));
+        assert_eq!(work("c2"), Some((2, Some(200))));
+        assert_eq!(work("c3"), Some((2, None)), "a job without an end time");
+        assert_eq!(on.len(), 3);
     }
 
     #[test]

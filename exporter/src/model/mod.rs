@@ -407,6 +407,17 @@ pub struct Jobs {
     pub pending: Vec<PendingJob>,
     /// Per (user, account): job records by state. Filled only when asked for.
     pub by_owner: BTreeMap<(Arc<str>, Arc<str>), BTreeMap<JobState, u64>>,
+    /// Per node: the running jobs there, for choosing which nodes to drain.
+    pub running_on: BTreeMap<Arc<str>, NodeWork>,
+}
+
+/// The running work of one node.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NodeWork {
+    pub jobs: u64,
+    /// When the last of them reaches its end time (unix seconds); `None` when one of them
+    /// has none (no time limit) — the node frees at no known time.
+    pub free_at: Option<i64>,
 }
 
 /// Scheduler statistics from `/diag`. Durations in seconds, counters as Slurm counts them

@@ -89,6 +89,9 @@ wire_struct! {
         array_task_string: Str<'a>,
         array_max_tasks: Num,
         submit_time: Num,
+        nodes: Str<'a>,
+        end_time: Num,
+        time_limit: Num,
     }
 }
 
@@ -128,6 +131,9 @@ impl<'a> Job<'a> {
             array_task_string: self.array_task_string.as_str(),
             array_max_tasks: self.array_max_tasks.unsigned(),
             submit_time: self.submit_time.0,
+            node_list: self.nodes.as_str(),
+            // Without a time limit Slurm still fills end_time (a year out): not an end.
+            end_time: self.time_limit.0.and(self.end_time.0),
         }
     }
 }
