@@ -222,16 +222,7 @@ async fn eventually(what: &str, within: Duration, p: &Process, check: impl Async
 /// Submits an exclusive job to the elastic partition: each job needs whole nodes, so node
 /// counts are what the test says (a 1-core job would otherwise share a busy node).
 fn sbatch(cluster: &SlurmCluster, args: &[&str]) -> String {
-    let mut a = vec![
-        "--parsable",
-        "-o",
-        "/dev/null",
-        "-p",
-        "elastic",
-        "--exclusive",
-    ];
-    a.extend_from_slice(args);
-    cluster.run("sbatch", &a).trim().to_string()
+    cluster.submit(&[&["-p", "elastic", "--exclusive"], args].concat())
 }
 
 fn job_state(cluster: &SlurmCluster, id: &str) -> String {

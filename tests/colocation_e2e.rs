@@ -51,27 +51,18 @@ fn drained_by_us(cluster: &SlurmCluster, node: &str) -> bool {
 }
 
 fn sbatch(cluster: &SlurmCluster, node: &str, tasks: u32) -> String {
-    cluster
-        .run(
-            "sbatch",
-            &[
-                "--parsable",
-                "-o",
-                "/dev/null",
-                "-p",
-                "cpu",
-                "-w",
-                node,
-                "-N1",
-                "-n",
-                &tasks.to_string(),
-                "--mem=100",
-                "--wrap",
-                "sleep 600",
-            ],
-        )
-        .trim()
-        .to_string()
+    cluster.submit(&[
+        "-p",
+        "cpu",
+        "-w",
+        node,
+        "-N1",
+        "-n",
+        &tasks.to_string(),
+        "--mem=100",
+        "--wrap",
+        "sleep 600",
+    ])
 }
 
 fn ledger_status(slurm_cpu: &str, k8s_cpu: &str) -> Value {
@@ -460,23 +451,7 @@ async fn rebalances_the_pool(flavor: &str) {
     // Kubernetes is done with c3 and Slurm wants four nodes: replicas go back to 4, and once
     // slurm-operator has a pod on c3 again our drain there is lifted.
     pool.ledger("c3", "0", "0").await;
-    let wide = cluster
-        .run(
-            "sbatch",
-            &[
-                "--parsable",
-                "-o",
-                "/dev/null",
-                "-p",
-                "cpu",
-                "-N4",
-                "--exclusive",
-                "--wrap",
-                "sleep 600",
-            ],
-        )
-        .trim()
-        .to_string();
+    let wide = cluster.submit(&["-p", "cpu", "-N4", "--exclusive", "--wrap", "sleep 600"]);
     pool.eventually("Slurm grows back to 4", &p, async || {
         pool.replicas().await == 4
     })

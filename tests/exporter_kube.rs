@@ -355,10 +355,7 @@ async fn nodeset_desired_nodes_follow_slurm_demand() {
     );
 
     let sbatch = |args: &[&str]| {
-        let mut a = vec!["--parsable", "-o", "/dev/null", "-p", "elastic"];
-        a.extend_from_slice(args);
-        a.extend_from_slice(&["--wrap", "sleep 600"]);
-        cluster.run("sbatch", &a);
+        cluster.submit(&[&["-p", "elastic"], args, &["--wrap", "sleep 600"]].concat());
     };
     sbatch(&["-N", "3"]);
     until(&exporter, "a 3-node job counts 3", |m| {

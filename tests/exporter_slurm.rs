@@ -25,10 +25,7 @@ impl<'a> Workload<'a> {
             .args(["update", "nodename=c4", "state=resume"])
             .output();
         let sbatch = |args: &[&str]| -> String {
-            let mut a = vec!["--parsable", "-o", "/dev/null"];
-            a.extend_from_slice(args);
-            a.extend_from_slice(&["--wrap", "sleep 900"]);
-            cluster.run("sbatch", &a).trim().to_string()
+            cluster.submit(&[args, &["--wrap", "sleep 900"]].concat())
         };
         let first = sbatch(&["-J", "cpu-2node", "-p", "cpu", "-N", "2", "-n", "4"]);
         sbatch(&[

@@ -31,19 +31,8 @@ fn errors(body: &Value) -> &[Value] {
 async fn minted_tokens_read_ping_and_jobs_on_every_served_version() {
     for cluster in SlurmCluster::all() {
         // A held job is listed by /jobs without taking any node.
-        let out = cluster.run(
-            "sbatch",
-            &[
-                "--parsable",
-                "--hold",
-                "-J",
-                "harness-probe",
-                "--wrap",
-                "true",
-            ],
-        );
-        let job_id: u64 = out
-            .trim()
+        let job_id: u64 = cluster
+            .submit(&["--hold", "-J", "harness-probe", "--wrap", "true"])
             .parse()
             .expect("sbatch --parsable prints the job id");
 

@@ -468,21 +468,8 @@ fn exporter(cluster: &SlurmCluster, broken: &SlurmCluster, dir: &Path) -> Proces
 async fn every_dashboard_and_alert_query_returns_data_from_a_real_prometheus() {
     let cluster = SlurmCluster::get("24.11");
     let broken = SlurmCluster::get("22.05");
-    let pending = cluster.run(
-        "sbatch",
-        &[
-            "--parsable",
-            "-o",
-            "/dev/null",
-            "-p",
-            "elastic",
-            "-N",
-            "2",
-            "--wrap",
-            "sleep 600",
-        ],
-    );
-    let _jobs = Jobs(&cluster, vec![pending.trim().to_string()]);
+    let pending = cluster.submit(&["-p", "elastic", "-N", "2", "--wrap", "sleep 600"]);
+    let _jobs = Jobs(&cluster, vec![pending]);
     let (ns, node_name) = kubernetes_fixtures(&cluster).await;
     let dir = tempfile::tempdir().unwrap();
     let exporter = exporter(&cluster, &broken, dir.path());

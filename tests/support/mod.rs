@@ -119,6 +119,13 @@ impl SlurmCluster {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// `sbatch --parsable -o /dev/null <args>`: submits a job and returns its id.
+    pub fn submit(&self, args: &[&str]) -> String {
+        let mut a = vec!["--parsable", "-o", "/dev/null"];
+        a.extend_from_slice(args);
+        self.run("sbatch", &a).trim().to_string()
+    }
+
     /// The HS256 key bytes slurmctld verifies tokens with.
     pub fn jwt_key(&self) -> Vec<u8> {
         std::fs::read(&self.key_file)
