@@ -23,7 +23,7 @@ use slurmscale_autoscaler::colocation::PendingPod;
 use slurmscale_autoscaler::controller::{ColocationSources, Controller, ControllerConfig};
 use slurmscale_autoscaler::crd::{NodeSetAutoscaler, ScaleTargetRef};
 use slurmscale_autoscaler::leader::Leadership;
-use slurmscale_autoscaler::metrics::{self as autoscaler_metrics, AutoscalerMetrics};
+use slurmscale_autoscaler::metrics as autoscaler_metrics;
 use slurmscale_exporter::metrics::{MetricsOptions, Out, render};
 use slurmscale_exporter::server::{self, AppState, Page};
 use slurmscale_exporter::signals::partition_signals;
@@ -66,7 +66,6 @@ struct SimState {
     asked: Option<u64>,
     /// `status.lastDecision`: reason and message.
     decision: (String, String),
-    events: u64,
 }
 
 impl SimKubernetes {
@@ -141,9 +140,8 @@ impl Kubernetes for SimKubernetes {
         Ok(())
     }
 
-    async fn event(&self, _: &NodeSetAutoscaler, _: bool, _: &str, _: String) {
-        self.state().events += 1;
-    }
+    /// Events have no reader in the demo: the live line shows the decision instead.
+    async fn event(&self, _: &NodeSetAutoscaler, _: bool, _: &str, _: String) {}
 }
 
 /// The simulation and the controller, stepped together.
@@ -157,9 +155,13 @@ pub struct Demo {
     _autoscalers: Writer<NodeSetAutoscaler>,
 }
 
+/// Slurm data older than this is stale for the controller (in simulated time).
+const STALE_AFTER: Duration = Duration::from_secs(10);
+
 /// What one tick produced.
 pub struct Tick {
     pub page: String,
+    pub snapshot: Arc<ClusterSnapshot>,
     pub demand_nodes: u64,
     pub reason: String,
     pub message: String,
@@ -191,7 +193,7 @@ impl Demo {
             Leadership::always(),
             ControllerConfig {
                 resync: Duration::from_secs(1),
-                stale_after: Duration::from_secs(10),
+                stale_after: STALE_AFTER,
                 dry_run: false,
                 clock,
             },
@@ -221,12 +223,6 @@ impl Demo {
             self.sim.scale(r);
         }
 
-        let metrics: AutoscalerMetrics = self
-            .controller
-            .metrics
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
         let opts = MetricsOptions {
             per_owner: false,
             interval: Duration::from_secs(1),
@@ -234,14 +230,22 @@ impl Demo {
         let kube = self.sim.kube_snapshot();
         let mut page = render(std::slice::from_ref(&snap), Some(&kube), &opts, now);
         let mut out = Out::new();
-        autoscaler_metrics::collect(&mut out, &metrics);
+        autoscaler_metrics::collect(
+            &mut out,
+            &self
+                .controller
+                .metrics
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        );
         page.push_str(&out.encode());
         // For the live line only: the demand the controller saw.
-        let demand_nodes = partition_signals(&snap, BURST, None, now, Duration::from_secs(10))
-            .map_or(0, |s| s.demand.nodes);
+        let demand_nodes =
+            partition_signals(&snap, BURST, None, now, STALE_AFTER).map_or(0, |s| s.demand.nodes);
         let (reason, message) = self.kubernetes.state().decision.clone();
         Tick {
             page,
+            snapshot: snap,
             demand_nodes,
             reason,
             message,
@@ -311,10 +315,9 @@ pub async fn run(args: DemoArgs) -> Result<()> {
         }
         let tick = demo.step().await;
         println!("{}", demo.line(&tick));
-        let snapshots = vec![Arc::new(demo.sim.snapshot())];
         tx.send_replace(Arc::new(Page {
             text: tick.page.into(),
-            snapshots,
+            snapshots: vec![tick.snapshot],
         }));
     }
     let (ups, downs) = demo.scalings();
