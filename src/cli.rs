@@ -32,6 +32,9 @@ pub enum Command {
     Autoscaler(Box<AutoscalerArgs>),
     /// Run the exporter and the autoscaler policy on a simulated cluster: no Slurm, no Kubernetes.
     Demo(DemoArgs),
+    /// Replay a job trace through the autoscaler and its rivals (KEDA, Slurm power saving,
+    /// static) on a simulated partition, and compare node-hours and queue waits.
+    Simulate(Box<SimulateArgs>),
     /// Print the CustomResourceDefinitions generated from slurmscale's types, as YAML.
     Crds {
         #[arg(value_enum)]
@@ -350,4 +353,103 @@ pub struct AutoscalerArgs {
     pub kube: KubeArgs,
     #[command(flatten)]
     pub ledger: LedgerArgs,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum TraceFormat {
+    /// Standard Workload Format (Parallel Workloads Archive), plain or gzipped.
+    Swf,
+    /// `sacct --allocations --parsable2` with the columns the README lists.
+    Sacct,
+    /// Tell from the content.
+    Auto,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Workload {
+    /// The demo's burst-partition jobs (`--seed`, `--duration`).
+    Demo,
+}
+
+/// Node memory: `64G`, `512M`, or MiB.
+fn memory_mib(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (digits, scale) = match s.char_indices().last() {
+        Some((i, 'G' | 'g')) => (&s[..i], 1024),
+        Some((i, 'T' | 't')) => (&s[..i], 1024 * 1024),
+        Some((i, 'M' | 'm')) => (&s[..i], 1),
+        _ => (s, 1),
+    };
+    digits
+        .parse::<u64>()
+        .map(|n| n * scale)
+        .map_err(|_| format!("{s:?} is not a memory size (64G, 512M, or MiB)"))
+}
+
+#[derive(Args)]
+pub struct SimulateArgs {
+    /// The trace to replay: SWF (`.swf`, `.swf.gz`) or a sacct export (see the README).
+    #[arg(long, conflicts_with = "workload")]
+    pub trace: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "auto")]
+    pub format: TraceFormat,
+    /// Generate the jobs instead of reading them.
+    #[arg(long, value_enum)]
+    pub workload: Option<Workload>,
+    /// Seed of `--workload demo`.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Length of `--workload demo` (simulated time).
+    #[arg(long, default_value = "1d", value_parser = duration)]
+    pub duration: Duration,
+    /// CPUs per node (default: the SWF header's MaxProcs / MaxNodes).
+    #[arg(long)]
+    pub node_cpus: Option<u32>,
+    /// Memory per node (64G, 512M, or MiB); 0 leaves memory out of packing.
+    #[arg(long = "node-memory", default_value = "0", value_parser = memory_mib)]
+    pub node_memory_mib: u64,
+    /// GPUs per node.
+    #[arg(long, default_value_t = 0)]
+    pub node_gpus: u32,
+    /// Nodes the partition may have (default: the SWF header's MaxNodes).
+    #[arg(long)]
+    pub max_nodes: Option<u32>,
+    /// From asking for a node to its slurmd taking jobs (pod start + registration).
+    #[arg(long, default_value = "90s", value_parser = duration)]
+    pub boot_time: Duration,
+    /// Policies to compare.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "builtin,keda,keda-desired,power-save,static"
+    )]
+    pub policies: Vec<slurmscale_autoscaler::simulate::Policy>,
+    /// A NodeSetAutoscaler manifest whose spec `builtin` runs (default: the CRD's defaults,
+    /// scale to zero, maxReplicas = --max-nodes).
+    #[arg(long)]
+    pub autoscaler: Option<PathBuf>,
+    /// Replay jobs submitted from this date (2012-03-08[T06:00:00], UTC) or offset (30d).
+    #[arg(long)]
+    pub from: Option<slurmscale_autoscaler::simulate::trace::When>,
+    /// ... and before this date or offset from the first job.
+    #[arg(long)]
+    pub until: Option<slurmscale_autoscaler::simulate::trace::When>,
+    /// At most this many jobs.
+    #[arg(long)]
+    pub limit_jobs: Option<usize>,
+    /// Write the timeline (CSV), the plot (SVG) and the rows (JSON) here.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print the rows as JSON (and no progress bar).
+    #[arg(long)]
+    pub json: bool,
+    /// Count and report malformed trace lines instead of stopping at the first.
+    #[arg(long)]
+    pub skip_bad_lines: bool,
+    /// `keda`: pending jobs per replica (the guide's `threshold`).
+    #[arg(long, default_value_t = 5.0)]
+    pub keda_threshold: f64,
+    /// `power-save`: Slurm's SuspendTime.
+    #[arg(long, default_value = "600s", value_parser = duration)]
+    pub suspend_time: Duration,
 }

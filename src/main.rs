@@ -6,6 +6,7 @@ mod autoscaler;
 mod cli;
 mod demo;
 mod exporter;
+mod simulate;
 mod telemetry;
 
 use std::process::ExitCode;
@@ -29,7 +30,11 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> Result<()> {
+fn run(mut cli: Cli) -> Result<()> {
+    // A replay makes thousands of decisions a minute: its report is the output, not the log.
+    if matches!(cli.command, Command::Simulate(_)) && cli.log.log == "info" {
+        cli.log.log = "warn".into();
+    }
     telemetry::init(&cli.log)?;
     match cli.command {
         Command::Crds { which } => {
@@ -47,6 +52,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Exporter(args) => runtime()?.block_on(exporter::run(*args)),
         Command::Autoscaler(args) => runtime()?.block_on(autoscaler::run(*args)),
         Command::Demo(args) => runtime()?.block_on(demo::run(args)),
+        Command::Simulate(args) => simulate::run(*args),
     }
 }
 

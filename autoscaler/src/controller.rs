@@ -64,6 +64,8 @@ struct Entry {
     retry_at: Option<Instant>,
     failures: u32,
     colocation: ColocationHistory,
+    /// When the last decision may come out differently on the same inputs.
+    revisit: Option<SystemTime>,
 }
 
 /// What colocated autoscalers need besides Slurm demand.
@@ -119,6 +121,18 @@ impl<K: Kubernetes> Controller<K> {
             }
             self.reconcile_all().await;
         }
+    }
+
+    /// The earliest time a decision may change with nothing new from Slurm or Kubernetes
+    /// (a stabilization window or an idle timeout ends): reconciling then, and on every new
+    /// input, is all it takes to decide as if reconciling without pause.
+    pub fn next_revisit(&self) -> Option<SystemTime> {
+        self.entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .filter_map(|e| e.revisit)
+            .min()
     }
 
     pub async fn reconcile_all(&self) {
@@ -267,6 +281,7 @@ impl<K: Kubernetes> Controller<K> {
         let bounds = Bounds::from(spec);
         let signals = self.signals(nsa, &target, &bounds, now);
         let mut decision = decide(&bounds, &signals, target.replicas, &entry.history, now);
+        entry.revisit = decision.revisit;
         entry.history.record(
             &decision,
             now,

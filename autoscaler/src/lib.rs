@@ -11,6 +11,7 @@ pub mod error;
 pub mod leader;
 pub mod metrics;
 pub mod policy;
+pub mod simulate;
 pub mod slurm_nodes;
 
 use std::collections::BTreeMap;

@@ -3,9 +3,14 @@
 //! own, so it is unit- and property-tested and the demo runs the very same code.
 //!
 //! desired = clamp(busy + demand, min, max), never below busy; nothing running and nothing
-//! waiting for `idleTimeout` → `idleReplicas` (0: scale to zero); up at once (or after the
-//! up window), down only once the down window has seen nothing higher; untrusted data →
-//! no change at all (Frozen).
+//! waiting for `idleTimeout` (counted from the first decision that saw nothing) →
+//! `idleReplicas` (0: scale to zero); up at once (or after the up window), down only once the
+//! down window has seen nothing higher; untrusted data → no change at all (Frozen).
+//!
+//! Every decision also says when, if nothing else changes, it could come out differently
+//! (`revisit`: a window or the idle timeout ending). The controller needs no more than that
+//! to be woken, which is what lets `slurmscale simulate` replay months of a trace through it
+//! without deciding every two seconds of quiet.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -59,13 +64,14 @@ impl From<&NodeSetAutoscalerSpec> for Bounds {
     }
 }
 
-/// What the policy remembers between decisions: recent recommendations and the last time
-/// there was work. Kept in memory; after a restart or a change of leader the history starts
+/// What the policy remembers between decisions: recent recommendations and since when there
+/// has been no work. Kept in memory; after a restart or a change of leader the history starts
 /// empty, and no scale-down happens until a full window has been observed.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct History {
     recommendations: VecDeque<(SystemTime, u64)>,
-    last_active: Option<SystemTime>,
+    /// The first decision that saw nothing running or waiting, since the last that saw work.
+    idle_since: Option<SystemTime>,
     since: Option<SystemTime>,
 }
 
@@ -78,7 +84,9 @@ impl History {
         }
         self.recommendations.push_back((now, d.recommendation));
         if d.active {
-            self.last_active = Some(now);
+            self.idle_since = None;
+        } else {
+            self.idle_since.get_or_insert(now);
         }
         while self
             .recommendations
@@ -101,7 +109,25 @@ impl History {
         self.since
             .is_some_and(|s| now.duration_since(s).unwrap_or_default() >= window)
     }
+
+    /// When the last recommendation within `window` that `keep` selects leaves it.
+    fn leaves(
+        &self,
+        now: SystemTime,
+        window: Duration,
+        keep: impl Fn(u64) -> bool,
+    ) -> Option<SystemTime> {
+        self.recommendations
+            .iter()
+            .rev()
+            .take_while(|(t, _)| now.duration_since(*t).unwrap_or_default() <= window)
+            .find(|(_, r)| keep(*r))
+            .map(|(t, _)| *t + window + JUST_AFTER)
+    }
 }
+
+/// A record stays in a window while its age is at most the window: it is gone this much later.
+const JUST_AFTER: Duration = Duration::from_millis(1);
 
 /// The Slurm side of a decision, or why there is none.
 pub type Signals = Result<PartitionSignals, Untrusted>;
@@ -158,6 +184,9 @@ pub struct Decision {
     pub active: bool,
     /// Jobs too large to ever fit within `max`: reported, not chased.
     pub unsatisfiable_jobs: u64,
+    /// With the same inputs, the decision may differ from this time on (a stabilization
+    /// window or the idle timeout ends); `None` when only new inputs can change it.
+    pub revisit: Option<SystemTime>,
 }
 
 /// Decides. Pure: the same inputs always give the same decision.
@@ -179,6 +208,7 @@ pub fn decide(
                 limited: false,
                 active: false,
                 unsatisfiable_jobs: 0,
+                revisit: None,
             };
         }
         Ok(s) => s,
@@ -187,7 +217,7 @@ pub fn decide(
     let wanted = busy.saturating_add(demand);
     let active = wanted > 0;
     let limited = wanted > bounds.max;
-    let idle_since = history.last_active.or(history.since).unwrap_or(now);
+    let idle_since = history.idle_since.unwrap_or(now);
     let idle_for = now.duration_since(idle_since).unwrap_or_default();
     let going_idle = !active && idle_for >= bounds.idle_timeout;
     // With nothing to do the recommendation is the idle size; the idle timeout (and the
@@ -206,6 +236,7 @@ pub fn decide(
         limited,
         active,
         unsatisfiable_jobs: s.demand.unsatisfiable_jobs,
+        revisit: None,
     };
     let why = format!(
         "{busy} busy + {demand} pending → {recommendation} (min {}, max {})",
@@ -230,6 +261,7 @@ pub fn decide(
         } else {
             d.reason = Reason::Stabilizing;
             d.message = format!("holding {current} for the scale-up window: {why}");
+            d.revisit = history.leaves(now, bounds.up_window, |r| r <= current);
         }
     } else if recommendation < current {
         if !active && !going_idle {
@@ -240,12 +272,14 @@ pub fn decide(
                 bounds.idle_timeout.as_secs(),
                 bounds.idle
             );
+            d.revisit = Some(idle_since + bounds.idle_timeout);
             return d;
         }
         if !history.covers(now, bounds.down_window) {
             d.reason = Reason::Stabilizing;
             d.message =
                 format!("holding {current} until a full scale-down window is observed: {why}");
+            d.revisit = history.since.map(|s| s + bounds.down_window);
             return d;
         }
         // Down: the highest recommendation of the down window; never below busy nodes.
@@ -273,6 +307,10 @@ pub fn decide(
         } else {
             d.reason = Reason::Stabilizing;
             d.message = format!("holding {current} for the scale-down window: {why}");
+            // Busy nodes never go away with time; a higher recommendation does.
+            if busy < current {
+                d.revisit = history.leaves(now, bounds.down_window, |r| r >= current);
+            }
         }
     } else {
         d.message = format!("steady at {current}: {why}");
@@ -343,6 +381,31 @@ mod tests {
             0,
             "idle replicas after the timeout, even below min"
         );
+    }
+
+    /// The timeout counts from the first decision that saw nothing, not from the last that
+    /// saw work: polled every 10 s, work seen last at 0 s and gone at 10 s, a 60 s timeout
+    /// ends at 70 s.
+    #[test]
+    fn the_idle_timeout_counts_from_the_first_idle_observation() {
+        let b = Bounds {
+            down_window: Duration::ZERO,
+            ..bounds(0, 8)
+        };
+        let mut h = History::default();
+        let mut current = 2;
+        let mut went_idle_at = None;
+        for i in 0..12u64 {
+            let now = at(i * 10);
+            let s = if i == 0 { signals(2, 0) } else { signals(0, 0) };
+            let d = decide(&b, &s, current, &h, now);
+            h.record(&d, now, Duration::from_secs(3600));
+            if d.replicas == 0 && went_idle_at.is_none() {
+                went_idle_at = Some(i * 10);
+            }
+            current = d.replicas;
+        }
+        assert_eq!(went_idle_at, Some(70));
     }
 
     #[test]
@@ -456,6 +519,44 @@ mod tests {
                     }
                 h.record(&d, at(t), Duration::from_secs(3600));
                 current = d.replicas;
+            }
+        }
+
+        /// Between a decision and its `revisit`, deciding again every second on the same
+        /// inputs changes nothing; without a `revisit`, nothing for ten minutes.
+        #[test]
+        fn nothing_changes_before_the_revisit_time(
+            b in any_bounds(),
+            steps in prop::collection::vec((0u64..6, 0u64..12, 1u64..40), 1..40),
+            quiet in (0u64..6, 0u64..12),
+        ) {
+            let mut h = History::default();
+            let mut current = 0;
+            let mut t = 0;
+            for (busy, demand, gap) in steps {
+                let d = decide(&b, &signals(busy, demand), current, &h, at(t));
+                h.record(&d, at(t), Duration::from_secs(3600));
+                current = d.replicas;
+                t += gap;
+            }
+            // Decide once on the quiet inputs; if that changes replicas, apply it first.
+            let s = signals(quiet.0, quiet.1);
+            let mut d = decide(&b, &s, current, &h, at(t));
+            h.record(&d, at(t), Duration::from_secs(3600));
+            if d.replicas != current {
+                current = d.replicas;
+                t += 1;
+                d = decide(&b, &s, current, &h, at(t));
+                h.record(&d, at(t), Duration::from_secs(3600));
+                prop_assume!(d.replicas == current);
+            }
+            let until = d.revisit.unwrap_or(at(t + 600));
+            let mut i = t + 1;
+            while at(i) < until {
+                let e = decide(&b, &s, current, &h, at(i));
+                prop_assert_eq!(e.replicas, current, "changed at {} before revisit {:?}: {:?}", i, d.revisit, e);
+                h.record(&e, at(i), Duration::from_secs(3600));
+                i += 1;
             }
         }
 

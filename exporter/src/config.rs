@@ -66,13 +66,14 @@ pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
     let (num, unit) = s.split_at(split);
     let n: f64 = num
         .parse()
-        .map_err(|_| format!("invalid duration {s:?} (e.g. 30s, 5m, 1h)"))?;
+        .map_err(|_| format!("invalid duration {s:?} (e.g. 30s, 5m, 1h, 2d)"))?;
     let secs = match unit.trim() {
         "" | "s" => n,
         "ms" => n / 1000.0,
         "m" => n * 60.0,
         "h" => n * 3600.0,
-        _ => return Err(format!("invalid duration unit in {s:?} (ms, s, m or h)")),
+        "d" => n * 86400.0,
+        _ => return Err(format!("invalid duration unit in {s:?} (ms, s, m, h or d)")),
     };
     if !secs.is_finite() || secs < 0.0 {
         return Err(format!("invalid duration {s:?}"));

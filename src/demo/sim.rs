@@ -193,6 +193,16 @@ struct SimJob {
     ended: Option<(u64, JobState)>,
 }
 
+/// A job of the burst partition (whole 16-CPU nodes) as submitted.
+#[derive(Clone, Copy, Debug)]
+pub struct BurstJob {
+    /// Seconds from the start.
+    pub submit: u64,
+    pub nodes: u64,
+    pub memory_per_node: u64,
+    pub seconds: u64,
+}
+
 /// The burst partition's NodeSet: `replicas` is what the autoscaler set; a slot's slurmd
 /// registers `BOOT_SECONDS` after it is created.
 #[derive(Clone, Debug, Default)]
@@ -223,6 +233,8 @@ pub struct Simulation {
     pub nodeset: NodeSet,
     jobs: Vec<SimJob>,
     finished: VecDeque<SimJob>,
+    /// Every job submitted to the burst partition, for `simulate --workload demo`.
+    pub burst_submitted: Vec<BurstJob>,
     next_id: u64,
     submitted: u64,
     started: u64,
@@ -252,6 +264,7 @@ impl Simulation {
             nodeset: NodeSet::default(),
             jobs: Vec::new(),
             finished: VecDeque::new(),
+            burst_submitted: Vec::new(),
             next_id: 1000,
             submitted: 0,
             started: 0,
@@ -325,6 +338,14 @@ impl Simulation {
             (0, 1, c, 0, c * 2 * GIB, r.range(20, 120))
         };
         let held = r.chance(0.03).then(|| self.tick + 60);
+        if p == 2 {
+            self.burst_submitted.push(BurstJob {
+                submit: self.tick,
+                nodes,
+                memory_per_node: memory,
+                seconds,
+            });
+        }
         self.jobs.push(SimJob {
             id: self.next_id,
             partition: self.partitions[p].clone(),

@@ -1,0 +1,750 @@
+//! The simulated partition: nodes that boot, run jobs and go away, and a scheduler that
+//! places jobs the way slurmctld's does for one partition of identical nodes.
+//!
+//! * Priority is submit order. The main scheduler runs whenever something changed (a job
+//!   was submitted or ended, a node came up) and starts jobs in priority order until the
+//!   first that does not fit: like slurmctld, it stops there so later jobs cannot delay it.
+//! * EASY backfill runs every `bf_interval` (30 s, Slurm's default) when something changed:
+//!   the first waiting job gets a reservation (the earliest time, from the running jobs'
+//!   time limits, at which enough nodes are free for it, and which nodes); later jobs start
+//!   now if they fit and either end before that time or leave the reserved nodes alone.
+//! * Placement is best fit by CPUs over nodes with enough free CPUs, memory and GPUs, so
+//!   small jobs pack onto partly used nodes and whole-node jobs take idle ones.
+//! * Nodes are `Off`, `Booting` or `Up`. An elastic partition (a NodeSet) has `replicas`
+//!   nodes: more boot and are usable `boot` seconds later; fewer go booting first, then idle,
+//!   then busy ones are drained and leave when their last job ends (slurm-operator drains a
+//!   Slurm node before deleting its pod). Under power saving every node is allocatable: a
+//!   powered-down node the scheduler picks boots, its job starts when all its nodes are up,
+//!   and a node idle for `SuspendTime` powers down.
+//!
+//! Times are unix seconds. Everything here is deterministic: the same trace and the same
+//! scaling gives the same schedule.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap, HashSet};
+use std::sync::Arc;
+
+use super::trace::{NodeShape, TraceJob};
+
+/// How nodes come and go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// A NodeSet: `replicas` nodes, set by a scaling policy.
+    Elastic,
+    /// Slurm power saving: every node allocatable, powered down after `suspend_after` idle.
+    PowerSave { suspend_after: i64 },
+    /// Every node up all the time.
+    Static,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Power {
+    Off,
+    Booting { ready_at: i64 },
+    Up,
+}
+
+#[derive(Clone, Debug)]
+struct Node {
+    power: Power,
+    /// Accepts no new jobs; goes away when its last job ends.
+    draining: bool,
+    free_cpus: u32,
+    free_mem: u64,
+    free_gpus: u32,
+    /// Running (or, while booting, allocated) jobs.
+    jobs: Vec<usize>,
+    /// When it last became empty (power saving suspends from here).
+    idle_since: i64,
+}
+
+#[derive(Clone, Debug)]
+struct Running {
+    nodes: Vec<u32>,
+    /// When backfill expects it to end: start + time limit.
+    expected_end: i64,
+}
+
+/// What one job went through.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    pub start: i64,
+    pub end: i64,
+}
+
+/// Scheduler tunables, as slurm.conf names them.
+#[derive(Clone, Copy, Debug)]
+pub struct SchedConfig {
+    /// `bf_interval`: seconds between backfill passes.
+    pub bf_interval: i64,
+    /// `bf_max_job_test`: jobs one backfill pass considers.
+    pub bf_max_job_test: usize,
+    /// Seconds from asking for a node to its slurmd taking jobs.
+    pub boot: i64,
+}
+
+impl Default for SchedConfig {
+    fn default() -> Self {
+        Self {
+            bf_interval: 30,
+            bf_max_job_test: 500,
+            boot: 90,
+        }
+    }
+}
+
+/// Counters that change with every event, kept up to date so a policy or the statistics
+/// never walk the nodes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Booting, up or draining: nodes someone pays for.
+    pub provisioned: u32,
+    /// Up and running at least one job.
+    pub busy: u32,
+    /// Jobs waiting.
+    pub pending: u32,
+    /// Nodes the waiting jobs ask for, summed job by job (what the exporter reports).
+    pub pending_nodes: u64,
+}
+
+pub struct Cluster {
+    pub shape: NodeShape,
+    pub mode: Mode,
+    cfg: SchedConfig,
+    jobs: Arc<[TraceJob]>,
+    nodes: Vec<Node>,
+    /// The NodeSet's replicas (elastic), or the partition's size.
+    replicas: u32,
+    /// Waiting jobs by priority (index order is submit order).
+    queue: BTreeSet<usize>,
+    /// Allocatable nodes with free CPUs, by (free CPUs, node): best fit is a range scan.
+    free: BTreeSet<(u32, u32)>,
+    /// Powered-down nodes, lowest first.
+    off: BTreeSet<u32>,
+    running: Vec<Option<Running>>,
+    /// Running jobs by (expected end, job): what backfill plans with.
+    by_expected_end: BTreeSet<(i64, usize)>,
+    ends: BinaryHeap<Reverse<(i64, usize)>>,
+    readies: BinaryHeap<Reverse<(i64, u32)>>,
+    suspends: BinaryHeap<Reverse<(i64, u32)>>,
+    next_submit: usize,
+    /// Since when something changed that backfill has not looked at.
+    dirty: Option<i64>,
+    /// Node slots whose Slurm view changed since the last [`Cluster::take_touched`].
+    touched: Vec<u32>,
+    pub counts: Counts,
+    pub outcomes: Vec<Outcome>,
+    finished: usize,
+    /// Scratch for backfill: nodes reserved for the first waiting job.
+    reserved: Vec<bool>,
+    pub scale_ups: u64,
+    pub scale_downs: u64,
+}
+
+impl Cluster {
+    /// A partition of `max_nodes` nodes of `shape` for `jobs` (sorted by submit time).
+    pub fn new(
+        shape: NodeShape,
+        max_nodes: u32,
+        mode: Mode,
+        cfg: SchedConfig,
+        jobs: Arc<[TraceJob]>,
+        start: i64,
+    ) -> Self {
+        let node = Node {
+            power: Power::Off,
+            draining: false,
+            free_cpus: shape.cpus,
+            free_mem: shape.memory_mib,
+            free_gpus: shape.gpus,
+            jobs: Vec::new(),
+            idle_since: start,
+        };
+        let n = jobs.len();
+        let mut c = Self {
+            shape,
+            mode,
+            cfg,
+            jobs,
+            nodes: vec![node; max_nodes as usize],
+            replicas: 0,
+            queue: BTreeSet::new(),
+            free: BTreeSet::new(),
+            off: (0..max_nodes).collect(),
+            running: vec![None; n],
+            by_expected_end: BTreeSet::new(),
+            ends: BinaryHeap::new(),
+            readies: BinaryHeap::new(),
+            suspends: BinaryHeap::new(),
+            next_submit: 0,
+            dirty: None,
+            touched: Vec::new(),
+            counts: Counts::default(),
+            outcomes: vec![Outcome::default(); n],
+            finished: 0,
+            reserved: vec![false; max_nodes as usize],
+            scale_ups: 0,
+            scale_downs: 0,
+        };
+        match mode {
+            Mode::Static => {
+                for i in 0..max_nodes {
+                    c.off.remove(&i);
+                    c.power_on(i, start, true);
+                }
+                c.replicas = max_nodes;
+            }
+            Mode::PowerSave { .. } => c.replicas = max_nodes,
+            Mode::Elastic => {}
+        }
+        c
+    }
+
+    pub fn max_nodes(&self) -> u32 {
+        self.nodes.len() as u32
+    }
+
+    pub fn replicas(&self) -> u32 {
+        self.replicas
+    }
+
+    pub fn jobs(&self) -> &[TraceJob] {
+        &self.jobs
+    }
+
+    /// Waiting jobs in priority order.
+    pub fn queue(&self) -> impl Iterator<Item = &TraceJob> {
+        self.queue.iter().map(|&j| &self.jobs[j])
+    }
+
+    /// Every job submitted and finished.
+    pub fn done(&self) -> bool {
+        self.finished == self.jobs.len()
+    }
+
+    /// Jobs that ran to their end so far.
+    pub fn finished(&self) -> usize {
+        self.finished
+    }
+
+    /// Jobs submitted so far.
+    pub fn submitted(&self) -> usize {
+        self.next_submit
+    }
+
+    /// The next time something happens on its own (a submit, a job end, a node coming up or
+    /// powering down, a backfill pass), if anything will.
+    pub fn next_event(&self) -> Option<i64> {
+        let submit = self.jobs.get(self.next_submit).map(|j| j.submit);
+        let end = self.ends.peek().map(|Reverse((t, _))| *t);
+        let ready = self.readies.peek().map(|Reverse((t, _))| *t);
+        let suspend = self.suspends.peek().map(|Reverse((t, _))| *t);
+        let backfill = self
+            .dirty
+            .filter(|_| !self.queue.is_empty())
+            .map(|t| self.backfill_due(t));
+        [submit, end, ready, suspend, backfill]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Everything due at `now`, in slurmctld's order: nodes come up and jobs end, new jobs
+    /// arrive, the main scheduler runs, then backfill when its interval is up.
+    pub fn advance(&mut self, now: i64) {
+        let mut changed = false;
+        while let Some(&Reverse((t, i))) = self.readies.peek() {
+            if t > now {
+                break;
+            }
+            self.readies.pop();
+            if self.nodes[i as usize].power == (Power::Booting { ready_at: t }) {
+                self.node_up(i, now);
+                changed = true;
+            }
+        }
+        while let Some(&Reverse((t, j))) = self.ends.peek() {
+            if t > now {
+                break;
+            }
+            self.ends.pop();
+            self.end(j, now);
+            changed = true;
+        }
+        while let Some(job) = self.jobs.get(self.next_submit) {
+            if job.submit > now {
+                break;
+            }
+            let j = self.next_submit;
+            self.next_submit += 1;
+            self.queue.insert(j);
+            self.counts.pending += 1;
+            self.counts.pending_nodes += u64::from(job.nodes);
+            changed = true;
+        }
+        if changed {
+            self.dirty.get_or_insert(now);
+            self.schedule(now);
+        }
+        if let Some(since) = self.dirty
+            && now >= self.backfill_due(since)
+        {
+            self.backfill(now);
+            self.dirty = None;
+        }
+        if let Mode::PowerSave { suspend_after } = self.mode {
+            while let Some(&Reverse((t, i))) = self.suspends.peek() {
+                if t > now {
+                    break;
+                }
+                self.suspends.pop();
+                let n = &self.nodes[i as usize];
+                if n.power == Power::Up && n.jobs.is_empty() && n.idle_since + suspend_after == t {
+                    self.power_off(i);
+                }
+            }
+        }
+    }
+
+    /// Backfill passes run on a fixed `bf_interval` grid: the first pass at or after `since`.
+    fn backfill_due(&self, since: i64) -> i64 {
+        let i = self.cfg.bf_interval;
+        since.div_euclid(i) * i + if since.rem_euclid(i) == 0 { 0 } else { i }
+    }
+
+    /// Node slots whose Slurm view (state, allocation, drain) changed since the last call.
+    pub fn take_touched(&mut self) -> Vec<u32> {
+        std::mem::take(&mut self.touched)
+    }
+
+    /// The main scheduler: starts jobs in priority order until one does not fit.
+    fn schedule(&mut self, now: i64) {
+        while let Some(&j) = self.queue.first() {
+            match self.place(j, None) {
+                Some(nodes) => self.start(j, nodes, now),
+                None => break,
+            }
+        }
+    }
+
+    /// EASY backfill: a reservation for the first waiting job, then every later job that
+    /// fits now without delaying it.
+    fn backfill(&mut self, now: i64) {
+        let Some(&head) = self.queue.first() else {
+            return;
+        };
+        let (shadow, reserved) = self.reservation(head);
+        for &i in &reserved {
+            self.reserved[i as usize] = true;
+        }
+        // Jobs of a shape that did not fit will not fit later in the same pass.
+        let mut failed: HashSet<(u32, u32, u64, u32, bool)> = HashSet::new();
+        let candidates: Vec<usize> = self
+            .queue
+            .iter()
+            .skip(1)
+            .take(self.cfg.bf_max_job_test)
+            .copied()
+            .collect();
+        for j in candidates {
+            if self.free.is_empty() && self.off.is_empty() {
+                break;
+            }
+            let job = &self.jobs[j];
+            let before_shadow =
+                shadow.is_none_or(|s| now + self.boot_slack() + job.limit as i64 <= s);
+            let key = (
+                job.nodes,
+                job.cpus_per_node,
+                job.memory_mib_per_node,
+                job.gpus_per_node,
+                before_shadow,
+            );
+            if failed.contains(&key) {
+                continue;
+            }
+            let exclude = (!before_shadow).then_some(&*self.reserved);
+            match self.place(j, exclude) {
+                Some(nodes) => self.start(j, nodes, now),
+                None => {
+                    failed.insert(key);
+                }
+            }
+        }
+        for &i in &reserved {
+            self.reserved[i as usize] = false;
+        }
+    }
+
+    /// Under power saving a backfilled job may wait for a boot before it runs.
+    fn boot_slack(&self) -> i64 {
+        match self.mode {
+            Mode::PowerSave { .. } => self.cfg.boot,
+            _ => 0,
+        }
+    }
+
+    /// When and where `head` could start, from the time limits of what runs: `None` when
+    /// the nodes that exist could never hold it (nothing to protect).
+    fn reservation(&self, head: usize) -> (Option<i64>, Vec<u32>) {
+        let job = &self.jobs[head];
+        let need = job.nodes as usize;
+        let fits = |cpus: u32, mem: u64, gpus: u32| {
+            cpus >= job.cpus_per_node && mem >= job.memory_mib_per_node && gpus >= job.gpus_per_node
+        };
+        let mut free_now: Vec<u32> = Vec::with_capacity(need);
+        for &(cpus, i) in self.free.range((job.cpus_per_node, 0)..) {
+            let n = &self.nodes[i as usize];
+            if fits(cpus, n.free_mem, n.free_gpus) {
+                free_now.push(i);
+            }
+        }
+        if matches!(self.mode, Mode::PowerSave { .. }) {
+            free_now.extend(self.off.iter().copied());
+        }
+        if free_now.len() >= need {
+            free_now.truncate(need);
+            return (None, free_now);
+        }
+        // Release running jobs in the order backfill expects them to end, a whole end time
+        // at once: the reservation is the earliest time enough nodes are free.
+        let mut freed: std::collections::HashMap<u32, (u32, u64, u32)> = Default::default();
+        let mut later: Vec<u32> = Vec::new();
+        let mut ends = self.by_expected_end.iter().peekable();
+        while let Some(&(t, r)) = ends.next() {
+            if let Some(run) = &self.running[r] {
+                let rj = &self.jobs[r];
+                for &i in &run.nodes {
+                    let n = &self.nodes[i as usize];
+                    if n.draining {
+                        continue;
+                    }
+                    let f = freed
+                        .entry(i)
+                        .or_insert((n.free_cpus, n.free_mem, n.free_gpus));
+                    let was = fits(f.0, f.1, f.2);
+                    f.0 += rj.cpus_per_node;
+                    f.1 += rj.memory_mib_per_node;
+                    f.2 += rj.gpus_per_node;
+                    if !was && fits(f.0, f.1, f.2) {
+                        later.push(i);
+                    }
+                }
+            }
+            if ends.peek().is_some_and(|&&(next, _)| next == t) {
+                continue;
+            }
+            if later.len() + free_now.len() >= need {
+                // Reserve the nodes that free up then before those free now, which leaves
+                // the most room for backfill.
+                later.truncate(need);
+                let rest = need - later.len();
+                later.extend_from_slice(&free_now[..rest]);
+                return (Some(t), later);
+            }
+        }
+        (None, Vec::new())
+    }
+
+    /// Nodes for job `j` now, best fit by CPUs, avoiding `exclude`; under power saving,
+    /// powered-down nodes only when the powered-up ones are not enough.
+    fn place(&self, j: usize, exclude: Option<&[bool]>) -> Option<Vec<u32>> {
+        let job = &self.jobs[j];
+        let need = job.nodes as usize;
+        let skip = |i: u32| exclude.is_some_and(|e| e[i as usize]);
+        let mut nodes = Vec::with_capacity(need);
+        for &(_, i) in self.free.range((job.cpus_per_node, 0)..) {
+            let n = &self.nodes[i as usize];
+            if n.free_mem >= job.memory_mib_per_node && n.free_gpus >= job.gpus_per_node && !skip(i)
+            {
+                nodes.push(i);
+                if nodes.len() == need {
+                    return Some(nodes);
+                }
+            }
+        }
+        if matches!(self.mode, Mode::PowerSave { .. }) {
+            for &i in &self.off {
+                if !skip(i) {
+                    nodes.push(i);
+                    if nodes.len() == need {
+                        return Some(nodes);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    fn start(&mut self, j: usize, nodes: Vec<u32>, now: i64) {
+        self.queue.remove(&j);
+        let job = &self.jobs[j];
+        let (cpus, mem, gpus) = (
+            job.cpus_per_node,
+            job.memory_mib_per_node,
+            job.gpus_per_node,
+        );
+        let (run, limit, job_nodes) = (job.run as i64, job.limit as i64, job.nodes);
+        self.counts.pending -= 1;
+        self.counts.pending_nodes -= u64::from(job_nodes);
+        let mut start = now;
+        self.touched.extend_from_slice(&nodes);
+        for &i in &nodes {
+            if self.nodes[i as usize].power == Power::Off {
+                // Power saving: the scheduler picked a powered-down node; it resumes.
+                self.off.remove(&i);
+                self.power_on(i, now, false);
+            }
+            let n = &mut self.nodes[i as usize];
+            if let Power::Booting { ready_at } = n.power {
+                start = start.max(ready_at);
+            }
+            self.free.remove(&(n.free_cpus, i));
+            let was_busy = n.power == Power::Up && !n.jobs.is_empty();
+            n.free_cpus -= cpus;
+            n.free_mem -= mem;
+            n.free_gpus -= gpus;
+            n.jobs.push(j);
+            if n.free_cpus > 0 {
+                self.free.insert((n.free_cpus, i));
+            }
+            if n.power == Power::Up && !was_busy {
+                self.counts.busy += 1;
+            }
+        }
+        self.outcomes[j] = Outcome {
+            start,
+            end: start + run,
+        };
+        self.ends.push(Reverse((start + run, j)));
+        self.by_expected_end.insert((start + limit, j));
+        self.running[j] = Some(Running {
+            nodes,
+            expected_end: start + limit,
+        });
+    }
+
+    fn end(&mut self, j: usize, now: i64) {
+        let Some(run) = self.running[j].take() else {
+            return;
+        };
+        self.by_expected_end.remove(&(run.expected_end, j));
+        self.finished += 1;
+        let job = &self.jobs[j];
+        let (cpus, mem, gpus) = (
+            job.cpus_per_node,
+            job.memory_mib_per_node,
+            job.gpus_per_node,
+        );
+        self.touched.extend_from_slice(&run.nodes);
+        for &i in &run.nodes {
+            let n = &mut self.nodes[i as usize];
+            if n.free_cpus > 0 && !n.draining {
+                self.free.remove(&(n.free_cpus, i));
+            }
+            n.free_cpus += cpus;
+            n.free_mem += mem;
+            n.free_gpus += gpus;
+            n.jobs.retain(|&x| x != j);
+            if n.jobs.is_empty() {
+                n.idle_since = now;
+                self.counts.busy -= 1;
+                if n.draining {
+                    n.draining = false;
+                    self.power_off(i);
+                    continue;
+                }
+                if let Mode::PowerSave { suspend_after } = self.mode {
+                    self.suspends.push(Reverse((now + suspend_after, i)));
+                }
+            }
+            if !n.draining {
+                self.free.insert((n.free_cpus, i));
+            }
+        }
+    }
+
+    /// A node is asked for: it boots (or, for a static partition, is simply there).
+    fn power_on(&mut self, i: u32, now: i64, at_once: bool) {
+        self.counts.provisioned += 1;
+        self.touched.push(i);
+        let ready_at = now + self.cfg.boot;
+        let n = &mut self.nodes[i as usize];
+        n.idle_since = now;
+        if at_once {
+            n.power = Power::Up;
+            self.free.insert((n.free_cpus, i));
+            return;
+        }
+        n.power = Power::Booting { ready_at };
+        self.readies.push(Reverse((ready_at, i)));
+        if matches!(self.mode, Mode::PowerSave { .. }) {
+            // Slurm allocates powering-up nodes: they stay in the free index.
+            self.free.insert((n.free_cpus, i));
+        }
+    }
+
+    fn node_up(&mut self, i: u32, now: i64) {
+        let elastic = !matches!(self.mode, Mode::PowerSave { .. });
+        self.touched.push(i);
+        let n = &mut self.nodes[i as usize];
+        n.power = Power::Up;
+        if !n.jobs.is_empty() {
+            // Jobs waited for this boot (power saving); each runs once all its nodes are up.
+            self.counts.busy += 1;
+        } else {
+            n.idle_since = now;
+            if let Mode::PowerSave { suspend_after } = self.mode {
+                self.suspends.push(Reverse((now + suspend_after, i)));
+            }
+        }
+        if elastic && n.free_cpus > 0 {
+            self.free.insert((n.free_cpus, i));
+        }
+    }
+
+    fn power_off(&mut self, i: u32) {
+        self.touched.push(i);
+        let n = &mut self.nodes[i as usize];
+        debug_assert!(n.jobs.is_empty());
+        if n.free_cpus > 0 {
+            self.free.remove(&(n.free_cpus, i));
+        }
+        n.power = Power::Off;
+        n.draining = false;
+        self.counts.provisioned -= 1;
+        self.off.insert(i);
+    }
+
+    /// The NodeSet is scaled to `replicas` (elastic partitions only): drained nodes return
+    /// first, then new ones boot; going down, booting nodes go first, then idle ones, then
+    /// the busy nodes running the fewest jobs are drained.
+    pub fn scale(&mut self, replicas: u32, now: i64) {
+        if self.mode != Mode::Elastic {
+            return;
+        }
+        let replicas = replicas.min(self.max_nodes());
+        if replicas > self.replicas {
+            self.scale_ups += 1;
+        } else if replicas < self.replicas {
+            self.scale_downs += 1;
+        } else {
+            return;
+        }
+        self.replicas = replicas;
+        let active = |n: &Node| n.power != Power::Off && !n.draining;
+        let mut have = self.nodes.iter().filter(|n| active(n)).count() as u32;
+        if replicas > have {
+            let mut undrained = false;
+            for i in 0..self.max_nodes() {
+                if have == replicas {
+                    break;
+                }
+                let n = &mut self.nodes[i as usize];
+                if n.draining {
+                    n.draining = false;
+                    if n.free_cpus > 0 {
+                        self.free.insert((n.free_cpus, i));
+                    }
+                    self.touched.push(i);
+                    undrained = true;
+                    have += 1;
+                }
+            }
+            while have < replicas {
+                let Some(i) = self.off.pop_first() else { break };
+                self.power_on(i, now, false);
+                have += 1;
+            }
+            // Nodes that stopped draining take work at once.
+            if undrained {
+                self.dirty.get_or_insert(now);
+                self.schedule(now);
+            }
+            return;
+        }
+        let mut excess = have - replicas;
+        // Booting nodes, newest last, then idle nodes.
+        let mut idle: Vec<u32> = Vec::new();
+        let mut busy: Vec<(usize, u32)> = Vec::new();
+        for i in (0..self.max_nodes()).rev() {
+            let n = &self.nodes[i as usize];
+            if !active(n) {
+                continue;
+            }
+            match n.power {
+                Power::Booting { .. } if n.jobs.is_empty() => idle.insert(0, i),
+                _ if n.jobs.is_empty() => idle.push(i),
+                _ => busy.push((n.jobs.len(), i)),
+            }
+        }
+        for i in idle {
+            if excess == 0 {
+                return;
+            }
+            self.power_off(i);
+            excess -= 1;
+        }
+        // The fewest jobs first; among equals the highest slot, as a StatefulSet would.
+        busy.sort_by_key(|&(jobs, i)| (jobs, Reverse(i)));
+        for (_, i) in busy.into_iter().take(excess as usize) {
+            let n = &mut self.nodes[i as usize];
+            n.draining = true;
+            if n.free_cpus > 0 {
+                self.free.remove(&(n.free_cpus, i));
+            }
+            self.touched.push(i);
+        }
+    }
+
+    /// The Slurm view of every node slot, for a snapshot: `None` for nodes that do not exist
+    /// (off or still booting), else (allocated CPUs, allocated memory MiB, allocated GPUs,
+    /// draining).
+    pub fn node_view(&self, i: u32) -> Option<(u32, u64, u32, bool)> {
+        let n = &self.nodes[i as usize];
+        (n.power == Power::Up).then(|| {
+            (
+                self.shape.cpus - n.free_cpus,
+                self.shape.memory_mib - n.free_mem,
+                self.shape.gpus - n.free_gpus,
+                n.draining,
+            )
+        })
+    }
+
+    /// When job `j` started (or will, once its nodes are up), if it has been scheduled.
+    pub fn started(&self, j: usize) -> Option<i64> {
+        (self.outcomes[j].end > 0).then_some(self.outcomes[j].start)
+    }
+
+    #[cfg(test)]
+    pub fn job_nodes_for_test(&self, j: usize) -> Vec<u32> {
+        self.running[j]
+            .as_ref()
+            .map(|r| r.nodes.clone())
+            .unwrap_or_default()
+    }
+
+    #[cfg(test)]
+    pub fn check(&self) {
+        // The counters agree with the nodes.
+        let provisioned = self.nodes.iter().filter(|n| n.power != Power::Off).count() as u32;
+        assert_eq!(provisioned, self.counts.provisioned);
+        let busy = self
+            .nodes
+            .iter()
+            .filter(|n| n.power == Power::Up && !n.jobs.is_empty())
+            .count() as u32;
+        assert_eq!(busy, self.counts.busy);
+        for (i, n) in self.nodes.iter().enumerate() {
+            let indexed = self.free.contains(&(n.free_cpus, i as u32));
+            let allocatable = match n.power {
+                Power::Up => !n.draining,
+                Power::Booting { .. } => matches!(self.mode, Mode::PowerSave { .. }),
+                Power::Off => false,
+            };
+            assert_eq!(indexed, allocatable && n.free_cpus > 0, "node {i}: {n:?}");
+            assert_eq!(self.off.contains(&(i as u32)), n.power == Power::Off);
+        }
+    }
+}

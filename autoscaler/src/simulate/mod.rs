@@ -1,0 +1,400 @@
+//! `slurmscale simulate`: replays a job trace through a simulated Slurm partition under each
+//! scaling policy a site could run, so a site sees what each would have cost it (node-hours)
+//! and its users (queue wait) on its own history.
+//!
+//! Data flows one way: a trace ([`trace`]: [`swf`], [`sacct`]) becomes jobs fitted to a node
+//! shape; for each policy a [`cluster::Cluster`] schedules them while a [`Scaler`] sets its
+//! size — slurmscale's real controller ([`builtin`]) or a rival ([`rivals`]); the run's
+//! [`Stats`] and timeline become the report ([`report`]). Policies run on separate threads:
+//! they share only the (read-only) jobs.
+
+pub mod builtin;
+pub mod cluster;
+pub mod report;
+pub mod rivals;
+pub mod sacct;
+pub mod swf;
+pub mod trace;
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::crd::NodeSetAutoscalerSpec;
+use crate::error::{Error, Result};
+use cluster::{Cluster, Mode, SchedConfig};
+use trace::{NodeShape, TraceJob};
+
+/// Decides the partition's size from what it sees, at times of its choosing.
+pub trait Scaler {
+    /// When it next wants to look, with or without news.
+    fn wake(&self) -> Option<i64>;
+    /// Looks at the partition after everything due at `now` happened; the replicas to
+    /// scale to, if they change.
+    fn look(&mut self, now: i64, cluster: &mut Cluster) -> Option<u32>;
+    /// The replicas it last asked for (for the timeline).
+    fn desired(&self) -> u32;
+}
+
+/// The policies, by the names the CLI and reports use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Policy {
+    Builtin,
+    Keda,
+    KedaDesired,
+    PowerSave,
+    Static,
+}
+
+impl Policy {
+    pub const ALL: [Policy; 5] = [
+        Self::Builtin,
+        Self::Keda,
+        Self::KedaDesired,
+        Self::PowerSave,
+        Self::Static,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Builtin => "builtin",
+            Self::Keda => "keda",
+            Self::KedaDesired => "keda-desired",
+            Self::PowerSave => "power-save",
+            Self::Static => "static",
+        }
+    }
+}
+
+impl FromStr for Policy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Self::ALL.iter().map(|p| p.as_str()).collect();
+                format!("unknown policy {s:?} (one of {})", names.join(", "))
+            })
+    }
+}
+
+/// Everything a replay needs besides the jobs.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub shape: NodeShape,
+    pub max_nodes: u32,
+    pub sched: SchedConfig,
+    /// The NodeSetAutoscaler spec `builtin` runs.
+    pub autoscaler: NodeSetAutoscalerSpec,
+    /// `keda`'s threshold (pending jobs per replica).
+    pub keda_threshold: f64,
+    /// Slurm's `SuspendTime` for `power-save`.
+    pub suspend_time: i64,
+    /// Timeline resolution (seconds); 0 picks one for about 1,500 points.
+    pub bucket: i64,
+    /// `builtin` reconciles at every 2 s poll instead of only when something changed
+    /// (slower; the same result, which a test checks).
+    pub every_poll: bool,
+}
+
+impl Options {
+    pub fn new(shape: NodeShape, max_nodes: u32) -> Self {
+        Self {
+            shape,
+            max_nodes,
+            sched: SchedConfig::default(),
+            autoscaler: builtin::default_spec(max_nodes),
+            keda_threshold: 5.0,
+            suspend_time: 600,
+            bucket: 0,
+            every_poll: false,
+        }
+    }
+}
+
+/// What one policy did over the replay.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Stats {
+    pub jobs: usize,
+    /// Node-seconds provisioned (booting, up or draining) and busy (running a job).
+    pub node_seconds: f64,
+    pub busy_node_seconds: f64,
+    /// CPU-seconds jobs used, for utilization.
+    pub cpu_seconds: f64,
+    /// Queue waits, sorted (seconds).
+    pub waits: Vec<i64>,
+    pub bounded_slowdown_mean: f64,
+    pub scale_ups: u64,
+    pub scale_downs: u64,
+    /// Start times, by job (the order of the jobs given); `None` for a job the policy
+    /// never gave nodes to.
+    pub starts: Vec<Option<i64>>,
+    /// Jobs still waiting when the replay gave up on them: the policy never provided the
+    /// nodes they need (their waits count until the replay stopped).
+    pub starved: usize,
+}
+
+/// One point of the timeline: what was waiting and wanted at `time`, and the average nodes
+/// provisioned and busy over the bucket that starts there.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Point {
+    pub time: i64,
+    pub pending_jobs: u32,
+    pub demand_nodes: u64,
+    pub desired: u32,
+    pub provisioned: f64,
+    pub busy: f64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Run {
+    pub policy: Policy,
+    pub stats: Stats,
+    pub timeline: Vec<Point>,
+    /// When its last job ended.
+    pub last_end: i64,
+    /// Nodes it held when the replay stopped (kept until the common horizon).
+    pub final_provisioned: u32,
+}
+
+/// After the last job, each policy runs this long so it can scale down.
+const TAIL: i64 = 3600;
+/// Once every job is in, a policy that starts and ends nothing for this long never will.
+const STALL: i64 = 7 * 86400;
+
+/// Timeline accounting: node-seconds per bucket, samples at bucket starts.
+struct Timeline {
+    origin: i64,
+    width: i64,
+    points: Vec<Point>,
+}
+
+impl Timeline {
+    fn account(&mut self, from: i64, to: i64, c: &Cluster, desired: u32) {
+        let mut t = from;
+        while t < to {
+            let b = ((t - self.origin) / self.width) as usize;
+            while self.points.len() <= b {
+                let time = self.origin + self.points.len() as i64 * self.width;
+                self.points.push(Point {
+                    time,
+                    pending_jobs: c.counts.pending,
+                    demand_nodes: c.counts.pending_nodes,
+                    desired,
+                    ..Point::default()
+                });
+            }
+            let end = (self.origin + (b as i64 + 1) * self.width).min(to);
+            let dt = (end - t) as f64;
+            let p = &mut self.points[b];
+            p.provisioned += f64::from(c.counts.provisioned) * dt;
+            p.busy += f64::from(c.counts.busy) * dt;
+            t = end;
+        }
+    }
+}
+
+/// The timeline bucket for a replay of `jobs`: about 1,500 points, whole minutes.
+pub fn bucket_for(jobs: &[TraceJob]) -> i64 {
+    let first = jobs.first().map_or(0, |j| j.submit);
+    let last = jobs
+        .iter()
+        .map(|j| j.submit + j.run as i64)
+        .max()
+        .unwrap_or(first);
+    ((last - first + TAIL) / 1500 / 60 + 1) * 60
+}
+
+/// Replays `jobs` under one policy. `progress` counts submitted jobs as they go.
+pub fn run_policy(
+    policy: Policy,
+    jobs: Arc<[TraceJob]>,
+    opts: &Options,
+    progress: Option<&AtomicU64>,
+) -> Result<Run> {
+    let Some(first) = jobs.first() else {
+        return Err(Error::Simulate("no jobs to replay".into()));
+    };
+    let start = first.submit;
+    let mode = match policy {
+        Policy::PowerSave => Mode::PowerSave {
+            suspend_after: opts.suspend_time,
+        },
+        Policy::Static => Mode::Static,
+        _ => Mode::Elastic,
+    };
+    let mut cluster = Cluster::new(
+        opts.shape,
+        opts.max_nodes,
+        mode,
+        opts.sched,
+        jobs.clone(),
+        start,
+    );
+    let mut scaler: Box<dyn Scaler> = match policy {
+        Policy::Builtin => Box::new(builtin::Builtin::new(
+            &opts.autoscaler,
+            &cluster,
+            opts.every_poll,
+        )),
+        Policy::Keda => Box::new(rivals::Keda::new(
+            rivals::Trigger::PendingJobs {
+                threshold: opts.keda_threshold,
+            },
+            opts.max_nodes,
+            start,
+        )),
+        Policy::KedaDesired => Box::new(rivals::Keda::new(
+            rivals::Trigger::DesiredNodes,
+            opts.max_nodes,
+            start,
+        )),
+        Policy::PowerSave | Policy::Static => Box::new(rivals::Fixed),
+    };
+    let width = if opts.bucket > 0 {
+        opts.bucket
+    } else {
+        bucket_for(&jobs)
+    };
+    let mut timeline = Timeline {
+        origin: start,
+        width,
+        points: Vec::new(),
+    };
+    let mut stats = Stats::default();
+    // Every step moves time forward: what is due at `now` was done in the last step.
+    let mut now = start - 1;
+    let mut reported = 0;
+    let mut done_at: Option<i64> = None;
+    // The last time a job was submitted, started or ended, and the node-seconds then.
+    let mut progress_at = (now, 0, 0);
+    let mut seconds_at_progress = (0.0, 0.0);
+    loop {
+        let next = [cluster.next_event(), scaler.wake()]
+            .into_iter()
+            .flatten()
+            .filter(|&t| t > now)
+            .min();
+        let stop = done_at.map_or(i64::MAX, |d| d + TAIL);
+        let t = match next {
+            Some(t) if t <= stop => t,
+            _ if done_at.is_some() => stop,
+            _ => {
+                return Err(Error::Simulate(format!(
+                    "{} stalled with {} jobs waiting (a job no node can ever hold?)",
+                    policy.as_str(),
+                    cluster.counts.pending
+                )));
+            }
+        };
+        if now >= start {
+            let dt = (t - now) as f64;
+            stats.node_seconds += f64::from(cluster.counts.provisioned) * dt;
+            stats.busy_node_seconds += f64::from(cluster.counts.busy) * dt;
+            timeline.account(now, t, &cluster, scaler.desired());
+        }
+        now = t;
+        if now >= stop {
+            break;
+        }
+        cluster.advance(now);
+        if done_at.is_none() && cluster.done() {
+            done_at = Some(now);
+        }
+        let moved = (cluster.submitted(), cluster.finished());
+        if moved != (progress_at.1, progress_at.2) || cluster.counts.pending == 0 {
+            progress_at = (now, moved.0, moved.1);
+            seconds_at_progress = (stats.node_seconds, stats.busy_node_seconds);
+        } else if done_at.is_none()
+            && cluster.submitted() == jobs.len()
+            && now - progress_at.0 > STALL
+        {
+            // Starved: what waits would wait forever under this policy. Its replay ends
+            // as if the last progress had been the last job's end (what it holds now, held
+            // for the tail), so a starved run does not stretch the others' horizon.
+            done_at = Some(progress_at.0);
+            now = progress_at.0 + TAIL;
+            stats.node_seconds =
+                seconds_at_progress.0 + f64::from(cluster.counts.provisioned) * TAIL as f64;
+            stats.busy_node_seconds =
+                seconds_at_progress.1 + f64::from(cluster.counts.busy) * TAIL as f64;
+            timeline.points.retain(|p| p.time < progress_at.0 + TAIL);
+            break;
+        }
+        if let Some(r) = scaler.look(now, &mut cluster) {
+            cluster.scale(r, now);
+        }
+        if let Some(p) = progress {
+            let s = cluster.submitted();
+            p.fetch_add((s - reported) as u64, Ordering::Relaxed);
+            reported = s;
+        }
+    }
+    let shape = opts.shape;
+    let mut slowdown = 0.0;
+    let stopped = now;
+    for (j, job) in jobs.iter().enumerate() {
+        let start = cluster.started(j);
+        let wait = start.unwrap_or(stopped) - job.submit;
+        stats.starved += usize::from(start.is_none());
+        stats.waits.push(wait);
+        stats.starts.push(start);
+        let run = job.run as f64;
+        slowdown += ((wait as f64 + run) / run.max(10.0)).max(1.0);
+        stats.cpu_seconds +=
+            run * f64::from(job.cpus_per_node.min(shape.cpus)) * f64::from(job.nodes);
+    }
+    stats.jobs = jobs.len();
+    stats.bounded_slowdown_mean = slowdown / jobs.len() as f64;
+    stats.waits.sort_unstable();
+    stats.scale_ups = cluster.scale_ups;
+    stats.scale_downs = cluster.scale_downs;
+    for p in &mut timeline.points {
+        p.provisioned /= width as f64;
+        p.busy /= width as f64;
+    }
+    Ok(Run {
+        policy,
+        stats,
+        timeline: timeline.points,
+        last_end: done_at.unwrap_or(now),
+        final_provisioned: cluster.counts.provisioned,
+    })
+}
+
+/// Replays `jobs` under every policy in `policies` (in parallel), then puts them on one
+/// horizon: a policy that stopped earlier keeps its final nodes until the last one stops.
+pub fn run(
+    policies: &[Policy],
+    jobs: Vec<TraceJob>,
+    opts: &Options,
+    progress: Option<Arc<AtomicU64>>,
+) -> Result<Vec<Run>> {
+    if jobs.is_empty() {
+        return Err(Error::Simulate("the trace has no jobs to replay".into()));
+    }
+    let jobs: Arc<[TraceJob]> = jobs.into();
+    let mut runs = std::thread::scope(|s| {
+        let handles: Vec<_> = policies
+            .iter()
+            .map(|&p| {
+                let (jobs, progress) = (jobs.clone(), progress.clone());
+                s.spawn(move || run_policy(p, jobs, opts, progress.as_deref()))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect::<Result<Vec<_>>>()
+    })?;
+    let horizon = runs.iter().map(|r| r.last_end + TAIL).max().unwrap_or(0);
+    for r in &mut runs {
+        let held = (horizon - (r.last_end + TAIL)) as f64 * f64::from(r.final_provisioned);
+        r.stats.node_seconds += held;
+    }
+    Ok(runs)
+}
+
+#[cfg(test)]
+mod tests;

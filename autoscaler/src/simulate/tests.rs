@@ -1,0 +1,329 @@
+//! Hand-computed schedules: each case is small enough to work out on paper, and says how.
+
+use std::sync::Arc;
+
+use super::cluster::{Cluster, Mode, SchedConfig};
+use super::trace::{NodeShape, TraceJob};
+use super::*;
+
+const CPU16: NodeShape = NodeShape {
+    cpus: 16,
+    memory_mib: 64_000,
+    gpus: 0,
+};
+const ONE_CPU: NodeShape = NodeShape {
+    cpus: 1,
+    memory_mib: 0,
+    gpus: 0,
+};
+
+fn job(submit: i64, run: u64, limit: u64, nodes: u32, cpus: u32) -> TraceJob {
+    TraceJob {
+        id: format!("{submit}"),
+        submit,
+        run,
+        limit: limit.max(run),
+        nodes,
+        cpus_per_node: cpus,
+        memory_mib_per_node: 0,
+        gpus_per_node: 0,
+        recorded_wait: None,
+    }
+}
+
+/// Runs the partition alone (no policy) until nothing is left to happen.
+fn replay(shape: NodeShape, max: u32, mode: Mode, jobs: Vec<TraceJob>) -> Cluster {
+    let start = jobs[0].submit;
+    let mut c = Cluster::new(shape, max, mode, SchedConfig::default(), jobs.into(), start);
+    while let Some(t) = c.next_event() {
+        c.advance(t);
+        c.check();
+    }
+    c
+}
+
+fn starts(c: &Cluster) -> Vec<i64> {
+    (0..c.jobs().len()).map(|j| c.started(j).unwrap()).collect()
+}
+
+#[test]
+fn small_jobs_pack_onto_one_node_best_fit() {
+    // Four 4-CPU jobs fill one 16-CPU node exactly; a fifth goes to the second node.
+    let jobs: Vec<_> = (0..5).map(|_| job(0, 100, 100, 1, 4)).collect();
+    let mut c = Cluster::new(
+        CPU16,
+        2,
+        Mode::Static,
+        SchedConfig::default(),
+        Arc::from(jobs),
+        0,
+    );
+    c.advance(0);
+    assert_eq!(c.counts.busy, 2);
+    assert_eq!(c.counts.pending, 0);
+    let first: Vec<_> = (0..4).map(|j| c.job_nodes_for_test(j)).collect();
+    assert!(first.iter().all(|n| n == &first[0]), "{first:?}");
+    assert_ne!(c.job_nodes_for_test(4), first[0]);
+}
+
+#[test]
+fn memory_and_gpus_limit_packing_as_much_as_cpus() {
+    // Two 1-CPU jobs of 40 GB cannot share a 64 GB node.
+    let mut jobs = vec![job(0, 100, 100, 1, 1), job(0, 100, 100, 1, 1)];
+    for j in &mut jobs {
+        j.memory_mib_per_node = 40_000;
+    }
+    let c = {
+        let mut c = Cluster::new(
+            CPU16,
+            2,
+            Mode::Static,
+            SchedConfig::default(),
+            jobs.into(),
+            0,
+        );
+        c.advance(0);
+        c
+    };
+    assert_eq!(c.counts.busy, 2);
+    // Eight 1-GPU jobs share one 8-GPU node; a ninth waits for a second one.
+    let gpu8 = NodeShape {
+        cpus: 64,
+        memory_mib: 0,
+        gpus: 8,
+    };
+    let mut jobs: Vec<_> = (0..9).map(|_| job(0, 100, 100, 1, 4)).collect();
+    for j in &mut jobs {
+        j.gpus_per_node = 1;
+    }
+    let c = replay(gpu8, 1, Mode::Static, jobs);
+    let s = starts(&c);
+    assert_eq!(&s[..8], &[0; 8]);
+    assert_eq!(s[8], 100, "the ninth GPU job waits for a GPU to free");
+}
+
+#[test]
+fn multi_node_jobs_wait_for_all_their_nodes_in_priority_order() {
+    // 4 one-CPU nodes. A takes 2 until 100; B needs 3 and waits for A; C (2 nodes) fits
+    // now but is behind B, and its 1,000 s limit would delay B, so backfill may not start
+    // it either. At 100 B takes 3 nodes; C needs 2 and starts when B ends at 150.
+    let jobs = vec![
+        job(0, 100, 100, 2, 1),
+        job(0, 50, 50, 3, 1),
+        job(0, 10, 1000, 2, 1),
+    ];
+    let c = replay(ONE_CPU, 4, Mode::Static, jobs);
+    assert_eq!(starts(&c), vec![0, 100, 150]);
+}
+
+#[test]
+fn easy_backfill_starts_what_ends_before_the_reservation() {
+    // 4 one-CPU nodes. A: 3 nodes until 100. B needs all 4: reserved for t=100.
+    // C (1 node, limit 50) fits in the gap and ends by 100: backfilled at the first pass
+    // (t=30). D (1 node, limit 200) would delay B: it waits until B ends at 150.
+    let jobs = vec![
+        job(0, 100, 100, 3, 1),
+        job(1, 50, 50, 4, 1),
+        job(2, 40, 50, 1, 1),
+        job(3, 10, 200, 1, 1),
+    ];
+    let c = replay(ONE_CPU, 4, Mode::Static, jobs);
+    assert_eq!(starts(&c), vec![0, 100, 30, 150]);
+}
+
+#[test]
+fn backfill_may_use_nodes_the_reservation_does_not_need() {
+    // 4 one-CPU nodes. A: 2 nodes until 100. B needs 3: at t=100 A's 2 nodes and one of
+    // the 2 free now, so a long 1-node job D can start on the other at the first pass.
+    let jobs = vec![
+        job(0, 100, 100, 2, 1),
+        job(1, 50, 50, 3, 1),
+        job(2, 500, 500, 1, 1),
+    ];
+    let c = replay(ONE_CPU, 4, Mode::Static, jobs);
+    assert_eq!(starts(&c), vec![0, 100, 30]);
+}
+
+#[test]
+fn new_nodes_take_jobs_after_the_boot_delay_and_drained_ones_finish_their_work() {
+    let jobs = vec![job(0, 1000, 1000, 1, 16), job(0, 100, 100, 1, 16)];
+    let mut c = Cluster::new(
+        CPU16,
+        4,
+        Mode::Elastic,
+        SchedConfig::default(),
+        jobs.into(),
+        0,
+    );
+    c.advance(0);
+    assert_eq!(c.counts.pending, 2, "no nodes yet");
+    c.scale(2, 0);
+    assert_eq!(c.counts.provisioned, 2, "booting nodes are paid for");
+    assert_eq!(c.next_event(), Some(90));
+    c.advance(90);
+    assert_eq!(starts(&c), vec![90, 90], "usable --boot-time later");
+    assert_eq!(c.counts.busy, 2);
+    // Scaling to 1 drains the node with the fewest jobs (a tie: the highest); it leaves
+    // when its job ends, not before.
+    c.scale(1, 100);
+    assert_eq!(c.counts.provisioned, 2);
+    c.advance(190);
+    c.check();
+    assert_eq!(
+        c.counts.provisioned, 1,
+        "the drained node went when its job ended"
+    );
+    assert_eq!((c.scale_ups, c.scale_downs), (1, 1));
+}
+
+#[test]
+fn scaling_down_takes_booting_then_idle_nodes_before_draining_busy_ones() {
+    let jobs = vec![job(0, 1000, 1000, 1, 16)];
+    let mut c = Cluster::new(
+        CPU16,
+        4,
+        Mode::Elastic,
+        SchedConfig::default(),
+        jobs.into(),
+        0,
+    );
+    c.advance(0);
+    c.scale(2, 0);
+    c.advance(90);
+    c.scale(4, 100);
+    assert_eq!(c.counts.provisioned, 4);
+    // Two booting, one idle, one busy: down to 1 keeps the busy one, nothing drains.
+    c.scale(1, 110);
+    c.check();
+    assert_eq!(c.counts.provisioned, 1);
+    assert_eq!(c.counts.busy, 1);
+}
+
+#[test]
+fn power_saving_boots_the_nodes_it_allocates_and_suspends_idle_ones() {
+    // A powered-down partition: the job's node resumes (90 s), the job runs 100 s, the node
+    // powers down 600 s after it went idle.
+    let jobs = vec![job(0, 100, 100, 1, 16), job(50, 10, 10, 1, 4)];
+    let mut c = Cluster::new(
+        CPU16,
+        4,
+        Mode::PowerSave { suspend_after: 600 },
+        SchedConfig::default(),
+        jobs.into(),
+        0,
+    );
+    c.advance(0);
+    assert_eq!(c.counts.provisioned, 1);
+    assert_eq!(c.counts.busy, 0, "booting, not yet running");
+    let mut suspended = Vec::new();
+    while let Some(t) = c.next_event() {
+        let before = c.counts.provisioned;
+        c.advance(t);
+        c.check();
+        if c.counts.provisioned < before {
+            suspended.push(t);
+        }
+    }
+    // The second job could only go to a powered-down node (the first is full): it boots
+    // too. Each node powers down 600 s after its job ended.
+    assert_eq!(starts(&c), vec![90, 140]);
+    assert_eq!(suspended, vec![150 + 600, 190 + 600]);
+    assert_eq!(c.counts.provisioned, 0);
+}
+
+#[test]
+fn power_saving_prefers_nodes_that_are_up() {
+    // The first job's node is up when the second comes: the second shares it, no boot.
+    let jobs = vec![job(0, 1000, 1000, 1, 4), job(200, 10, 10, 1, 4)];
+    let c = replay(CPU16, 4, Mode::PowerSave { suspend_after: 600 }, jobs);
+    assert_eq!(starts(&c), vec![90, 200]);
+}
+
+fn trace(n: usize) -> Vec<TraceJob> {
+    // Bursts of small and multi-node jobs with quiet gaps, deterministic.
+    (0..n)
+        .map(|k| {
+            let burst = (k / 20) as i64;
+            let submit = 1_000_000 + burst * 3600 + (k % 20) as i64 * 7;
+            let run = 60 + (k as u64 * 37) % 900;
+            let nodes = [1, 1, 1, 2, 4][k % 5];
+            let cpus = if nodes > 1 { 16 } else { [1, 4, 8, 16][k % 4] };
+            job(submit, run, run * 2, nodes, cpus)
+        })
+        .collect()
+}
+
+#[test]
+fn builtin_runs_the_real_controller_on_the_autoscaler_spec() {
+    let opts = Options::new(CPU16, 8);
+    let run = run_policy(Policy::Builtin, trace(60).into(), &opts, None).unwrap();
+    assert_eq!(run.stats.jobs, 60);
+    assert!(run.stats.scale_ups >= 3, "{:?}", run.stats.scale_ups);
+    assert_eq!(
+        run.final_provisioned, 0,
+        "scales to zero after the idle timeout"
+    );
+    assert!(
+        run.stats.starts[0].unwrap() - 1_000_000 >= 90,
+        "from zero the first job waits at least one boot"
+    );
+    // The spec is the controller's input: idleReplicas keeps nodes when idle.
+    let mut opts = Options::new(CPU16, 8);
+    opts.autoscaler.idle_replicas = 3;
+    let run = run_policy(Policy::Builtin, trace(60).into(), &opts, None).unwrap();
+    assert_eq!(run.final_provisioned, 3);
+}
+
+#[test]
+fn fast_forward_gives_what_reconciling_every_poll_gives() {
+    let mut opts = Options::new(CPU16, 8);
+    opts.autoscaler.scale_down.stabilization_window_seconds = Some(120);
+    let fast = run_policy(Policy::Builtin, trace(100).into(), &opts, None).unwrap();
+    opts.every_poll = true;
+    let slow = run_policy(Policy::Builtin, trace(100).into(), &opts, None).unwrap();
+    assert_eq!(fast.stats, slow.stats);
+    assert_eq!(fast.timeline, slow.timeline);
+}
+
+#[test]
+fn every_policy_runs_every_job_and_static_never_waits_for_nodes() {
+    let opts = Options::new(CPU16, 8);
+    let runs = super::run(&Policy::ALL, trace(100), &opts, None).unwrap();
+    assert_eq!(runs.len(), 5);
+    let by = |p: Policy| runs.iter().find(|r| r.policy == p).unwrap();
+    for r in &runs {
+        assert_eq!(r.stats.jobs, 100, "{:?}", r.policy);
+        assert!(r.stats.busy_node_seconds <= r.stats.node_seconds);
+    }
+    let stat = by(Policy::Static);
+    let horizon = runs.iter().map(|r| r.last_end).max().unwrap() + TAIL - 1_000_000;
+    assert_eq!(stat.stats.node_seconds, 8.0 * horizon as f64);
+    for r in runs.iter().filter(|r| r.policy != Policy::Static) {
+        assert!(
+            r.stats.node_seconds < stat.stats.node_seconds,
+            "{:?} saves nodes",
+            r.policy
+        );
+        assert!(
+            r.stats.waits.last() >= stat.stats.waits.last(),
+            "{:?}",
+            r.policy
+        );
+    }
+    // KEDA on pending jobs keeps one node while fewer than `threshold` jobs wait: the last
+    // multi-node jobs never get their nodes, and the replay says so instead of running on.
+    assert!(by(Policy::Keda).stats.starved > 0);
+    assert_eq!(by(Policy::KedaDesired).stats.starved, 0);
+    assert_eq!(
+        by(Policy::KedaDesired).final_provisioned,
+        0,
+        "back to idleReplicaCount"
+    );
+}
+
+#[test]
+fn an_empty_trace_is_an_error() {
+    let opts = Options::new(CPU16, 8);
+    let e = super::run(&Policy::ALL, Vec::new(), &opts, None).unwrap_err();
+    assert!(e.to_string().contains("no jobs"), "{e}");
+}

@@ -1,0 +1,426 @@
+//! Job traces: what a replay needs of each job, read from a Standard Workload Format log
+//! ([`swf`](super::swf)), a Slurm accounting export ([`sacct`](super::sacct)) or a
+//! generator, then fitted to the node shape of the partition being simulated.
+//!
+//! Parsing and fitting are separate steps because a trace records what jobs asked for on
+//! *its* machine (processors, nodes, memory, GPUs) while the replay asks "what would they
+//! need on nodes of this shape?". A job that cannot fit the shape or the partition at all is
+//! counted and reported by id, never silently dropped.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// The nodes a NodeSet adds: every simulated node has this shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeShape {
+    pub cpus: u32,
+    /// MiB; 0 = memory is not simulated (every job's memory fits).
+    pub memory_mib: u64,
+    pub gpus: u32,
+}
+
+/// One job as the trace recorded it, before it meets a node shape.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Request {
+    /// The trace's own job id (`123`, `123_4` for an array task), for reports.
+    pub id: String,
+    /// Unix seconds.
+    pub submit: i64,
+    /// Seconds it ran.
+    pub run: u64,
+    /// Its time limit in seconds, when the trace has one.
+    pub limit: Option<u64>,
+    /// CPUs in all.
+    pub cpus: u64,
+    /// Nodes, when the trace says.
+    pub nodes: Option<u64>,
+    pub memory_mib_per_node: Option<u64>,
+    pub memory_mib_per_cpu: Option<u64>,
+    /// GPUs in all.
+    pub gpus: u64,
+    /// What the traced machine made it wait, for comparison.
+    pub recorded_wait: Option<u64>,
+}
+
+/// One job as the simulated partition runs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceJob {
+    pub id: String,
+    pub submit: i64,
+    pub run: u64,
+    /// What backfill plans with: the time limit, never below the run time (a job the trace
+    /// shows running past its limit did run that long).
+    pub limit: u64,
+    pub nodes: u32,
+    pub cpus_per_node: u32,
+    /// 0 when memory is not simulated.
+    pub memory_mib_per_node: u64,
+    pub gpus_per_node: u32,
+    pub recorded_wait: Option<u64>,
+}
+
+impl TraceJob {
+    /// Takes its nodes whole (every CPU of each).
+    pub fn whole_nodes(&self, shape: &NodeShape) -> bool {
+        self.cpus_per_node >= shape.cpus
+    }
+}
+
+/// Why a job cannot run on the simulated partition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Unfit {
+    /// It needs more nodes than the partition may have.
+    TooManyNodes,
+    /// One node's share of it is more memory than a node has.
+    Memory,
+    /// It asks for GPUs and the nodes have none.
+    Gpus,
+}
+
+impl Unfit {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::TooManyNodes => "more nodes than --max-nodes",
+            Self::Memory => "more memory per node than --node-memory",
+            Self::Gpus => "GPUs, and --node-gpus is 0",
+        }
+    }
+}
+
+fn ceil_div(a: u64, b: u64) -> u64 {
+    a.div_ceil(b.max(1))
+}
+
+impl Request {
+    /// The job on nodes of `shape`, in a partition of at most `max_nodes`: as many nodes as
+    /// the trace says, or more when its CPUs or GPUs need more of these nodes; an even share
+    /// of CPUs, GPUs and memory on each.
+    pub fn fit(&self, shape: &NodeShape, max_nodes: u32) -> Result<TraceJob, Unfit> {
+        let cpus = self.cpus.max(1);
+        if self.gpus > 0 && shape.gpus == 0 {
+            return Err(Unfit::Gpus);
+        }
+        let nodes = self
+            .nodes
+            .unwrap_or(1)
+            .max(ceil_div(cpus, shape.cpus.into()))
+            .max(if self.gpus > 0 {
+                ceil_div(self.gpus, shape.gpus.into())
+            } else {
+                1
+            });
+        if nodes > u64::from(max_nodes) {
+            return Err(Unfit::TooManyNodes);
+        }
+        let cpus_per_node = ceil_div(cpus, nodes) as u32;
+        let memory = if shape.memory_mib == 0 {
+            0
+        } else {
+            match (self.memory_mib_per_node, self.memory_mib_per_cpu) {
+                (Some(m), _) if m > 0 => m,
+                (_, Some(m)) if m > 0 => m.saturating_mul(cpus_per_node.into()),
+                _ => 0,
+            }
+        };
+        if memory > shape.memory_mib {
+            return Err(Unfit::Memory);
+        }
+        Ok(TraceJob {
+            id: self.id.clone(),
+            submit: self.submit,
+            run: self.run,
+            limit: self.limit.unwrap_or(self.run).max(self.run).max(1),
+            nodes: nodes as u32,
+            cpus_per_node,
+            memory_mib_per_node: memory,
+            gpus_per_node: ceil_div(self.gpus, nodes) as u32,
+            recorded_wait: self.recorded_wait,
+        })
+    }
+}
+
+/// What a trace's header says about its machine.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Hints {
+    pub max_nodes: Option<u32>,
+    pub node_cpus: Option<u32>,
+}
+
+/// A parsed trace: its jobs in submit order, and what was left out and why.
+#[derive(Clone, Debug, Default)]
+pub struct Parsed {
+    pub requests: Vec<Request>,
+    pub hints: Hints,
+    /// Records that are not replayable jobs (never ran, no size), by reason.
+    pub skipped: BTreeMap<&'static str, u64>,
+    /// Malformed lines passed over with `--skip-bad-lines`, and the first of them.
+    pub bad_lines: u64,
+    pub first_bad_line: Option<String>,
+}
+
+impl Parsed {
+    pub fn skip(&mut self, why: &'static str) {
+        *self.skipped.entry(why).or_default() += 1;
+    }
+
+    /// A malformed line: an error, or counted with `skip_bad`.
+    pub fn bad(&mut self, skip_bad: bool, e: Error) -> Result<()> {
+        if !skip_bad {
+            return Err(e);
+        }
+        self.bad_lines += 1;
+        self.first_bad_line.get_or_insert_with(|| e.to_string());
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Swf,
+    Sacct,
+}
+
+/// Which part of a trace to replay.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Slice {
+    /// Jobs submitted at or after this (unix seconds).
+    pub from: Option<i64>,
+    /// Jobs submitted before this.
+    pub until: Option<i64>,
+    /// At most this many jobs (the first ones of the slice).
+    pub limit: Option<usize>,
+}
+
+/// Where a slice starts: an absolute date (`2012-03-08`, `2012-03-08T06:00:00`, read as UTC)
+/// or an offset from the first submit (`30d`, `12h`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum When {
+    At(i64),
+    After(u64),
+}
+
+impl std::str::FromStr for When {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        if let Ok(d) = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+            return Ok(Self::At(
+                d.and_time(chrono::NaiveTime::MIN).and_utc().timestamp(),
+            ));
+        }
+        if let Ok(t) = chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S") {
+            return Ok(Self::At(t.and_utc().timestamp()));
+        }
+        slurmscale_exporter::config::parse_duration(s)
+            .map(|d| Self::After(d.as_secs()))
+            .map_err(|_| {
+                format!("{s:?} is neither a date (2012-03-08[T06:00:00]) nor an offset (30d, 12h)")
+            })
+    }
+}
+
+impl When {
+    pub fn resolve(self, first_submit: i64) -> i64 {
+        match self {
+            Self::At(t) => t,
+            Self::After(s) => first_submit.saturating_add(s as i64),
+        }
+    }
+}
+
+/// Opens a trace, gzipped or not (by its magic bytes, whatever its name).
+pub fn open(path: &Path) -> Result<Box<dyn BufRead>> {
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut f = File::open(path).map_err(io)?;
+    let mut magic = [0u8; 2];
+    let n = f.read(&mut magic).map_err(io)?;
+    let f = File::open(path).map_err(io)?;
+    Ok(if n == 2 && magic == [0x1f, 0x8b] {
+        Box::new(BufReader::with_capacity(
+            1 << 16,
+            flate2::read::MultiGzDecoder::new(f),
+        ))
+    } else {
+        Box::new(BufReader::with_capacity(1 << 16, f))
+    })
+}
+
+/// SWF or sacct, from the name and, failing that, the first line that is not blank.
+pub fn detect(path: &Path) -> Result<Format> {
+    let name = path.to_string_lossy().to_ascii_lowercase();
+    if name.ends_with(".swf") || name.ends_with(".swf.gz") {
+        return Ok(Format::Swf);
+    }
+    let mut reader = open(path)?;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = reader.read_line(&mut line).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        if n == 0 {
+            return Err(Error::Trace {
+                file: path.to_path_buf(),
+                line: 0,
+                field: "",
+                message: "the trace is empty".into(),
+            });
+        }
+        let l = line.trim();
+        if l.is_empty() {
+            continue;
+        }
+        if l.contains('|') {
+            return Ok(Format::Sacct);
+        }
+        if l.starts_with(';') || l.split_ascii_whitespace().count() == 18 {
+            return Ok(Format::Swf);
+        }
+        return Err(Error::Trace {
+            file: path.to_path_buf(),
+            line: 1,
+            field: "",
+            message: "neither SWF (18 numbers per line, ';' headers) nor sacct --parsable2 ('|' separated): give --format".into(),
+        });
+    }
+}
+
+/// Reads a trace file.
+pub fn read(path: &Path, format: Format, skip_bad: bool) -> Result<Parsed> {
+    let reader = open(path)?;
+    let mut parsed = match format {
+        Format::Swf => super::swf::parse(reader, path, skip_bad)?,
+        Format::Sacct => super::sacct::parse(reader, path, skip_bad)?,
+    };
+    parsed.requests.sort_by_key(|r| r.submit);
+    Ok(parsed)
+}
+
+/// The jobs to replay: the slice of `requests`, fitted to `shape`; the unfit by reason.
+pub fn select(
+    requests: &[Request],
+    slice: Slice,
+    shape: &NodeShape,
+    max_nodes: u32,
+) -> (Vec<TraceJob>, BTreeMap<Unfit, Vec<String>>) {
+    let (mut jobs, mut unfit) = (Vec::new(), BTreeMap::<Unfit, Vec<String>>::new());
+    for r in requests
+        .iter()
+        .filter(|r| slice.from.is_none_or(|f| r.submit >= f))
+        .filter(|r| slice.until.is_none_or(|u| r.submit < u))
+    {
+        if slice.limit.is_some_and(|l| jobs.len() >= l) {
+            break;
+        }
+        match r.fit(shape, max_nodes) {
+            Ok(j) => jobs.push(j),
+            Err(why) => unfit.entry(why).or_default().push(r.id.clone()),
+        }
+    }
+    (jobs, unfit)
+}
+
+/// A trace file's error at a line and field.
+pub fn error(file: &Path, line: usize, field: &'static str, message: impl Into<String>) -> Error {
+    Error::Trace {
+        file: PathBuf::from(file),
+        line,
+        field,
+        message: message.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SHAPE: NodeShape = NodeShape {
+        cpus: 16,
+        memory_mib: 64_000,
+        gpus: 4,
+    };
+
+    fn req(cpus: u64, nodes: Option<u64>, gpus: u64) -> Request {
+        Request {
+            id: "1".into(),
+            run: 100,
+            cpus,
+            nodes,
+            gpus,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn processors_become_nodes_of_the_shape_with_an_even_share() {
+        let j = req(1, None, 0).fit(&SHAPE, 10).unwrap();
+        assert_eq!((j.nodes, j.cpus_per_node), (1, 1));
+        let j = req(40, None, 0).fit(&SHAPE, 10).unwrap();
+        assert_eq!((j.nodes, j.cpus_per_node), (3, 14));
+        let j = req(32, None, 0).fit(&SHAPE, 10).unwrap();
+        assert!(j.whole_nodes(&SHAPE));
+        // The trace's node count stands when the shape does not need more.
+        let j = req(4, Some(2), 0).fit(&SHAPE, 10).unwrap();
+        assert_eq!((j.nodes, j.cpus_per_node), (2, 2));
+        // GPUs decide the node count too.
+        let j = req(2, None, 10).fit(&SHAPE, 10).unwrap();
+        assert_eq!((j.nodes, j.gpus_per_node), (3, 4));
+    }
+
+    #[test]
+    fn jobs_that_cannot_fit_say_why() {
+        assert_eq!(req(200, None, 0).fit(&SHAPE, 10), Err(Unfit::TooManyNodes));
+        let no_gpus = NodeShape { gpus: 0, ..SHAPE };
+        assert_eq!(req(1, None, 1).fit(&no_gpus, 10), Err(Unfit::Gpus));
+        let big = Request {
+            memory_mib_per_cpu: Some(8_000),
+            ..req(16, None, 0)
+        };
+        assert_eq!(big.fit(&SHAPE, 10), Err(Unfit::Memory));
+        // Without simulated memory, memory never stops a job.
+        let no_mem = NodeShape {
+            memory_mib: 0,
+            ..SHAPE
+        };
+        assert_eq!(big.fit(&no_mem, 10).unwrap().memory_mib_per_node, 0);
+    }
+
+    #[test]
+    fn the_limit_is_never_below_the_run_time() {
+        let r = Request {
+            limit: Some(50),
+            ..req(1, None, 0)
+        };
+        assert_eq!(r.fit(&SHAPE, 1).unwrap().limit, 100);
+        assert_eq!(req(1, None, 0).fit(&SHAPE, 1).unwrap().limit, 100);
+    }
+
+    #[test]
+    fn slices_by_date_offset_and_count() {
+        let reqs: Vec<Request> = (0..10)
+            .map(|i| Request {
+                id: i.to_string(),
+                submit: 1_000 + i * 100,
+                ..req(1, None, 0)
+            })
+            .collect();
+        let from = "200s".parse::<When>().unwrap().resolve(1_000);
+        let slice = Slice {
+            from: Some(from),
+            until: Some(1_700),
+            limit: Some(3),
+        };
+        let (jobs, _) = select(&reqs, slice, &SHAPE, 1);
+        let ids: Vec<&str> = jobs.iter().map(|j| j.id.as_str()).collect();
+        assert_eq!(ids, ["2", "3", "4"]);
+        assert_eq!("2012-03-08".parse::<When>(), Ok(When::At(1_331_164_800)));
+        assert!("yesterday".parse::<When>().is_err());
+    }
+}

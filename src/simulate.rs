@@ -1,0 +1,263 @@
+//! `slurmscale simulate`: reads a trace (or generates the demo's workload), replays it under
+//! each policy with the library's [`simulate`] engine, and prints what each cost. This file
+//! is only the command line around it: inputs, progress and where the report goes.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{Context, Result, bail};
+use slurmscale_autoscaler::crd::NodeSetAutoscaler;
+use slurmscale_autoscaler::simulate::trace::{self, Format, NodeShape, Parsed, Request, Slice};
+use slurmscale_autoscaler::simulate::{self, Options, report};
+
+use crate::cli::{SimulateArgs, TraceFormat};
+use crate::demo::sim::Simulation;
+
+/// The demo's burst partition: whole 16-CPU, 64 GiB nodes, 16 of them.
+const DEMO_SHAPE: NodeShape = NodeShape {
+    cpus: 16,
+    memory_mib: 64 * 1024,
+    gpus: 0,
+};
+
+fn demo_workload(seed: u64, duration: Duration) -> Parsed {
+    let start = 1_700_000_000;
+    let mut sim = Simulation::new(
+        seed,
+        SystemTime::UNIX_EPOCH + Duration::from_secs(start as u64),
+    );
+    for _ in 0..duration.as_secs() {
+        sim.step();
+    }
+    let requests = sim
+        .burst_submitted
+        .iter()
+        .enumerate()
+        .map(|(i, j)| Request {
+            id: format!("demo-{i}"),
+            submit: start + j.submit as i64,
+            run: j.seconds,
+            limit: None,
+            cpus: j.nodes * u64::from(DEMO_SHAPE.cpus),
+            nodes: Some(j.nodes),
+            memory_mib_per_node: Some(j.memory_per_node >> 20),
+            ..Request::default()
+        })
+        .collect();
+    Parsed {
+        requests,
+        hints: trace::Hints {
+            max_nodes: Some(crate::demo::sim::BURST_MAX as u32),
+            node_cpus: Some(DEMO_SHAPE.cpus),
+        },
+        ..Parsed::default()
+    }
+}
+
+fn load(args: &SimulateArgs) -> Result<(Parsed, String)> {
+    match (&args.trace, args.workload) {
+        (Some(path), None) => {
+            let format = match args.format {
+                TraceFormat::Swf => Format::Swf,
+                TraceFormat::Sacct => Format::Sacct,
+                TraceFormat::Auto => trace::detect(path)?,
+            };
+            let parsed = trace::read(path, format, args.skip_bad_lines)?;
+            Ok((parsed, trace_name(path)))
+        }
+        (None, Some(_)) => Ok((
+            demo_workload(args.seed, args.duration),
+            format!("demo-seed{}", args.seed),
+        )),
+        _ => bail!("give a trace (--trace FILE) or a generator (--workload demo)"),
+    }
+}
+
+/// `KTH-SP2-1996-2.1-cln.swf.gz` → `KTH-SP2-1996-2.1-cln`.
+fn trace_name(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map_or("trace".into(), |n| n.to_string_lossy().to_string());
+    [".gz", ".swf", ".sacct", ".txt", ".log"]
+        .iter()
+        .fold(name, |n, ext| {
+            n.strip_suffix(ext).map_or(n.clone(), String::from)
+        })
+}
+
+fn autoscaler_spec(path: &Path) -> Result<NodeSetAutoscaler> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
+    serde_saphyr::from_str(&text)
+        .with_context(|| format!("{}: not a NodeSetAutoscaler manifest", path.display()))
+}
+
+pub fn run(args: SimulateArgs) -> Result<()> {
+    let (parsed, name) = load(&args)?;
+    let quiet = args.json;
+    let say = |s: String| {
+        if !quiet {
+            eprintln!("{s}");
+        }
+    };
+    if parsed.bad_lines > 0 {
+        eprintln!(
+            "skipped {} malformed line(s) (--skip-bad-lines); the first: {}",
+            parsed.bad_lines,
+            parsed.first_bad_line.as_deref().unwrap_or("?")
+        );
+    }
+    for (why, n) in &parsed.skipped {
+        say(format!("not replayed: {n} job(s): {why}"));
+    }
+    if parsed.requests.is_empty() {
+        bail!("{name}: the trace has no job to replay");
+    }
+    let node_cpus = args.node_cpus.or(parsed.hints.node_cpus).context(
+        "the trace does not say how many CPUs a node has (no SWF MaxProcs/MaxNodes): give --node-cpus",
+    )?;
+    let max_nodes = args.max_nodes.or(parsed.hints.max_nodes).context(
+        "the trace does not say how many nodes the machine had (no SWF MaxNodes): give --max-nodes",
+    )?;
+    let shape = NodeShape {
+        cpus: node_cpus,
+        memory_mib: args.node_memory_mib,
+        gpus: args.node_gpus,
+    };
+    let first = parsed.requests[0].submit;
+    let slice = Slice {
+        from: args.from.map(|w| w.resolve(first)),
+        until: args.until.map(|w| w.resolve(first)),
+        limit: args.limit_jobs,
+    };
+    let (jobs, unfit) = trace::select(&parsed.requests, slice, &shape, max_nodes);
+    for (why, ids) in &unfit {
+        let shown: Vec<&str> = ids.iter().take(5).map(String::as_str).collect();
+        eprintln!(
+            "cannot run {} job(s): they need {} (e.g. {}{})",
+            ids.len(),
+            why.as_str(),
+            shown.join(", "),
+            if ids.len() > shown.len() { ", …" } else { "" }
+        );
+    }
+    if jobs.is_empty() {
+        bail!("{name}: no job of the trace is left to replay in this slice");
+    }
+    let span = |t: i64| {
+        chrono::DateTime::from_timestamp(t, 0)
+            .map_or(t.to_string(), |d| d.format("%Y-%m-%d %H:%M").to_string())
+    };
+    say(format!(
+        "{name}: replaying {} jobs submitted {} to {} UTC on up to {max_nodes} nodes of {} CPUs{}{}, boot {}s, policies: {}",
+        jobs.len(),
+        span(jobs[0].submit),
+        span(jobs[jobs.len() - 1].submit),
+        shape.cpus,
+        if shape.memory_mib > 0 {
+            format!(", {} MiB", shape.memory_mib)
+        } else {
+            String::new()
+        },
+        if shape.gpus > 0 {
+            format!(", {} GPUs", shape.gpus)
+        } else {
+            String::new()
+        },
+        args.boot_time.as_secs(),
+        args.policies
+            .iter()
+            .map(|p| p.as_str())
+            .collect::<Vec<_>>()
+            .join(","),
+    ));
+
+    let mut opts = Options::new(shape, max_nodes);
+    opts.sched.boot = args.boot_time.as_secs() as i64;
+    opts.keda_threshold = args.keda_threshold;
+    opts.suspend_time = args.suspend_time.as_secs() as i64;
+    if let Some(path) = &args.autoscaler {
+        opts.autoscaler = autoscaler_spec(path)?.spec;
+    }
+
+    let total = (jobs.len() * args.policies.len()) as u64;
+    let progress = Arc::new(AtomicU64::new(0));
+    let bar = if quiet {
+        indicatif::ProgressBar::hidden()
+    } else {
+        let bar = indicatif::ProgressBar::new(total);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{elapsed:>4} [{bar:40}] {percent:>3}% of jobs × policies, eta {eta}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+        bar
+    };
+    let started = Instant::now();
+    let runs = std::thread::scope(|s| {
+        let ticker = {
+            let (bar, progress) = (bar.clone(), progress.clone());
+            s.spawn(move || {
+                while !bar.is_finished() {
+                    bar.set_position(progress.load(Ordering::Relaxed));
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            })
+        };
+        let runs = simulate::run(&args.policies, jobs, &opts, Some(progress.clone()));
+        bar.finish_and_clear();
+        let _ = ticker.join();
+        runs
+    })?;
+    let took = started.elapsed();
+    let rows = report::rows(&runs, shape.cpus);
+    for r in &runs {
+        if r.stats.starved > 0 {
+            eprintln!(
+                "{}: {} job(s) never got the nodes they need (their waits count until the replay ended)",
+                r.policy.as_str(),
+                r.stats.starved
+            );
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        print!("{}", report::table(&rows));
+        say(format!(
+            "replayed {} job-runs in {:.1}s ({:.0} jobs/s)",
+            total,
+            took.as_secs_f64(),
+            total as f64 / took.as_secs_f64().max(1e-9)
+        ));
+    }
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
+        let write = |file: String, text: String| -> Result<PathBuf> {
+            let path = dir.join(file);
+            std::fs::write(&path, text).with_context(|| format!("{}", path.display()))?;
+            Ok(path)
+        };
+        let title = format!(
+            "{name}: {} jobs on up to {max_nodes} × {} CPUs, boot {}s",
+            rows.first().map_or(0, |r| r.jobs),
+            shape.cpus,
+            args.boot_time.as_secs()
+        );
+        let written = [
+            write(format!("{name}.timeline.csv"), report::csv(&runs))?,
+            write(format!("{name}.svg"), report::svg(&title, &runs, &rows))?,
+            write(
+                format!("{name}.json"),
+                serde_json::to_string_pretty(&rows)? + "\n",
+            )?,
+        ];
+        for p in written {
+            say(format!("wrote {}", p.display()));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,189 @@
+//! `slurmscale simulate` from the outside: the formats a site feeds it, what it prints for
+//! scripts (`--json`) and people (`--out`), and how it refuses bad input. The engine's
+//! schedules are checked by hand-computed cases in the library; this is the command line.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn simulate(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_slurmscale"))
+        .arg("simulate")
+        .args(args)
+        .output()
+        .expect("slurmscale runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A small SWF trace: 8 one-node jobs and 2 four-node jobs on a 16 × 4-CPU machine.
+fn swf(dir: &Path, extra: &str) -> String {
+    let mut s = String::from("; UnixStartTime: 1700000000\n; MaxNodes: 16\n; MaxProcs: 64\n");
+    for k in 0..10 {
+        let procs = if k % 5 == 4 { 16 } else { 2 };
+        s.push_str(&format!(
+            "{} {} 0 {} {procs} -1 -1 {procs} {} -1 1 1 1 1 1 1 -1 -1\n",
+            k + 1,
+            k * 60,
+            300 + k * 30,
+            600 + k * 60
+        ));
+    }
+    s.push_str(extra);
+    let path = dir.join("small.swf");
+    std::fs::write(&path, s).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+#[test]
+fn json_rows_carry_every_policy_with_the_documented_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = swf(dir.path(), "");
+    let out = simulate(&["--trace", &trace, "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    let rows = rows.as_array().unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r["policy"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["builtin", "keda", "keda-desired", "power-save", "static"]
+    );
+    for r in rows {
+        assert_eq!(r["jobs"], 10);
+        assert_eq!(r.as_object().unwrap().len(), 12, "{r}");
+        let (total, busy, idle) = (
+            r["node_hours"].as_f64().unwrap(),
+            r["busy_node_hours"].as_f64().unwrap(),
+            r["idle_node_hours"].as_f64().unwrap(),
+        );
+        assert!((total - busy - idle).abs() < 1e-6 && busy > 0.0, "{r}");
+    }
+    let hours = |p: usize| rows[p]["node_hours"].as_f64().unwrap();
+    assert!(
+        hours(0) < hours(4),
+        "builtin uses fewer node-hours than static"
+    );
+}
+
+#[test]
+fn out_writes_a_timeline_a_plot_and_the_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = swf(dir.path(), "");
+    let out_dir = dir.path().join("out");
+    let out = simulate(&[
+        "--trace",
+        &trace,
+        "--policies",
+        "builtin,static",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    assert!(
+        table.contains("builtin") && table.contains("static"),
+        "{table}"
+    );
+    let csv = std::fs::read_to_string(out_dir.join("small.timeline.csv")).unwrap();
+    assert!(csv.starts_with("time,policy,pending_jobs,demand_nodes,desired,provisioned,busy\n"));
+    assert!(csv.lines().any(|l| l.contains(",builtin,")));
+    let svg = std::fs::read_to_string(out_dir.join("small.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("builtin:") && svg.contains("static:"));
+    assert!(out_dir.join("small.json").exists());
+}
+
+#[test]
+fn a_sacct_export_with_its_header_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("site.txt");
+    std::fs::write(
+        &path,
+        "JobID|Submit|Start|End|Partition|NNodes|NCPUS|ReqMem|ReqTRES|Timelimit|State\n\
+         101|2026-10-01T08:00:00|2026-10-01T08:00:05|2026-10-01T09:00:05|gpu|1|8|64G|billing=8,cpu=8,gres/gpu=2,mem=64G,node=1|02:00:00|COMPLETED\n\
+         102|2026-10-01T08:10:00|2026-10-01T08:20:00|2026-10-01T08:50:00|gpu|2|16|32G|billing=16,cpu=16,gres/gpu=8,mem=64G,node=2|01:00:00|COMPLETED\n\
+         103|2026-10-01T08:11:00|Unknown|Unknown|gpu|1|1|1G|cpu=1,mem=1G,node=1|01:00:00|PENDING\n",
+    )
+    .unwrap();
+    let out = simulate(&[
+        "--trace",
+        path.to_str().unwrap(),
+        "--node-cpus",
+        "32",
+        "--node-memory",
+        "256G",
+        "--node-gpus",
+        "4",
+        "--max-nodes",
+        "4",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        rows[0]["jobs"], 2,
+        "the job that never started is not replayed"
+    );
+}
+
+#[test]
+fn a_bad_line_names_file_line_and_field_unless_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = swf(
+        dir.path(),
+        "11 700 0 abc 2 -1 -1 2 600 -1 1 1 1 1 1 1 -1 -1\n",
+    );
+    let out = simulate(&["--trace", &trace, "--json"]);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("small.swf:14") && err.contains("run time"),
+        "{err}"
+    );
+
+    let out = simulate(&["--trace", &trace, "--json", "--skip-bad-lines"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("skipped 1 malformed line"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn jobs_too_big_are_reported_and_an_empty_trace_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = swf(dir.path(), "");
+    let out = simulate(&[
+        "--trace",
+        &trace,
+        "--max-nodes",
+        "2",
+        "--policies",
+        "static",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("cannot run 2 job(s)") && err.contains("more nodes than --max-nodes"),
+        "{err}"
+    );
+
+    let empty = dir.path().join("empty.swf");
+    std::fs::write(&empty, "; MaxNodes: 4\n; MaxProcs: 4\n").unwrap();
+    let out = simulate(&["--trace", empty.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("no job"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn the_demo_workload_replays_without_a_trace() {
+    let out = simulate(&["--workload", "demo", "--duration", "2h", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(rows[0]["jobs"].as_u64().unwrap() > 50);
+}
