@@ -223,7 +223,8 @@ mod tests {
         assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
         assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
         assert!(parse_duration("soon").is_err());
-        assert!(parse_duration("5d").is_err());
+        assert_eq!(parse_duration("2d").unwrap(), Duration::from_secs(172_800));
+        assert!(parse_duration("5w").is_err());
     }
 
     /// The example in the repo loads: three clusters, each with its own credentials.
