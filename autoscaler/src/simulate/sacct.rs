@@ -14,6 +14,8 @@
 use std::io::BufRead;
 use std::path::Path;
 
+use slurmscale_exporter::model::jobs::memory_mib;
+
 use super::trace::{Parsed, Request, error};
 use crate::error::{Error, Result};
 
@@ -207,19 +209,9 @@ impl Row<'_> {
     }
 }
 
-/// `4000M`, `4G`, `1.5T`, `512K` (no unit: MiB) in MiB.
+/// `4000M`, `4G`, `1.5T`, `512K` (no unit: MiB) in whole MiB, rounded up.
 fn mib(s: &str) -> Option<u64> {
-    let split = s.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let v: f64 = num.parse().ok()?;
-    let factor = match unit {
-        "" | "M" => 1.0,
-        "K" => 1.0 / 1024.0,
-        "G" => 1024.0,
-        "T" => 1024.0 * 1024.0,
-        _ => return None,
-    };
-    let m = v * factor;
+    let m = memory_mib(s)?;
     (m.is_finite() && m >= 0.0).then(|| m.ceil() as u64)
 }
 

@@ -93,11 +93,13 @@ impl JobRecord<'_> {
 /// `mem=2000M` / `mem=62.50G` in a TRES string, in MiB.
 fn tres_mem_mib(s: &str) -> Option<u64> {
     let value = s.split(',').find_map(|i| i.trim().strip_prefix("mem="))?;
-    let (num, unit) = value.split_at(
-        value
-            .find(|c: char| c.is_ascii_alphabetic())
-            .unwrap_or(value.len()),
-    );
+    memory_mib(value).map(|m| m as u64)
+}
+
+/// A Slurm memory size (`2000M`, `62.50G`, `1.5T`, `512K`; no unit: MiB) in MiB, unrounded:
+/// TRES strings and accounting exports write memory this way.
+pub fn memory_mib(s: &str) -> Option<f64> {
+    let (num, unit) = s.split_at(s.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(s.len()));
     let n: f64 = num.parse().ok()?;
     let factor = match unit {
         "" | "M" => 1.0,
@@ -106,7 +108,7 @@ fn tres_mem_mib(s: &str) -> Option<u64> {
         "T" => 1024.0 * 1024.0,
         _ => return None,
     };
-    Some((n * factor) as u64)
+    Some(n * factor)
 }
 
 /// A job's partitions as written (`a,b`), parsed once: the first and all of them.
