@@ -2,7 +2,7 @@
 //! running on a simulated cluster ([`sim`]) instead of slurmrestd and a kube-apiserver.
 //! Nothing here decides anything on its own: each tick the simulation publishes a Slurm
 //! snapshot, the real [`Controller`] reconciles a real NodeSetAutoscaler against it through
-//! [`SimKubernetes`] (the simulated side of the controller's `Kubernetes` trait: one NodeSet
+//! [`SimTarget`] (the simulated side of the controller's `Kubernetes` trait: one NodeSet
 //! whose scale is the simulation's), on the simulation's clock, and `/metrics` is rendered by
 //! the same code a real deployment serves. No cluster, no root, no network beyond the
 //! 127.0.0.1 listener.
@@ -10,20 +10,18 @@
 pub mod sim;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use anyhow::Result;
 use kube::runtime::reflector::{self, store::Writer};
 use kube::runtime::watcher;
-use serde_json::Value;
-use slurmscale_autoscaler::actuator::{Kubernetes, Target};
-use slurmscale_autoscaler::colocation::PendingPod;
 use slurmscale_autoscaler::controller::{ColocationSources, Controller, ControllerConfig};
-use slurmscale_autoscaler::crd::{NodeSetAutoscaler, ScaleTargetRef};
+use slurmscale_autoscaler::crd::NodeSetAutoscaler;
 use slurmscale_autoscaler::leader::Leadership;
 use slurmscale_autoscaler::metrics as autoscaler_metrics;
+use slurmscale_autoscaler::simulate::target::SimTarget;
 use slurmscale_exporter::metrics::{MetricsOptions, Out, render};
 use slurmscale_exporter::server::{self, AppState, Page};
 use slurmscale_exporter::signals::partition_signals;
@@ -54,101 +52,11 @@ fn autoscaler() -> NodeSetAutoscaler {
     .expect("the demo's autoscaler is valid")
 }
 
-/// What the controller sees of Kubernetes in the demo: the burst NodeSet's scale (kept
-/// equal to the simulation's), the scale it asked for, and what it reported.
-#[derive(Default)]
-pub struct SimKubernetes(Mutex<SimState>);
-
-#[derive(Default)]
-struct SimState {
-    replicas: u64,
-    version: u64,
-    asked: Option<u64>,
-    /// `status.lastDecision`: reason and message.
-    decision: (String, String),
-}
-
-impl SimKubernetes {
-    fn state(&self) -> std::sync::MutexGuard<'_, SimState> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-impl Kubernetes for SimKubernetes {
-    async fn read(
-        &self,
-        _: &str,
-        _: &ScaleTargetRef,
-    ) -> slurmscale_autoscaler::error::Result<Target> {
-        let s = self.state();
-        Ok(Target {
-            replicas: s.replicas,
-            resource_version: Some(s.version.to_string()),
-            scaling_mode: None,
-            partition_annotation: None,
-            selector: Some(format!("app.kubernetes.io/instance={BURST}")),
-        })
-    }
-
-    async fn scale(
-        &self,
-        _: &str,
-        _: &ScaleTargetRef,
-        replicas: u64,
-        _: Option<&str>,
-    ) -> slurmscale_autoscaler::error::Result<()> {
-        let mut s = self.state();
-        s.replicas = replicas;
-        s.version += 1;
-        s.asked = Some(replicas);
-        Ok(())
-    }
-
-    async fn mark_pods_to_go(
-        &self,
-        _: &str,
-        _: Option<&str>,
-        _: &[String],
-    ) -> slurmscale_autoscaler::error::Result<usize> {
-        Ok(0)
-    }
-
-    async fn pod_nodes(
-        &self,
-        _: &str,
-        _: &str,
-    ) -> slurmscale_autoscaler::error::Result<BTreeMap<String, bool>> {
-        Ok(BTreeMap::new())
-    }
-
-    async fn unschedulable_pods(
-        &self,
-        _: &BTreeMap<String, String>,
-    ) -> slurmscale_autoscaler::error::Result<Vec<PendingPod>> {
-        Ok(Vec::new())
-    }
-
-    async fn status(
-        &self,
-        _: &NodeSetAutoscaler,
-        status: Value,
-    ) -> slurmscale_autoscaler::error::Result<()> {
-        let d = &status["lastDecision"];
-        if let (Some(reason), Some(message)) = (d["reason"].as_str(), d["message"].as_str()) {
-            self.state().decision = (reason.to_string(), message.to_string());
-        }
-        Ok(())
-    }
-
-    /// Events have no reader in the demo: the live line shows the decision instead.
-    async fn event(&self, _: &NodeSetAutoscaler, _: bool, _: &str, _: String) {}
-}
-
 /// The simulation and the controller, stepped together.
 pub struct Demo {
     pub sim: Simulation,
-    controller: Controller<Arc<SimKubernetes>>,
-    kubernetes: Arc<SimKubernetes>,
+    controller: Controller<Arc<SimTarget>>,
+    kubernetes: Arc<SimTarget>,
     snapshots: watch::Sender<Arc<ClusterSnapshot>>,
     /// The simulation's time, read by the controller's clock (ms since the epoch).
     now_ms: Arc<AtomicU64>,
@@ -185,7 +93,9 @@ impl Demo {
                 SystemTime::UNIX_EPOCH + Duration::from_millis(now_ms.load(Ordering::SeqCst))
             })
         };
-        let kubernetes = Arc::new(SimKubernetes::default());
+        let kubernetes = Arc::new(SimTarget::new(Some(format!(
+            "app.kubernetes.io/instance={BURST}"
+        ))));
         let controller = Controller::new(
             kubernetes.clone(),
             store,
@@ -217,9 +127,9 @@ impl Demo {
         self.now_ms.store(millis(now), Ordering::SeqCst);
         let snap = Arc::new(self.sim.snapshot());
         self.snapshots.send_replace(snap.clone());
-        self.kubernetes.state().replicas = self.sim.nodeset.replicas;
+        self.kubernetes.set_replicas(self.sim.nodeset.replicas);
         self.controller.reconcile_all().await;
-        if let Some(r) = self.kubernetes.state().asked.take() {
+        if let Some(r) = self.kubernetes.take_asked() {
             self.sim.scale(r);
         }
 
@@ -242,7 +152,7 @@ impl Demo {
         // For the live line only: the demand the controller saw.
         let demand_nodes =
             partition_signals(&snap, BURST, None, now, STALE_AFTER).map_or(0, |s| s.demand.nodes);
-        let (reason, message) = self.kubernetes.state().decision.clone();
+        let (reason, message) = self.kubernetes.decision();
         Tick {
             page,
             snapshot: snap,

@@ -11,13 +11,12 @@
 //! holds the same records as a tick-by-tick run. A test checks both give the same schedule.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use kube::runtime::reflector::{self, store::Writer};
 use kube::runtime::watcher;
-use serde_json::Value;
 use slurmscale_exporter::model::{
     Gres, Jobs, Node, NodeBase, NodeFlags, NodeState, Partition, PendingClass, PendingJob,
 };
@@ -26,11 +25,9 @@ use tokio::sync::watch;
 
 use super::Scaler;
 use super::cluster::{Cluster, Counts};
-use crate::actuator::{Kubernetes, Target};
-use crate::colocation::PendingPod;
+use super::target::SimTarget;
 use crate::controller::{ColocationSources, Controller, ControllerConfig};
-use crate::crd::{NodeSetAutoscaler, NodeSetAutoscalerSpec, ScaleTargetRef};
-use crate::error::Result;
+use crate::crd::{NodeSetAutoscaler, NodeSetAutoscalerSpec};
 use crate::leader::Leadership;
 
 const CLUSTER: &str = "simulated";
@@ -38,68 +35,6 @@ const PARTITION: &str = "sim";
 const NAMESPACE: &str = "slurm";
 /// The real autoscaler's default `--interval`.
 const POLL: i64 = 2;
-
-/// The simulated NodeSet as the controller sees it through the scale subresource.
-#[derive(Default)]
-struct SimTarget(Mutex<TargetState>);
-
-#[derive(Default)]
-struct TargetState {
-    replicas: u64,
-    version: u64,
-    asked: Option<u64>,
-}
-
-impl SimTarget {
-    fn state(&self) -> std::sync::MutexGuard<'_, TargetState> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-impl Kubernetes for SimTarget {
-    async fn read(&self, _: &str, _: &ScaleTargetRef) -> Result<Target> {
-        let s = self.state();
-        Ok(Target {
-            replicas: s.replicas,
-            resource_version: Some(s.version.to_string()),
-            scaling_mode: None,
-            partition_annotation: None,
-            selector: None,
-        })
-    }
-
-    async fn scale(
-        &self,
-        _: &str,
-        _: &ScaleTargetRef,
-        replicas: u64,
-        _: Option<&str>,
-    ) -> Result<()> {
-        let mut s = self.state();
-        s.replicas = replicas;
-        s.version += 1;
-        s.asked = Some(replicas);
-        Ok(())
-    }
-
-    async fn mark_pods_to_go(&self, _: &str, _: Option<&str>, _: &[String]) -> Result<usize> {
-        Ok(0)
-    }
-
-    async fn pod_nodes(&self, _: &str, _: &str) -> Result<BTreeMap<String, bool>> {
-        Ok(BTreeMap::new())
-    }
-
-    async fn unschedulable_pods(&self, _: &BTreeMap<String, String>) -> Result<Vec<PendingPod>> {
-        Ok(Vec::new())
-    }
-
-    async fn status(&self, _: &NodeSetAutoscaler, _: Value) -> Result<()> {
-        Ok(())
-    }
-
-    async fn event(&self, _: &NodeSetAutoscaler, _: bool, _: &str, _: String) {}
-}
 
 /// The NodeSetAutoscaler the builtin policy runs when none is given: the CRD's defaults,
 /// scale to zero, up to the partition's size.
@@ -219,8 +154,8 @@ impl Builtin {
                 SystemTime::UNIX_EPOCH + Duration::from_millis(now_ms.load(Ordering::Relaxed))
             })
         };
-        let target = Arc::new(SimTarget::default());
-        target.state().replicas = cluster.replicas().into();
+        let target = Arc::new(SimTarget::new(None));
+        target.set_replicas(cluster.replicas().into());
         let controller = Controller::new(
             target.clone(),
             store,
@@ -308,7 +243,7 @@ impl Builtin {
         self.snapshots
             .send_replace(Arc::new(ClusterSnapshot::new(CLUSTER, "")));
         self.last = Some(t);
-        let asked = self.target.state().asked.take();
+        let asked = self.target.take_asked();
         if let Some(r) = asked {
             self.desired = r as u32;
         }
@@ -338,9 +273,8 @@ impl Scaler for Builtin {
             }
             return None;
         }
-        let due = self.wake.is_some_and(|w| w <= now)
-            || self.wake().is_some_and(|w| w <= now)
-            || self.seen != Some(inputs);
+        // `wake()` covers both a poll asked for and the controller's revisit time.
+        let due = self.wake().is_some_and(|w| w <= now) || self.seen != Some(inputs);
         self.wake = self.every_poll.then_some(now + POLL);
         if !due && !self.every_poll {
             return None;
@@ -352,7 +286,7 @@ impl Scaler for Builtin {
         {
             self.reconcile(now - POLL);
         }
-        self.target.state().replicas = cluster.replicas().into();
+        self.target.set_replicas(cluster.replicas().into());
         let touched = cluster.take_touched();
         {
             let nodes = Arc::make_mut(&mut self.nodes);
