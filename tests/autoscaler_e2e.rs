@@ -24,21 +24,9 @@ static ELASTIC: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 /// No jobs and no elastic node up.
 async fn reset_elastic(cluster: &SlurmCluster) {
     let c = cluster.clone();
-    tokio::task::spawn_blocking(move || {
-        let _ = c
-            .cmd("scancel")
-            .args(["--user=root", "--partition=elastic"])
-            .status();
-        std::thread::sleep(Duration::from_millis(500));
-        for n in &c.elastic_nodes {
-            let _ = std::process::Command::new("bash")
-                .arg(support::repo_root().join("tests/harness/slurm.sh"))
-                .args([&c.flavor, "node-down", n])
-                .output();
-        }
-    })
-    .await
-    .unwrap();
+    tokio::task::spawn_blocking(move || c.reset_elastic())
+        .await
+        .unwrap();
 }
 
 /// The test's operator: follows the NodeSet's replicas with elastic slurmds.
@@ -333,6 +321,50 @@ async fn scales_up_for_a_3_node_job_holds_busy_nodes_and_goes_back_to_zero() {
         },
     )
     .await;
+    s.teardown(&cluster).await;
+}
+
+/// Nine one-CPU jobs on FUTURE nodes of 4 CPUs need 3 nodes, not 9: demand is packed onto
+/// the partition's node shape (from its configured TRES), and the decision says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn packs_one_cpu_jobs_onto_as_few_nodes_as_they_need() {
+    let _turn = ELASTIC.lock().await;
+    let cluster = SlurmCluster::get("24.11");
+    let s = setup(&cluster, false).await;
+    let a = autoscaler(&cluster, &s.ns, &[]);
+    a.wait_ready(Duration::from_secs(30)).await;
+
+    let jobs: Vec<String> = (0..9)
+        .map(|_| cluster.submit(&["-p", "elastic", "-n", "1", "--wrap", "sleep 20"]))
+        .collect();
+    eventually(
+        "nine 1-CPU jobs scale the NodeSet to ceil(9 / 4) = 3",
+        Duration::from_secs(20),
+        &a,
+        async || replicas(&s).await == 3,
+    )
+    .await;
+    let message = s
+        .autoscalers
+        .get("elastic")
+        .await
+        .unwrap()
+        .status
+        .and_then(|st| st.last_decision)
+        .map(|d| d.message)
+        .unwrap_or_default();
+    assert!(
+        message.contains("9 pending jobs (9 CPUs) fit 3 new nodes of 4 CPUs"),
+        "the decision does not explain the packing: {message}"
+    );
+    eventually(
+        "all nine run on the three nodes",
+        Duration::from_secs(30),
+        &a,
+        async || jobs.iter().all(|j| job_state(&cluster, j) == "RUNNING"),
+    )
+    .await;
+    assert_eq!(replicas(&s).await, 3, "scaled past what the jobs need");
     s.teardown(&cluster).await;
 }
 

@@ -354,8 +354,17 @@ async fn nodeset_desired_nodes_follow_slurm_demand() {
         Some(4.0)
     );
 
+    // Exclusive jobs take whole nodes, so each counts its node count (packing one-CPU jobs
+    // onto fewer nodes is checked in autoscaler_e2e).
     let sbatch = |args: &[&str]| {
-        cluster.submit(&[&["-p", "elastic"], args, &["--wrap", "sleep 600"]].concat());
+        cluster.submit(
+            &[
+                &["-p", "elastic", "--exclusive"],
+                args,
+                &["--wrap", "sleep 600"],
+            ]
+            .concat(),
+        );
     };
     sbatch(&["-N", "3"]);
     until(&exporter, "a 3-node job counts 3", |m| {

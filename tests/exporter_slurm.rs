@@ -219,8 +219,10 @@ fn expectations(c: &SlurmCluster) -> Vec<support::Sample> {
         *demand_nodes.entry(p).or_default() += may_start;
     }
     for p in partitions {
+        // What squeue shows is the unpacked count; the packed one (demand_nodes) is checked
+        // against hand-computed cases in the golden tests and end to end in autoscaler_e2e.
         add(
-            "slurm_partition_demand_nodes",
+            "slurm_partition_demand_job_nodes",
             &[("partition", p)],
             demand_nodes.get(p).copied().unwrap_or(0.0),
         );
@@ -419,6 +421,7 @@ fn well_formed(m: &Metrics, cluster: &SlurmCluster, version: &str) {
     );
     for family in [
         "slurm_partition_demand_nodes",
+        "slurm_partition_demand_job_nodes",
         "slurm_partition_demand_cpus",
         "slurm_partition_demand_gpus",
         "slurm_partition_demand_memory_bytes",

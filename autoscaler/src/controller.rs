@@ -13,7 +13,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::runtime::reflector::Store;
 use serde_json::{Value, json};
-use slurmscale_exporter::model::demand::Demand;
+use slurmscale_exporter::model::demand::{Demand, Shape};
 use slurmscale_exporter::signals::{PartitionSignals, Untrusted, partition_signals};
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 use tokio::sync::{Notify, watch};
@@ -422,9 +422,15 @@ impl<K: Kubernetes> Controller<K> {
         } else {
             spec.slurm.partitions.clone()
         };
+        let shape = spec
+            .node_shape
+            .as_ref()
+            .map(|s| s.shape())
+            .unwrap_or_default();
         let mut merged: Option<PartitionSignals> = None;
         for p in &partitions {
-            let s = partition_signals(&snap, p, Some(bounds.max), now, self.cfg.stale_after)?;
+            let s =
+                partition_signals(&snap, p, Some(bounds.max), shape, now, self.cfg.stale_after)?;
             merged = Some(match merged {
                 None => s,
                 Some(m) => PartitionSignals {
@@ -575,8 +581,14 @@ impl<K: Kubernetes> Controller<K> {
             cooldown: Duration::from_secs(col.cooldown_seconds.unwrap_or(300).into()),
             release_idle: col.release_idle_slurm_nodes,
         };
-        let signals: Signals =
-            partition_signals(&snap, &partition, None, now, self.cfg.stale_after);
+        let signals: Signals = partition_signals(
+            &snap,
+            &partition,
+            None,
+            Shape::default(),
+            now,
+            self.cfg.stale_after,
+        );
         let plan = colocation::plan(
             &bounds,
             &pool,

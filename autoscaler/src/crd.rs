@@ -12,6 +12,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use slurmscale_exporter::k8s::quantity;
+use slurmscale_exporter::model::demand::Shape;
 
 /// What to scale: any resource with a scale subresource (a Slinky NodeSet by default).
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
@@ -125,6 +127,40 @@ pub struct NodeSetAutoscalerSpec {
     /// following Slurm demand alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub colocation: Option<ColocationSpec>,
+    /// The nodes the NodeSet adds, for packing pending jobs onto them. By default the
+    /// partition's own (its CPUs and configured TRES over its node count); set what it
+    /// cannot tell, such as GPUs when slurm.conf's AccountingStorageTRES leaves them out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_shape: Option<NodeShapeSpec>,
+}
+
+/// One node of the NodeSet; what is left out comes from the partition.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeShapeSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<u32>,
+    /// A Kubernetes quantity (`128Gi`, `500G`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<u32>,
+}
+
+impl NodeShapeSpec {
+    /// As packing reads it; a memory quantity that does not parse is left to the partition
+    /// (and reported by the controller).
+    pub fn shape(&self) -> Shape {
+        Shape {
+            cpus: self.cpus.map(u64::from),
+            memory_bytes: self
+                .memory
+                .as_deref()
+                .and_then(quantity::parse)
+                .map(|b| b as u64),
+            gpus: self.gpus.map(u64::from),
+        }
+    }
 }
 
 fn yes() -> bool {

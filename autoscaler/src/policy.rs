@@ -16,6 +16,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
+use slurmscale_exporter::model::PendingClass;
 use slurmscale_exporter::signals::{PartitionSignals, Untrusted};
 
 use crate::crd::NodeSetAutoscalerSpec;
@@ -238,10 +239,13 @@ pub fn decide(
         unsatisfiable_jobs: s.demand.unsatisfiable_jobs,
         revisit: None,
     };
-    let why = format!(
+    let mut why = format!(
         "{busy} busy + {demand} pending → {recommendation} (min {}, max {})",
         bounds.min, bounds.max
     );
+    if s.demand.jobs(PendingClass::Schedulable) > 0 {
+        why = format!("{why}: {}", s.demand.explain());
+    }
 
     if recommendation > current {
         // Up: the lowest recommendation of the up window (just this one with a 0 s window).

@@ -6,7 +6,7 @@
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
-use crate::model::demand::{Demand, demand};
+use crate::model::demand::{Demand, Room, Shape, demand};
 use crate::model::{NodeBase, NodeFlags};
 use crate::slurm::Endpoint;
 use crate::snapshot::{ClusterSnapshot, EndpointState};
@@ -82,11 +82,13 @@ fn trusted<T>(
 
 /// The partition's signals, if jobs, nodes and partitions are all good and younger than
 /// `max_age`. Jobs needing more than `max_nodes` (default: the partition's size) are
-/// unsatisfiable, not demand.
+/// unsatisfiable, not demand. Demand is packed onto the partition's free room and new nodes
+/// of its shape, where `shape` (a NodeSetAutoscaler's or NodeSet's) overrides it.
 pub fn partition_signals(
     snap: &ClusterSnapshot,
     partition: &str,
     max_nodes: Option<u64>,
+    shape: Shape,
     now: SystemTime,
     max_age: Duration,
 ) -> Result<PartitionSignals, Untrusted> {
@@ -109,18 +111,19 @@ pub fn partition_signals(
         .ok_or_else(|| Untrusted::UnknownPartition(partition.to_string()))?;
     let busy_nodes = nodes
         .iter()
-        .filter(|n| n.partitions.iter().any(|np| &**np == partition))
         .filter(|n| {
             matches!(n.state.base, NodeBase::Allocated | NodeBase::Mixed)
                 || n.state.flags.contains(NodeFlags::COMPLETING)
                 || n.alloc_cpus > 0
         })
+        .filter(|n| n.partitions.iter().any(|np| &**np == partition))
         .count() as u64;
     let limit = max_nodes.unwrap_or(p.total_nodes);
+    let room = Room::new(partition, nodes, Shape::of(p, nodes).or(shape));
     Ok(PartitionSignals {
         busy_nodes,
         total_nodes: p.total_nodes,
-        demand: demand(jobs, partition, Some(limit)),
+        demand: demand(jobs, partition, Some(limit), Some(&room)),
         as_of,
     })
 }

@@ -299,10 +299,17 @@ fn recorded_workload(version: ApiVersion) {
         "{version}"
     );
 
-    // Demand: elastic needs 3 nodes for elastic-3 plus 5 array tasks that may start (%5).
+    // Demand: elastic-3 (3 nodes × 2 CPUs) plus 5 one-CPU array tasks that may start (%5)
+    // ask for 8 job nodes; packed onto the elastic nodes' shape (4 CPUs, from the
+    // partition's configured TRES) the tasks fill the other half of elastic-3's three.
+    assert_eq!(
+        v("slurm_partition_demand_job_nodes", &part("elastic")),
+        8.0,
+        "{version}"
+    );
     assert_eq!(
         v("slurm_partition_demand_nodes", &part("elastic")),
-        8.0,
+        3.0,
         "{version}"
     );
     assert_eq!(

@@ -23,6 +23,7 @@ use slurmscale_autoscaler::leader::Leadership;
 use slurmscale_autoscaler::metrics as autoscaler_metrics;
 use slurmscale_autoscaler::simulate::target::SimTarget;
 use slurmscale_exporter::metrics::{MetricsOptions, Out, render};
+use slurmscale_exporter::model::demand::Shape;
 use slurmscale_exporter::server::{self, AppState, Page};
 use slurmscale_exporter::signals::partition_signals;
 use slurmscale_exporter::snapshot::ClusterSnapshot;
@@ -151,7 +152,8 @@ impl Demo {
         page.push_str(&out.encode());
         // For the live line only: the demand the controller saw.
         let demand_nodes =
-            partition_signals(&snap, BURST, None, now, STALE_AFTER).map_or(0, |s| s.demand.nodes);
+            partition_signals(&snap, BURST, None, Shape::default(), now, STALE_AFTER)
+                .map_or(0, |s| s.demand.nodes);
         let (reason, message) = self.kubernetes.decision();
         Tick {
             page,

@@ -31,6 +31,10 @@ const BOOT_SECONDS: u64 = 8;
 /// Finished jobs stay visible this long, as with Slurm's MinJobAge.
 const MIN_JOB_AGE: u64 = 300;
 const GIB: u64 = 1 << 30;
+/// Node shapes of the three partitions: CPUs, GPUs, memory.
+const CPU_NODE: (u64, u64, u64) = (32, 0, 128 * GIB);
+const GPU_NODE: (u64, u64, u64) = (32, 4, 256 * GIB);
+const BURST_NODE: (u64, u64, u64) = (16, 0, 64 * GIB);
 
 /// SplitMix64: tiny, fast and the same on every platform, which is all a replayable demo needs.
 #[derive(Clone, Debug)]
@@ -100,7 +104,7 @@ struct SimNode {
 }
 
 impl SimNode {
-    fn new(name: String, partition: &Arc<str>, cpus: u64, gpus: u64, memory: u64) -> Self {
+    fn new(name: String, partition: &Arc<str>, (cpus, gpus, memory): (u64, u64, u64)) -> Self {
         Self {
             name,
             partition: partition.clone(),
@@ -248,11 +252,9 @@ impl Simulation {
     pub fn new(seed: u64, start: SystemTime) -> Self {
         let partitions = [Arc::from("cpu"), Arc::from("gpu"), Arc::from(BURST)];
         let mut fixed: Vec<SimNode> = (1..=8)
-            .map(|i| SimNode::new(format!("cpu-{i}"), &partitions[0], 32, 0, 128 * GIB))
+            .map(|i| SimNode::new(format!("cpu-{i}"), &partitions[0], CPU_NODE))
             .collect();
-        fixed.extend(
-            (1..=4).map(|i| SimNode::new(format!("gpu-{i}"), &partitions[1], 32, 4, 256 * GIB)),
-        );
+        fixed.extend((1..=4).map(|i| SimNode::new(format!("gpu-{i}"), &partitions[1], GPU_NODE)));
         Self {
             rng: Rng::new(seed),
             start,
@@ -438,9 +440,7 @@ impl Simulation {
                 self.burst[i] = Some(SimNode::new(
                     format!("{BURST}-{}", i + 1),
                     &self.partitions[2],
-                    16,
-                    0,
-                    64 * GIB,
+                    BURST_NODE,
                 ));
             }
         }
@@ -543,11 +543,14 @@ impl Simulation {
                     .collect(),
             ),
         );
-        let partition = |name: &Arc<str>, nodes: u64, cpus: u64, list: &str| Partition {
+        // As slurmctld reports them: configured TRES over every node, FUTURE ones included.
+        let partition = |name: &Arc<str>, nodes: u64, (cpus, gpus, memory), list: &str| Partition {
             name: name.clone(),
             state: "UP".into(),
             total_nodes: nodes,
             total_cpus: nodes * cpus,
+            total_memory_bytes: Some(nodes * memory),
+            total_gpus: Some(nodes * gpus),
             max_nodes_per_job: None,
             node_list: list.into(),
         };
@@ -555,9 +558,14 @@ impl Simulation {
             now,
             took,
             Some(vec![
-                partition(&self.partitions[0], 8, 32, "cpu-[1-8]"),
-                partition(&self.partitions[1], 4, 32, "gpu-[1-4]"),
-                partition(&self.partitions[2], BURST_MAX as u64, 16, "burst-[1-16]"),
+                partition(&self.partitions[0], 8, CPU_NODE, "cpu-[1-8]"),
+                partition(&self.partitions[1], 4, GPU_NODE, "gpu-[1-4]"),
+                partition(
+                    &self.partitions[2],
+                    BURST_MAX as u64,
+                    BURST_NODE,
+                    "burst-[1-16]",
+                ),
             ]),
         );
         snap.jobs.succeed(now, took, Some(self.jobs_model()));
@@ -671,6 +679,7 @@ impl Simulation {
                 partition: BURST.into(),
                 cluster: Some(CLUSTER.into()),
                 max_nodes: Some(BURST_MAX as u64),
+                shape: Default::default(),
             }],
             ..Default::default()
         };

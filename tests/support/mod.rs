@@ -132,6 +132,40 @@ impl SlurmCluster {
             .unwrap_or_else(|e| panic!("cannot read {}: {e}", self.key_file.display()))
     }
 
+    /// No jobs in the elastic partition and none of its nodes up: cancels its jobs, waits
+    /// (up to 20 s) for them to leave their nodes, then returns every elastic node to FUTURE.
+    pub fn reset_elastic(&self) {
+        let _ = self
+            .cmd("scancel")
+            .args(["--user=root", "--partition=elastic"])
+            .status();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while std::time::Instant::now() < deadline {
+            let out = self
+                .cmd("squeue")
+                .args([
+                    "-h",
+                    "-p",
+                    "elastic",
+                    "-t",
+                    "running,completing",
+                    "-o",
+                    "%A",
+                ])
+                .output();
+            if out.is_ok_and(|o| o.status.success() && o.stdout.trim_ascii().is_empty()) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        for n in &self.elastic_nodes {
+            let _ = Command::new("bash")
+                .arg(repo_root().join("tests/harness/slurm.sh"))
+                .args([&self.flavor, "node-down", n])
+                .output();
+        }
+    }
+
     /// Runs the harness helper for this cluster (`node-up e1`, `node-down e1`, ...).
     pub fn harness(&self, args: &[&str]) {
         let script = repo_root().join("tests/harness/slurm.sh");

@@ -188,6 +188,9 @@ impl Builtin {
                 state: "UP".into(),
                 total_nodes: max.into(),
                 total_cpus: u64::from(max) * u64::from(shape.cpus),
+                total_memory_bytes: (shape.memory_mib > 0)
+                    .then(|| u64::from(max) * (shape.memory_mib << 20)),
+                total_gpus: Some(u64::from(max) * u64::from(shape.gpus)),
                 max_nodes_per_job: None,
                 node_list: format!("{PARTITION}-[0-{}]", max.saturating_sub(1)),
             }]),
@@ -217,6 +220,7 @@ impl Builtin {
                     cpus: u64::from(j.cpus_per_node) * u64::from(j.nodes),
                     gpus: u64::from(j.gpus_per_node) * u64::from(j.nodes),
                     memory_bytes: mb(j.memory_mib_per_node) * u64::from(j.nodes),
+                    whole_node: j.whole_nodes(&cluster.shape),
                     submit_time: Some(j.submit),
                 })
                 .collect(),

@@ -7,6 +7,7 @@
 //! Both versions share the status shape and most of the spec; `v1beta1` adds `scalingMode`
 //! (a `DaemonSet` NodeSet ignores replicas, so it must never be autoscaled).
 
+use crate::model::demand::Shape;
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
@@ -218,6 +219,9 @@ pub const PARTITION_ANNOTATION: &str = "slurmscale.io/partition";
 pub const CLUSTER_ANNOTATION: &str = "slurmscale.io/cluster";
 /// Annotation capping the nodes a NodeSet should have (default: the partition's size).
 pub const MAX_NODES_ANNOTATION: &str = "slurmscale.io/max-nodes";
+/// Annotation giving the shape of the nodes a NodeSet adds (`cpus=32,memory=128Gi,gpus=8`),
+/// for packing demand where the partition cannot tell (default: the partition's own).
+pub const NODE_SHAPE_ANNOTATION: &str = "slurmscale.io/node-shape";
 
 /// A NodeSet of either version, as the exporter and autoscaler see it.
 #[derive(Clone, Debug, PartialEq)]
@@ -234,6 +238,8 @@ pub struct NodeSetView {
     pub partition: String,
     pub cluster: Option<String>,
     pub max_nodes: Option<u64>,
+    /// From [`NODE_SHAPE_ANNOTATION`]; what it leaves out comes from the partition.
+    pub shape: Shape,
 }
 
 impl NodeSetView {
@@ -258,6 +264,9 @@ impl NodeSetView {
                 .unwrap_or_else(|| name.clone()),
             cluster: annotation(CLUSTER_ANNOTATION).filter(|c| !c.is_empty()),
             max_nodes: annotation(MAX_NODES_ANNOTATION).and_then(|m| m.parse().ok()),
+            shape: annotation(NODE_SHAPE_ANNOTATION)
+                .map(|s| Shape::parse(&s))
+                .unwrap_or_default(),
             name,
             api_version,
             replicas,

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use super::{MetricsOptions, Out};
 use crate::model::PendingClass;
-use crate::model::demand::demand;
+use crate::model::demand::{Room, Shape, demand};
 use crate::snapshot::ClusterSnapshot;
 
 pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
@@ -37,7 +37,10 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
             p.max_nodes_per_job
                 .map_or(p.total_nodes, |m| m.min(p.total_nodes))
         });
-        let d = demand(jobs, name, limit.filter(|l| *l > 0));
+        let room = p
+            .zip(s.nodes.data.as_deref())
+            .map(|(p, nodes)| Room::new(name, nodes, Shape::of(p, nodes)));
+        let d = demand(jobs, name, limit.filter(|l| *l > 0), room.as_ref());
         let part = [("partition", name)];
         for class in PendingClass::ALL {
             out.gauge(
@@ -49,9 +52,15 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
         }
         out.gauge(
             "slurm_partition_demand_nodes",
-            "Nodes the partition's schedulable pending jobs need (a 3-node job counts 3).",
+            "Nodes beyond the busy ones the partition's schedulable pending jobs need, packed: idle nodes they would take plus new nodes of the partition's shape (64 one-CPU jobs on 32-CPU nodes: 2).",
             &part,
             d.nodes as f64,
+        );
+        out.gauge(
+            "slurm_partition_demand_job_nodes",
+            "Nodes the partition's schedulable pending jobs ask for, one per job node and unpacked (a 3-node job counts 3, 64 one-CPU jobs count 64).",
+            &part,
+            d.job_nodes as f64,
         );
         out.gauge(
             "slurm_partition_demand_cpus",

@@ -34,6 +34,8 @@ pub struct JobRecord<'a> {
     pub memory_per_node_mib: Option<u64>,
     pub memory_per_cpu_mib: Option<u64>,
     pub hold: bool,
+    /// Shares its nodes with no other job (`shared: none`, which `--exclusive` sets).
+    pub whole_node: bool,
     pub tres_per_job: &'a str,
     pub tres_per_node: &'a str,
     pub tres_per_task: &'a str,
@@ -91,7 +93,7 @@ impl JobRecord<'_> {
 }
 
 /// `mem=2000M` / `mem=62.50G` in a TRES string, in MiB.
-fn tres_mem_mib(s: &str) -> Option<u64> {
+pub fn tres_mem_mib(s: &str) -> Option<u64> {
     let value = s.split(',').find_map(|i| i.trim().strip_prefix("mem="))?;
     memory_mib(value).map(|m| m as u64)
 }
@@ -248,6 +250,7 @@ impl JobsBuilder {
                     cpus: r.cpus.unwrap_or(0).max(1),
                     gpus: r.requested_gpus().unwrap_or(0),
                     memory_bytes: r.memory_bytes(),
+                    whole_node: r.whole_node,
                     submit_time: r.submit_time.filter(|t| *t > 0),
                 });
             }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 pub mod demand;
 pub mod jobs;
+pub mod packing;
 
 /// Base state of a node. Base states are exclusive; DRAIN, MAINTENANCE etc. are [`NodeFlags`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -211,6 +212,11 @@ pub struct Partition {
     /// Nodes configured in the partition, FUTURE ones included (they are hidden from /nodes).
     pub total_nodes: u64,
     pub total_cpus: u64,
+    /// Memory and GPUs of all its nodes, FUTURE ones included, from its configured TRES
+    /// (`cpu=32,mem=62.50G,node=8,gres/gpu=16`); GPUs are there only when slurm.conf's
+    /// AccountingStorageTRES names them.
+    pub total_memory_bytes: Option<u64>,
+    pub total_gpus: Option<u64>,
     /// The most nodes one job may use here; `None` when unlimited.
     pub max_nodes_per_job: Option<u64>,
     /// The node list expression, e.g. `c[1-4]`.
@@ -367,6 +373,8 @@ pub struct PendingJob {
     pub cpus: u64,
     pub gpus: u64,
     pub memory_bytes: u64,
+    /// `--exclusive` (or an exclusive partition): takes its nodes whole.
+    pub whole_node: bool,
     pub submit_time: Option<i64>,
 }
 

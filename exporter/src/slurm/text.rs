@@ -111,6 +111,11 @@ pub fn tres_gpus(s: &str) -> Option<u64> {
     total.or(typed)
 }
 
+/// Memory in a TRES string (`cpu=32,mem=62.50G,node=8`), in bytes.
+pub fn tres_memory_bytes(s: &str) -> Option<u64> {
+    crate::model::jobs::tres_mem_mib(s).map(|m| m.saturating_mul(1 << 20))
+}
+
 /// GPUs in a per-node/per-job/per-task TRES request: `gres:gpu:2` (22.05), `gres/gpu:2`,
 /// `gres/gpu:a100:2`, `gres/gpu=2`, `gpu:2`, several comma-separated.
 pub fn tres_per_gpus(s: &str) -> Option<u64> {

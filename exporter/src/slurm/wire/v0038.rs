@@ -11,7 +11,7 @@ use super::{
 };
 use crate::model::jobs::{JobRecord, JobsBuilder};
 use crate::model::{Controller, Diag, JobState, Jobs, Node, NodeState, Partition, Ping, RpcStat};
-use crate::slurm::text::parse_gres;
+use crate::slurm::text::{parse_gres, tres_gpus, tres_memory_bytes};
 
 wire_struct! {
     struct Job<'a> {
@@ -28,6 +28,7 @@ wire_struct! {
         memory_per_node: Num,
         memory_per_cpu: Num,
         priority: Num,
+        shared: Str<'a>,
         tres_per_job: Str<'a>,
         tres_per_node: Str<'a>,
         tres_per_task: Str<'a>,
@@ -63,6 +64,7 @@ impl<'a> Job<'a> {
             memory_per_cpu_mib: self.memory_per_cpu.unsigned(),
             // 22.05 has no hold flag; a held job has priority 0 and a JobHeld* reason.
             hold: self.priority.0 == Some(0) && self.state_reason.as_str().starts_with("JobHeld"),
+            whole_node: self.shared.as_str().eq_ignore_ascii_case("none"),
             tres_per_job: self.tres_per_job.as_str(),
             tres_per_node: self.tres_per_node.as_str(),
             tres_per_task: self.tres_per_task.as_str(),
@@ -136,6 +138,7 @@ wire_struct! {
         nodes: Str<'a>,
         total_nodes: Num,
         total_cpus: Num,
+        tres: Str<'a>,
         maximum_nodes_per_job: Num,
     }
 }
@@ -147,6 +150,8 @@ pub fn decode_partitions(bytes: &[u8]) -> serde_json::Result<Decoded<Vec<Partiti
             state: p.state.as_str().to_ascii_uppercase(),
             total_nodes: p.total_nodes.unsigned().unwrap_or(0),
             total_cpus: p.total_cpus.unsigned().unwrap_or(0),
+            total_memory_bytes: tres_memory_bytes(p.tres.as_str()),
+            total_gpus: tres_gpus(p.tres.as_str()),
             max_nodes_per_job: p.maximum_nodes_per_job.unsigned().filter(|m| *m > 0),
             node_list: p.nodes.0.into_owned(),
         })

@@ -17,7 +17,7 @@ use super::{
 };
 use crate::model::jobs::{JobRecord, JobsBuilder};
 use crate::model::{Controller, Diag, JobState, Jobs, Node, NodeState, Partition, Ping};
-use crate::slurm::text::parse_gres;
+use crate::slurm::text::{parse_gres, tres_gpus, tres_memory_bytes};
 
 /// `job_resources` in either shape: v0.0.38/40 `{allocated_hosts, allocated_cpus,
 /// allocated_cores, ...}` or v0.0.41+ `{nodes: {count, list, ...}, cpus}`. Only the counts
@@ -77,6 +77,7 @@ wire_struct! {
         memory_per_node: Num,
         memory_per_cpu: Num,
         hold: Flag,
+        shared: Words<'a>,
         tres_per_job: Str<'a>,
         tres_per_node: Str<'a>,
         tres_per_task: Str<'a>,
@@ -120,6 +121,7 @@ impl<'a> Job<'a> {
             memory_per_node_mib: self.memory_per_node.unsigned(),
             memory_per_cpu_mib: self.memory_per_cpu.unsigned(),
             hold: self.hold.0,
+            whole_node: self.shared.iter().any(|w| w.eq_ignore_ascii_case("none")),
             tres_per_job: self.tres_per_job.as_str(),
             tres_per_node: self.tres_per_node.as_str(),
             tres_per_task: self.tres_per_task.as_str(),
@@ -211,10 +213,17 @@ wire_struct! {
 }
 
 wire_struct! {
+    struct PartitionTres<'a> {
+        configured: Str<'a>,
+    }
+}
+
+wire_struct! {
     struct WirePartition<'a> {
         name: Str<'a>,
         nodes: PartitionNodes<'a>,
         cpus: Total,
+        tres: PartitionTres<'a>,
         partition: PartitionState<'a>,
         maximums: Maximums,
     }
@@ -227,6 +236,8 @@ pub fn decode_partitions(bytes: &[u8]) -> serde_json::Result<Decoded<Vec<Partiti
             state: p.partition.state.first().to_ascii_uppercase(),
             total_nodes: p.nodes.total.unsigned().unwrap_or(0),
             total_cpus: p.cpus.total.unsigned().unwrap_or(0),
+            total_memory_bytes: tres_memory_bytes(p.tres.configured.as_str()),
+            total_gpus: tres_gpus(p.tres.configured.as_str()),
             max_nodes_per_job: p.maximums.nodes.unsigned().filter(|m| *m > 0),
             node_list: p.nodes.configured.0.into_owned(),
         })
