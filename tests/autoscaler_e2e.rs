@@ -1,4 +1,4 @@
-//! The autoscaler binary against the real Slurm 24.11 and the real kube-apiserver. The test
+//! The autoscaler binary against the real Slurm 24.11 (and 22.05 where a test says so) and the real kube-apiserver. The test
 //! plays the operator: when the NodeSet's replicas rise it starts slurmd for that many
 //! elastic nodes (e1, e2, ...), when they fall it stops the highest ones — as slurm-operator
 //! does with NodeSet pods.
@@ -104,6 +104,11 @@ impl Setup {
 }
 
 async fn setup(cluster: &SlurmCluster, dry_run: bool) -> Setup {
+    setup_with(cluster, dry_run, json!({})).await
+}
+
+/// As [`setup`], with `spec` merged into the NodeSetAutoscaler's spec.
+async fn setup_with(cluster: &SlurmCluster, dry_run: bool, spec_extra: serde_json::Value) -> Setup {
     reset_elastic(cluster).await;
     let client = kube_client().await;
     let ns = namespace(&client, "autoscale").await;
@@ -120,7 +125,7 @@ async fn setup(cluster: &SlurmCluster, dry_run: bool) -> Setup {
         .await
         .unwrap();
     let autoscalers: Api<NodeSetAutoscaler> = Api::namespaced(client.clone(), &ns);
-    let nsa: NodeSetAutoscaler = serde_json::from_value(json!({
+    let mut nsa = json!({
         "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler",
         "metadata": {"name": "elastic"},
         "spec": {
@@ -131,8 +136,11 @@ async fn setup(cluster: &SlurmCluster, dry_run: bool) -> Setup {
             "scaleDown": {"stabilizationWindowSeconds": 4, "maxStep": 8},
             "dryRun": dry_run,
         }
-    }))
-    .unwrap();
+    });
+    if let (Some(spec), Some(extra)) = (nsa["spec"].as_object_mut(), spec_extra.as_object()) {
+        spec.extend(extra.clone());
+    }
+    let nsa: NodeSetAutoscaler = serde_json::from_value(nsa).unwrap();
     autoscalers
         .create(&PostParams::default(), &nsa)
         .await
@@ -175,9 +183,15 @@ async fn eventually(what: &str, within: Duration, p: &Process, check: impl Async
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    let cluster = SlurmCluster::get("24.11");
-    let queue = cluster.run("squeue", &["-p", "elastic"]);
-    let nodes = cluster.run("sinfo", &["-N", "-p", "elastic"]);
+    let mut slurm = String::new();
+    for flavor in ["24.11", "22.05"] {
+        let cluster = SlurmCluster::get(flavor);
+        let queue = cluster.run("squeue", &["-p", "elastic"]);
+        let nodes = cluster.run("sinfo", &["-N", "-p", "elastic"]);
+        slurm.push_str(&format!(
+            "Slurm {flavor}:\nsqueue:\n{queue}\nsinfo:\n{nodes}\n"
+        ));
+    }
     let client = kube_client().await;
     let nsas: Api<NodeSetAutoscaler> = Api::all(client);
     let statuses: Vec<String> = nsas
@@ -201,7 +215,7 @@ async fn eventually(what: &str, within: Duration, p: &Process, check: impl Async
         })
         .unwrap_or_default();
     panic!(
-        "{what}: not within {within:?}\nsqueue:\n{queue}\nsinfo:\n{nodes}\nautoscalers:\n{}\nautoscaler logs:\n{}",
+        "{what}: not within {within:?}\n{slurm}autoscalers:\n{}\nautoscaler logs:\n{}",
         statuses.join("\n"),
         p.logs()
     );
@@ -324,24 +338,36 @@ async fn scales_up_for_a_3_node_job_holds_busy_nodes_and_goes_back_to_zero() {
     s.teardown(&cluster).await;
 }
 
-/// Nine one-CPU jobs on FUTURE nodes of 4 CPUs need 3 nodes, not 9: demand is packed onto
-/// the partition's node shape (from its configured TRES), and the decision says so.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn packs_one_cpu_jobs_onto_as_few_nodes_as_they_need() {
+/// Pending work is packed onto the nodes a NodeSet adds: `jobs` copies of a job with `ask`
+/// scale the NodeSet to `want` nodes, never more, the decision says how they were packed
+/// and all of them run on those nodes.
+async fn packs_pending_jobs(
+    flavor: &str,
+    ask: &[&str],
+    jobs: usize,
+    want: i32,
+    shape: serde_json::Value,
+    explained: &str,
+) {
     let _turn = ELASTIC.lock().await;
-    let cluster = SlurmCluster::get("24.11");
-    let s = setup(&cluster, false).await;
+    let cluster = SlurmCluster::get(flavor);
+    let s = setup_with(&cluster, false, shape).await;
     let a = autoscaler(&cluster, &s.ns, &[]);
     a.wait_ready(Duration::from_secs(30)).await;
 
-    let jobs: Vec<String> = (0..9)
-        .map(|_| cluster.submit(&["-p", "elastic", "-n", "1", "--wrap", "sleep 20"]))
-        .collect();
+    let args = [&["-p", "elastic"], ask, &["--wrap", "sleep 20"]].concat();
+    let ids: Vec<String> = (0..jobs).map(|_| cluster.submit(&args)).collect();
+    // The most replicas seen while the jobs wait and start.
+    let most = std::sync::atomic::AtomicI32::new(0);
     eventually(
-        "nine 1-CPU jobs scale the NodeSet to ceil(9 / 4) = 3",
+        &format!("{jobs} jobs ({ask:?}) scale the NodeSet to {want}"),
         Duration::from_secs(20),
         &a,
-        async || replicas(&s).await == 3,
+        async || {
+            let r = replicas(&s).await;
+            most.fetch_max(r, std::sync::atomic::Ordering::Relaxed);
+            r == want
+        },
     )
     .await;
     let message = s
@@ -354,18 +380,56 @@ async fn packs_one_cpu_jobs_onto_as_few_nodes_as_they_need() {
         .map(|d| d.message)
         .unwrap_or_default();
     assert!(
-        message.contains("9 pending jobs (9 CPUs) fit 3 new nodes of 4 CPUs"),
-        "the decision does not explain the packing: {message}"
+        message.contains(explained),
+        "the decision does not explain the packing ({explained:?}): {message}"
     );
     eventually(
-        "all nine run on the three nodes",
+        &format!("all {jobs} run on the {want} nodes"),
         Duration::from_secs(30),
         &a,
-        async || jobs.iter().all(|j| job_state(&cluster, j) == "RUNNING"),
+        async || {
+            most.fetch_max(replicas(&s).await, std::sync::atomic::Ordering::Relaxed);
+            ids.iter().all(|j| job_state(&cluster, j) == "RUNNING")
+        },
     )
     .await;
-    assert_eq!(replicas(&s).await, 3, "scaled past what the jobs need");
+    assert_eq!(most.into_inner(), want, "scaled past what the jobs need");
     s.teardown(&cluster).await;
+}
+
+/// Nine one-CPU jobs on FUTURE nodes of 4 CPUs need 3 nodes, not 9: the shape comes from
+/// the partition's configured TRES, FUTURE nodes included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn packs_one_cpu_jobs_onto_as_few_nodes_as_they_need() {
+    for flavor in ["24.11", "22.05"] {
+        packs_pending_jobs(
+            flavor,
+            &["-n", "1"],
+            9,
+            3,
+            json!({}),
+            "9 pending jobs (9 CPUs) fit 3 new nodes of 4 CPUs",
+        )
+        .await;
+    }
+}
+
+/// Six one-GPU jobs on FUTURE nodes of 2 GPUs need 3 nodes, not 6. The partition cannot
+/// tell its GPUs (slurm.conf has no AccountingStorageTRES=gres/gpu and no node is up), so
+/// the NodeSetAutoscaler says them, as a site would.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn packs_one_gpu_jobs_by_gpus() {
+    for flavor in ["24.11", "22.05"] {
+        packs_pending_jobs(
+            flavor,
+            &["-n", "1", "--gres=gpu:1"],
+            6,
+            3,
+            json!({"nodeShape": {"gpus": 2}}),
+            "6 pending jobs (6 CPUs, 6 GPUs) fit 3 new nodes of 4 CPUs",
+        )
+        .await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

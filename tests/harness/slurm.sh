@@ -9,8 +9,8 @@
 # source by build-slurm-24.11.sh, REST v0.0.40-v0.0.42). Both can run side by side.
 #
 # Partitions: `cpu` (c1-c4, default), `gpu` (g1-g2, four fake gres/gpu each) and `elastic`
-# (e1-e8, State=FUTURE: no slurmd until a test "scales them up" with node-up, which is what a
-# NodeSet pod would do in a real deployment).
+# (e1-e8, two fake GPUs each, State=FUTURE: no slurmd until a test "scales them up" with
+# node-up, which is what a NodeSet pod would do in a real deployment).
 #
 # `env` prints sourceable exports: SLURM_REST_URL, SLURM_USER, SLURM_CLUSTER and SLURM_JWT (what
 # `slurmscale exporter` reads), the token file and HS256 key as HARNESS_JWT_FILE and
@@ -128,7 +128,7 @@ EOF
       case "$n" in
         c*) echo "NodeName=$n NodeAddr=127.0.0.1 Port=$((node_port0 + i)) CPUs=8 RealMemory=16000 State=UNKNOWN" ;;
         g*) echo "NodeName=$n NodeAddr=127.0.0.1 Port=$((node_port0 + i)) CPUs=16 RealMemory=64000 Gres=gpu:4 State=UNKNOWN" ;;
-        e*) echo "NodeName=$n NodeAddr=127.0.0.1 Port=$((node_port0 + i)) CPUs=4 RealMemory=8000 State=FUTURE" ;;
+        e*) echo "NodeName=$n NodeAddr=127.0.0.1 Port=$((node_port0 + i)) CPUs=4 RealMemory=8000 Gres=gpu:2 State=FUTURE" ;;
       esac
       i=$((i + 1))
     done
@@ -136,7 +136,10 @@ EOF
     echo "PartitionName=gpu Nodes=g[1-2] MaxTime=INFINITE State=UP"
     echo "PartitionName=elastic Nodes=e[1-8] MaxTime=INFINITE State=UP"
   } >"$conf"
-  echo "NodeName=g[1-2] Name=gpu File=$dir/dev/nvidia[0-3]" >"$dir/etc/gres.conf"
+  {
+    echo "NodeName=g[1-2] Name=gpu File=$dir/dev/nvidia[0-3]"
+    echo "NodeName=e[1-8] Name=gpu File=$dir/dev/nvidia[0-1]"
+  } >"$dir/etc/gres.conf"
 }
 
 start_munged() {
