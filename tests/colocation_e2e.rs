@@ -134,12 +134,19 @@ impl Pool {
 
     /// A pod the scheduler could not place: 6 CPUs, which no pool node has free.
     async fn unschedulable_pod(&self, name: &str, node_selector: Value) {
-        let pod: Pod = serde_json::from_value(json!({
+        self.unschedulable_pod_with(name, json!({"nodeSelector": node_selector}))
+            .await;
+    }
+
+    /// As [`Self::unschedulable_pod`], with `spec` (placement) merged into the pod's spec.
+    async fn unschedulable_pod_with(&self, name: &str, spec: Value) {
+        let mut pod = json!({
             "metadata": {"name": name, "labels": {"app": format!("web-{}", self.name)}},
-            "spec": {"nodeSelector": node_selector, "containers": [{"name": "web", "image": "web",
+            "spec": {"containers": [{"name": "web", "image": "web",
                 "resources": {"requests": {"cpu": "6", "memory": "1Gi"}}}]},
-        }))
-        .unwrap();
+        });
+        merge(&mut pod["spec"], spec);
+        let pod: Pod = serde_json::from_value(pod).unwrap();
         self.pods
             .create(&PostParams::default(), &pod)
             .await
@@ -243,9 +250,26 @@ impl Pool {
     }
 }
 
+/// Tests of one Slurm's cpu partition take turns.
+static CPU_2205: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+static CPU_2411: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+async fn turn(cluster: &SlurmCluster) -> tokio::sync::MutexGuard<'static, ()> {
+    match cluster.flavor.as_str() {
+        "22.05" => CPU_2205.lock().await,
+        _ => CPU_2411.lock().await,
+    }
+}
+
 /// The pool, the NodeSet with its four pods, and the autoscaler object (minSlurmNodes 2,
 /// cooldown 3 s, demand only from this test's pods).
 async fn setup(cluster: &SlurmCluster) -> Pool {
+    setup_with(cluster, |_| json!({})).await
+}
+
+/// As [`setup`], each Kubernetes node also given `node(slurm_node)` (labels, taints: a
+/// Node object to merge).
+async fn setup_with(cluster: &SlurmCluster, decorate: impl Fn(&str) -> Value) -> Pool {
     reset_cpu(cluster);
     let client = kube_client().await;
     let ns = namespace(&client, "coloc").await;
@@ -261,9 +285,19 @@ async fn setup(cluster: &SlurmCluster) -> Pool {
     };
     for n in NODES {
         let name = pool.k8s_node(n);
-        let node: Node = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+        let mut node = json!({"metadata": {"name": name}});
+        merge(&mut node, decorate(n));
+        let node: Node = serde_json::from_value(node).unwrap();
         pool.nodes
             .create(&PostParams::default(), &node)
+            .await
+            .unwrap();
+        // The API server taints a new Node not-ready (the node lifecycle controller, which
+        // this harness lacks, lifts it once the kubelet reports): the test lifts it instead,
+        // leaving only the taints the case asked for.
+        let taints = json!({"spec": {"taints": decorate(n)["spec"]["taints"].as_array().cloned().unwrap_or_default()}});
+        pool.nodes
+            .patch(&name, &PatchParams::default(), &Patch::Merge(taints))
             .await
             .unwrap();
         let allocatable = json!({"status": {"allocatable": {"cpu": "8", "memory": "16Gi"}}});
@@ -326,8 +360,21 @@ fn colocated_autoscaler(cluster: &SlurmCluster, lease_ns: &str, extra: &[&str]) 
     autoscaler(cluster, lease_ns, &args)
 }
 
+/// Merges `extra` into `base`, objects key by key.
+fn merge(base: &mut Value, extra: Value) {
+    match (base, extra) {
+        (Value::Object(b), Value::Object(e)) => {
+            for (k, v) in e {
+                merge(b.entry(k).or_insert(Value::Null), v);
+            }
+        }
+        (b, e) => *b = e,
+    }
+}
+
 async fn rebalances_the_pool(flavor: &str) {
     let cluster = SlurmCluster::get(flavor);
+    let _turn = turn(&cluster).await;
     let pool = setup(&cluster).await;
     // Different amounts of work on each node; c4 is drained by an administrator.
     let jobs: Vec<String> = [("c1", 6), ("c2", 4), ("c3", 1), ("c4", 3)]
@@ -483,4 +530,89 @@ async fn rebalances_a_pool_with_slurm_24_11_over_rest() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rebalances_a_pool_with_slurm_22_05_over_scontrol() {
     rebalances_the_pool("22.05").await;
+}
+
+/// Pending pods are placed by the pool nodes' labels and taints: the node drained for a pod
+/// is one the pod could run on. Three pools on Slurm 24.11's c1-c4, each with one pending
+/// pod that needs a whole node: a selector every pool node matches, a selector two of them
+/// match (one of which is tainted), and a required affinity of `In`, `NotIn` and `Exists`
+/// that one node matches — a busy one, though idle nodes are otherwise drained first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drains_a_node_the_pending_pod_may_use() {
+    let cluster = SlurmCluster::get("24.11");
+    let _turn = turn(&cluster).await;
+    type Labels = fn(&str) -> Value;
+    let cases: [(&str, Labels, Value, &[&str]); 3] = [
+        (
+            "nodeSelector matching every pool node",
+            |_| json!({"metadata": {"labels": {"pool": "a"}}}),
+            json!({"nodeSelector": {"pool": "a"}}),
+            &["c2", "c3", "c4"],
+        ),
+        (
+            "nodeSelector matching c3 and c4, c4 tainted",
+            |n| {
+                let rack = if n == "c3" || n == "c4" { "r2" } else { "r1" };
+                let mut node = json!({"metadata": {"labels": {"rack": rack}}});
+                if n == "c4" {
+                    node["spec"] = json!({"taints": [{"key": "dedicated", "value": "slurm", "effect": "NoSchedule"}]});
+                }
+                node
+            },
+            json!({"nodeSelector": {"rack": "r2"}}),
+            &["c3"],
+        ),
+        (
+            "required affinity (In, NotIn, Exists) only c1 meets",
+            |n| {
+                let labels = match n {
+                    "c1" => json!({"zone": "x", "ssd": "1"}),
+                    "c2" => json!({"zone": "x", "ssd": "1", "rack": "old"}),
+                    "c3" => json!({"zone": "y", "ssd": "1"}),
+                    _ => json!({"zone": "x"}),
+                };
+                json!({"metadata": {"labels": labels}})
+            },
+            json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "zone", "operator": "In", "values": ["x"]},
+                {"key": "rack", "operator": "NotIn", "values": ["old"]},
+                {"key": "ssd", "operator": "Exists"},
+            ]}]}}}}),
+            &["c1"],
+        ),
+    ];
+    for (what, labels, placement, allowed) in cases {
+        let pool = setup_with(&cluster, labels).await;
+        // c1 runs a job, so an idle node would be drained first wherever the pod may go.
+        let job = sbatch(&cluster, "c1", 1);
+        let running = support::wait_until(Duration::from_secs(30), || async {
+            job_running(&cluster, &job)
+        })
+        .await;
+        assert!(running, "the job on c1 did not start");
+        pool.unschedulable_pod_with("web", placement).await;
+        let p = colocated_autoscaler(&cluster, &pool.ns, &[]);
+        pool.eventually(
+            &format!("{what}: a node drained for the pod"),
+            &p,
+            async || NODES.iter().any(|n| drained_by_us(&cluster, n)),
+        )
+        .await;
+        pool.stays(
+            &format!("{what}: only a node in {allowed:?} drained, and only one"),
+            Duration::from_secs(2),
+            &p,
+            async || {
+                let drained: Vec<&str> = NODES
+                    .into_iter()
+                    .filter(|n| drained_by_us(&cluster, n))
+                    .collect();
+                drained.len() == 1 && allowed.contains(&drained[0])
+            },
+        )
+        .await;
+        drop(p);
+        pool.cleanup().await;
+    }
 }

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use slurmscale_exporter::k8s::quantity;
 use tracing::warn;
 
-use crate::colocation::{PendingPod, Placement, Requirement};
+use crate::colocation::{PendingPod, Placement, Requirement, Toleration};
 use crate::crd::{NodeSetAutoscaler, ScaleTargetRef};
 use crate::error::{Error, Result};
 
@@ -408,7 +408,7 @@ impl Kubernetes for Actuator {
     }
 }
 
-/// Where a pod may go, from its `nodeSelector` and required node affinity.
+/// Where a pod may go, from its `nodeSelector`, required node affinity and tolerations.
 fn placement(spec: Option<&k8s_openapi::api::core::v1::PodSpec>) -> Placement {
     let Some(spec) = spec else {
         return Placement::default();
@@ -440,8 +440,20 @@ fn placement(spec: Option<&k8s_openapi::api::core::v1::PodSpec>) -> Placement {
                 .collect()
         })
         .unwrap_or_default();
+    let tolerations = spec
+        .tolerations
+        .iter()
+        .flatten()
+        .map(|t| Toleration {
+            key: t.key.clone().unwrap_or_default(),
+            operator: t.operator.clone().unwrap_or_default(),
+            value: t.value.clone().unwrap_or_default(),
+            effect: t.effect.clone().unwrap_or_default(),
+        })
+        .collect();
     Placement {
         node_selector: spec.node_selector.clone().unwrap_or_default(),
         terms,
+        tolerations,
     }
 }

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
 use crate::policy::Signals;
+pub use slurmscale_exporter::k8s::ledger::Taint;
 
 /// The prefix of the reason on every drain this planner sets; only such drains are resumed.
 pub const DRAIN_PREFIX: &str = "slurmscale:";
@@ -29,6 +30,8 @@ pub struct PoolNode {
     pub memory: f64,
     /// The Kubernetes node's labels, for pods' node selectors.
     pub labels: BTreeMap<String, String>,
+    /// Its taints that keep pods off unless tolerated.
+    pub taints: Vec<Taint>,
     /// What Kubernetes holds there now (from the ledger).
     pub k8s_cpu: f64,
     pub k8s_memory: f64,
@@ -62,13 +65,39 @@ pub struct PendingPod {
     pub placement: Placement,
 }
 
-/// Where a pod may run: its `nodeSelector` and its required node affinity.
+/// Where a pod may run: its `nodeSelector`, its required node affinity and its tolerations.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Placement {
     pub node_selector: BTreeMap<String, String>,
     /// Required node-affinity terms: a node must satisfy every requirement of one of them.
     /// None at all: any node.
     pub terms: Vec<Vec<Requirement>>,
+    pub tolerations: Vec<Toleration>,
+}
+
+/// One of a pod's `tolerations`, as the scheduler reads it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Toleration {
+    /// Empty with `Exists`: every taint.
+    pub key: String,
+    /// `Equal` (the default) or `Exists`.
+    pub operator: String,
+    pub value: String,
+    /// Empty: every effect.
+    pub effect: String,
+}
+
+impl Toleration {
+    fn tolerates(&self, t: &Taint) -> bool {
+        let effect = self.effect.is_empty() || self.effect == t.effect;
+        let key = self.key.is_empty() || self.key == t.key;
+        let value = match self.operator.as_str() {
+            "Exists" => true,
+            "" | "Equal" => !self.key.is_empty() && self.value == t.value,
+            _ => false,
+        };
+        effect && key && value
+    }
 }
 
 /// One `matchExpressions` (on labels) or `matchFields` (on `metadata.name`) entry.
@@ -82,16 +111,22 @@ pub struct Requirement {
 }
 
 impl Placement {
-    pub fn allows(&self, node: &str, labels: &BTreeMap<String, String>) -> bool {
-        self.node_selector
+    /// Whether the scheduler could put the pod on `node` (size aside).
+    pub fn allows(&self, node: &PoolNode) -> bool {
+        let (labels, name) = (&node.labels, node.k8s_node.as_str());
+        node.taints
             .iter()
-            .all(|(k, v)| labels.get(k) == Some(v))
+            .all(|t| self.tolerations.iter().any(|o| o.tolerates(t)))
+            && self
+                .node_selector
+                .iter()
+                .all(|(k, v)| labels.get(k) == Some(v))
             && (self.terms.is_empty()
                 || self
                     .terms
                     .iter()
                     // As in Kubernetes, an empty term matches no node.
-                    .any(|t| !t.is_empty() && t.iter().all(|r| r.matches(node, labels))))
+                    .any(|t| !t.is_empty() && t.iter().all(|r| r.matches(name, labels))))
     }
 }
 
@@ -167,47 +202,79 @@ pub struct Plan {
     pub slurm_need: u64,
 }
 
-/// Nodes (of the largest size in the pool) needed for pods that do not fit the room
-/// Kubernetes already has in the pool, first fit decreasing. Only pods that some pool node
-/// could take (size, node selector, required affinity) count: no rebalancing places others.
-pub fn kubernetes_need(pool: &[PoolNode], pods: &[PendingPod]) -> u64 {
-    let (max_cpu, max_mem) = pool
-        .iter()
-        .fold((0f64, 0f64), |(c, m), n| (c.max(n.cpu), m.max(n.memory)));
-    let fits = |p: &PendingPod, n: &PoolNode| {
-        p.cpu <= n.cpu && p.memory <= n.memory && p.placement.allows(&n.k8s_node, &n.labels)
+/// Where the pending pods would go: first onto the room Kubernetes already has in the pool,
+/// then onto Slurm nodes taken for it — our drains first, then `candidates` in drain order —
+/// each pod only where its size, node selector, required affinity and tolerations allow.
+/// Pods no pool node could take are left out: no rebalancing places them.
+pub struct PodPlacement<'a> {
+    /// Slurm nodes the pods need, in the order they were taken.
+    pub taken: Vec<&'a PoolNode>,
+}
+
+impl PodPlacement<'_> {
+    /// Nodes Kubernetes needs from Slurm.
+    pub fn need(&self) -> u64 {
+        self.taken.len() as u64
+    }
+}
+
+/// Places `pods` (largest first) as [`PodPlacement`] says.
+pub fn place_pods<'a>(
+    pool: &'a [PoolNode],
+    pods: &[PendingPod],
+    candidates: &[&'a PoolNode],
+) -> PodPlacement<'a> {
+    let room = |n: &PoolNode| {
+        (
+            (n.cpu - n.k8s_cpu).max(0.0),
+            (n.memory - n.k8s_memory).max(0.0),
+        )
     };
-    let mut pods: Vec<&PendingPod> = pods
-        .iter()
-        .filter(|p| pool.iter().any(|n| fits(p, n)))
-        .collect();
-    pods.sort_by(|a, b| b.cpu.total_cmp(&a.cpu));
-    // Room Kubernetes has now on pool nodes Slurm does not hold; nodes taken from Slurm are
-    // counted as the largest pool node, for any pod that fits one.
-    let mut bins: Vec<(Option<&PoolNode>, f64, f64)> = pool
+    let mut bins: Vec<(&PoolNode, f64, f64)> = pool
         .iter()
         .filter(|n| n.slurm.is_none())
         .map(|n| {
-            let cpu = (n.cpu - n.k8s_cpu).max(0.0);
-            (Some(n), cpu, (n.memory - n.k8s_memory).max(0.0))
+            let (c, m) = room(n);
+            (n, c, m)
         })
         .collect();
-    let existing = bins.len();
+    let ours = pool
+        .iter()
+        .filter(|n| n.slurm.as_ref().is_some_and(|s| s.drained_by_us));
+    let mut spare: Vec<&PoolNode> = ours.chain(candidates.iter().copied()).collect();
+    let mut pods: Vec<&PendingPod> = pods.iter().collect();
+    pods.sort_by(|a, b| b.cpu.total_cmp(&a.cpu).then(b.memory.total_cmp(&a.memory)));
+    let mut taken = Vec::new();
     for p in pods {
-        let room = bins.iter_mut().find(|(n, c, m)| {
-            *c >= p.cpu
-                && *m >= p.memory
-                && n.is_none_or(|n| p.placement.allows(&n.k8s_node, &n.labels))
-        });
-        match room {
-            Some(bin) => {
-                bin.1 -= p.cpu;
-                bin.2 -= p.memory;
-            }
-            None => bins.push((None, max_cpu - p.cpu, max_mem - p.memory)),
+        let fits =
+            |n: &PoolNode, c: f64, m: f64| c >= p.cpu && m >= p.memory && p.placement.allows(n);
+        if let Some(bin) = bins.iter_mut().find(|(n, c, m)| fits(n, *c, *m)) {
+            bin.1 -= p.cpu;
+            bin.2 -= p.memory;
+            continue;
         }
+        let Some(i) = spare.iter().position(|n| {
+            let (c, m) = room(n);
+            fits(n, c, m)
+        }) else {
+            continue;
+        };
+        let n = spare.remove(i);
+        let (c, m) = room(n);
+        bins.push((n, c - p.cpu, m - p.memory));
+        taken.push(n);
     }
-    (bins.len() - existing) as u64
+    PodPlacement { taken }
+}
+
+/// Nodes Kubernetes needs from Slurm for `pods`, any Slurm node of the pool being a
+/// candidate (for status and tests; [`plan`] places them in drain order).
+pub fn kubernetes_need(pool: &[PoolNode], pods: &[PendingPod]) -> u64 {
+    let candidates: Vec<&PoolNode> = pool
+        .iter()
+        .filter(|n| n.slurm.as_ref().is_some_and(|s| !s.drained_by_us))
+        .collect();
+    place_pods(pool, pods, &candidates).need()
 }
 
 /// Plans. Pure: the same inputs always give the same plan.
@@ -248,7 +315,6 @@ pub fn plan(
     let max_slurm = bounds
         .max_slurm
         .min(pool_size.saturating_sub(bounds.min_kubernetes));
-    p.kubernetes_need = kubernetes_need(pool, pods);
     p.slurm_need = s.busy_nodes.saturating_add(s.demand.nodes);
 
     let slurm_view = |n: &&PoolNode| n.slurm.clone().unwrap_or_default();
@@ -268,6 +334,31 @@ pub fn plan(
         .filter(|n| n.slurm.as_ref().is_some_and(|s| !s.drained_by_us))
         .collect();
     let serving_n = serving.len() as u64;
+    // Nodes Slurm could give: in the partition and usable. Idle nodes first, then those
+    // running the fewest jobs, then those whose jobs end soonest (unknown ends last), then
+    // the least allocated.
+    let mut candidates: Vec<&PoolNode> = serving
+        .iter()
+        .copied()
+        .filter(|n| {
+            n.slurm
+                .as_ref()
+                .is_some_and(|s| s.in_partition && !s.unavailable)
+        })
+        .collect();
+    candidates.sort_by_key(|n| {
+        n.slurm.as_ref().map(|s| {
+            (
+                s.busy,
+                s.running_jobs,
+                s.free_at.unwrap_or(i64::MAX),
+                s.alloc_cpus,
+            )
+        })
+    });
+    // Where the pods would land decides which nodes to take, not only how many.
+    let placed = place_pods(pool, pods, &candidates);
+    p.kubernetes_need = placed.need();
     let idle_surplus = if bounds.release_idle {
         let idle = serving
             .iter()
@@ -291,6 +382,9 @@ pub fn plan(
             // 1. Our drained nodes that are empty: hand them over (their pods go first).
             // Never below Slurm's guarantee, even if it was raised after these drains began.
             let releasable = wanted.min(replicas.saturating_sub(bounds.min_slurm));
+            // Those the pods would use first.
+            let mut ours_empty = ours_empty.clone();
+            ours_empty.sort_by_key(|n| !placed.taken.iter().any(|t| std::ptr::eq(*t, *n)));
             for n in ours_empty.iter().take(releasable as usize) {
                 p.release.push(n.k8s_node.clone());
                 p.steps.push(format!(
@@ -302,32 +396,26 @@ pub fn plan(
             // 2. Still short, counting drains under way: drain more, within Slurm's guarantee.
             let short = wanted.saturating_sub(p.release.len() as u64 + ours_busy.len() as u64);
             let allowed = serving_n.saturating_sub(bounds.min_slurm);
-            let mut candidates: Vec<&&PoolNode> = serving
+            // The nodes the pods would land on, then (for the idle surplus, which never
+            // drains busy nodes) other idle ones.
+            let for_pods = placed
+                .taken
                 .iter()
-                .filter(|n| {
-                    n.slurm
-                        .as_ref()
-                        .is_some_and(|s| s.in_partition && !s.unavailable)
-                })
-                .collect();
-            // Idle nodes first, then those running the fewest jobs, then those whose jobs end
-            // soonest (unknown ends last), then the least allocated.
-            candidates.sort_by_key(|n| {
-                n.slurm.as_ref().map(|s| {
-                    (
-                        s.busy,
-                        s.running_jobs,
-                        s.free_at.unwrap_or(i64::MAX),
-                        s.alloc_cpus,
-                    )
-                })
-            });
-            let busy_ok = p.kubernetes_need > 0; // idle surplus alone never drains busy nodes
-            let picked: Vec<&&PoolNode> = candidates
-                .into_iter()
-                .filter(|n| busy_ok || n.slurm.as_ref().is_some_and(|s| !s.busy))
-                .take(short.min(allowed) as usize)
-                .collect();
+                .copied()
+                .filter(|n| n.slurm.as_ref().is_some_and(|s| !s.drained_by_us));
+            let idle = candidates
+                .iter()
+                .copied()
+                .filter(|n| n.slurm.as_ref().is_some_and(|s| !s.busy));
+            let mut picked: Vec<&PoolNode> = Vec::new();
+            for n in for_pods.chain(idle) {
+                if picked.len() as u64 >= short.min(allowed) {
+                    break;
+                }
+                if !picked.iter().any(|m| std::ptr::eq(*m, n)) {
+                    picked.push(n);
+                }
+            }
             for n in &picked {
                 let why = if p.kubernetes_need > 0 {
                     "Kubernetes has unschedulable pods that fit"
@@ -403,6 +491,7 @@ mod tests {
             cpu: 8.0,
             memory: 32.0,
             labels: BTreeMap::from([("pool".to_string(), "a".to_string())]),
+            taints: Vec::new(),
             k8s_cpu: if slurm.is_some() { 0.0 } else { 6.0 },
             k8s_memory: 0.0,
             slurm,
@@ -514,6 +603,97 @@ mod tests {
         let mut big = pods(1);
         big[0].cpu = 9.0;
         assert_eq!(kubernetes_need(&pool, &big), 0, "larger than any pool node");
+    }
+
+    #[test]
+    fn the_node_drained_is_one_the_pod_may_use() {
+        // k0 idle in rack r1, k1 busy in rack r2: a pod for rack r2 takes k1, though idle
+        // nodes go first otherwise.
+        let mut pool = vec![node(0, slurm_node(false)), node(1, slurm_node(true))];
+        pool[0].labels.insert("rack".into(), "r1".into());
+        pool[1].labels.insert("rack".into(), "r2".into());
+        let mut pods = pods(1);
+        pods[0].placement.node_selector = BTreeMap::from([("rack".into(), "r2".into())]);
+        let bounds = ColocationBounds {
+            min_slurm: 0,
+            min_kubernetes: 0,
+            max_slurm: 2,
+            cooldown: Duration::ZERO,
+            release_idle: false,
+        };
+        let p = plan(
+            &bounds,
+            &pool,
+            &pods,
+            &signals(1, 0),
+            Ok(()),
+            2,
+            &ColocationHistory::default(),
+            t(0),
+        );
+        assert_eq!(p.drain, vec!["s1".to_string()], "{:?}", p.steps);
+        pods[0].placement.node_selector = BTreeMap::from([("rack".into(), "r9".into())]);
+        let p = plan(
+            &bounds,
+            &pool,
+            &pods,
+            &signals(1, 0),
+            Ok(()),
+            2,
+            &ColocationHistory::default(),
+            t(0),
+        );
+        assert!(
+            p.drain.is_empty(),
+            "no pool node suits the pod: {:?}",
+            p.steps
+        );
+    }
+
+    #[test]
+    fn tainted_pool_nodes_take_only_pods_that_tolerate_them() {
+        let taint = |key: &str, value: &str, effect: &str| Taint {
+            key: key.into(),
+            value: value.into(),
+            effect: effect.into(),
+        };
+        let mut tainted = node(0, slurm_node(false));
+        tainted.taints = vec![taint("dedicated", "slurm", "NoSchedule")];
+        let pool = vec![tainted];
+        let tolerating = |t: &[(&str, &str, &str, &str)]| {
+            let mut p = pods(1);
+            p[0].placement.tolerations = t
+                .iter()
+                .map(|(key, operator, value, effect)| Toleration {
+                    key: key.to_string(),
+                    operator: operator.to_string(),
+                    value: value.to_string(),
+                    effect: effect.to_string(),
+                })
+                .collect();
+            kubernetes_need(&pool, &p)
+        };
+        assert_eq!(tolerating(&[]), 0, "no toleration: the taint keeps it off");
+        assert_eq!(
+            tolerating(&[("dedicated", "Equal", "slurm", "NoSchedule")]),
+            1
+        );
+        assert_eq!(
+            tolerating(&[("dedicated", "", "slurm", "")]),
+            1,
+            "any effect"
+        );
+        assert_eq!(tolerating(&[("dedicated", "Exists", "", "")]), 1);
+        assert_eq!(
+            tolerating(&[("", "Exists", "", "")]),
+            1,
+            "tolerates everything"
+        );
+        assert_eq!(
+            tolerating(&[("dedicated", "Equal", "web", "NoSchedule")]),
+            0
+        );
+        assert_eq!(tolerating(&[("dedicated", "Exists", "", "NoExecute")]), 0);
     }
 
     fn t(s: u64) -> SystemTime {

@@ -568,6 +568,7 @@ impl<K: Kubernetes> Controller<K> {
                 cpu: cap.get("cpu").unwrap_or(0.0),
                 memory: cap.get("memory").unwrap_or(0.0),
                 labels: cap.labels.clone(),
+                taints: cap.taints.clone(),
                 k8s_cpu: ln.held(Owner::Kubernetes, "cpu"),
                 k8s_memory: ln.held(Owner::Kubernetes, "memory"),
                 slurm,

@@ -713,7 +713,7 @@ impl Simulation {
                         ("cpu".to_string(), n.cpus as f64),
                         ("memory".to_string(), n.memory as f64),
                     ]),
-                    labels: BTreeMap::new(),
+                    ..Default::default()
                 },
             );
         }

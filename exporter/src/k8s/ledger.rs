@@ -181,6 +181,16 @@ pub struct Capacity {
     pub resources: BTreeMap<String, f64>,
     /// The node's labels, to match pods' node selectors against.
     pub labels: BTreeMap<String, String>,
+    /// Its `NoSchedule` and `NoExecute` taints: a pod must tolerate each to land there.
+    pub taints: Vec<Taint>,
+}
+
+/// A node taint that keeps pods off (`PreferNoSchedule` ones only discourage, and are left out).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Taint {
+    pub key: String,
+    pub value: String,
+    pub effect: String,
 }
 
 impl Capacity {
@@ -196,7 +206,22 @@ impl Capacity {
             })
             .unwrap_or_default();
         let labels = node.metadata.labels.clone().unwrap_or_default();
-        Self { resources, labels }
+        let taints = node
+            .spec
+            .iter()
+            .flat_map(|s| s.taints.iter().flatten())
+            .filter(|t| t.effect != "PreferNoSchedule")
+            .map(|t| Taint {
+                key: t.key.clone(),
+                value: t.value.clone().unwrap_or_default(),
+                effect: t.effect.clone(),
+            })
+            .collect();
+        Self {
+            resources,
+            labels,
+            taints,
+        }
     }
 
     pub fn get(&self, resource: &str) -> Option<f64> {

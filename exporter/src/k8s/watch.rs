@@ -226,14 +226,21 @@ impl KubeSource {
 /// Only a node's name and allocatable are used.
 fn trim_node(node: &mut Node) {
     let meta = &mut node.metadata;
+    // Labels and taints stay: colocation places pending pods by nodeSelector, required
+    // affinity and tolerations against them.
     *meta = kube::api::ObjectMeta {
         name: meta.name.take(),
         namespace: meta.namespace.take(),
         uid: meta.uid.take(),
         resource_version: meta.resource_version.take(),
+        labels: meta.labels.take(),
         ..Default::default()
     };
-    node.spec = None;
+    let taints = node.spec.as_mut().and_then(|s| s.taints.take());
+    node.spec = taints.map(|taints| k8s_openapi::api::core::v1::NodeSpec {
+        taints: Some(taints),
+        ..Default::default()
+    });
     let allocatable = node.status.as_mut().and_then(|s| s.allocatable.take());
     node.status = Some(k8s_openapi::api::core::v1::NodeStatus {
         allocatable,
