@@ -115,8 +115,11 @@ pub struct SlurmArgs {
     #[arg(long, env = "SLURM_TIMEOUT", default_value = "60s", value_parser = duration)]
     pub timeout: Duration,
     /// Upper bound on requests per second to slurmrestd (each one takes slurmctld locks).
-    #[arg(long, env = "SLURM_MAX_REQUESTS_PER_SECOND", default_value_t = config::DEFAULT_MAX_RPS)]
-    pub max_requests_per_second: u32,
+    /// Default: what one collection needs at --interval (its requests / the interval, so
+    /// `--interval 1s` is never slowed down by it); a lower value lengthens every collection
+    /// to requests / this many seconds (a warning says so at start).
+    #[arg(long, env = "SLURM_MAX_REQUESTS_PER_SECOND")]
+    pub max_requests_per_second: Option<u32>,
     /// YAML file listing several clusters (replaces the single-cluster flags above).
     #[arg(long, env = "SLURMSCALE_CONFIG")]
     pub config: Option<PathBuf>,
@@ -159,8 +162,13 @@ impl SlurmArgs {
             api_version: config::parse_api_version(Some(&self.api_version))?,
             ca_file: self.ca_file.clone(),
             timeout: self.timeout,
-            max_requests_per_second: std::num::NonZeroU32::new(self.max_requests_per_second)
-                .context("--max-requests-per-second must be at least 1")?,
+            max_requests_per_second: self
+                .max_requests_per_second
+                .map(|r| {
+                    std::num::NonZeroU32::new(r)
+                        .context("--max-requests-per-second must be at least 1")
+                })
+                .transpose()?,
         };
         Ok((vec![cluster], None))
     }

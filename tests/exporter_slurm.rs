@@ -634,3 +634,56 @@ async fn a_rotated_token_file_is_picked_up() {
         assert!(!logs.contains(&secret), "a token leaked into the logs");
     }
 }
+
+/// `--interval 1s` means a collection every second: the default request limit follows what
+/// one collection needs (before, a fixed 2 requests/s let a 5-request collection through
+/// every 2.5 s and every snapshot came late). An explicit limit too low for the interval is
+/// kept, and the exporter says so.
+#[tokio::test]
+async fn the_default_request_limit_keeps_up_with_the_interval() {
+    let cluster = SlurmCluster::get("22.05");
+    let exporter = exporter(&cluster, "v0.0.38");
+    exporter.wait_ready(Duration::from_secs(30)).await;
+    let collections = |m: &Metrics| {
+        m.get("slurm_exporter_collections_total", &[])
+            .unwrap_or(0.0)
+    };
+    let before = collections(&exporter.metrics().await);
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let m = exporter.metrics().await;
+    let made = collections(&m) - before;
+    assert!(
+        made >= 5.0,
+        "{made} collections in 6 s at --interval 1s (the rate limit holds them back?)\n{}",
+        exporter.logs()
+    );
+    let took = m
+        .get("slurm_exporter_collection_duration_seconds", &[])
+        .unwrap_or(f64::MAX);
+    assert!(took < 1.0, "a collection took {took} s at --interval 1s");
+
+    let key = cluster.key_file.to_string_lossy().into_owned();
+    let slow = Process::start(
+        &[
+            "exporter",
+            "--no-kubernetes",
+            "--interval",
+            "1s",
+            "--max-requests-per-second",
+            "2",
+            "--jwt-key-file",
+            &key,
+        ],
+        &[
+            ("SLURM_REST_URL", &cluster.url),
+            ("SLURM_USER", &cluster.user),
+            ("SLURM_CLUSTER", &cluster.name),
+        ],
+    );
+    slow.wait_ready(Duration::from_secs(30)).await;
+    assert!(
+        slow.logs().contains("raise --max-requests-per-second to 5"),
+        "no warning about a limit that cannot keep up:\n{}",
+        slow.logs()
+    );
+}

@@ -119,7 +119,7 @@ async fn main() {
         api_version: None,
         ca_file: None,
         timeout: Duration::from_secs(30),
-        max_requests_per_second: std::num::NonZeroU32::new(10).unwrap(),
+        max_requests_per_second: None,
     };
     let cfg = AutoscalerConfig {
         clusters: vec![cluster],

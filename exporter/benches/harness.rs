@@ -114,7 +114,7 @@ impl Harness {
             api_version: Some(ApiVersion::V0038),
             ca_file: None,
             timeout: Duration::from_secs(120),
-            max_requests_per_second: std::num::NonZeroU32::new(10).unwrap(),
+            max_requests_per_second: None,
         }
     }
 }

@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -65,7 +66,7 @@ impl Poller {
         let mut client_opts = ClientOptions::new(&cluster.url, &cluster.user);
         client_opts.timeout = cluster.timeout;
         client_opts.ca_file = cluster.ca_file.clone();
-        client_opts.max_requests_per_second = cluster.max_requests_per_second;
+        (client_opts.max_requests_per_second, client_opts.burst) = request_budget(cluster, &opts);
         let client = SlurmClient::new(&client_opts, cluster.token_source()?)?;
         let snapshot = ClusterSnapshot::new(&cluster.name, &cluster.url);
         let (tx, rx) = watch::channel(Arc::new(snapshot.clone()));
@@ -254,6 +255,36 @@ impl Apply<'_> {
     }
 }
 
+/// The rate limit of one cluster's requests: what the user set, or what one collection
+/// needs at the poll interval (its requests spread over the interval, all of them at once as
+/// a burst), so the limiter never slows a collection the interval asks for. A limit that
+/// cannot keep up is kept — the user may want exactly that — and said at start.
+fn request_budget(cluster: &ClusterConfig, opts: &CollectorOptions) -> (NonZeroU32, NonZeroU32) {
+    let per_collection = Endpoint::ALL
+        .iter()
+        .filter(|e| opts.diag || **e != Endpoint::Diag)
+        .count() as u32;
+    let interval = opts.interval.as_secs_f64().max(0.001);
+    let needed = (f64::from(per_collection) / interval).ceil() as u32;
+    let rate = match cluster.max_requests_per_second {
+        Some(r) => {
+            if r.get() < needed {
+                warn!(
+                    cluster = %cluster.name,
+                    max_requests_per_second = r.get(),
+                    interval = ?opts.interval,
+                    "one collection makes {per_collection} requests: at this limit a collection takes {:.1} s, longer than the interval, so data arrives late; raise --max-requests-per-second to {needed} or lengthen --interval",
+                    f64::from(per_collection) / f64::from(r.get())
+                );
+            }
+            r
+        }
+        None => NonZeroU32::new(needed).unwrap_or(NonZeroU32::MIN),
+    };
+    let burst = NonZeroU32::new(per_collection.max(rate.get())).unwrap_or(NonZeroU32::MIN);
+    (rate, burst)
+}
+
 async fn timed<T>(f: impl Future<Output = T>) -> (Duration, T) {
     let start = Instant::now();
     let out = f.await;
@@ -265,4 +296,47 @@ fn unix_now() -> i64 {
         .duration_since(SystemTime::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::AuthConfig;
+
+    fn cluster(limit: Option<u32>) -> ClusterConfig {
+        ClusterConfig {
+            name: "c".into(),
+            url: "http://127.0.0.1:1".into(),
+            user: "slurm".into(),
+            auth: AuthConfig::Token(crate::slurm::Secret::new("t")),
+            api_version: None,
+            ca_file: None,
+            timeout: Duration::from_secs(1),
+            max_requests_per_second: limit.and_then(NonZeroU32::new),
+        }
+    }
+
+    fn opts(interval: u64, diag: bool) -> CollectorOptions {
+        CollectorOptions {
+            interval: Duration::from_secs(interval),
+            per_owner: false,
+            diag,
+        }
+    }
+
+    #[test]
+    fn the_default_limit_lets_every_collection_through_on_time() {
+        let n = |r: NonZeroU32| r.get();
+        // The autoscaler: 4 requests a collection.
+        let (rate, burst) = request_budget(&cluster(None), &opts(1, false));
+        assert_eq!((n(rate), n(burst)), (4, 4));
+        let (rate, burst) = request_budget(&cluster(None), &opts(2, false));
+        assert_eq!((n(rate), n(burst)), (2, 4));
+        // The exporter: 5, every 30 s.
+        let (rate, burst) = request_budget(&cluster(None), &opts(30, true));
+        assert_eq!((n(rate), n(burst)), (1, 5));
+        // What the user sets stands, even when it cannot keep up.
+        let (rate, _) = request_budget(&cluster(Some(2)), &opts(1, true));
+        assert_eq!(n(rate), 2);
+    }
 }

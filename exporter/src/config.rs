@@ -40,7 +40,8 @@ pub struct ClusterConfig {
     pub api_version: Option<ApiVersion>,
     pub ca_file: Option<PathBuf>,
     pub timeout: Duration,
-    pub max_requests_per_second: NonZeroU32,
+    /// `None`: what one collection needs at the poll interval ([`crate::collect`]).
+    pub max_requests_per_second: Option<NonZeroU32>,
 }
 
 impl ClusterConfig {
@@ -129,7 +130,6 @@ pub struct ClusterEntry {
 pub const DEFAULT_USER: &str = "slurm";
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 pub const DEFAULT_JWT_LIFETIME: Duration = Duration::from_secs(600);
-pub const DEFAULT_MAX_RPS: u32 = 2;
 
 /// `auto` (or nothing) means probe; anything else must be a version we know.
 pub fn parse_api_version(s: Option<&str>) -> Result<Option<ApiVersion>> {
@@ -170,7 +170,6 @@ impl ClusterEntry {
             },
             _ => return Err(bad("no token: set tokenFile, tokenEnv or jwtKeyFile".into())),
         };
-        let rps = self.max_requests_per_second.unwrap_or(DEFAULT_MAX_RPS);
         Ok(ClusterConfig {
             api_version: parse_api_version(self.api_version.as_deref())
                 .map_err(|e| bad(e.to_string()))?,
@@ -178,8 +177,13 @@ impl ClusterEntry {
             auth,
             ca_file: self.ca_file,
             timeout: self.timeout.unwrap_or(DEFAULT_TIMEOUT),
-            max_requests_per_second: NonZeroU32::new(rps)
-                .ok_or_else(|| bad("maxRequestsPerSecond must be at least 1".into()))?,
+            max_requests_per_second: self
+                .max_requests_per_second
+                .map(|r| {
+                    NonZeroU32::new(r)
+                        .ok_or_else(|| bad("maxRequestsPerSecond must be at least 1".into()))
+                })
+                .transpose()?,
             name: self.name,
             url: self.url,
         })

@@ -6,7 +6,9 @@
 #                   | restd-stop | restd-start   (take slurmrestd away and back, for fault tests)
 #
 # FLAVOR is 22.05 (Debian bookworm's packages, REST v0.0.38) or 24.11 (built from Debian's
-# source by build-slurm-24.11.sh, REST v0.0.40-v0.0.42). Both can run side by side.
+# source by build-slurm-24.11.sh, REST v0.0.40-v0.0.42). Both can run side by side, and a
+# second copy of either beside the test one (benchmarks) with its own SLURMSCALE_RUN and
+# SLURMSCALE_PORT_BASE_2205 / _2411 (defaults 16800 / 17800; REST listens on base + 20).
 #
 # Partitions: `cpu` (c1-c4, default), `gpu` (g1-g2, four fake gres/gpu each) and `elastic`
 # (e1-e8, two fake GPUs each, State=FUTURE: no slurmd until a test "scales them up" with
@@ -27,11 +29,11 @@ flavor=${1:-}
 cmd=${2:-}
 case "$flavor" in
   22.05)
-    cluster=s2205 base=16800 api_versions="v0.0.38"
+    cluster=s2205 base=${SLURMSCALE_PORT_BASE_2205:-16800} api_versions="v0.0.38"
     sbin=/usr/sbin bin=/usr/bin
     ;;
   24.11)
-    cluster=s2411 base=17800 api_versions="v0.0.40 v0.0.41 v0.0.42"
+    cluster=s2411 base=${SLURMSCALE_PORT_BASE_2411:-17800} api_versions="v0.0.40 v0.0.41 v0.0.42"
     sbin=$SLURM_2411_PREFIX/sbin bin=$SLURM_2411_PREFIX/bin
     ;;
   *) die "usage: slurm.sh 22.05|24.11 start|stop|status|env|node-up NODE|node-down NODE" ;;

@@ -42,8 +42,10 @@ app.kubernetes.io/component: {{ .component }}
   value: {{ .Values.slurm.apiVersion | quote }}
 - name: SLURM_TIMEOUT
   value: {{ .Values.slurm.timeout | quote }}
+{{- with .Values.slurm.maxRequestsPerSecond }}
 - name: SLURM_MAX_REQUESTS_PER_SECOND
-  value: {{ .Values.slurm.maxRequestsPerSecond | quote }}
+  value: {{ . | quote }}
+{{- end }}
 {{- if eq .Values.slurm.auth.mode "jwtKey" }}
 - name: SLURM_JWT_KEY_FILE
   value: /var/run/secrets/slurm/{{ .Values.slurm.auth.secretKey }}
