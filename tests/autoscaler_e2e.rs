@@ -310,6 +310,7 @@ async fn scales_up_for_a_3_node_job_holds_busy_nodes_and_goes_back_to_zero() {
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     cluster.run("scancel", &[&job]);
+    let cancelled = Instant::now();
     eventually(
         "back to 0 once the job is gone",
         Duration::from_secs(60),
@@ -317,6 +318,13 @@ async fn scales_up_for_a_3_node_job_holds_busy_nodes_and_goes_back_to_zero() {
         async || replicas(&s).await == 0,
     )
     .await;
+    // The idle timeout (6 s) counts from the first poll that saw nothing, never from the
+    // last that saw work: zero comes no sooner than 6 s after the cancel.
+    assert!(
+        cancelled.elapsed() >= Duration::from_secs(6),
+        "scaled to zero {:?} after scancel, within the 6 s idle timeout",
+        cancelled.elapsed()
+    );
     // The page is re-rendered every second: it may lag the scale by that much.
     let l = [("namespace", s.ns.as_str()), ("autoscaler", "elastic")];
     eventually(

@@ -287,6 +287,55 @@ fn expectations(c: &SlurmCluster) -> Vec<support::Sample> {
             gres_used.get(&node).copied().unwrap_or(0.0),
         );
     }
+    // sinfo's allocated/idle/other split of CPUs, and its state words: a node takes new
+    // work only as plain `idle`, `mixed` or `allocated` (`drained`, `draining`, `idle*`... not).
+    let mut usable_split: BTreeMap<String, [f64; 5]> = BTreeMap::new();
+    let mut seen = HashSet::new();
+    for line in c.run("sinfo", &["-h", "-N", "-o", "%N %P %T %C"]).lines() {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        let (node, partition, state) = (w[0], w[1].trim_end_matches('*'), w[2]);
+        let cpus: Vec<f64> = w[3].split('/').map(|x| x.parse().unwrap()).collect();
+        let usable = ["idle", "mixed", "allocated"].contains(&state);
+        let row = [
+            f64::from(u8::from(usable && state == "idle")),
+            f64::from(u8::from(!usable)),
+            cpus[0],
+            cpus[1],
+            cpus[2],
+        ];
+        let mut add_row = |key: String| {
+            let e = usable_split.entry(key).or_default();
+            for (a, b) in e.iter_mut().zip(row) {
+                *a += b;
+            }
+        };
+        add_row(partition.to_string());
+        if seen.insert(node.to_string()) {
+            add_row(String::new());
+        }
+    }
+    // The workload drains an idle c4: its CPUs are "other", not idle.
+    assert!(
+        usable_split
+            .get("")
+            .is_some_and(|r| r[1] >= 1.0 && r[4] >= 8.0),
+        "Slurm {}: no drained node in the workload: {usable_split:?}",
+        c.flavor
+    );
+    for (key, [idle, unavailable, alloc, cpus_idle, other]) in &usable_split {
+        let (prefix, labels): (&str, Vec<(&str, &str)>) = if key.is_empty() {
+            ("slurm_nodes", vec![])
+        } else {
+            ("slurm_partition_nodes", vec![("partition", key.as_str())])
+        };
+        add(&format!("{prefix}_usable_idle"), &labels, *idle);
+        add(&format!("{prefix}_unavailable"), &labels, *unavailable);
+        add(&format!("{prefix}_cpus_usable_idle"), &labels, *cpus_idle);
+        add(&format!("{prefix}_cpus_unavailable"), &labels, *other);
+        if !key.is_empty() {
+            add("slurm_partition_nodes_cpus_alloc", &labels, *alloc);
+        }
+    }
     let drained = c.run("sinfo", &["-h", "-N", "-t", "drained", "-o", "%N"]);
     add(
         "slurm_nodes_drain",

@@ -547,9 +547,7 @@ impl<K: Kubernetes> Controller<K> {
                             running_jobs: work.jobs,
                             free_at: work.free_at,
                             in_partition: n.partitions.iter().any(|p| **p == *partition),
-                            busy: n.alloc_cpus > 0
-                                || matches!(n.state.base, NodeBase::Allocated | NodeBase::Mixed)
-                                || n.state.flags.contains(NodeFlags::COMPLETING),
+                            busy: n.busy(),
                             alloc_cpus: n.alloc_cpus,
                             drained_by_us: ours,
                             unavailable: (n.state.drain() && !ours)

@@ -7,7 +7,6 @@ use std::fmt;
 use std::time::{Duration, SystemTime};
 
 use crate::model::demand::{Demand, Room, Shape, demand};
-use crate::model::{NodeBase, NodeFlags};
 use crate::slurm::Endpoint;
 use crate::snapshot::{ClusterSnapshot, EndpointState};
 
@@ -111,11 +110,7 @@ pub fn partition_signals(
         .ok_or_else(|| Untrusted::UnknownPartition(partition.to_string()))?;
     let busy_nodes = nodes
         .iter()
-        .filter(|n| {
-            matches!(n.state.base, NodeBase::Allocated | NodeBase::Mixed)
-                || n.state.flags.contains(NodeFlags::COMPLETING)
-                || n.alloc_cpus > 0
-        })
+        .filter(|n| n.busy())
         .filter(|n| n.partitions.iter().any(|np| &**np == partition))
         .count() as u64;
     let limit = max_nodes.unwrap_or(p.total_nodes);

@@ -152,6 +152,35 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
         &[],
         nodes.iter().filter(|n| draining(n)).count() as f64,
     );
+    // What a job can use now, apart from the native state counts (whose `idle` includes
+    // drained, reserved and unresponsive idle nodes): sinfo's allocated/idle/other split.
+    out.gauge(
+        "slurm_nodes_usable_idle",
+        "Idle nodes a job can start on now: base state IDLE, not drained, in maintenance or a reservation, unresponsive, failing, powering or rebooting (slurm_nodes_idle counts those too).",
+        &[],
+        nodes
+            .iter()
+            .filter(|n| n.state.base == NodeBase::Idle && n.usable())
+            .count() as f64,
+    );
+    out.gauge(
+        "slurm_nodes_unavailable",
+        "Nodes that are up in Slurm's view but can take no new job (drained, draining, down, reserved, unresponsive, powered down...); FUTURE nodes are slurm_nodes_future.",
+        &[],
+        nodes.iter().filter(|n| !n.usable()).count() as f64,
+    );
+    out.gauge(
+        "slurm_nodes_cpus_usable_idle",
+        "Idle CPUs a job can use now: on nodes that can take new work (sinfo's I of A/I/O/T).",
+        &[],
+        nodes.iter().map(|n| n.usable_idle_cpus()).sum::<u64>() as f64,
+    );
+    out.gauge(
+        "slurm_nodes_cpus_unavailable",
+        "CPUs neither allocated nor usable: idle CPUs of nodes that can take no new work (sinfo's O of A/I/O/T).",
+        &[],
+        nodes.iter().map(|n| n.unavailable_cpus()).sum::<u64>() as f64,
+    );
     for (flag, name, help) in FLAG_METRICS {
         out.gauge(
             name,

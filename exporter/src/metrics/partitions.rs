@@ -16,8 +16,12 @@ struct Sums {
     by_base: BTreeMap<NodeBase, u64>,
     drain: u64,
     draining: u64,
+    usable_idle: u64,
+    unavailable: u64,
     cpus_alloc: u64,
     cpus_idle: u64,
+    cpus_usable_idle: u64,
+    cpus_unavailable: u64,
     memory: u64,
     memory_alloc: u64,
     gpus: u64,
@@ -33,6 +37,10 @@ impl Sums {
         // Values come from the wire: saturate rather than trust them to be small.
         self.cpus_alloc = self.cpus_alloc.saturating_add(n.alloc_cpus);
         self.cpus_idle = self.cpus_idle.saturating_add(n.idle_cpus());
+        self.usable_idle += u64::from(n.state.base == NodeBase::Idle && n.usable());
+        self.unavailable += u64::from(!n.usable());
+        self.cpus_usable_idle = self.cpus_usable_idle.saturating_add(n.usable_idle_cpus());
+        self.cpus_unavailable = self.cpus_unavailable.saturating_add(n.unavailable_cpus());
         self.memory = self.memory.saturating_add(n.memory_bytes);
         self.memory_alloc = self.memory_alloc.saturating_add(n.alloc_memory_bytes);
         self.gpus = self.gpus.saturating_add(n.gpus());
@@ -138,9 +146,33 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
         );
         out.gauge(
             "slurm_partition_nodes_cpus_idle",
-            "Idle CPUs summed over the partition's nodes.",
+            "Idle CPUs summed over the partition's nodes (native: drained and down nodes' included).",
             &part,
             sum.cpus_idle as f64,
+        );
+        out.gauge(
+            "slurm_partition_nodes_usable_idle",
+            "Idle nodes of the partition a job can start on now (slurm_partition_nodes_idle counts drained, reserved and unresponsive ones too).",
+            &part,
+            sum.usable_idle as f64,
+        );
+        out.gauge(
+            "slurm_partition_nodes_unavailable",
+            "Nodes of the partition up in Slurm's view but taking no new work (drained, draining, down, reserved, unresponsive...).",
+            &part,
+            sum.unavailable as f64,
+        );
+        out.gauge(
+            "slurm_partition_nodes_cpus_usable_idle",
+            "Idle CPUs of the partition a job can use now (sinfo's I of A/I/O/T).",
+            &part,
+            sum.cpus_usable_idle as f64,
+        );
+        out.gauge(
+            "slurm_partition_nodes_cpus_unavailable",
+            "CPUs of the partition neither allocated nor usable (sinfo's O of A/I/O/T).",
+            &part,
+            sum.cpus_unavailable as f64,
         );
         out.gauge(
             "slurm_partition_memory_bytes",

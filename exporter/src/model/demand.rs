@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use super::packing::{self, Ask, FreeNode, Packed, Resources};
-use super::{Jobs, Node, NodeBase, NodeFlags, Partition, PendingClass};
+use super::{Jobs, Node, Partition, PendingClass};
 
 /// The nodes a NodeSet adds to a partition; `None` where it is not known.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -106,21 +106,9 @@ pub struct Room {
 impl Room {
     /// The room of `partition`'s nodes, for new nodes of `shape`.
     pub fn new(partition: &str, nodes: &[Node], shape: Shape) -> Self {
-        const UNUSABLE: [NodeFlags; 9] = [
-            NodeFlags::DRAIN,
-            NodeFlags::MAINTENANCE,
-            NodeFlags::RESERVED,
-            NodeFlags::NOT_RESPONDING,
-            NodeFlags::FAIL,
-            NodeFlags::POWERED_DOWN,
-            NodeFlags::POWERING_DOWN,
-            NodeFlags::POWERING_UP,
-            NodeFlags::REBOOT,
-        ];
         let free = nodes
             .iter()
-            .filter(|n| matches!(n.state.base, NodeBase::Idle | NodeBase::Mixed))
-            .filter(|n| !UNUSABLE.iter().any(|f| n.state.flags.contains(*f)))
+            .filter(|n| n.usable() && n.idle_cpus() > 0)
             .filter(|n| in_partition(n, partition))
             .map(|n| {
                 let total = Resources {
@@ -135,7 +123,7 @@ impl Room {
                         memory_bytes: n.memory_bytes.saturating_sub(n.alloc_memory_bytes),
                         gpus: total.gpus.saturating_sub(n.gpus_alloc()),
                     },
-                    idle: n.alloc_cpus == 0 && !n.state.flags.contains(NodeFlags::COMPLETING),
+                    idle: !n.busy(),
                 }
             })
             .collect();

@@ -196,6 +196,46 @@ impl Node {
     pub fn idle_cpus(&self) -> u64 {
         self.cpus.saturating_sub(self.alloc_cpus)
     }
+
+    /// Running work: allocated CPUs, an ALLOCATED or MIXED base state, or jobs completing.
+    /// The one meaning of "busy" for demand, scaling and colocation.
+    pub fn busy(&self) -> bool {
+        self.alloc_cpus > 0
+            || matches!(self.state.base, NodeBase::Allocated | NodeBase::Mixed)
+            || self.state.flags.contains(NodeFlags::COMPLETING)
+    }
+
+    /// A new job may start here now: up (IDLE, MIXED or ALLOCATED) and not drained or
+    /// draining, in maintenance or a reservation, not responding, failing, powered (or
+    /// powering) down or up, or rebooting. What sinfo counts as neither allocated nor idle
+    /// ("other") is the rest.
+    pub fn usable(&self) -> bool {
+        const UNUSABLE: [NodeFlags; 9] = [
+            NodeFlags::DRAIN,
+            NodeFlags::MAINTENANCE,
+            NodeFlags::RESERVED,
+            NodeFlags::NOT_RESPONDING,
+            NodeFlags::FAIL,
+            NodeFlags::POWERED_DOWN,
+            NodeFlags::POWERING_DOWN,
+            NodeFlags::POWERING_UP,
+            NodeFlags::REBOOT,
+        ];
+        matches!(
+            self.state.base,
+            NodeBase::Idle | NodeBase::Mixed | NodeBase::Allocated
+        ) && !UNUSABLE.iter().any(|f| self.state.flags.contains(*f))
+    }
+
+    /// Idle CPUs a job could use now: those of a usable node, none elsewhere.
+    pub fn usable_idle_cpus(&self) -> u64 {
+        if self.usable() { self.idle_cpus() } else { 0 }
+    }
+
+    /// CPUs neither allocated nor usable (sinfo's "other").
+    pub fn unavailable_cpus(&self) -> u64 {
+        self.idle_cpus() - self.usable_idle_cpus()
+    }
 }
 
 pub fn gpus(gres: &[Gres]) -> u64 {
