@@ -165,6 +165,7 @@ fn expectations(c: &SlurmCluster) -> Vec<support::Sample> {
     let mut demand_nodes: BTreeMap<&str, f64> = BTreeMap::new();
     let mut demand_gpus: BTreeMap<&str, f64> = BTreeMap::new();
     let mut array_tasks: BTreeMap<String, (String, f64)> = BTreeMap::new();
+    let mut throttled: BTreeMap<&str, f64> = BTreeMap::new();
     for line in tasks.lines() {
         let f: Vec<&str> = line.split('|').collect();
         let schedulable =
@@ -217,7 +218,14 @@ fn expectations(c: &SlurmCluster) -> Vec<support::Sample> {
             .copied()
             .unwrap();
         *demand_nodes.entry(p).or_default() += may_start;
+        // One-node tasks: what may not start waits on the throttle.
+        *throttled.entry(p).or_default() += nodes - may_start;
     }
+    assert!(
+        throttled.get("elastic").is_some_and(|t| *t >= 1.0),
+        "Slurm {}: the workload's throttled array left no task waiting: {throttled:?}",
+        c.flavor
+    );
     for p in partitions {
         // What squeue shows is the unpacked count; the packed one (demand_nodes) is checked
         // against hand-computed cases in the golden tests and end to end in autoscaler_e2e.
@@ -230,6 +238,11 @@ fn expectations(c: &SlurmCluster) -> Vec<support::Sample> {
             "slurm_partition_demand_gpus",
             &[("partition", p)],
             demand_gpus.get(p).copied().unwrap_or(0.0),
+        );
+        add(
+            "slurm_partition_demand_jobs",
+            &[("partition", p), ("class", "throttled")],
+            throttled.get(p).copied().unwrap_or(0.0),
         );
     }
 

@@ -92,6 +92,7 @@ fn jobs(partition: &Arc<str>, distinct: bool) -> Jobs {
                 class: PendingClass::Schedulable,
                 reason: reason.clone(),
                 tasks: 1,
+                throttled: 0,
                 nodes,
                 cpus,
                 gpus,

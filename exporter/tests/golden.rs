@@ -317,6 +317,15 @@ fn recorded_workload(version: ApiVersion) {
         11.0,
         "{version}"
     );
+    // The array's other 15 tasks wait on its %5 throttle.
+    assert_eq!(
+        v(
+            "slurm_partition_demand_jobs",
+            &[("partition", "elastic"), ("class", "throttled")]
+        ),
+        15.0,
+        "{version}"
+    );
     assert_eq!(
         v("slurm_partition_demand_memory_bytes", &part("elastic")),
         (6000.0 + 5.0 * 500.0) * 1048576.0,

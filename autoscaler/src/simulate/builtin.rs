@@ -216,6 +216,7 @@ impl Builtin {
                     class: PendingClass::Schedulable,
                     reason: reason.clone(),
                     tasks: 1,
+                    throttled: 0,
                     nodes: j.nodes.into(),
                     cpus: u64::from(j.cpus_per_node) * u64::from(j.nodes),
                     gpus: u64::from(j.gpus_per_node) * u64::from(j.nodes),

@@ -45,7 +45,7 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
         for class in PendingClass::ALL {
             out.gauge(
                 "slurm_partition_demand_jobs",
-                "Pending job-equivalents in the partition (array tasks counted) by class: schedulable, held, waiting (dependency, begin time, limits).",
+                "Pending job-equivalents in the partition (array tasks counted) by class: schedulable, held, waiting (dependency, begin time, limits), throttled (array tasks beyond the array's %N throttle).",
                 &[("partition", name), ("class", class.as_str())],
                 d.jobs(class) as f64,
             );

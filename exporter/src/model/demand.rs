@@ -205,6 +205,9 @@ pub fn demand(jobs: &Jobs, partition: &str, max_nodes: Option<u64>, room: Option
         .filter(|j| j.partitions.iter().any(|p| &**p == partition))
     {
         *d.jobs.entry(job.class).or_default() += job.tasks;
+        if job.throttled > 0 {
+            *d.jobs.entry(PendingClass::Throttled).or_default() += job.throttled;
+        }
         if job.class != PendingClass::Schedulable || job.tasks == 0 {
             continue;
         }
@@ -326,6 +329,7 @@ mod tests {
                     class: PendingClass::Schedulable,
                     reason: Arc::from("Resources"),
                     tasks,
+                    throttled: 0,
                     nodes,
                     cpus,
                     gpus,

@@ -246,6 +246,7 @@ impl JobsBuilder {
                     class: PendingClass::of(r.reason, held),
                     reason: reason.unwrap_or_else(|| Arc::from(reason_text)),
                     tasks,
+                    throttled: 0,
                     nodes: min_nodes,
                     cpus: r.cpus.unwrap_or(0).max(1),
                     gpus: r.requested_gpus().unwrap_or(0),
@@ -271,11 +272,16 @@ impl JobsBuilder {
     }
 
     pub fn finish(mut self) -> Jobs {
-        // A throttled array may only start `limit - running` more tasks right now.
+        // A throttled array may only start `limit - running` more tasks right now; the rest
+        // wait on the throttle (a held array's tasks are all held).
         for (index, array, limit) in self.throttled {
             let running = self.running_array_tasks.get(&array).copied().unwrap_or(0);
-            if let Some(p) = self.jobs.pending.get_mut(index) {
-                p.tasks = p.tasks.min(limit.saturating_sub(running));
+            if let Some(p) = self.jobs.pending.get_mut(index)
+                && p.class != PendingClass::Held
+            {
+                let may_start = p.tasks.min(limit.saturating_sub(running));
+                p.throttled = p.tasks - may_start;
+                p.tasks = may_start;
             }
         }
         self.jobs
@@ -390,9 +396,22 @@ mod tests {
         let jobs = b.finish();
         assert_eq!(jobs.partitions["elastic"].state(JobState::Pending), 1);
         assert_eq!(
-            jobs.pending[0].tasks, 3,
-            "18 tasks left, throttle 5, 2 running"
+            (jobs.pending[0].tasks, jobs.pending[0].throttled),
+            (3, 15),
+            "18 tasks left, throttle 5, 2 running: 3 may start, 15 wait on the throttle"
         );
+
+        // Held, every task is held: none is counted as waiting on the throttle.
+        let mut b = JobsBuilder::new(false);
+        b.add(JobRecord {
+            array_job_id: Some(200),
+            array_task_string: "1-50%5",
+            array_max_tasks: Some(5),
+            hold: true,
+            ..pending(200, "elastic", "JobHeldUser")
+        });
+        let jobs = b.finish();
+        assert_eq!((jobs.pending[0].tasks, jobs.pending[0].throttled), (50, 0));
     }
 
     #[test]

@@ -345,16 +345,26 @@ pub enum PendingClass {
     Held,
     /// Waits for something more nodes cannot give: a dependency, a begin time, a limit.
     Waiting,
+    /// Array tasks beyond what the array's `%N` throttle lets start now: never a record's
+    /// class ([`Self::of`]), only a count ([`PendingJob::throttled`]), so the backlog a
+    /// throttle hides is visible.
+    Throttled,
 }
 
 impl PendingClass {
-    pub const ALL: [PendingClass; 3] = [Self::Schedulable, Self::Held, Self::Waiting];
+    pub const ALL: [PendingClass; 4] = [
+        Self::Schedulable,
+        Self::Held,
+        Self::Waiting,
+        Self::Throttled,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Schedulable => "schedulable",
             Self::Held => "held",
             Self::Waiting => "waiting",
+            Self::Throttled => "throttled",
         }
     }
 
@@ -406,8 +416,10 @@ pub struct PendingJob {
     pub class: PendingClass,
     pub reason: Arc<str>,
     /// Job records this stands for: 1, or the pending tasks of an array record that may start
-    /// now (its `%N` throttle minus tasks already running).
+    /// now (its `%N` throttle minus tasks already running; all of them when held).
     pub tasks: u64,
+    /// Pending tasks of the array beyond those: waiting on the throttle.
+    pub throttled: u64,
     /// Per task: nodes, CPUs, GPUs, memory.
     pub nodes: u64,
     pub cpus: u64,
