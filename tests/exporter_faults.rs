@@ -300,6 +300,14 @@ async fn slurmrestd_down_then_back() {
     exporter.wait_ready(Duration::from_secs(30)).await;
     let baseline = exporter.metrics().await.get("slurm_nodes", &[]);
 
+    assert_eq!(
+        exporter
+            .metrics()
+            .await
+            .get("slurm_controller_up", &[("mode", "primary")]),
+        Some(1.0)
+    );
+
     cluster.harness(&["restd-stop"]);
     let down = wait_until(Duration::from_secs(20), || async {
         let m = exporter.metrics().await;
@@ -307,8 +315,17 @@ async fn slurmrestd_down_then_back() {
     })
     .await;
     let logs = exporter.logs();
+    // Nobody can say whether slurmctld is up: its series is gone, not a stale 1.
+    let m = exporter.metrics().await;
+    let controller = m.all("slurm_controller_up", &[]);
+    let ping = m.get("slurm_exporter_endpoint_up", &[("endpoint", "ping")]);
     cluster.harness(&["restd-start"]);
     assert!(down, "a stopped slurmrestd went unnoticed:\n{logs}");
+    assert!(
+        controller.is_empty(),
+        "slurm_controller_up still reported while slurmrestd is gone: {controller:?}"
+    );
+    assert_eq!(ping, Some(0.0));
     assert_eq!(
         exporter.metrics().await.get("slurm_nodes", &[]),
         baseline,
@@ -316,7 +333,9 @@ async fn slurmrestd_down_then_back() {
     );
 
     let back = wait_until(Duration::from_secs(30), || async {
-        exporter.metrics().await.get("slurm_exporter_up", &[]) == Some(1.0)
+        let m = exporter.metrics().await;
+        m.get("slurm_exporter_up", &[]) == Some(1.0)
+            && m.get("slurm_controller_up", &[("mode", "primary")]) == Some(1.0)
     })
     .await;
     assert!(

@@ -84,7 +84,10 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
             );
         }
     }
-    if let Some(ping) = &s.ping.data {
+    // A controller's state is known only from a ping that just worked: while slurmrestd
+    // itself cannot be reached the series goes away (unknown), rather than repeating the
+    // last answer; slurm_exporter_endpoint_up{endpoint="ping"} says why.
+    if let Some(ping) = s.ping.data.as_ref().filter(|_| s.ping.up) {
         for c in &ping.controllers {
             let labels = [
                 ("controller", c.hostname.as_str()),
@@ -92,7 +95,7 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
             ];
             out.gauge(
                 "slurm_controller_up",
-                "1 when this slurmctld answered slurmrestd's ping.",
+                "1 when this slurmctld answered slurmrestd's latest ping, 0 when it did not; absent while slurmrestd itself does not answer (slurm_exporter_endpoint_up{endpoint=\"ping\"} is 0).",
                 &labels,
                 f64::from(u8::from(c.responding)),
             );
