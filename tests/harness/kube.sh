@@ -12,7 +12,9 @@ need_root
 dir="$SLURMSCALE_RUN/kube"
 pids="$dir/pids"
 pki="$dir/pki"
-etcd_port=18379 etcd_peer_port=18380 api_port=18443
+# SLURMSCALE_KUBE_PORT_BASE moves all three (a second copy beside the test one).
+kube_base=${SLURMSCALE_KUBE_PORT_BASE:-18000}
+etcd_port=$((kube_base + 379)) etcd_peer_port=$((kube_base + 380)) api_port=$((kube_base + 443))
 api_url="https://127.0.0.1:$api_port"
 kubeconfig="$dir/kubeconfig"
 repo_root="$(cd "$HARNESS_DIR/../.." && pwd)"

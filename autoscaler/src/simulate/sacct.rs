@@ -14,7 +14,7 @@
 use std::io::BufRead;
 use std::path::Path;
 
-use slurmscale_exporter::model::jobs::memory_mib;
+use slurmscale_exporter::model::text::memory_mib;
 
 use super::trace::{Parsed, Request, error};
 use crate::error::{Error, Result};

@@ -8,8 +8,8 @@
 use std::collections::{BTreeMap, HashSet};
 
 use super::{MetricsOptions, Out, join};
+use crate::model::text::expand_hostlist;
 use crate::model::{Node, NodeBase, NodeFlags, Partition};
-use crate::slurm::text::expand_hostlist;
 use crate::snapshot::ClusterSnapshot;
 
 /// More names than this in partition node lists is not a real cluster.

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::{JobCounts, JobState, Jobs, NodeWork, PendingClass, PendingJob};
-use crate::slurm::text::{array_tasks, expand_hostlist, tres_gpus, tres_per_gpus};
+use crate::model::text::{array_tasks, expand_hostlist, tres_gpus, tres_mem_mib, tres_per_gpus};
 
 /// One job as a wire module reads it, borrowing from the response bytes.
 #[derive(Clone, Debug, Default)]
@@ -90,27 +90,6 @@ impl JobRecord<'_> {
         };
         mib.saturating_mul(1024 * 1024)
     }
-}
-
-/// `mem=2000M` / `mem=62.50G` in a TRES string, in MiB.
-pub fn tres_mem_mib(s: &str) -> Option<u64> {
-    let value = s.split(',').find_map(|i| i.trim().strip_prefix("mem="))?;
-    memory_mib(value).map(|m| m as u64)
-}
-
-/// A Slurm memory size (`2000M`, `62.50G`, `1.5T`, `512K`; no unit: MiB) in MiB, unrounded:
-/// TRES strings and accounting exports write memory this way.
-pub fn memory_mib(s: &str) -> Option<f64> {
-    let (num, unit) = s.split_at(s.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(s.len()));
-    let n: f64 = num.parse().ok()?;
-    let factor = match unit {
-        "" | "M" => 1.0,
-        "K" => 1.0 / 1024.0,
-        "G" => 1024.0,
-        "T" => 1024.0 * 1024.0,
-        _ => return None,
-    };
-    Some(n * factor)
 }
 
 /// A job's partitions as written (`a,b`), parsed once: the first and all of them.

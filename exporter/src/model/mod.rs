@@ -8,6 +8,7 @@ use std::sync::Arc;
 pub mod demand;
 pub mod jobs;
 pub mod packing;
+pub mod text;
 
 /// Base state of a node. Base states are exclusive; DRAIN, MAINTENANCE etc. are [`NodeFlags`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -4,7 +4,6 @@
 pub mod auth;
 pub mod client;
 pub mod fetch;
-pub mod text;
 pub mod versions;
 pub mod wire;
 

@@ -560,7 +560,7 @@ impl<'de> Deserialize<'de> for GresDetailGpus {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let mut total = None::<u64>;
         EachSeed::new(|s: Str<'de>| {
-            let gpus = crate::model::gpus(&crate::slurm::text::parse_gres(s.as_str()));
+            let gpus = crate::model::gpus(&crate::model::text::parse_gres(s.as_str()));
             total = Some(total.unwrap_or(0).saturating_add(gpus));
         })
         .deserialize(d)?;

@@ -10,8 +10,8 @@ use super::{
     decode_object, mib, micros, wire_struct,
 };
 use crate::model::jobs::{JobRecord, JobsBuilder};
+use crate::model::text::{parse_gres, tres_gpus, tres_memory_bytes};
 use crate::model::{Controller, Diag, JobState, Jobs, Node, NodeState, Partition, Ping, RpcStat};
-use crate::slurm::text::{parse_gres, tres_gpus, tres_memory_bytes};
 
 wire_struct! {
     struct Job<'a> {

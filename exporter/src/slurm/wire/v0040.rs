@@ -16,8 +16,8 @@ use super::{
     decode_list, decode_object, mib, wire_struct,
 };
 use crate::model::jobs::{JobRecord, JobsBuilder};
+use crate::model::text::{parse_gres, tres_gpus, tres_memory_bytes};
 use crate::model::{Controller, Diag, JobState, Jobs, Node, NodeState, Partition, Ping};
-use crate::slurm::text::{parse_gres, tres_gpus, tres_memory_bytes};
 
 /// `job_resources` in either shape: v0.0.38/40 `{allocated_hosts, allocated_cpus,
 /// allocated_cores, ...}` or v0.0.41+ `{nodes: {count, list, ...}, cpus}`. Only the counts
