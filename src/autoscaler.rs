@@ -33,6 +33,7 @@ pub async fn run(args: AutoscalerArgs) -> Result<()> {
     let cfg = AutoscalerConfig {
         clusters,
         interval,
+        budget: args.slurm.poll_budget,
         listen: args.listen,
         lease: Some(lease),
         identity,

@@ -120,6 +120,12 @@ pub struct SlurmArgs {
     /// to requests / this many seconds (a warning says so at start).
     #[arg(long, env = "SLURM_MAX_REQUESTS_PER_SECOND")]
     pub max_requests_per_second: Option<u32>,
+    /// The most of slurmrestd's time each kind of request may take (`3%` or `0.03`): after a
+    /// request that took d, the next of its kind waits d × (1/share − 1), so a 22 s /jobs of
+    /// 20,000 jobs goes at most every 12 minutes while cheap requests follow --interval.
+    /// The job list stays current between full fetches from /diag and single-job reads.
+    #[arg(long, env = "SLURMSCALE_POLL_BUDGET", default_value = "3%")]
+    pub poll_budget: slurmscale_exporter::collect::Budget,
     /// YAML file listing several clusters (replaces the single-cluster flags above).
     #[arg(long, env = "SLURMSCALE_CONFIG")]
     pub config: Option<PathBuf>,

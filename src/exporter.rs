@@ -19,7 +19,8 @@ pub async fn run(args: ExporterArgs) -> Result<()> {
     let opts = CollectorOptions {
         interval: file_interval.unwrap_or(args.interval),
         per_owner: args.per_user_metrics,
-        diag: true,
+        budget: args.slurm.poll_budget,
+        active: None,
     };
     let stop = CancellationToken::new();
     let changed = Arc::new(Notify::new());

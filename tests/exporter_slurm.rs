@@ -535,18 +535,26 @@ fn well_formed(m: &Metrics, cluster: &SlurmCluster, version: &str) {
 }
 
 fn exporter(cluster: &SlurmCluster, version: &str) -> Process {
+    exporter_with(cluster, version, &[])
+}
+
+fn exporter_with(cluster: &SlurmCluster, version: &str, extra: &[&str]) -> Process {
     let key = cluster.key_file.to_string_lossy().into_owned();
     Process::start(
         &[
-            "exporter",
-            "--no-kubernetes",
-            "--interval",
-            "1s",
-            "--api-version",
-            version,
-            "--jwt-key-file",
-            &key,
-        ],
+            &[
+                "exporter",
+                "--no-kubernetes",
+                "--interval",
+                "1s",
+                "--api-version",
+                version,
+                "--jwt-key-file",
+                &key,
+            ],
+            extra,
+        ]
+        .concat(),
         &[
             ("SLURM_REST_URL", &cluster.url),
             ("SLURM_USER", &cluster.user),
@@ -555,7 +563,19 @@ fn exporter(cluster: &SlurmCluster, version: &str) -> Process {
     )
 }
 
+/// Tests that submit the workload to one Slurm take turns.
+static WORKLOAD_2205: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+static WORKLOAD_2411: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+async fn turn(flavor: &str) -> tokio::sync::MutexGuard<'static, ()> {
+    match flavor {
+        "22.05" => WORKLOAD_2205.lock().await,
+        _ => WORKLOAD_2411.lock().await,
+    }
+}
+
 async fn every_family_matches_slurm(flavor: &str) {
+    let _turn = turn(flavor).await;
     let cluster = SlurmCluster::get(flavor);
     let _workload = Workload::submit(&cluster);
     let exporters: Vec<(String, Process)> = cluster
@@ -748,4 +768,66 @@ async fn the_default_request_limit_keeps_up_with_the_interval() {
         "no warning about a limit that cannot keep up:\n{}",
         slow.logs()
     );
+}
+
+/// The job list stays current without asking for all of it again: the exporter reads the
+/// whole list once, then follows the workload submitted after it (running, pending, held,
+/// dependent and array jobs, a drained node) from /diag and single /job/{id} reads, and
+/// every family agrees with Slurm's own commands with no second full /jobs.
+async fn the_job_list_follows_changes_without_full_fetches(flavor: &str) {
+    let _turn = turn(flavor).await;
+    let cluster = SlurmCluster::get(flavor);
+    let _ = cluster.cmd("scancel").arg("--user=root").status();
+    let version = cluster.api_versions.last().unwrap().clone();
+    let exporter = exporter(&cluster, &version);
+    exporter.wait_ready(Duration::from_secs(30)).await;
+    let requests = |m: &Metrics, how: &str| {
+        m.get(
+            "slurm_exporter_job_list_requests_total",
+            &[("request", how)],
+        )
+        .unwrap_or(0.0)
+    };
+    let first = exporter.metrics().await;
+    let full = requests(&first, "full");
+    assert_eq!(full, 1.0, "Slurm {flavor}: one full /jobs to start with");
+
+    let _workload = Workload::submit(&cluster);
+    let m = converges(&exporter, &cluster, &version).await;
+    assert_eq!(
+        requests(&m, "full"),
+        full,
+        "Slurm {flavor}: a second full /jobs was needed:\n{}",
+        exporter.logs()
+    );
+    assert!(
+        requests(&m, "single") >= 8.0,
+        "the new jobs were read one by one"
+    );
+    // Once the workload stops moving, nothing in the list is in doubt.
+    let settled = wait_until(Duration::from_secs(10), || async {
+        let m = exporter.metrics().await;
+        m.get("slurm_exporter_jobs_maybe_started", &[]) == Some(0.0)
+            && m.get("slurm_exporter_jobs_unlisted_new", &[]) == Some(0.0)
+    })
+    .await;
+    assert!(settled, "Slurm {flavor}: the job list stays uncertain");
+    // What it cost slurmrestd is on the page: one /jobs, many cheap requests.
+    assert_eq!(
+        m.get(
+            "slurm_exporter_request_duration_seconds_count",
+            &[("endpoint", "jobs")]
+        ),
+        Some(1.0)
+    );
+}
+
+#[tokio::test]
+async fn the_job_list_follows_changes_on_22_05() {
+    the_job_list_follows_changes_without_full_fetches("22.05").await;
+}
+
+#[tokio::test]
+async fn the_job_list_follows_changes_on_24_11() {
+    the_job_list_follows_changes_without_full_fetches("24.11").await;
 }

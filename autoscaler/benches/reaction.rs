@@ -122,6 +122,7 @@ async fn main() {
         max_requests_per_second: None,
     };
     let cfg = AutoscalerConfig {
+        budget: Default::default(),
         clusters: vec![cluster],
         interval: Duration::from_secs(2),
         listen: "127.0.0.1:0".parse().unwrap(),

@@ -5,7 +5,6 @@
 //! that cannot renew steps down at once (before its lease runs out), never after.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
@@ -14,6 +13,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
@@ -28,18 +28,36 @@ pub struct LeaseConfig {
     pub renew: Duration,
 }
 
-/// Whether this process may actuate right now.
-#[derive(Clone, Debug, Default)]
-pub struct Leadership(Arc<AtomicBool>);
+/// Whether this process may actuate right now, and a way to hear when that changes (only
+/// the leader polls Slurm in full).
+#[derive(Clone, Debug)]
+pub struct Leadership(Arc<watch::Sender<bool>>);
+
+impl Default for Leadership {
+    /// Not leading until an election says so.
+    fn default() -> Self {
+        Self(Arc::new(watch::Sender::new(false)))
+    }
+}
 
 impl Leadership {
     /// Always the leader (a single replica without election).
     pub fn always() -> Self {
-        Self(Arc::new(AtomicBool::new(true)))
+        Self(Arc::new(watch::Sender::new(true)))
     }
 
     pub fn is_leader(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
+        *self.0.borrow()
+    }
+
+    /// Follows leadership: `true` while leading.
+    pub fn watch(&self) -> watch::Receiver<bool> {
+        self.0.subscribe()
+    }
+
+    /// Sets it; returns what it was.
+    fn swap(&self, leading: bool) -> bool {
+        self.0.send_replace(leading)
     }
 }
 
@@ -65,7 +83,7 @@ pub async fn run(
                 false
             }
         };
-        if leading != leadership.0.swap(leading, Ordering::SeqCst) {
+        if leading != leadership.swap(leading) {
             info!(identity = %cfg.identity, lease = %cfg.name, leading, "leadership changed");
         }
         tokio::select! {
@@ -74,7 +92,7 @@ pub async fn run(
         }
     }
     // Step down cleanly so a standby need not wait for the lease to expire.
-    if leadership.0.swap(false, Ordering::SeqCst) {
+    if leadership.swap(false) {
         let _ = release(&api, &cfg).await;
     }
 }

@@ -38,6 +38,8 @@ pub struct AutoscalerConfig {
     pub clusters: Vec<ClusterConfig>,
     /// How often slurmrestd is polled (and decisions made).
     pub interval: Duration,
+    /// The share of slurmrestd's time each kind of request may take.
+    pub budget: slurmscale_exporter::collect::Budget,
     pub listen: SocketAddr,
     /// Leader election; `None` to act alone.
     pub lease: Option<leader::LeaseConfig>,
@@ -53,10 +55,21 @@ pub struct AutoscalerConfig {
 /// Runs the autoscaler until `stop`.
 pub async fn run(client: Client, cfg: AutoscalerConfig, stop: CancellationToken) -> Result<()> {
     let changed = Arc::new(Notify::new());
+    let leadership = match cfg.lease.clone() {
+        Some(lease) => {
+            let l = leader::Leadership::default();
+            tokio::spawn(leader::run(client.clone(), lease, l.clone(), stop.clone()));
+            l
+        }
+        None => leader::Leadership::always(),
+    };
+    // Only the leader polls Slurm in full; a standby pings, and takes over with a fresh
+    // look before its first decision (its data is stale until then: it freezes).
     let opts = CollectorOptions {
         interval: cfg.interval,
         per_owner: false,
-        diag: false,
+        budget: cfg.budget,
+        active: cfg.lease.is_some().then(|| leadership.watch()),
     };
     let mut clusters = BTreeMap::new();
     for c in &cfg.clusters {
@@ -92,14 +105,6 @@ pub async fn run(client: Client, cfg: AutoscalerConfig, stop: CancellationToken)
         });
     }
 
-    let leadership = match cfg.lease.clone() {
-        Some(lease) => {
-            let l = leader::Leadership::default();
-            tokio::spawn(leader::run(client.clone(), lease, l.clone(), stop.clone()));
-            l
-        }
-        None => leader::Leadership::always(),
-    };
     if cfg.dry_run {
         info!("dry run: decisions are reported, nothing is scaled");
     }

@@ -72,8 +72,11 @@ fn trusted<T>(
             state.last_error.clone().unwrap_or_default(),
         ));
     }
+    // A slow but healthy slurmrestd is polled less often (the poll budget): data is stale
+    // only when older than three of its current gaps (a failing one is `Failing` above).
+    let limit = max_age.max(state.cadence.map_or(Duration::ZERO, |c| c * 3));
     let age = now.duration_since(at).unwrap_or_default();
-    if age > max_age {
+    if age > limit {
         return Err(Untrusted::Stale(e, age));
     }
     Ok(at)

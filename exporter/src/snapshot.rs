@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::error::Error;
+use crate::metrics::Histogram;
 use crate::model::{Diag, Jobs, Node, Partition, Ping};
 use crate::slurm::{ApiVersion, Endpoint};
 
@@ -27,6 +28,9 @@ pub struct EndpointState<T> {
     pub errors: BTreeMap<&'static str, u64>,
     /// Time the last attempt took (request + decode).
     pub duration: Option<Duration>,
+    /// The gap the poller now leaves between two requests for this data: the interval, or
+    /// more when slurmrestd is slow to answer (its budget). Staleness limits follow it.
+    pub cadence: Option<Duration>,
 }
 
 impl<T> Default for EndpointState<T> {
@@ -39,6 +43,7 @@ impl<T> Default for EndpointState<T> {
             last_error: None,
             errors: BTreeMap::new(),
             duration: None,
+            cadence: None,
         }
     }
 }
@@ -96,6 +101,26 @@ pub struct ClusterSnapshot {
     /// When the last cycle finished and how long it took.
     pub collected_at: Option<SystemTime>,
     pub collection_duration: Option<Duration>,
+    /// Time slurmrestd took for our requests, by endpoint (`job` = one job, `jobs_state`).
+    pub requests: BTreeMap<&'static str, Histogram>,
+    /// How the job list was kept current.
+    pub jobs_effort: JobsEffort,
+}
+
+/// Requests made to keep the job list current, since start.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JobsEffort {
+    pub full_fetches: u64,
+    pub state_fetches: u64,
+    pub single_reads: u64,
+}
+
+impl JobsEffort {
+    pub fn add(&mut self, e: crate::collect::jobs::Effort) {
+        self.full_fetches += u64::from(e.full);
+        self.state_fetches += u64::from(e.states);
+        self.single_reads += u64::from(e.single_jobs);
+    }
 }
 
 /// What `/readyz` needs: which endpoint has never answered.
@@ -121,6 +146,7 @@ impl ClusterSnapshot {
                     last_attempt: $s.last_attempt,
                     errors: &$s.errors,
                     duration: $s.duration,
+                    cadence: $s.cadence,
                     last_error: $s.last_error.as_deref(),
                 }
             };
@@ -156,5 +182,6 @@ pub struct EndpointHealth<'a> {
     pub last_attempt: Option<SystemTime>,
     pub errors: &'a BTreeMap<&'static str, u64>,
     pub duration: Option<Duration>,
+    pub cadence: Option<Duration>,
     pub last_error: Option<&'a str>,
 }

@@ -54,16 +54,21 @@ pub fn snapshot(version: ApiVersion) -> ClusterSnapshot {
                 .data,
         ),
     );
-    s.jobs.succeed(
-        at,
-        took,
-        Some(
-            version
-                .decode_jobs(&read(version, "jobs"), true)
-                .expect("jobs decode")
-                .data,
-        ),
+    let jobs = version
+        .decode_jobs(&read(version, "jobs"), true)
+        .expect("jobs decode")
+        .data;
+    // The job list kept between polls counts exactly as decoding /jobs does.
+    let table = version
+        .decode_job_table(&read(version, "jobs"))
+        .expect("jobs decode into a table")
+        .data;
+    assert_eq!(
+        table.build(true),
+        jobs,
+        "{version}: table and direct decode differ"
     );
+    s.jobs.succeed(at, took, Some(jobs));
     s.nodes.succeed(
         at,
         took,

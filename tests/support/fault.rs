@@ -106,7 +106,8 @@ async fn forward(State(s): State<Shared>, req: Request) -> Response {
         .map(|p| p.to_string())
         .unwrap_or_default();
     let (fault, only) = s.fault.lock().unwrap().clone();
-    let endpoint = req
+    // Everything that keeps the job list (`/jobs`, `/jobs/state/`, `/job/{id}`) is "jobs".
+    let last = req
         .uri()
         .path()
         .trim_end_matches('/')
@@ -114,6 +115,14 @@ async fn forward(State(s): State<Shared>, req: Request) -> Response {
         .next()
         .unwrap_or("")
         .to_string();
+    let p = req.uri().path();
+    let endpoint = if p.contains("/job/") || p.contains("/jobs") {
+        "jobs".to_string()
+    } else {
+        last
+    };
+    // Only a full answer counts its items.
+    let full_list = p.trim_end_matches('/').ends_with("/jobs") || !endpoint.eq("jobs");
     let fault = if only.is_none_or(|e| e == endpoint) {
         fault
     } else {
@@ -163,7 +172,7 @@ async fn forward(State(s): State<Shared>, req: Request) -> Response {
             if let Some(list) = v
                 .get(&endpoint)
                 .and_then(Value::as_array)
-                .filter(|l| !(l.is_empty() && unchanged))
+                .filter(|l| full_list && !(l.is_empty() && unchanged))
             {
                 s.items.lock().unwrap().insert(endpoint.clone(), list.len());
             }

@@ -67,6 +67,14 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
                 unix_seconds(t),
             );
         }
+        if let Some(c) = h.cadence {
+            out.gauge(
+                "slurm_exporter_endpoint_poll_interval_seconds",
+                "The gap the poller now leaves between two requests for the endpoint: the interval, or more when slurmrestd answered it slowly (--poll-budget). For jobs: how often the list is confirmed (from /diag and single-job reads).",
+                &ep,
+                c.as_secs_f64(),
+            );
+        }
         if let Some(d) = h.duration {
             out.gauge(
                 "slurm_exporter_endpoint_duration_seconds",
@@ -83,6 +91,41 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
                 *n as f64,
             );
         }
+    }
+    for (endpoint, h) in &s.requests {
+        out.histogram(
+            "slurm_exporter_request_duration_seconds",
+            "Time slurmrestd took to answer our requests, by endpoint (job: one job, jobs_state: ids and states only, node: a drain or resume): what we cost it.",
+            &[("endpoint", endpoint)],
+            h,
+        );
+    }
+    let effort = &s.jobs_effort;
+    for (how, n) in [
+        ("full", effort.full_fetches),
+        ("states", effort.state_fetches),
+        ("single", effort.single_reads),
+    ] {
+        out.counter(
+            "slurm_exporter_job_list_requests_total",
+            "Requests made to keep the job list current: full /jobs, /jobs/state/, and single /job/{id} reads.",
+            &[("request", how)],
+            n as f64,
+        );
+    }
+    if let Some(jobs) = &s.jobs.data {
+        out.gauge(
+            "slurm_exporter_jobs_maybe_started",
+            "Pending jobs in the list that may have started or left since it was last exact (demand is then a range; the autoscaler scales up to its low end and never down).",
+            &[],
+            jobs.uncertain.maybe_left as f64,
+        );
+        out.gauge(
+            "slurm_exporter_jobs_unlisted_new",
+            "1 while new jobs may exist that the list lacks (no scale-down until they are read).",
+            &[],
+            f64::from(u8::from(jobs.uncertain.unseen_new)),
+        );
     }
     // A controller's state is known only from a ping that just worked: while slurmrestd
     // itself cannot be reached the series goes away (unknown), rather than repeating the

@@ -59,6 +59,34 @@ pub const FAMILIES: &[(&str, Collect)] = &[
 /// Collects samples into metric families, written straight to exposition text (no per-series
 /// objects: a 10,000-node cluster renders 160,000 series in one pass). The current cluster's
 /// label comes first on every series.
+/// Observations counted per upper bound (not cumulative; [`Out::histogram`] sums them).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Histogram {
+    pub bounds: &'static [f64],
+    pub counts: Vec<u64>,
+    pub sum: f64,
+    pub count: u64,
+}
+
+impl Histogram {
+    pub fn new(bounds: &'static [f64]) -> Self {
+        Self {
+            bounds,
+            counts: vec![0; bounds.len()],
+            sum: 0.0,
+            count: 0,
+        }
+    }
+
+    pub fn observe(&mut self, v: f64) {
+        if let Some(i) = self.bounds.iter().position(|b| v <= *b) {
+            self.counts[i] += 1;
+        }
+        self.sum += v;
+        self.count += 1;
+    }
+}
+
 #[derive(Default)]
 pub struct Out {
     cluster: String,
@@ -91,9 +119,22 @@ impl Out {
         labels: &[(&str, &str)],
         value: f64,
     ) {
-        let i = *self.index.entry(name).or_insert_with(|| {
+        self.push_sample(name, help, kind, name, labels, value);
+    }
+
+    /// One sample of family `family`, named `sample` (a histogram's `_bucket`, `_sum`...).
+    fn push_sample(
+        &mut self,
+        family: &'static str,
+        help: &'static str,
+        kind: &'static str,
+        sample: &str,
+        labels: &[(&str, &str)],
+        value: f64,
+    ) {
+        let i = *self.index.entry(family).or_insert_with(|| {
             self.families.push(Family {
-                name,
+                name: family,
                 help,
                 kind,
                 samples: String::new(),
@@ -101,7 +142,7 @@ impl Out {
             self.families.len() - 1
         });
         let out = &mut self.families[i].samples;
-        out.push_str(name);
+        out.push_str(sample);
         out.push_str("{cluster=\"");
         escape_into(out, &self.cluster, true);
         for (k, v) in labels {
@@ -137,6 +178,51 @@ impl Out {
         value: f64,
     ) {
         self.push(name, help, "counter", labels, value);
+    }
+
+    /// A histogram: cumulative counts per upper bound (`le`), then the sum and count.
+    pub fn histogram(
+        &mut self,
+        name: &'static str,
+        help: &'static str,
+        labels: &[(&str, &str)],
+        h: &Histogram,
+    ) {
+        let bucket = format!("{name}_bucket");
+        let mut cumulative = 0;
+        for (le, n) in h.bounds.iter().zip(&h.counts) {
+            cumulative += n;
+            let le = le.to_string();
+            let mut with_le = labels.to_vec();
+            with_le.push(("le", &le));
+            self.push_sample(
+                name,
+                help,
+                "histogram",
+                &bucket,
+                &with_le,
+                cumulative as f64,
+            );
+        }
+        let mut with_le = labels.to_vec();
+        with_le.push(("le", "+Inf"));
+        self.push_sample(name, help, "histogram", &bucket, &with_le, h.count as f64);
+        self.push_sample(
+            name,
+            help,
+            "histogram",
+            &format!("{name}_sum"),
+            labels,
+            h.sum,
+        );
+        self.push_sample(
+            name,
+            help,
+            "histogram",
+            &format!("{name}_count"),
+            labels,
+            h.count as f64,
+        );
     }
 
     /// A gauge that is present (1) or absent: how `_info` metrics carry properties.

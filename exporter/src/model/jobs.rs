@@ -55,6 +55,11 @@ pub struct JobRecord<'a> {
 }
 
 impl JobRecord<'_> {
+    /// Held by its user or an admin: the hold flag (24.11+), or a `JobHeld*` reason (22.05).
+    pub fn held(&self) -> bool {
+        self.hold || self.reason.starts_with("JobHeld")
+    }
+
     fn node_count(&self) -> u64 {
         self.nodes.filter(|n| *n > 0).unwrap_or(1)
     }
@@ -185,7 +190,7 @@ impl JobsBuilder {
                 }
             }
             JobState::Pending => {
-                let held = r.hold || r.reason.starts_with("JobHeld");
+                let held = r.held();
                 let reason_text = if r.reason.is_empty() {
                     "None"
                 } else {

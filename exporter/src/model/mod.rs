@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub mod demand;
+pub mod job_table;
 pub mod jobs;
 pub mod packing;
 pub mod text;
@@ -470,6 +471,25 @@ pub struct Jobs {
     pub by_owner: BTreeMap<(Arc<str>, Arc<str>), BTreeMap<JobState, u64>>,
     /// Per node: the running jobs there, for choosing which nodes to drain.
     pub running_on: BTreeMap<Arc<str>, NodeWork>,
+    /// How far `pending` may be behind slurmctld (none after a full `/jobs`).
+    pub uncertain: Uncertainty,
+}
+
+/// What a poller that keeps jobs current incrementally could not confirm yet. Demand built
+/// on such a list is a range: at least what is left once the possibly-started jobs are taken
+/// out, at most what is listed — unbounded while new jobs may be missing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Uncertainty {
+    /// Jobs listed as pending and not held that may have started or left since.
+    pub maybe_left: u64,
+    /// New jobs may exist that are not listed yet.
+    pub unseen_new: bool,
+}
+
+impl Uncertainty {
+    pub fn exact(&self) -> bool {
+        self.maybe_left == 0 && !self.unseen_new
+    }
 }
 
 /// The running work of one node.

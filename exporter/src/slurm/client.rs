@@ -4,10 +4,11 @@
 //! token attached from its [`TokenSource`]. It returns raw bytes; decoding and the
 //! "2xx *and* empty `errors[]`" rule live in [`super::fetch`].
 
+use std::collections::BTreeMap;
 use std::num::NonZeroU32;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
@@ -17,6 +18,7 @@ use super::auth::TokenSource;
 use super::versions::{ApiVersion, Endpoint};
 use super::wire;
 use crate::error::{Error, Result};
+use crate::metrics::Histogram;
 
 #[derive(Clone, Debug)]
 pub struct ClientOptions {
@@ -55,13 +57,25 @@ pub enum Fetched {
     NotModified,
 }
 
+/// How much longer than other requests a full `/jobs` may take.
+pub const JOBS_TIMEOUT_FACTOR: u32 = 5;
+
 pub struct SlurmClient {
     http: reqwest::Client,
+    timeout: Duration,
     base: String,
     user: String,
     token: Arc<TokenSource>,
     limiter: DefaultDirectRateLimiter,
+    /// Time slurmrestd took for each request we made, by endpoint: what we cost it.
+    stats: Mutex<BTreeMap<&'static str, Histogram>>,
 }
+
+/// Request durations, from a few milliseconds (ping, one job) to minutes (a 100,000-job
+/// `/jobs`).
+pub const REQUEST_SECONDS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+];
 
 impl std::fmt::Debug for SlurmClient {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
@@ -101,11 +115,27 @@ impl SlurmClient {
         let quota = Quota::per_second(opts.max_requests_per_second).allow_burst(opts.burst);
         Ok(Self {
             http,
+            timeout: opts.timeout,
             base,
             user: opts.user.clone(),
             token,
             limiter: RateLimiter::direct(quota),
+            stats: Mutex::default(),
         })
+    }
+
+    /// Request durations so far, by endpoint (`job` for single jobs, `node` for updates).
+    pub fn request_stats(&self) -> BTreeMap<&'static str, Histogram> {
+        self.stats.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn record(&self, endpoint: &'static str, took: Duration) {
+        self.stats
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(endpoint)
+            .or_insert_with(|| Histogram::new(REQUEST_SECONDS))
+            .observe(took.as_secs_f64());
     }
 
     pub fn url(&self) -> &str {
@@ -121,7 +151,68 @@ impl SlurmClient {
         update_time: Option<i64>,
     ) -> Result<Fetched> {
         self.limiter.until_ready().await;
-        self.get_now(version, endpoint, update_time).await
+        let started = Instant::now();
+        let result = self.get_now(version, endpoint, update_time).await;
+        self.record(endpoint.as_str(), started.elapsed());
+        result
+    }
+
+    /// GET `/slurm/<version>/<path>` (an endpoint that is not one of [`Endpoint::ALL`],
+    /// e.g. `jobs/state/`), after waiting for the rate limiter; `name` labels its errors and
+    /// its request timings.
+    pub async fn get_path(
+        &self,
+        version: ApiVersion,
+        path: &str,
+        name: &'static str,
+    ) -> Result<Fetched> {
+        self.limiter.until_ready().await;
+        let started = Instant::now();
+        let url = format!("{}/slurm/{version}/{path}", self.base);
+        let result = self.send(self.http.get(&url), name).await;
+        self.record(name, started.elapsed());
+        result
+    }
+
+    /// GET `/slurm/<version>/job/<id>` after waiting for the rate limiter. Any HTTP status
+    /// comes back with its body (an unknown job is an error *inside* the answer, with a 500
+    /// on some versions), except auth failures, which are errors as everywhere.
+    pub async fn get_job(&self, version: ApiVersion, id: u64) -> Result<(u16, Bytes)> {
+        self.limiter.until_ready().await;
+        let started = Instant::now();
+        let result = self.get_job_now(version, id).await;
+        self.record("job", started.elapsed());
+        result
+    }
+
+    async fn get_job_now(&self, version: ApiVersion, id: u64) -> Result<(u16, Bytes)> {
+        let url = format!("{}/slurm/{version}/job/{id}", self.base);
+        let token = self.token.token()?;
+        let resp = self
+            .http
+            .get(&url)
+            .header("X-SLURM-USER-NAME", &self.user)
+            .header("X-SLURM-USER-TOKEN", token.expose())
+            .header("Accept", "application/json")
+            .send()
+            .await
+            .map_err(|e| transport_error("job", &e))?;
+        let status = resp.status().as_u16();
+        let bytes = read_body(resp)
+            .await
+            .map_err(|e| transport_error("job", &e))?;
+        if !(200..300).contains(&status) {
+            let messages = wire::decode_errors(&bytes);
+            if is_auth_failure(status, &messages) {
+                self.token.invalidate();
+                return Err(Error::Auth {
+                    endpoint: "job".into(),
+                    status,
+                    detail: wire::describe(&messages),
+                });
+            }
+        }
+        Ok((status, bytes))
     }
 
     /// GET without waiting for the rate limiter: only for version probes, whose misses are
@@ -136,7 +227,13 @@ impl SlurmClient {
         if let Some(t) = update_time {
             url.push_str(&format!("?update_time={t}"));
         }
-        self.send(self.http.get(&url), endpoint.as_str()).await
+        let mut request = self.http.get(&url);
+        if endpoint == Endpoint::Jobs {
+            // A full /jobs of 100,000 jobs takes slurmrestd minutes before the first byte;
+            // the poller only asks for one when its budget allows, so let it finish.
+            request = request.timeout(self.timeout * JOBS_TIMEOUT_FACTOR);
+        }
+        self.send(request, endpoint.as_str()).await
     }
 
     /// POSTs a JSON body to `/slurm/<version>/<path>` (node updates); succeeds only on 2xx
@@ -149,7 +246,10 @@ impl SlurmClient {
     ) -> Result<()> {
         self.limiter.until_ready().await;
         let url = format!("{}/slurm/{version}/{path}", self.base);
-        match self.send(self.http.post(&url).json(body), path).await? {
+        let started = Instant::now();
+        let sent = self.send(self.http.post(&url).json(body), path).await;
+        self.record("node", started.elapsed());
+        match sent? {
             Fetched::NotModified => Ok(()),
             Fetched::Body { status, bytes } => {
                 let messages = wire::decode_errors(&bytes);

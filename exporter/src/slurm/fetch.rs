@@ -7,6 +7,7 @@ use super::client::{Fetched, SlurmClient, is_auth_failure};
 use super::versions::{ApiVersion, Endpoint};
 use super::wire::{self, Decoded};
 use crate::error::{Error, Result};
+use crate::model::job_table::{JobTable, StateEntry};
 use crate::model::{Diag, Jobs, Node, Partition, Ping};
 
 /// A good answer, or "unchanged since the `update_time` we sent".
@@ -143,12 +144,123 @@ pub async fn jobs(
 /// since update_time", not 304. A queue that really emptied is also an empty list with a
 /// warning, "Zero jobs to dump": only the first wording means "keep what you have".
 fn means_unchanged(d: &Decoded<Jobs>) -> bool {
-    d.data.cluster.total() == 0
-        && d.warnings.iter().any(|w| {
-            w.description
-                .as_deref()
-                .is_some_and(|t| t.starts_with("No job changes"))
-        })
+    d.data.cluster.total() == 0 && said_unchanged(&d.warnings)
+}
+
+fn said_unchanged(warnings: &[wire::Message]) -> bool {
+    warnings.iter().any(|w| {
+        w.description
+            .as_deref()
+            .is_some_and(|t| t.starts_with("No job changes"))
+    })
+}
+
+/// Slurm's "Invalid job id specified": the job is not (or no longer) in slurmctld.
+const INVALID_JOB_ID: i64 = 2017;
+
+/// One job (or an array with its split tasks) from `/job/{id}`; `None` when slurmctld does
+/// not know the id (never submitted, or finished and purged).
+pub async fn job(client: &SlurmClient, version: ApiVersion, id: u64) -> Result<Option<JobTable>> {
+    let (status, bytes) = client.get_job(version, id).await?;
+    let decode_error = |message: String| Error::Decode {
+        endpoint: "job".into(),
+        version: version.to_string(),
+        message,
+    };
+    let decoded = tokio::task::spawn_blocking(move || version.decode_job_table(&bytes))
+        .await
+        .map_err(|e| decode_error(format!("decoder stopped: {e}")))?
+        .map_err(|e| decode_error(e.to_string()))?;
+    if decoded
+        .errors
+        .iter()
+        .any(|m| m.error_number == Some(INVALID_JOB_ID))
+    {
+        return Ok(None);
+    }
+    if !(200..300).contains(&status) {
+        return Err(Error::Http {
+            endpoint: "job".into(),
+            status,
+            detail: wire::describe(&decoded.errors),
+        });
+    }
+    if !decoded.errors.is_empty() {
+        return Err(Error::SlurmErrors {
+            endpoint: "job".into(),
+            status,
+            detail: wire::describe(&decoded.errors),
+        });
+    }
+    if !decoded.data_present {
+        return Err(decode_error("the answer has no `jobs` data".into()));
+    }
+    Ok(Some(decoded.data))
+}
+
+/// `/jobs/state/`: the id and state of every job, or of `only` these (the key repeated:
+/// `?job_id=1&job_id=2`; slurmrestd refuses commas); `None` where the API lacks it.
+pub async fn job_states(
+    client: &SlurmClient,
+    version: ApiVersion,
+    only: &[u64],
+) -> Result<Option<Vec<StateEntry>>> {
+    if !version.has_job_states() {
+        return Ok(None);
+    }
+    let mut path = String::from("jobs/state/");
+    for (i, id) in only.iter().enumerate() {
+        path.push(if i == 0 { '?' } else { '&' });
+        path.push_str(&format!("job_id={id}"));
+    }
+    let decode_error = |message: String| Error::Decode {
+        endpoint: "jobs_state".into(),
+        version: version.to_string(),
+        message,
+    };
+    let (status, bytes) = match client.get_path(version, &path, "jobs_state").await? {
+        Fetched::Body { status, bytes } => (status, bytes),
+        Fetched::NotModified => return Err(decode_error("304 without update_time".into())),
+    };
+    let decoded = tokio::task::spawn_blocking(move || version.decode_job_states(&bytes))
+        .await
+        .map_err(|e| decode_error(format!("decoder stopped: {e}")))?
+        .ok_or_else(|| decode_error("no decoder".into()))?
+        .map_err(|e| decode_error(e.to_string()))?;
+    if !decoded.errors.is_empty() {
+        return Err(Error::SlurmErrors {
+            endpoint: "jobs_state".into(),
+            status,
+            detail: wire::describe(&decoded.errors),
+        });
+    }
+    if !decoded.data_present {
+        return Err(decode_error("the answer has no `jobs` data".into()));
+    }
+    Ok(Some(decoded.data))
+}
+
+/// A full `/jobs` as a table of records (see [`jobs`] for `since`).
+pub async fn job_table(
+    client: &SlurmClient,
+    version: ApiVersion,
+    since: Option<i64>,
+) -> Result<Outcome<JobTable>> {
+    let sent = since
+        .filter(|_| version.accepts_unix_update_time())
+        .is_some();
+    let decoded = fetch(client, version, Endpoint::Jobs, since, move |b| {
+        version.decode_job_table(b)
+    })
+    .await?;
+    if let Some(d) = &decoded
+        && sent
+        && d.data.is_empty()
+        && said_unchanged(&d.warnings)
+    {
+        return Ok(Outcome::Unchanged);
+    }
+    Ok(Outcome::from(decoded))
 }
 
 /// Finds the newest API version slurmrestd serves: GET ping, newest first. 404 means "not

@@ -6,7 +6,12 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::wire::{self, Decoded};
+use crate::model::job_table::JobTable;
+use crate::model::job_table::StateEntry;
 use crate::model::{Diag, Jobs, Node, Partition, Ping};
+
+/// Every job's id and state, from `/jobs/state/`.
+pub type JobStates = Vec<StateEntry>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ApiVersion {
@@ -121,6 +126,37 @@ impl ApiVersion {
             Self::V0044 => wire::v0044::decode_jobs(b, per_owner),
             Self::V0045 => wire::v0045::decode_jobs(b, per_owner),
         }
+    }
+
+    /// Decodes `/jobs` or `/job/{id}` into records kept between polls.
+    pub fn decode_job_table(self, b: &[u8]) -> serde_json::Result<Decoded<JobTable>> {
+        match self {
+            Self::V0038 => wire::v0038::decode_job_table(b),
+            Self::V0040 => wire::v0040::decode_job_table(b),
+            Self::V0041 => wire::v0041::decode_job_table(b),
+            Self::V0042 => wire::v0042::decode_job_table(b),
+            Self::V0043 => wire::v0043::decode_job_table(b),
+            Self::V0044 => wire::v0044::decode_job_table(b),
+            Self::V0045 => wire::v0045::decode_job_table(b),
+        }
+    }
+
+    /// Decodes `/jobs/state/` (v0.0.40 on); `None` where the API has no such endpoint.
+    pub fn decode_job_states(self, b: &[u8]) -> Option<serde_json::Result<Decoded<JobStates>>> {
+        Some(match self {
+            Self::V0038 => return None,
+            Self::V0040 => wire::v0040::decode_job_states(b),
+            Self::V0041 => wire::v0041::decode_job_states(b),
+            Self::V0042 => wire::v0042::decode_job_states(b),
+            Self::V0043 => wire::v0043::decode_job_states(b),
+            Self::V0044 => wire::v0044::decode_job_states(b),
+            Self::V0045 => wire::v0045::decode_job_states(b),
+        })
+    }
+
+    /// Whether slurmrestd serves `/jobs/state/` (job ids and states only) at this version.
+    pub fn has_job_states(self) -> bool {
+        self != Self::V0038
     }
 
     pub fn decode_nodes(self, b: &[u8]) -> serde_json::Result<Decoded<Vec<Node>>> {

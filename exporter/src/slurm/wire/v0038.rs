@@ -9,6 +9,7 @@ use super::{
     Decoded, EachSeed, Flag, GresDetailGpus, List, Num, Str, Words, decode_envelope, decode_list,
     decode_object, mib, micros, wire_struct,
 };
+use crate::model::job_table::JobTable;
 use crate::model::jobs::{JobRecord, JobsBuilder};
 use crate::model::text::{parse_gres, tres_gpus, tres_memory_bytes};
 use crate::model::{Controller, Diag, JobState, Jobs, Node, NodeState, Partition, Ping, RpcStat};
@@ -91,6 +92,17 @@ pub fn decode_jobs(bytes: &[u8], per_owner: bool) -> serde_json::Result<Decoded<
         EachSeed::new(|j: Job| builder.add(j.record())),
     )?;
     Ok(decoded.map(|()| builder.finish()))
+}
+
+/// Decodes `/jobs` or `/job/{id}` into a table of records, for keeping between polls.
+pub fn decode_job_table(bytes: &[u8]) -> serde_json::Result<Decoded<JobTable>> {
+    let mut table = JobTable::default();
+    let decoded = decode_envelope(
+        bytes,
+        "jobs",
+        EachSeed::new(|j: Job| table.upsert(&j.record())),
+    )?;
+    Ok(decoded.map(|()| table))
 }
 
 wire_struct! {

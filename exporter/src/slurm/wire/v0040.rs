@@ -15,6 +15,8 @@ use super::{
     Decoded, EachSeed, FirstWord, Flag, GresDetailGpus, Num, Str, Words, decode_envelope,
     decode_list, decode_object, mib, wire_struct,
 };
+use crate::model::job_table::JobTable;
+use crate::model::job_table::StateEntry;
 use crate::model::jobs::{JobRecord, JobsBuilder};
 use crate::model::text::{parse_gres, tres_gpus, tres_memory_bytes};
 use crate::model::{Controller, Diag, JobState, Jobs, Node, NodeState, Partition, Ping};
@@ -150,6 +152,17 @@ pub fn decode_jobs(bytes: &[u8], per_owner: bool) -> serde_json::Result<Decoded<
     Ok(decoded.map(|()| builder.finish()))
 }
 
+/// Decodes `/jobs` or `/job/{id}` into a table of records, for keeping between polls.
+pub fn decode_job_table(bytes: &[u8]) -> serde_json::Result<Decoded<JobTable>> {
+    let mut table = JobTable::default();
+    let decoded = decode_envelope(
+        bytes,
+        "jobs",
+        EachSeed::new(|j: Job| table.upsert(&j.record())),
+    )?;
+    Ok(decoded.map(|()| table))
+}
+
 wire_struct! {
     struct WireNode<'a> {
         name: Str<'a>,
@@ -276,4 +289,38 @@ pub fn decode_ping(bytes: &[u8]) -> serde_json::Result<Decoded<Ping>> {
 
 pub fn decode_diag(bytes: &[u8]) -> serde_json::Result<Decoded<Diag>> {
     Ok(decode_object::<Statistics>(bytes, "statistics")?.map(Diag::from))
+}
+
+wire_struct! {
+    struct JobStateEntry<'a> {
+        job_id: Str<'a>,
+        state: Words<'a>,
+    }
+}
+
+/// `/jobs/state/`: every job's id and state, a few dozen bytes each (a full `/jobs` is
+/// ~8 KB a job). `job_id` is `<id>` or `<id>_<task>`: pending tasks of an unsplit array come
+/// one by one as `<array id>_<task>`, and a split-off task as `<array id>_<task>` on v0.0.40
+/// but `<its own id>_<task>` on v0.0.41/42 ([`StateEntry`] keeps both parts).
+pub fn decode_job_states(bytes: &[u8]) -> serde_json::Result<Decoded<Vec<StateEntry>>> {
+    let mut out: Vec<StateEntry> = Vec::new();
+    let decoded = decode_envelope(
+        bytes,
+        "jobs",
+        EachSeed::new(|j: JobStateEntry| {
+            let id = j.job_id.as_str().trim();
+            let (id, task) = match id.split_once('_') {
+                Some((id, task)) => (id, task.parse::<u64>().ok()),
+                None => (id, None),
+            };
+            if let Ok(id) = id.parse::<u64>() {
+                out.push(StateEntry {
+                    id,
+                    task,
+                    state: JobState::parse(j.state.first()),
+                });
+            }
+        }),
+    )?;
+    Ok(decoded.map(|()| out))
 }

@@ -5,4 +5,7 @@
 //! `res_cores_per_gpu`, partitions `select_type`, diag more backfill fields. Nothing else we
 //! decode changed, so the v0.0.40 structs serve.
 
-pub use super::v0040::{decode_diag, decode_jobs, decode_nodes, decode_partitions, decode_ping};
+pub use super::v0040::{
+    decode_diag, decode_job_states, decode_job_table, decode_jobs, decode_nodes, decode_partitions,
+    decode_ping,
+};

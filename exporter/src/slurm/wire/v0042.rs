@@ -5,4 +5,7 @@
 //! `exclusive` and `oversubscribe`. `update_time` now takes unix seconds (v0.0.40/41 reject
 //! them). The v0.0.40 structs serve.
 
-pub use super::v0040::{decode_diag, decode_jobs, decode_nodes, decode_partitions, decode_ping};
+pub use super::v0040::{
+    decode_diag, decode_job_states, decode_job_table, decode_jobs, decode_nodes, decode_partitions,
+    decode_ping,
+};

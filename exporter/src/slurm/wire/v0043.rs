@@ -4,4 +4,7 @@
 //! `segment_size`, nodes `topology` and TLS certificate fields, partitions `topology`.
 //! The v0.0.40 structs serve.
 
-pub use super::v0040::{decode_diag, decode_jobs, decode_nodes, decode_partitions, decode_ping};
+pub use super::v0040::{
+    decode_diag, decode_job_states, decode_job_table, decode_jobs, decode_nodes, decode_partitions,
+    decode_ping,
+};

@@ -8,7 +8,9 @@
 use super::{Decoded, Flag, Num, Str, decode_list, micros, wire_struct};
 use crate::model::{Controller, Ping};
 
-pub use super::v0040::{decode_diag, decode_jobs, decode_nodes, decode_partitions};
+pub use super::v0040::{
+    decode_diag, decode_job_states, decode_job_table, decode_jobs, decode_nodes, decode_partitions,
+};
 
 wire_struct! {
     struct WirePing<'a> {

@@ -1,0 +1,559 @@
+//! One poller per Slurm cluster. It keeps a [`ClusterSnapshot`] current and publishes an
+//! immutable copy after every answer; scrapes and the autoscaler only ever read published
+//! snapshots, so slurmctld sees our requests and nothing else however many readers there are.
+//!
+//! Requests go in four lanes that never wait for each other: ping, jobs (with `/diag`, see
+//! [`jobs`]), nodes and partitions. A lane never has two requests out, and each kind of
+//! request keeps to its [`pace`]: every `interval`, or less often when slurmrestd took long
+//! to answer it last time, so that it spends at most `budget` of its time on each. A
+//! standby (the autoscaler's replicas that do not lead) only pings, slowly; when it starts
+//! leading, every lane goes at once.
+
+pub mod jobs;
+pub mod pace;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::num::NonZeroU32;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use tokio::sync::{Notify, watch};
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, warn};
+
+use self::jobs::{Effort, JobTracker, Synced};
+pub use self::pace::{Budget, Pace};
+use crate::config::ClusterConfig;
+use crate::error::{Error, Result};
+use crate::model::{Diag, Node, Partition, Ping};
+use crate::slurm::fetch::{self, Outcome};
+use crate::slurm::{ApiVersion, ClientOptions, Endpoint, SlurmClient};
+use crate::snapshot::{ClusterSnapshot, EndpointState};
+
+/// `update_time` is sent this far behind the start of the previous fetch: slurmctld's change
+/// times have one-second granularity and the two clocks may disagree a little.
+const UPDATE_TIME_MARGIN: i64 = 5;
+/// However quiet the cluster, fetch partitions in full at least this often.
+const FULL_REFRESH: Duration = Duration::from_secs(300);
+/// A standby's health poll.
+pub const STANDBY_PING: Duration = Duration::from_secs(30);
+/// The most single-job reads one jobs step makes (the budget usually allows fewer).
+pub const MAX_SINGLE_READS: u32 = 50;
+
+#[derive(Clone, Debug)]
+pub struct CollectorOptions {
+    pub interval: Duration,
+    /// Count jobs per user and account (a cardinality cost: off by default).
+    pub per_owner: bool,
+    /// The share of slurmrestd's time each kind of request may take.
+    pub budget: Budget,
+    /// Poll while this says `true`; otherwise only ping, every [`STANDBY_PING`].
+    /// `None`: always.
+    pub active: Option<watch::Receiver<bool>>,
+}
+
+impl Default for CollectorOptions {
+    fn default() -> Self {
+        Self {
+            interval: Duration::from_secs(30),
+            per_owner: false,
+            budget: Budget::DEFAULT,
+            active: None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Lane {
+    Ping,
+    Jobs,
+    Nodes,
+    Partitions,
+}
+
+impl Lane {
+    const ALL: [Lane; 4] = [Self::Ping, Self::Jobs, Self::Nodes, Self::Partitions];
+}
+
+/// A lane's request, answered.
+enum Done {
+    Ping(Instant, Duration, Result<Outcome<Ping>>),
+    Jobs(Box<JobTracker>, Box<JobsDone>),
+    Nodes(Instant, Duration, Result<Outcome<Vec<Node>>>),
+    Partitions(Instant, Duration, i64, Result<Outcome<Vec<Partition>>>),
+}
+
+struct JobsDone {
+    started: Instant,
+    diag: (Duration, Result<Outcome<Diag>>),
+    jobs: (Duration, Result<(Synced, Effort)>),
+}
+
+type LaneFuture = Pin<Box<dyn Future<Output = Done> + Send>>;
+
+pub struct Poller {
+    client: Arc<SlurmClient>,
+    pinned: Option<ApiVersion>,
+    opts: CollectorOptions,
+    snapshot: ClusterSnapshot,
+    /// The job list between polls; out (`None`) while its lane runs.
+    tracker: Option<Box<JobTracker>>,
+    paces: BTreeMap<Lane, Pace>,
+    busy: BTreeSet<Lane>,
+    /// `update_time` for partitions, and when they were last fetched in full.
+    partitions_since: Option<(i64, Instant)>,
+    tx: watch::Sender<Arc<ClusterSnapshot>>,
+    changed: Arc<Notify>,
+}
+
+impl Poller {
+    /// A poller for one cluster, and the receiver its snapshots are published on. `changed`
+    /// is notified after every publication (one renderer may watch many pollers).
+    pub fn new(
+        cluster: &ClusterConfig,
+        opts: CollectorOptions,
+        changed: Arc<Notify>,
+    ) -> Result<(Self, watch::Receiver<Arc<ClusterSnapshot>>)> {
+        let mut client_opts = ClientOptions::new(&cluster.url, &cluster.user);
+        client_opts.timeout = cluster.timeout;
+        client_opts.ca_file = cluster.ca_file.clone();
+        (client_opts.max_requests_per_second, client_opts.burst) = request_budget(cluster, &opts);
+        let client = Arc::new(SlurmClient::new(&client_opts, cluster.token_source()?)?);
+        let mut snapshot = ClusterSnapshot::new(&cluster.name, &cluster.url);
+        snapshot.api_version = cluster.api_version;
+        let (tx, rx) = watch::channel(Arc::new(snapshot.clone()));
+        let poller = Self {
+            client,
+            pinned: cluster.api_version,
+            tracker: Some(Box::new(JobTracker::new(opts.per_owner, opts.budget))),
+            opts,
+            snapshot,
+            paces: BTreeMap::new(),
+            busy: BTreeSet::new(),
+            partitions_since: None,
+            tx,
+            changed,
+        };
+        Ok((poller, rx))
+    }
+
+    fn active(&self) -> bool {
+        self.opts.active.as_ref().is_none_or(|a| *a.borrow())
+    }
+
+    /// Polls until `stop` is cancelled. Every lane starts at once.
+    pub async fn run(mut self, stop: CancellationToken) {
+        let mut out: FuturesUnordered<LaneFuture> = FuturesUnordered::new();
+        let mut active_rx = self.opts.active.clone();
+        let mut was_active = self.active();
+        loop {
+            let active = self.active();
+            if active && !was_active {
+                // Taking over: what we knew as a standby is old; start from a full look.
+                info!(cluster = %self.snapshot.cluster, "leading: polling Slurm");
+                for p in self.paces.values_mut() {
+                    p.now();
+                }
+                if let Some(t) = self.tracker.as_mut() {
+                    t.reset();
+                }
+            } else if !active && was_active {
+                info!(cluster = %self.snapshot.cluster, "standby: only pinging Slurm");
+            }
+            was_active = active;
+
+            if out.is_empty()
+                && self.snapshot.api_version.is_none()
+                && self.pinned.is_none()
+                && let Err(e) = self.probe().await
+            {
+                warn!(cluster = %self.snapshot.cluster, error = %e, "cannot find a slurmrestd API version");
+                self.fail_all(&e);
+                self.publish();
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(self.opts.interval) => continue,
+                }
+            }
+            if let Some(version) = self.pinned.or(self.snapshot.api_version) {
+                for lane in Lane::ALL {
+                    if self.may_start(lane, active) {
+                        out.push(self.start(lane, version));
+                    }
+                }
+            }
+            let wake = self.next_start(active);
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                Some(done) = out.next(), if !out.is_empty() => self.finish(done),
+                _ = tokio::time::sleep_until(wake.into()) => {}
+                _ = leadership_changed(&mut active_rx) => {}
+            }
+        }
+    }
+
+    /// Every lane once, now, whatever the pace (benchmarks and tests).
+    pub async fn collect_once(&mut self) {
+        if self.snapshot.api_version.is_none()
+            && self.pinned.is_none()
+            && let Err(e) = self.probe().await
+        {
+            self.fail_all(&e);
+            self.publish();
+            return;
+        }
+        let Some(version) = self.pinned.or(self.snapshot.api_version) else {
+            return;
+        };
+        let lanes: Vec<LaneFuture> = Lane::ALL.iter().map(|l| self.start(*l, version)).collect();
+        for done in futures::future::join_all(lanes).await {
+            self.finish(done);
+        }
+    }
+
+    fn may_start(&self, lane: Lane, active: bool) -> bool {
+        (active || lane == Lane::Ping)
+            && !self.busy.contains(&lane)
+            && self.paces.get(&lane).is_none_or(|p| p.ready())
+    }
+
+    /// When the next idle lane may start.
+    fn next_start(&self, active: bool) -> Instant {
+        let far = Instant::now() + self.opts.interval.max(STANDBY_PING);
+        Lane::ALL
+            .iter()
+            .filter(|l| (active || **l == Lane::Ping) && !self.busy.contains(l))
+            .filter_map(|l| self.paces.get(l).and_then(|p| p.next()))
+            .min()
+            .map_or(far, |t| t.min(far))
+    }
+
+    fn start(&mut self, lane: Lane, version: ApiVersion) -> LaneFuture {
+        self.busy.insert(lane);
+        let client = self.client.clone();
+        let started = Instant::now();
+        match lane {
+            Lane::Ping => Box::pin(async move {
+                let r = fetch::ping(&client, version).await;
+                Done::Ping(started, started.elapsed(), r)
+            }),
+            Lane::Nodes => Box::pin(async move {
+                let r = fetch::nodes(&client, version).await;
+                Done::Nodes(started, started.elapsed(), r)
+            }),
+            Lane::Partitions => {
+                let since = self
+                    .partitions_since
+                    .filter(|(_, full)| full.elapsed() < FULL_REFRESH)
+                    .map(|(t, _)| t);
+                let request_start = jobs::unix_now() - UPDATE_TIME_MARGIN;
+                Box::pin(async move {
+                    let r = fetch::partitions(&client, version, since).await;
+                    Done::Partitions(started, started.elapsed(), request_start, r)
+                })
+            }
+            Lane::Jobs => {
+                let mut tracker = self.tracker.take().unwrap_or_else(|| {
+                    Box::new(JobTracker::new(self.opts.per_owner, self.opts.budget))
+                });
+                let interval = self.opts.interval;
+                Box::pin(async move {
+                    let diag = fetch::diag(&client, version).await;
+                    let diag_took = started.elapsed();
+                    let counters = match &diag {
+                        Ok(Outcome::Fresh { data, .. }) => Some(data),
+                        _ => None,
+                    };
+                    let jobs = tracker.step(&client, version, counters, interval).await;
+                    let took = started.elapsed();
+                    Done::Jobs(
+                        tracker,
+                        Box::new(JobsDone {
+                            started,
+                            diag: (diag_took, diag),
+                            jobs: (took, jobs),
+                        }),
+                    )
+                })
+            }
+        }
+    }
+
+    fn finish(&mut self, done: Done) {
+        let (interval, budget) = (self.opts.interval, self.opts.budget);
+        let active = self.active();
+        let cluster = self.snapshot.cluster.clone();
+        let mut seen = Seen::default();
+        match done {
+            Done::Ping(started, took, r) => {
+                self.busy.remove(&Lane::Ping);
+                let every = if active { interval } else { STANDBY_PING };
+                let pace = self.paces.entry(Lane::Ping).or_default();
+                pace.done_every(started, took, budget, every);
+                self.snapshot.ping.cadence = pace.gap();
+                seen.apply(&cluster, &mut self.snapshot.ping, Endpoint::Ping, took, r);
+            }
+            Done::Nodes(started, took, r) => {
+                self.busy.remove(&Lane::Nodes);
+                let pace = self.paces.entry(Lane::Nodes).or_default();
+                pace.done_every(started, took, budget, interval);
+                self.snapshot.nodes.cadence = pace.gap();
+                seen.apply(&cluster, &mut self.snapshot.nodes, Endpoint::Nodes, took, r);
+            }
+            Done::Partitions(started, took, request_start, r) => {
+                self.busy.remove(&Lane::Partitions);
+                let pace = self.paces.entry(Lane::Partitions).or_default();
+                pace.done_every(started, took, budget, interval);
+                self.snapshot.partitions.cadence = pace.gap();
+                let ok = r.is_ok();
+                let fresh = matches!(r, Ok(Outcome::Fresh { .. }));
+                seen.apply(
+                    &cluster,
+                    &mut self.snapshot.partitions,
+                    Endpoint::Partitions,
+                    took,
+                    r,
+                );
+                match (ok, fresh) {
+                    (false, _) => self.partitions_since = None,
+                    (true, true) => self.partitions_since = Some((request_start, Instant::now())),
+                    (true, false) => {
+                        if let Some((t, _)) = self.partitions_since.as_mut() {
+                            *t = request_start;
+                        }
+                    }
+                }
+            }
+            Done::Jobs(tracker, d) => {
+                self.busy.remove(&Lane::Jobs);
+                let full_gap = tracker.full_gap();
+                self.tracker = Some(tracker);
+                let (diag_took, diag) = d.diag;
+                let counted = matches!(&diag, Ok(Outcome::Fresh { data, .. }) if data.jobs_submitted.is_some());
+                seen.apply(
+                    &cluster,
+                    &mut self.snapshot.diag,
+                    Endpoint::Diag,
+                    diag_took,
+                    diag,
+                );
+                let pace = self.paces.entry(Lane::Jobs).or_default();
+                // The step itself is cheap; its full fetches keep their own pace.
+                pace.done_every(d.started, diag_took, budget, interval);
+                // Without counters, only full fetches confirm the list: at their pace.
+                self.snapshot.jobs.cadence = if counted {
+                    pace.gap()
+                } else {
+                    full_gap.or(pace.gap())
+                };
+                self.snapshot.diag.cadence = pace.gap();
+                let (took, r) = d.jobs;
+                let r = r.map(|(synced, effort)| {
+                    self.snapshot.jobs_effort.add(effort);
+                    match synced {
+                        Synced::Changed(jobs) => Some(Outcome::Fresh {
+                            data: *jobs,
+                            release: None,
+                            last_update: None,
+                        }),
+                        Synced::Unchanged => Some(Outcome::Unchanged),
+                        Synced::Waiting => None,
+                    }
+                });
+                match r {
+                    Ok(None) => {}
+                    Ok(Some(o)) => seen.apply(
+                        &cluster,
+                        &mut self.snapshot.jobs,
+                        Endpoint::Jobs,
+                        took,
+                        Ok(o),
+                    ),
+                    Err(e) => seen.apply::<crate::model::Jobs>(
+                        &cluster,
+                        &mut self.snapshot.jobs,
+                        Endpoint::Jobs,
+                        took,
+                        Err(e),
+                    ),
+                }
+                self.snapshot.cycles += 1;
+                self.snapshot.collection_duration = Some(took);
+            }
+        }
+        if seen.release.is_some() {
+            self.snapshot.release = seen.release;
+        }
+        if seen.not_served && self.pinned.is_none() && self.snapshot.api_version.is_some() {
+            // slurmrestd was upgraded or restarted with other plugins: probe again.
+            self.snapshot.api_version = None;
+            if let Some(t) = self.tracker.as_mut() {
+                t.reset();
+            }
+        }
+        self.publish();
+    }
+
+    async fn probe(&mut self) -> Result<ApiVersion> {
+        let v = fetch::probe(&self.client).await?;
+        info!(cluster = %self.snapshot.cluster, version = %v, "using slurmrestd API version");
+        self.snapshot.api_version = Some(v);
+        Ok(v)
+    }
+
+    fn fail_all(&mut self, e: &Error) {
+        let now = SystemTime::now();
+        let s = &mut self.snapshot;
+        s.ping.fail(now, Duration::ZERO, e);
+        s.diag.fail(now, Duration::ZERO, e);
+        s.jobs.fail(now, Duration::ZERO, e);
+        s.nodes.fail(now, Duration::ZERO, e);
+        s.partitions.fail(now, Duration::ZERO, e);
+    }
+
+    fn publish(&mut self) {
+        self.snapshot.collected_at = Some(SystemTime::now());
+        self.snapshot.requests = self.client.request_stats();
+        self.tx.send_replace(Arc::new(self.snapshot.clone()));
+        self.changed.notify_one();
+    }
+
+    /// The latest published snapshot.
+    pub fn snapshot(&self) -> Arc<ClusterSnapshot> {
+        self.tx.borrow().clone()
+    }
+}
+
+/// Waits until leadership flips (never, without a leadership to follow).
+async fn leadership_changed(rx: &mut Option<watch::Receiver<bool>>) {
+    match rx {
+        Some(rx) => {
+            if rx.changed().await.is_err() {
+                // The sender is gone: nothing will change any more.
+                std::future::pending::<()>().await;
+            }
+        }
+        None => std::future::pending::<()>().await,
+    }
+}
+
+/// What answers said beyond their data.
+#[derive(Default)]
+struct Seen {
+    not_served: bool,
+    release: Option<String>,
+}
+
+impl Seen {
+    /// Folds one endpoint's result into its state.
+    fn apply<T>(
+        &mut self,
+        cluster: &str,
+        state: &mut EndpointState<T>,
+        endpoint: Endpoint,
+        took: Duration,
+        result: Result<Outcome<T>>,
+    ) {
+        let now = SystemTime::now();
+        match result {
+            Ok(outcome) => {
+                if state.last_attempt.is_some() && !state.up {
+                    info!(%cluster, %endpoint, "slurmrestd answers again");
+                }
+                match outcome {
+                    Outcome::Fresh { data, release, .. } => {
+                        self.release = release.or(self.release.take());
+                        state.succeed(now, took, Some(data));
+                    }
+                    Outcome::Unchanged => state.succeed(now, took, None),
+                }
+            }
+            Err(e) => {
+                self.not_served |= matches!(e, Error::Http { status: 404, .. });
+                let message = e.to_string();
+                if state.last_error.as_deref() != Some(message.as_str()) {
+                    warn!(%cluster, %endpoint, kind = e.kind(), error = %message, "keeping the last good data");
+                } else {
+                    debug!(%cluster, %endpoint, error = %message, "still failing");
+                }
+                state.fail(now, took, &e);
+            }
+        }
+    }
+}
+
+/// The rate limit of one cluster's requests: what the user set, or what one collection
+/// needs at the poll interval (its requests spread over the interval, all of them at once as
+/// a burst), so the limiter never slows a collection the interval asks for. A limit that
+/// cannot keep up is kept — the user may want exactly that — and said at start.
+fn request_budget(cluster: &ClusterConfig, opts: &CollectorOptions) -> (NonZeroU32, NonZeroU32) {
+    // Every interval: ping, diag, nodes, partitions, and a full /jobs or /jobs/state/ now
+    // and then; in bursts, single-job reads on top.
+    let per_collection = Endpoint::ALL.len() as u32;
+    let interval = opts.interval.as_secs_f64().max(0.001);
+    let needed = (f64::from(per_collection) / interval).ceil() as u32;
+    let rate = match cluster.max_requests_per_second {
+        Some(r) => {
+            if r.get() < needed {
+                warn!(
+                    cluster = %cluster.name,
+                    max_requests_per_second = r.get(),
+                    interval = ?opts.interval,
+                    "one collection makes {per_collection} requests: at this limit a collection takes {:.1} s, longer than the interval, so data arrives late; raise --max-requests-per-second to {needed} or lengthen --interval",
+                    f64::from(per_collection) / f64::from(r.get())
+                );
+            }
+            r
+        }
+        // Twice what a quiet collection needs: room for single-job reads and retries.
+        None => NonZeroU32::new(needed * 2).unwrap_or(NonZeroU32::MIN),
+    };
+    let burst = NonZeroU32::new((per_collection + MAX_SINGLE_READS).max(rate.get()))
+        .unwrap_or(NonZeroU32::MIN);
+    (rate, burst)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::AuthConfig;
+
+    fn cluster(limit: Option<u32>) -> ClusterConfig {
+        ClusterConfig {
+            name: "c".into(),
+            url: "http://127.0.0.1:1".into(),
+            user: "slurm".into(),
+            auth: AuthConfig::Token(crate::slurm::Secret::new("t")),
+            api_version: None,
+            ca_file: None,
+            timeout: Duration::from_secs(1),
+            max_requests_per_second: limit.and_then(NonZeroU32::new),
+        }
+    }
+
+    fn opts(interval: u64) -> CollectorOptions {
+        CollectorOptions {
+            interval: Duration::from_secs(interval),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_default_limit_lets_every_collection_through_on_time() {
+        let n = |r: NonZeroU32| r.get();
+        // 5 requests a quiet collection, twice that for room, single-job reads in bursts.
+        let (rate, burst) = request_budget(&cluster(None), &opts(1));
+        assert_eq!((n(rate), n(burst)), (10, 55));
+        let (rate, burst) = request_budget(&cluster(None), &opts(2));
+        assert_eq!((n(rate), n(burst)), (6, 55));
+        let (rate, burst) = request_budget(&cluster(None), &opts(30));
+        assert_eq!((n(rate), n(burst)), (2, 55));
+        // What the user sets stands, even when it cannot keep up.
+        let (rate, _) = request_budget(&cluster(Some(2)), &opts(1));
+        assert_eq!(n(rate), 2);
+    }
+}

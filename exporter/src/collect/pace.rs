@@ -1,0 +1,142 @@
+//! How often a request may be repeated so that slurmrestd spends at most a share of its time
+//! on us. After a request that took `d`, the next of its kind waits `d × (1/share − 1)`:
+//! at the default 3 %, a 2 ms ping may go every 65 ms (the poll interval decides), a 22 s
+//! `/jobs` of 20,000 jobs every 12 minutes. The wait follows what the request cost last
+//! time, so a cluster that grows slows its own polling down, and one that shrinks speeds
+//! it back up.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+/// The share of slurmrestd's time one kind of request may take.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Budget(f64);
+
+impl Budget {
+    pub const DEFAULT: Budget = Budget(0.03);
+
+    /// A share in (0, 1].
+    pub fn new(share: f64) -> Option<Self> {
+        (share > 0.0 && share <= 1.0).then_some(Self(share))
+    }
+
+    pub fn share(self) -> f64 {
+        self.0
+    }
+
+    /// The rest a request that took `took` must leave before the next of its kind.
+    pub fn rest_after(self, took: Duration) -> Duration {
+        took.mul_f64((1.0 / self.0 - 1.0).min(1e6))
+    }
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+impl fmt::Display for Budget {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{}%", self.0 * 100.0)
+    }
+}
+
+/// `3%` or `0.03`.
+impl FromStr for Budget {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        let share = match s.strip_suffix('%') {
+            Some(p) => p.trim().parse::<f64>().map(|p| p / 100.0),
+            None => s.parse::<f64>(),
+        }
+        .map_err(|_| format!("{s:?} is not a share (e.g. 3% or 0.03)"))?;
+        Self::new(share).ok_or_else(|| format!("{s:?} must be above 0% and at most 100%"))
+    }
+}
+
+/// When a kind of request may go next.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Pace {
+    next: Option<Instant>,
+    gap: Option<Duration>,
+}
+
+impl Pace {
+    pub fn ready(&self) -> bool {
+        self.next.is_none_or(|t| Instant::now() >= t)
+    }
+
+    /// When it may go (`None`: now).
+    pub fn next(&self) -> Option<Instant> {
+        self.next
+    }
+
+    /// The gap between the last start and the next one allowed.
+    pub fn gap(&self) -> Option<Duration> {
+        self.gap
+    }
+
+    /// A request started at `started` took `took`; the next waits its rest.
+    pub fn done(&mut self, started: Instant, took: Duration, budget: Budget) {
+        let next = started + took + budget.rest_after(took);
+        self.next = Some(next);
+        self.gap = Some(next - started);
+    }
+
+    /// As [`Self::done`], and never sooner than `interval` after the start.
+    pub fn done_every(
+        &mut self,
+        started: Instant,
+        took: Duration,
+        budget: Budget,
+        interval: Duration,
+    ) {
+        self.done(started, took, budget);
+        if let Some(next) = self.next
+            && next < started + interval
+        {
+            self.next = Some(started + interval);
+            self.gap = Some(interval);
+        }
+    }
+
+    /// Due at once (a standby became leader).
+    pub fn now(&mut self) {
+        self.next = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_that_took_d_waits_d_times_one_over_share_minus_one() {
+        let b: Budget = "3%".parse().unwrap();
+        assert_eq!(b, Budget(0.03));
+        assert_eq!("0.05".parse::<Budget>(), Ok(Budget(0.05)));
+        assert!("0%".parse::<Budget>().is_err());
+        assert!("150%".parse::<Budget>().is_err());
+        assert!("lots".parse::<Budget>().is_err());
+        let b = Budget::new(0.05).unwrap();
+        // 22 s /jobs at 5 %: 22 s × 19 = 418 s of rest, one request per 440 s.
+        assert_eq!(
+            b.rest_after(Duration::from_secs(22)),
+            Duration::from_secs(418)
+        );
+        let mut p = Pace::default();
+        assert!(p.ready());
+        let t0 = Instant::now();
+        p.done(t0, Duration::from_secs(22), b);
+        assert_eq!(p.gap(), Some(Duration::from_secs(440)));
+        assert!(!p.ready());
+        // A cheap request is held to the interval instead.
+        p.done_every(t0, Duration::from_millis(2), b, Duration::from_secs(2));
+        assert_eq!(p.gap(), Some(Duration::from_secs(2)));
+        p.now();
+        assert!(p.ready());
+    }
+}
