@@ -363,8 +363,17 @@ async fn packs_pending_jobs(
     let a = autoscaler(&cluster, &s.ns, &[]);
     a.wait_ready(Duration::from_secs(30)).await;
 
-    let args = [&["-p", "elastic"], ask, &["--wrap", "sleep 20"]].concat();
-    let ids: Vec<String> = (0..jobs).map(|_| cluster.submit(&args)).collect();
+    // One submission (an array of `jobs` tasks, each a job to demand), so the first
+    // decision already sees them all.
+    let array = format!("--array=1-{jobs}");
+    let args = [&["-p", "elastic", &array], ask, &["--wrap", "sleep 20"]].concat();
+    let id = cluster.submit(&args);
+    let running = || {
+        cluster
+            .run("squeue", &["-h", "-r", "-j", &id, "-t", "R", "-o", "%i"])
+            .lines()
+            .count()
+    };
     // The most replicas seen while the jobs wait and start.
     let most = std::sync::atomic::AtomicI32::new(0);
     eventually(
@@ -378,26 +387,29 @@ async fn packs_pending_jobs(
         },
     )
     .await;
-    let message = s
-        .autoscalers
-        .get("elastic")
-        .await
-        .unwrap()
-        .status
-        .and_then(|st| st.last_decision)
-        .map(|d| d.message)
-        .unwrap_or_default();
-    assert!(
-        message.contains(explained),
-        "the decision does not explain the packing ({explained:?}): {message}"
-    );
+    // The scale-up's Event says how the jobs were packed (later decisions, once nodes are
+    // up, pack onto those).
+    let explains = async || {
+        events(&s, "ScaledUp")
+            .await
+            .into_iter()
+            .filter_map(|e| e.note)
+            .any(|n| n.contains(explained))
+    };
+    eventually(
+        &format!("a ScaledUp event explains the packing ({explained:?})"),
+        Duration::from_secs(10),
+        &a,
+        explains,
+    )
+    .await;
     eventually(
         &format!("all {jobs} run on the {want} nodes"),
         Duration::from_secs(30),
         &a,
         async || {
             most.fetch_max(replicas(&s).await, std::sync::atomic::Ordering::Relaxed);
-            ids.iter().all(|j| job_state(&cluster, j) == "RUNNING")
+            running() == jobs
         },
     )
     .await;

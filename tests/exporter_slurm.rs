@@ -792,12 +792,15 @@ async fn the_job_list_follows_changes_without_full_fetches(flavor: &str) {
     let full = requests(&first, "full");
     assert_eq!(full, 1.0, "Slurm {flavor}: one full /jobs to start with");
 
+    let since = std::time::Instant::now();
     let _workload = Workload::submit(&cluster);
     let m = converges(&exporter, &cluster, &version).await;
-    assert_eq!(
-        requests(&m, "full"),
-        full,
-        "Slurm {flavor}: a second full /jobs was needed:\n{}",
+    // Only the periodic resync (every 30 s; holds and releases move no counter) may have
+    // read the whole list again.
+    let resyncs = (since.elapsed().as_secs() / 30) as f64;
+    assert!(
+        requests(&m, "full") <= full + resyncs,
+        "Slurm {flavor}: the whole list was read again to follow the workload:\n{}",
         exporter.logs()
     );
     assert!(

@@ -31,6 +31,7 @@ use tracing::info;
 use crate::error::Result;
 use crate::k8s::watch::KubeSource;
 use crate::metrics::{self, MetricsOptions};
+use crate::slurm::Endpoint;
 use crate::snapshot::{ClusterSnapshot, REQUIRED};
 
 /// The shortest time between two renders.
@@ -184,7 +185,13 @@ async fn readyz(State(state): State<AppState>) -> Response {
         missing.push("no collection has finished yet".to_string());
     }
     for snap in &page.snapshots {
-        for e in REQUIRED {
+        // A standby only pings; it is ready to take over once slurmrestd answered that.
+        let required: &[Endpoint] = if snap.standby {
+            &[Endpoint::Ping]
+        } else {
+            &REQUIRED
+        };
+        for e in required.iter().copied() {
             let h = snap.health(e);
             if !h.has_data {
                 let why = h.last_error.unwrap_or("no answer yet");

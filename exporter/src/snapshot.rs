@@ -101,6 +101,8 @@ pub struct ClusterSnapshot {
     /// When the last cycle finished and how long it took.
     pub collected_at: Option<SystemTime>,
     pub collection_duration: Option<Duration>,
+    /// Polling only for health: an autoscaler replica that does not lead.
+    pub standby: bool,
     /// Time slurmrestd took for our requests, by endpoint (`job` = one job, `jobs_state`).
     pub requests: BTreeMap<&'static str, Histogram>,
     /// How the job list was kept current.

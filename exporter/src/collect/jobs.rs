@@ -31,9 +31,10 @@ use crate::model::{Diag, Jobs, Uncertainty};
 use crate::slurm::fetch::{self, Outcome};
 use crate::slurm::{ApiVersion, SlurmClient};
 
-/// However quiet the counters, read the whole list this often (when the budget allows):
-/// holds, releases and updates of pending jobs move no counter.
-pub const RESYNC: Duration = Duration::from_secs(300);
+/// However quiet the counters, read the whole list this often when the budget allows
+/// (a 304 when nothing changed): holds, releases and updates of pending jobs move no
+/// counter. At 20,000 jobs the budget stretches it to minutes.
+pub const RESYNC: Duration = Duration::from_secs(30);
 /// `update_time` is sent this far before the previous full fetch started: slurmctld's change
 /// times have one-second granularity and the two clocks may disagree a little.
 const UPDATE_TIME_MARGIN: i64 = 5;
@@ -285,8 +286,11 @@ impl JobTracker {
                 .take()
                 .unwrap_or_else(|| self.table.max_id().map_or(1, |m| m + 1));
             let mut misses = 0;
+            // Half the reads at most: the other half re-reads what the new ids change
+            // (an array whose tasks split off still lists them as pending).
+            let probe_budget = (budget / 2).max(2);
             while misses < MISSES {
-                if used >= budget {
+                if used >= probe_budget {
                     // More may follow: go on from here next time.
                     self.next_id = Some(id);
                     break;
@@ -298,7 +302,12 @@ impl JobTracker {
                         let mut submissions = 0;
                         for j in found.jobs() {
                             if let Some(parent) = j.array_parent().filter(|p| *p != id) {
+                                // Until the array is read again it still counts this task
+                                // as pending: one that may have left.
                                 self.checks.insert(parent);
+                                if self.table.get(parent).is_some_and(|a| a.waiting_to_run()) {
+                                    self.maybe_left += 1;
+                                }
                             } else {
                                 submissions += j.submissions();
                             }

@@ -2,12 +2,14 @@
 //! immutable copy after every answer; scrapes and the autoscaler only ever read published
 //! snapshots, so slurmctld sees our requests and nothing else however many readers there are.
 //!
-//! Requests go in four lanes that never wait for each other: ping, jobs (with `/diag`, see
-//! [`jobs`]), nodes and partitions. A lane never has two requests out, and each kind of
-//! request keeps to its [`pace`]: every `interval`, or less often when slurmrestd took long
-//! to answer it last time, so that it spends at most `budget` of its time on each. A
-//! standby (the autoscaler's replicas that do not lead) only pings, slowly; when it starts
-//! leading, every lane goes at once.
+//! Requests go in three lanes that never wait for each other: ping, partitions, and the
+//! work lane — nodes, then `/diag` and what changed in the job list ([`jobs`]), in that
+//! order, so that a job seen running on a node is never still pending in the same snapshot
+//! (which would count it twice and scale up for it). A lane never has two requests out, and
+//! each kind of request keeps to its [`pace`]: every `interval`, or less often when
+//! slurmrestd took long to answer it last time, so that it spends at most `budget` of its
+//! time on each. A standby (the autoscaler's replicas that do not lead) only pings, slowly;
+//! when it starts leading, every lane goes at once.
 
 pub mod jobs;
 pub mod pace;
@@ -70,25 +72,29 @@ impl Default for CollectorOptions {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Lane {
     Ping,
+    /// Nodes, then `/diag` and the job list.
     Jobs,
-    Nodes,
     Partitions,
 }
 
 impl Lane {
-    const ALL: [Lane; 4] = [Self::Ping, Self::Jobs, Self::Nodes, Self::Partitions];
+    const ALL: [Lane; 3] = [Self::Ping, Self::Jobs, Self::Partitions];
 }
+
+/// When a request started, what it took, and its answer.
+type Timed<T> = (Instant, Duration, Result<Outcome<T>>);
 
 /// A lane's request, answered.
 enum Done {
     Ping(Instant, Duration, Result<Outcome<Ping>>),
     Jobs(Box<JobTracker>, Box<JobsDone>),
-    Nodes(Instant, Duration, Result<Outcome<Vec<Node>>>),
     Partitions(Instant, Duration, i64, Result<Outcome<Vec<Partition>>>),
 }
 
 struct JobsDone {
     started: Instant,
+    /// Nodes, when their pace allowed: read first.
+    nodes: Option<Timed<Vec<Node>>>,
     diag: (Duration, Result<Outcome<Diag>>),
     jobs: (Duration, Result<(Synced, Effort)>),
 }
@@ -103,6 +109,8 @@ pub struct Poller {
     /// The job list between polls; out (`None`) while its lane runs.
     tracker: Option<Box<JobTracker>>,
     paces: BTreeMap<Lane, Pace>,
+    /// Nodes are read in the jobs lane, at their own pace.
+    nodes_pace: Pace,
     busy: BTreeSet<Lane>,
     /// `update_time` for partitions, and when they were last fetched in full.
     partitions_since: Option<(i64, Instant)>,
@@ -133,6 +141,7 @@ impl Poller {
             opts,
             snapshot,
             paces: BTreeMap::new(),
+            nodes_pace: Pace::default(),
             busy: BTreeSet::new(),
             partitions_since: None,
             tx,
@@ -158,6 +167,7 @@ impl Poller {
                 for p in self.paces.values_mut() {
                     p.now();
                 }
+                self.nodes_pace.now();
                 if let Some(t) = self.tracker.as_mut() {
                     t.reset();
                 }
@@ -165,6 +175,7 @@ impl Poller {
                 info!(cluster = %self.snapshot.cluster, "standby: only pinging Slurm");
             }
             was_active = active;
+            self.snapshot.standby = !active;
 
             if out.is_empty()
                 && self.snapshot.api_version.is_none()
@@ -241,10 +252,6 @@ impl Poller {
                 let r = fetch::ping(&client, version).await;
                 Done::Ping(started, started.elapsed(), r)
             }),
-            Lane::Nodes => Box::pin(async move {
-                let r = fetch::nodes(&client, version).await;
-                Done::Nodes(started, started.elapsed(), r)
-            }),
             Lane::Partitions => {
                 let since = self
                     .partitions_since
@@ -261,9 +268,17 @@ impl Poller {
                     Box::new(JobTracker::new(self.opts.per_owner, self.opts.budget))
                 });
                 let interval = self.opts.interval;
+                let with_nodes = self.nodes_pace.ready();
                 Box::pin(async move {
+                    let nodes = if with_nodes {
+                        let r = fetch::nodes(&client, version).await;
+                        Some((started, started.elapsed(), r))
+                    } else {
+                        None
+                    };
+                    let diag_started = Instant::now();
                     let diag = fetch::diag(&client, version).await;
-                    let diag_took = started.elapsed();
+                    let diag_took = diag_started.elapsed();
                     let counters = match &diag {
                         Ok(Outcome::Fresh { data, .. }) => Some(data),
                         _ => None,
@@ -273,7 +288,8 @@ impl Poller {
                     Done::Jobs(
                         tracker,
                         Box::new(JobsDone {
-                            started,
+                            started: diag_started,
+                            nodes,
                             diag: (diag_took, diag),
                             jobs: (took, jobs),
                         }),
@@ -297,13 +313,7 @@ impl Poller {
                 self.snapshot.ping.cadence = pace.gap();
                 seen.apply(&cluster, &mut self.snapshot.ping, Endpoint::Ping, took, r);
             }
-            Done::Nodes(started, took, r) => {
-                self.busy.remove(&Lane::Nodes);
-                let pace = self.paces.entry(Lane::Nodes).or_default();
-                pace.done_every(started, took, budget, interval);
-                self.snapshot.nodes.cadence = pace.gap();
-                seen.apply(&cluster, &mut self.snapshot.nodes, Endpoint::Nodes, took, r);
-            }
+
             Done::Partitions(started, took, request_start, r) => {
                 self.busy.remove(&Lane::Partitions);
                 let pace = self.paces.entry(Lane::Partitions).or_default();
@@ -330,6 +340,11 @@ impl Poller {
             }
             Done::Jobs(tracker, d) => {
                 self.busy.remove(&Lane::Jobs);
+                if let Some((started, took, r)) = d.nodes {
+                    self.nodes_pace.done_every(started, took, budget, interval);
+                    self.snapshot.nodes.cadence = self.nodes_pace.gap();
+                    seen.apply(&cluster, &mut self.snapshot.nodes, Endpoint::Nodes, took, r);
+                }
                 let full_gap = tracker.full_gap();
                 self.tracker = Some(tracker);
                 let (diag_took, diag) = d.diag;
