@@ -17,7 +17,8 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use slurmscale_autoscaler::crd::NodeSetAutoscaler;
 use slurmscale_exporter::k8s::nodeset::v1beta1;
-use support::{Process, SlurmCluster, autoscaler, kube_client, namespace};
+use support::fault::FaultProxy;
+use support::{Process, SlurmCluster, autoscaler, autoscaler_via, kube_client, namespace};
 
 static ELASTIC: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -515,8 +516,11 @@ async fn only_the_leader_acts_and_a_standby_takes_over() {
     let _turn = ELASTIC.lock().await;
     let cluster = SlurmCluster::get("24.11");
     let s = setup(&cluster, false).await;
-    let first = autoscaler(&cluster, &s.ns, &["--identity", "replica-a"]);
-    let second = autoscaler(&cluster, &s.ns, &["--identity", "replica-b"]);
+    // Each replica reaches slurmrestd through its own proxy, which counts what it asks.
+    let proxy_a = FaultProxy::start(&cluster.url).await;
+    let proxy_b = FaultProxy::start(&cluster.url).await;
+    let first = autoscaler_via(&cluster, &proxy_a.url, &s.ns, &["--identity", "replica-a"]);
+    let second = autoscaler_via(&cluster, &proxy_b.url, &s.ns, &["--identity", "replica-b"]);
     first.wait_ready(Duration::from_secs(30)).await;
     second.wait_ready(Duration::from_secs(30)).await;
     let leases: Api<Lease> = Api::namespaced(s.client.clone(), &s.ns);
@@ -537,10 +541,10 @@ async fn only_the_leader_acts_and_a_standby_takes_over() {
     )
     .await;
     let leader = holder().await;
-    let (mut leading, standing_by) = if leader == "replica-a" {
-        (first, second)
+    let (mut leading, standing_by, standby_proxy) = if leader == "replica-a" {
+        (first, second, &proxy_b)
     } else {
-        (second, first)
+        (second, first, &proxy_a)
     };
     let standby_name = if leader == "replica-a" {
         "replica-b"
@@ -560,6 +564,25 @@ async fn only_the_leader_acts_and_a_standby_takes_over() {
         let m = p.metrics().await;
         assert_eq!(m.get("slurmscale_autoscaler_leader", &[]), Some(is_leader));
     }
+    // Only the leader polls Slurm: the standby asked for no job, node or partition, only
+    // pinged (its first look may come before the election settles: count from now).
+    let asked = |p: &FaultProxy| {
+        ["jobs", "nodes", "partitions", "diag"]
+            .iter()
+            .map(|e| p.requests(e))
+            .sum::<usize>()
+    };
+    let standby_before = asked(standby_proxy);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(
+        asked(standby_proxy),
+        standby_before,
+        "the standby polled Slurm"
+    );
+    assert!(
+        standby_proxy.requests("ping") >= 1,
+        "the standby never pinged"
+    );
     let scaled = events(&s, "ScaledUp").await;
     assert!(!scaled.is_empty());
     assert!(

@@ -43,12 +43,15 @@ struct Shared {
     fault: Arc<Mutex<(Fault, Option<&'static str>)>>,
     /// Items in the last answer forwarded per endpoint (`jobs`: job records).
     items: Arc<Mutex<std::collections::BTreeMap<String, usize>>>,
+    /// Requests seen per endpoint (everything feeding the job list is `jobs`).
+    requests: Arc<Mutex<std::collections::BTreeMap<String, usize>>>,
 }
 
 pub struct FaultProxy {
     pub url: String,
     fault: Arc<Mutex<(Fault, Option<&'static str>)>>,
     items: Arc<Mutex<std::collections::BTreeMap<String, usize>>>,
+    requests: Arc<Mutex<std::collections::BTreeMap<String, usize>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -60,11 +63,13 @@ impl FaultProxy {
         let url = format!("http://{}", listener.local_addr().unwrap());
         let fault = Arc::new(Mutex::new((Fault::None, None)));
         let items = Arc::new(Mutex::new(std::collections::BTreeMap::new()));
+        let requests = Arc::new(Mutex::new(std::collections::BTreeMap::new()));
         let shared = Shared {
             upstream: upstream.trim_end_matches('/').to_string(),
             http: reqwest::Client::new(),
             fault: fault.clone(),
             items: items.clone(),
+            requests: requests.clone(),
         };
         let app = Router::new().fallback(forward).with_state(shared);
         let task = tokio::spawn(async move {
@@ -74,6 +79,7 @@ impl FaultProxy {
             url,
             fault,
             items,
+            requests,
             task,
         }
     }
@@ -85,6 +91,17 @@ impl FaultProxy {
 
     pub fn clear(&self) {
         self.set(Fault::None, None);
+    }
+
+    /// Requests forwarded so far for `endpoint` (`jobs` counts `/jobs`, `/jobs/state/` and
+    /// `/job/{id}`).
+    pub fn requests(&self, endpoint: &str) -> usize {
+        self.requests
+            .lock()
+            .unwrap()
+            .get(endpoint)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// How many items (`jobs`, `nodes`, ...) the last answer for `endpoint` carried.
@@ -121,6 +138,11 @@ async fn forward(State(s): State<Shared>, req: Request) -> Response {
     } else {
         last
     };
+    *s.requests
+        .lock()
+        .unwrap()
+        .entry(endpoint.clone())
+        .or_default() += 1;
     // Only a full answer counts its items.
     let full_list = p.trim_end_matches('/').ends_with("/jobs") || !endpoint.eq("jobs");
     let fault = if only.is_none_or(|e| e == endpoint) {

@@ -354,6 +354,16 @@ impl Process {
 /// `slurmscale autoscaler` against `cluster` and the harness's kube-apiserver, polling every
 /// second, with its Lease in `lease_ns` (so tests never share a leader).
 pub fn autoscaler(cluster: &SlurmCluster, lease_ns: &str, extra: &[&str]) -> Process {
+    autoscaler_via(cluster, &cluster.url, lease_ns, extra)
+}
+
+/// As [`autoscaler`], reaching slurmrestd at `url` (a proxy in front of the cluster's).
+pub fn autoscaler_via(
+    cluster: &SlurmCluster,
+    url: &str,
+    lease_ns: &str,
+    extra: &[&str],
+) -> Process {
     let key = cluster.key_file.to_string_lossy().into_owned();
     let kubeconfig = kubeconfig_path().to_string_lossy().into_owned();
     let mut args = vec![
@@ -373,7 +383,7 @@ pub fn autoscaler(cluster: &SlurmCluster, lease_ns: &str, extra: &[&str]) -> Pro
     Process::start(
         &args,
         &[
-            ("SLURM_REST_URL", &cluster.url),
+            ("SLURM_REST_URL", url),
             ("SLURM_USER", &cluster.user),
             ("SLURM_CLUSTER", &cluster.name),
         ],

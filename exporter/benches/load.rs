@@ -1,0 +1,413 @@
+//! What polling costs a busy slurmctld: slurmrestd and slurmctld CPU seconds per minute, full
+//! `/jobs` requests per minute and the age of the job data, for the deployment shapes a site
+//! runs, against a real Slurm holding 20,000 (or 100,000) jobs while one new job a second is
+//! submitted (each runs 5 s on the cpu partition).
+//!
+//! Shapes (each poller is a `slurmscale exporter --no-kubernetes` process behind its own
+//! counting proxy; the autoscaler's poller is the same code):
+//! * `idle`: nothing polls (the submitter alone: the floor);
+//! * `before`: what the chart deployed before issue 14 — the exporter (30 s) and two
+//!   autoscaler replicas that both polled in full every 2 s — run with an earlier build
+//!   given as SLURMSCALE_BEFORE_BIN (skipped without it);
+//! * `after`: the exporter (30 s) and the leading autoscaler (2 s); the standby only pings
+//!   every 30 s (its zero `/jobs` is checked by tests/autoscaler_e2e.rs);
+//! * `shared`: one poller (2 s) for both, as `slurmscale autoscaler --exporter-metrics` runs.
+//!
+//! It starts its own Slurm copy (SLURMSCALE_RUN=/tmp/slurmscale-load, REST on 26820 for
+//! 22.05 and 27820 for 24.11), so the test harness is left alone:
+//!
+//!     cargo build --release
+//!     SLURMSCALE_BEFORE_BIN=/path/to/old/slurmscale cargo bench -p slurmscale-exporter --bench load
+//!
+//! SLURMSCALE_LOAD_FLAVORS (default `24.11,22.05`), SLURMSCALE_LOAD_JOBS (20000),
+//! SLURMSCALE_LOAD_WINDOW (seconds per shape, 60). Loading 20,000 jobs takes a minute or two
+//! of sbatch; the copy is stopped at the end. Figures: exporter/benches/README.md.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+
+const RUN: &str = "/tmp/slurmscale-load";
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn harness(flavor: &str, cmd: &str) {
+    let ok = Command::new("bash")
+        .arg(repo().join("tests/harness/slurm.sh"))
+        .args([flavor, cmd])
+        .env("SLURMSCALE_RUN", RUN)
+        .env("SLURMSCALE_PORT_BASE_2205", "26800")
+        .env("SLURMSCALE_PORT_BASE_2411", "27800")
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "slurm.sh {flavor} {cmd} failed");
+}
+
+fn env_file(flavor: &str) -> BTreeMap<String, String> {
+    let text = std::fs::read_to_string(format!("{RUN}/slurm-{flavor}/env")).unwrap();
+    text.lines()
+        .filter_map(|l| l.strip_prefix("export ")?.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.trim_matches('"').to_string()))
+        .collect()
+}
+
+struct Slurm {
+    env: BTreeMap<String, String>,
+    flavor: String,
+}
+
+impl Slurm {
+    fn cmd(&self, program: &str) -> Command {
+        let mut c = Command::new(format!("{}/{program}", self.env["SLURM_BIN"]));
+        c.env("SLURM_CONF", &self.env["SLURM_CONF"])
+            .env_remove("SLURM_JWT")
+            .current_dir(std::env::temp_dir());
+        c
+    }
+
+    fn queued(&self) -> usize {
+        let out = self
+            .cmd("squeue")
+            .args(["-h", "-o", "%A"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).lines().count()
+    }
+
+    /// Held jobs up to `n`, four sbatch streams at a time.
+    fn fill(&self, n: usize) {
+        let have = self.queued();
+        if have >= n {
+            return;
+        }
+        let started = Instant::now();
+        let per = (n - have).div_ceil(4);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..per {
+                        let _ = self
+                            .cmd("sbatch")
+                            .args(["-Q", "--hold", "-o", "/dev/null", "--wrap", "true"])
+                            .status();
+                    }
+                });
+            }
+        });
+        eprintln!(
+            "[load] {} jobs queued on Slurm {} in {:.0?}",
+            self.queued(),
+            self.flavor,
+            started.elapsed()
+        );
+    }
+
+    /// CPU seconds slurmrestd and slurmctld have used so far.
+    fn cpu(&self) -> (f64, f64) {
+        let of = |name: &str| {
+            let pid = std::fs::read_to_string(format!("{RUN}/slurm-{}/pids/{name}", self.flavor))
+                .unwrap_or_default();
+            let stat =
+                std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+            // Fields after the ")" of the command name: utime is the 12th, stime the 13th.
+            let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+            (ticks(11) + ticks(12)) / 100.0
+        };
+        (of("slurmrestd"), of("slurmctld"))
+    }
+}
+
+/// Counts requests by kind on their way to slurmrestd.
+async fn counting_proxy(upstream: String) -> (String, Arc<Mutex<BTreeMap<&'static str, u64>>>) {
+    let counts = Arc::new(Mutex::new(BTreeMap::new()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    #[derive(Clone)]
+    struct S {
+        upstream: String,
+        http: reqwest::Client,
+        counts: Arc<Mutex<BTreeMap<&'static str, u64>>>,
+    }
+    async fn forward(State(s): State<S>, req: Request) -> Response {
+        let path = req.uri().path().trim_end_matches('/').to_string();
+        let query = req.uri().query().unwrap_or("");
+        let kind = if path.ends_with("/jobs") && query.contains("update_time") {
+            "jobs?update_time"
+        } else if path.ends_with("/jobs") {
+            "jobs"
+        } else if path.ends_with("/jobs/state") {
+            "jobs/state"
+        } else if path.contains("/job/") {
+            "job/{id}"
+        } else {
+            "other"
+        };
+        *s.counts.lock().unwrap().entry(kind).or_default() += 1;
+        let mut up = s
+            .http
+            .get(format!("{}{}", s.upstream, req.uri()))
+            .timeout(Duration::from_secs(600));
+        for h in ["x-slurm-user-name", "x-slurm-user-token"] {
+            if let Some(v) = req.headers().get(h) {
+                up = up.header(h, v);
+            }
+        }
+        match up.send().await {
+            Ok(resp) => {
+                let status = resp.status();
+                (status, resp.bytes().await.unwrap_or_default()).into_response()
+            }
+            Err(_) => axum::http::StatusCode::BAD_GATEWAY.into_response(),
+        }
+    }
+    let state = S {
+        upstream,
+        http: reqwest::Client::new(),
+        counts: counts.clone(),
+    };
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, Router::new().fallback(forward).with_state(state)).await;
+    });
+    (url, counts)
+}
+
+struct Poller {
+    child: Child,
+    listen: String,
+    counts: Arc<Mutex<BTreeMap<&'static str, u64>>>,
+}
+
+impl Drop for Poller {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn poller(bin: &Path, slurm: &Slurm, interval: &str, port: u16) -> Poller {
+    let (url, counts) = counting_proxy(slurm.env["SLURM_REST_URL"].clone()).await;
+    let listen = format!("127.0.0.1:{port}");
+    let child = Command::new(bin)
+        .args([
+            "exporter",
+            "--no-kubernetes",
+            "--interval",
+            interval,
+            "--timeout",
+            "120s",
+            "--listen",
+            &listen,
+            "--jwt-key-file",
+            &slurm.env["HARNESS_JWT_KEY_FILE"],
+        ])
+        .env("SLURM_REST_URL", url)
+        .env("SLURM_USER", &slurm.env["SLURM_USER"])
+        .env("SLURM_CLUSTER", &slurm.env["SLURM_CLUSTER"])
+        .env_remove("SLURM_JWT")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start slurmscale");
+    Poller {
+        child,
+        listen,
+        counts,
+    }
+}
+
+/// The age of the poller's job data, as it exports it.
+async fn jobs_age(p: &Poller) -> Option<f64> {
+    let text = reqwest::get(format!("http://{}/metrics", p.listen))
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()?;
+    text.lines()
+        .find(|l| {
+            l.starts_with("slurm_exporter_endpoint_data_age_seconds{")
+                && l.contains("endpoint=\"jobs\"")
+        })
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+struct Row {
+    shape: &'static str,
+    restd: f64,
+    ctld: f64,
+    full_jobs: f64,
+    other_jobs: f64,
+    age_p50: f64,
+    age_max: f64,
+}
+
+async fn measure(
+    slurm: &Slurm,
+    shape: &'static str,
+    pollers: Vec<Poller>,
+    window: Duration,
+) -> Row {
+    // Warm up: the first full /jobs of every poller, then steady state.
+    let warm = Instant::now();
+    while warm.elapsed() < Duration::from_secs(300) {
+        let mut ready = true;
+        for p in &pollers {
+            ready &= jobs_age(p).await.is_some();
+        }
+        if ready {
+            break;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let (r0, c0) = slurm.cpu();
+    let counts0: Vec<BTreeMap<&str, u64>> = pollers
+        .iter()
+        .map(|p| p.counts.lock().unwrap().clone())
+        .collect();
+    let start = Instant::now();
+    let mut ages = Vec::new();
+    while start.elapsed() < window {
+        // The pollers deciding (the 2 s ones) are what the autoscaler reads.
+        for p in pollers.iter().rev().take(1) {
+            if let Some(a) = jobs_age(p).await {
+                ages.push(a);
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let minutes = start.elapsed().as_secs_f64() / 60.0;
+    let (r1, c1) = slurm.cpu();
+    let mut full = 0;
+    let mut other = 0;
+    for (p, before) in pollers.iter().zip(&counts0) {
+        for (kind, n) in p.counts.lock().unwrap().iter() {
+            let d = n - before.get(kind).copied().unwrap_or(0);
+            match *kind {
+                "jobs" => full += d,
+                "jobs?update_time" | "jobs/state" | "job/{id}" => other += d,
+                _ => {}
+            }
+        }
+    }
+    ages.sort_by(f64::total_cmp);
+    let pick = |q: f64| {
+        ages.get(((ages.len() as f64 - 1.0) * q).round() as usize)
+            .copied()
+            .unwrap_or(f64::NAN)
+    };
+    Row {
+        shape,
+        restd: (r1 - r0) / minutes,
+        ctld: (c1 - c0) / minutes,
+        full_jobs: full as f64 / minutes,
+        other_jobs: other as f64 / minutes,
+        age_p50: pick(0.5),
+        age_max: pick(1.0),
+    }
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let flavors = std::env::var("SLURMSCALE_LOAD_FLAVORS").unwrap_or_else(|_| "24.11,22.05".into());
+    let jobs: usize = std::env::var("SLURMSCALE_LOAD_JOBS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+    let window = Duration::from_secs(
+        std::env::var("SLURMSCALE_LOAD_WINDOW")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(60),
+    );
+    let target = std::env::var("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| repo().join("target"));
+    let after = std::env::var_os("SLURMSCALE_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| target.join("release/slurmscale"));
+    assert!(
+        after.exists(),
+        "{} missing: run `cargo build --release` first",
+        after.display()
+    );
+    let before = std::env::var_os("SLURMSCALE_BEFORE_BIN").map(PathBuf::from);
+
+    for flavor in flavors.split(',') {
+        harness(flavor, "start");
+        let slurm = Slurm {
+            env: env_file(flavor),
+            flavor: flavor.to_string(),
+        };
+        let _ = slurm.cmd("scancel").args(["--user=root"]).status();
+        slurm.fill(jobs);
+
+        // One new job a second, each running 5 s: a quiet day at a real site.
+        let stop = Arc::new(AtomicBool::new(false));
+        let submitter = {
+            let (stop, env) = (stop.clone(), slurm.env.clone());
+            std::thread::spawn(move || {
+                let s = Slurm {
+                    env,
+                    flavor: String::new(),
+                };
+                while !stop.load(Ordering::Relaxed) {
+                    let t = Instant::now();
+                    let _ = s
+                        .cmd("sbatch")
+                        .args(["-Q", "-p", "cpu", "-o", "/dev/null", "--wrap", "sleep 5"])
+                        .status();
+                    std::thread::sleep(Duration::from_secs(1).saturating_sub(t.elapsed()));
+                }
+            })
+        };
+
+        let mut rows = vec![measure(&slurm, "idle", Vec::new(), window).await];
+        if let Some(before) = &before {
+            let pollers = vec![
+                poller(before, &slurm, "30s", 29001).await,
+                poller(before, &slurm, "2s", 29002).await,
+                poller(before, &slurm, "2s", 29003).await,
+            ];
+            rows.push(measure(&slurm, "before", pollers, window).await);
+        }
+        let pollers = vec![
+            poller(&after, &slurm, "30s", 29011).await,
+            poller(&after, &slurm, "2s", 29012).await,
+        ];
+        rows.push(measure(&slurm, "after", pollers, window).await);
+        let pollers = vec![poller(&after, &slurm, "2s", 29021).await];
+        rows.push(measure(&slurm, "shared", pollers, window).await);
+
+        stop.store(true, Ordering::Relaxed);
+        let _ = submitter.join();
+        println!(
+            "\nSlurm {flavor}, {} jobs queued, one new job a second, {}s windows",
+            slurm.queued(),
+            window.as_secs()
+        );
+        println!(
+            "| shape | slurmrestd CPU s/min | slurmctld CPU s/min | full /jobs per min | other job-list requests per min | jobs data age p50 / max |"
+        );
+        println!("|---|---|---|---|---|---|");
+        for r in &rows {
+            println!(
+                "| {} | {:.1} | {:.2} | {:.1} | {:.0} | {:.1} s / {:.1} s |",
+                r.shape, r.restd, r.ctld, r.full_jobs, r.other_jobs, r.age_p50, r.age_max
+            );
+        }
+        let _ = slurm.cmd("scancel").args(["--user=root"]).status();
+        harness(flavor, "stop");
+    }
+}
