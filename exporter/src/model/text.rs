@@ -203,6 +203,27 @@ pub fn array_tasks(s: &str) -> (u64, Option<u64>) {
     (tasks.max(1), throttle)
 }
 
+/// `mem=2000M` / `mem=62.50G` in a TRES string, in MiB.
+pub fn tres_mem_mib(s: &str) -> Option<u64> {
+    let value = s.split(',').find_map(|i| i.trim().strip_prefix("mem="))?;
+    memory_mib(value).map(|m| m as u64)
+}
+
+/// A Slurm memory size (`2000M`, `62.50G`, `1.5T`, `512K`; no unit: MiB) in MiB, unrounded:
+/// TRES strings and accounting exports write memory this way.
+pub fn memory_mib(s: &str) -> Option<f64> {
+    let (num, unit) = s.split_at(s.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(s.len()));
+    let n: f64 = num.parse().ok()?;
+    let factor = match unit {
+        "" | "M" => 1.0,
+        "K" => 1.0 / 1024.0,
+        "G" => 1024.0,
+        "T" => 1024.0 * 1024.0,
+        _ => return None,
+    };
+    Some(n * factor)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -278,25 +299,4 @@ mod tests {
         assert_eq!(array_tasks("garbage"), (1, None));
         assert_eq!(array_tasks("0-18446744073709551615"), (u64::MAX, None));
     }
-}
-
-/// `mem=2000M` / `mem=62.50G` in a TRES string, in MiB.
-pub fn tres_mem_mib(s: &str) -> Option<u64> {
-    let value = s.split(',').find_map(|i| i.trim().strip_prefix("mem="))?;
-    memory_mib(value).map(|m| m as u64)
-}
-
-/// A Slurm memory size (`2000M`, `62.50G`, `1.5T`, `512K`; no unit: MiB) in MiB, unrounded:
-/// TRES strings and accounting exports write memory this way.
-pub fn memory_mib(s: &str) -> Option<f64> {
-    let (num, unit) = s.split_at(s.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(s.len()));
-    let n: f64 = num.parse().ok()?;
-    let factor = match unit {
-        "" | "M" => 1.0,
-        "K" => 1.0 / 1024.0,
-        "G" => 1024.0,
-        "T" => 1024.0 * 1024.0,
-        _ => return None,
-    };
-    Some(n * factor)
 }
