@@ -17,15 +17,15 @@ use std::time::{Duration, SystemTime};
 use anyhow::Result;
 use kube::runtime::reflector::{self, store::Writer};
 use kube::runtime::watcher;
-use slurmscale_autoscaler::controller::{ColocationSources, Controller, ControllerConfig};
+use slurmscale_autoscaler::controller::{Controller, ControllerConfig, Seam};
 use slurmscale_autoscaler::crd::NodeSetAutoscaler;
+use slurmscale_autoscaler::fakes::{Fake, FakeTarget, World, Write};
 use slurmscale_autoscaler::leader::Leadership;
 use slurmscale_autoscaler::metrics as autoscaler_metrics;
-use slurmscale_autoscaler::simulate::target::SimTarget;
 use slurmscale_exporter::metrics::{MetricsOptions, Out, render};
 use slurmscale_exporter::model::demand::Shape;
 use slurmscale_exporter::server::{self, AppState, Page};
-use slurmscale_exporter::signals::partition_signals;
+use slurmscale_exporter::signals::{partition_signals, stale_after};
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -56,16 +56,16 @@ fn autoscaler() -> NodeSetAutoscaler {
 /// The simulation and the controller, stepped together.
 pub struct Demo {
     pub sim: Simulation,
-    controller: Controller<Arc<SimTarget>>,
-    kubernetes: Arc<SimTarget>,
+    controller: Controller<Arc<Fake>, Arc<Fake>, Arc<Fake>>,
+    kubernetes: Arc<Fake>,
     snapshots: watch::Sender<Arc<ClusterSnapshot>>,
     /// The simulation's time, read by the controller's clock (ms since the epoch).
     now_ms: Arc<AtomicU64>,
     _autoscalers: Writer<NodeSetAutoscaler>,
 }
 
-/// Slurm data older than this is stale for the controller (in simulated time).
-const STALE_AFTER: Duration = Duration::from_secs(10);
+/// The simulation is polled every simulated second.
+const INTERVAL: Duration = Duration::from_secs(1);
 
 /// What one tick produced.
 pub struct Tick {
@@ -94,21 +94,32 @@ impl Demo {
                 SystemTime::UNIX_EPOCH + Duration::from_millis(now_ms.load(Ordering::SeqCst))
             })
         };
-        let kubernetes = Arc::new(SimTarget::new(Some(format!(
-            "app.kubernetes.io/instance={BURST}"
-        ))));
+        let kubernetes = Arc::new(Fake::new(World {
+            targets: BTreeMap::from([(
+                BURST.to_string(),
+                FakeTarget {
+                    selector: Some(format!("app.kubernetes.io/instance={BURST}")),
+                    ..FakeTarget::default()
+                },
+            )]),
+            ..World::default()
+        }));
+        let seam = Seam {
+            kubernetes: kubernetes.clone(),
+            slurm: kubernetes.clone(),
+            pool: kubernetes.clone(),
+            clock,
+        };
         let controller = Controller::new(
-            kubernetes.clone(),
+            seam,
             store,
             BTreeMap::from([(CLUSTER.to_string(), rx)]),
             Leadership::always(),
             ControllerConfig {
                 resync: Duration::from_secs(1),
-                stale_after: STALE_AFTER,
+                stale_after: stale_after(INTERVAL),
                 dry_run: false,
-                clock,
             },
-            ColocationSources::default(),
         );
         Self {
             sim,
@@ -128,10 +139,17 @@ impl Demo {
         self.now_ms.store(millis(now), Ordering::SeqCst);
         let snap = Arc::new(self.sim.snapshot());
         self.snapshots.send_replace(snap.clone());
-        self.kubernetes.set_replicas(self.sim.nodeset.replicas);
+        let replicas = self.sim.nodeset.replicas;
+        self.kubernetes.with(|w| {
+            if let Some(t) = w.targets.get_mut(BURST) {
+                t.replicas = replicas;
+            }
+        });
         self.controller.reconcile_all().await;
-        if let Some(r) = self.kubernetes.take_asked() {
-            self.sim.scale(r);
+        for w in self.kubernetes.take_writes() {
+            if let Write::Scale { replicas, .. } = w {
+                self.sim.scale(replicas);
+            }
         }
 
         let opts = MetricsOptions {
@@ -151,10 +169,21 @@ impl Demo {
         );
         page.push_str(&out.encode());
         // For the live line only: the demand the controller saw.
-        let demand_nodes =
-            partition_signals(&snap, BURST, None, Shape::default(), now, STALE_AFTER)
-                .map_or(0, |s| s.demand.nodes);
-        let (reason, message) = self.kubernetes.decision();
+        let demand_nodes = partition_signals(
+            &snap,
+            BURST,
+            None,
+            Shape::default(),
+            now,
+            stale_after(INTERVAL),
+        )
+        .map_or(0, |s| s.demand.nodes);
+        let (reason, message) = self
+            .kubernetes
+            .status(BURST)
+            .and_then(|s| s.last_decision)
+            .map(|d| (d.reason, d.message))
+            .unwrap_or_default();
         Tick {
             page,
             snapshot: snap,
