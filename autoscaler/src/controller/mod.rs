@@ -20,6 +20,8 @@ mod act;
 mod observe;
 mod plan;
 mod report;
+#[cfg(test)]
+mod tests;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
