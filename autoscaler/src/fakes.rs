@@ -73,6 +73,8 @@ pub enum Write {
         nodes: Vec<String>,
     },
     Event {
+        /// The autoscaler's name.
+        autoscaler: String,
         warning: bool,
         reason: String,
         note: String,
@@ -203,8 +205,9 @@ impl Kubernetes for Fake {
         Ok(())
     }
 
-    async fn event(&self, _: &NodeSetAutoscaler, warning: bool, reason: &str, note: String) {
+    async fn event(&self, nsa: &NodeSetAutoscaler, warning: bool, reason: &str, note: String) {
         self.world().writes.push(Write::Event {
+            autoscaler: nsa.name_any(),
             warning,
             reason: reason.into(),
             note,
