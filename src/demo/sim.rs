@@ -128,6 +128,11 @@ impl SimNode {
         }
     }
 
+    /// Running work, as the exporter's model (and so the autoscaler) tells it.
+    fn busy(&self) -> bool {
+        self.model().busy()
+    }
+
     /// A new job may start here: not drained, and its share fits.
     fn fits(&self, j: &SimJob) -> bool {
         self.drain.is_none()
@@ -508,7 +513,7 @@ impl Simulation {
             self.nodeset.slots.insert(free, tick + BOOT_SECONDS);
         }
         while self.nodeset.slots.len() > want {
-            let busy = |i: &usize| self.burst[*i].as_ref().is_some_and(|n| n.alloc_cpus > 0);
+            let busy = |i: &usize| self.burst[*i].as_ref().is_some_and(SimNode::busy);
             let Some(victim) = self
                 .nodeset
                 .slots
@@ -580,11 +585,7 @@ impl Simulation {
 
     /// Busy burst nodes (running a job), what the policy must never go below.
     pub fn busy_burst_nodes(&self) -> u64 {
-        self.burst
-            .iter()
-            .flatten()
-            .filter(|n| n.model().busy())
-            .count() as u64
+        self.burst.iter().flatten().filter(|n| n.busy()).count() as u64
     }
 
     pub fn pending(&self) -> u64 {
@@ -892,7 +893,7 @@ mod tests {
             .pool
             .slots
             .iter()
-            .find(|n| n.slurm.as_ref().is_some_and(|n| n.alloc_cpus == 0))
+            .find(|n| n.slurm.as_ref().is_some_and(|n| !n.busy()))
             .map(|n| (n.k8s_node.clone(), n.slurm.as_ref().map(|n| n.name.clone())))
             .expect("an idle pool node");
         let (k8s_node, slurm_node) = (idle.0, idle.1.unwrap_or_default());

@@ -44,7 +44,7 @@ pub struct Slot {
 
 impl Slot {
     fn busy(&self) -> bool {
-        self.slurm.as_ref().is_some_and(|n| n.alloc_cpus > 0)
+        self.slurm.as_ref().is_some_and(SimNode::busy)
     }
 }
 
