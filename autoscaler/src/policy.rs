@@ -19,7 +19,7 @@ use slurmscale_exporter::model::PendingClass;
 use slurmscale_exporter::signals::{PartitionSignals, Untrusted, desired_nodes};
 
 use crate::crd::NodeSetAutoscalerSpec;
-pub use crate::plan::{Plan, Reason};
+use crate::plan::{Plan, Reason};
 
 /// The spec's numbers, with defaults applied.
 #[derive(Clone, Debug, PartialEq)]
