@@ -205,8 +205,9 @@ pub struct ColocationStatus {
     pub slurm_nodes: u32,
     pub kubernetes_need_nodes: u32,
     pub slurm_need_nodes: u32,
-    /// Slurm nodes drained by us and not yet empty. Always written, empty too: a merge
-    /// patch that left it out would keep the drains of the last plan.
+    /// Slurm nodes drained by us and not yet empty.
+    // Always written, empty too: a merge patch that left it out would keep the drains of
+    // the last plan.
     #[serde(default)]
     pub draining: Vec<String>,
     /// The steps of the last plan, in words.
