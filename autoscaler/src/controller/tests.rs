@@ -634,3 +634,26 @@ async fn a_pool_in_dry_run_says_what_it_would_drain() {
     assert!(said[0].1.starts_with("would: draining s2"), "{}", said[0].1);
     assert!(rig.reconcile().await.is_empty(), "said once");
 }
+
+#[tokio::test]
+async fn a_pool_whose_scale_changed_meanwhile_plans_its_release_again() {
+    let rig = pool_rig(false);
+    rig.slurm(snapshot(
+        at(0),
+        "cpu",
+        pool_nodes(drained(node("s2", "cpu", false))),
+        &[],
+    ));
+    // Someone scaled the NodeSet to 5 between our read and our patch.
+    rig.fake.with(|w| w.races.push_back(5));
+    let writes = rig.reconcile().await;
+    assert_eq!(
+        writes[0],
+        Write::MarkToGo {
+            nodes: vec!["k2".into()]
+        }
+    );
+    assert_eq!(scales(&writes), [4], "one pod fewer than the 5 read again");
+    assert_eq!(rig.replicas(), 4);
+    assert_eq!(rig.status().current_replicas, Some(4));
+}
