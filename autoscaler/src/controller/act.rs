@@ -105,7 +105,7 @@ pub async fn act<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         Mode::Standby => (plan, unchanged),
     };
     if outcome.scaled().is_none() {
-        debug!(autoscaler = %nsa.metadata.name.as_deref().unwrap_or_default(), replicas = plan.replicas, reason = %plan.reason, "{}", plan.message());
+        debug!(autoscaler = %super::key(nsa), replicas = plan.replicas, reason = %plan.reason, "{}", plan.message());
     }
     if mode != Mode::Standby && plan.frozen != memory.frozen {
         let (warning, reason) = if plan.frozen {
@@ -160,7 +160,7 @@ async fn apply<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         acted: true,
     };
     if let Some(up) = outcome.scaled() {
-        info!(autoscaler = %nsa.metadata.name.as_deref().unwrap_or_default(), from = outcome.before, to = plan.replicas, reason = %plan.reason, "{}", plan.message());
+        info!(autoscaler = %super::key(nsa), from = outcome.before, to = plan.replicas, reason = %plan.reason, "{}", plan.message());
         let reason = if up { "ScaledUp" } else { "ScaledDown" };
         kube.event(nsa, false, reason, plan.message()).await;
     }
