@@ -1,6 +1,7 @@
-//! Command-line surface (DESIGN.md "CLI surface"). Every flag has an environment variable;
-//! the single-cluster case needs only the slurmrestd URL and a token. Values of secret
-//! variables are never shown in `--help`.
+//! Command-line surface: the flags and environment variables the README's tables list, which
+//! users, charts and tests rely on (a name changes only with a note in the README). Every
+//! flag has an environment variable; the single-cluster case needs only the slurmrestd URL
+//! and a token. Values of secret variables are never shown in `--help`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

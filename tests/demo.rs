@@ -1,71 +1,117 @@
-//! `slurmscale demo`, the README's first command, as a user runs it: it prints where its
-//! metrics are and a live line per tick, serves the families users graph while it runs, and
-//! stops by itself after `--duration`.
+//! `slurmscale demo`, the README's first command, as a newcomer runs it: it prints where its
+//! metrics are and a live line per simulated second in which both autoscalers act from the
+//! first seconds (the burst NodeSet scales up, the colocated pool drains a node for
+//! Kubernetes and hands it over), serves the families the dashboards graph — the colocated
+//! pool's included — while it runs, and stops after `--duration` or on Ctrl-C with a summary.
 
 mod support;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use support::Metrics;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_demo_serves_metrics_prints_live_lines_and_stops_on_time() {
-    let started = Instant::now();
+/// Starts the demo; its stdout, line by line.
+fn demo(args: &[&str]) -> (Child, Receiver<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_slurmscale"))
-        .args([
-            "demo",
-            "--listen",
-            "127.0.0.1:0",
-            "--duration",
-            "8s",
-            "--speed",
-            "60",
-            "--seed",
-            "5",
-        ])
+        .args(["demo", "--listen", "127.0.0.1:0"])
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("start slurmscale demo");
     let (tx, rx) = std::sync::mpsc::channel();
-    let stdout = child.stdout.take().unwrap();
+    let stdout = child.stdout.take().expect("piped stdout");
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
             let _ = tx.send(line);
         }
     });
+    (child, rx)
+}
+
+/// The lines before the metrics URL, and the URL.
+fn metrics_url(rx: &Receiver<String>) -> (Vec<String>, String) {
     let mut lines = Vec::new();
-    let url = loop {
+    loop {
         let line = rx
             .recv_timeout(Duration::from_secs(20))
             .expect("the demo prints its metrics URL");
         if let Some(rest) = line.strip_prefix("metrics: ") {
-            break rest.split_whitespace().next().unwrap().to_string();
+            let url = rest
+                .split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+            return (lines, url);
         }
         lines.push(line);
-    };
-    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    }
+}
 
-    // While it runs: what users graph, with the burst NodeSet scaled up at some point.
-    let mut scaled_up = false;
+fn is_live(line: &str) -> bool {
+    line.contains("| pending")
+}
+
+/// The summary printed on the way out: jobs, waits, node-hours (idle ones too), scale events.
+fn assert_summary(lines: &[String]) {
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("done after"))
+        .unwrap_or_else(|| panic!("no summary: {:?}", lines.last()));
+    let summary = lines[at..].join("\n");
+    for fact in [
+        "jobs:",
+        "submitted",
+        "waits:",
+        "node-hours:",
+        "idle",
+        "scale events:",
+        "drained",
+    ] {
+        assert!(summary.contains(fact), "{fact} missing from\n{summary}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_serves_metrics_prints_live_lines_and_stops_on_time() {
+    let started = Instant::now();
+    let (mut child, rx) = demo(&["--duration", "8s", "--speed", "60", "--seed", "5"]);
+    let (mut lines, url) = metrics_url(&rx);
+
+    // While it runs: what users graph, with the burst NodeSet scaled up and the pool's
+    // shares on cluster="demo" for the colocation dashboard.
+    let mut ready = false;
     let mut page = Metrics::default();
-    while started.elapsed() < Duration::from_secs(6) && !scaled_up {
+    while started.elapsed() < Duration::from_secs(6) && !ready {
         tokio::time::sleep(Duration::from_millis(300)).await;
         if let Ok(resp) = reqwest::get(&url).await {
             page = Metrics::parse(&resp.text().await.unwrap());
-            scaled_up = page
+            let scaled_up = page
                 .get(
                     "slurmscale_autoscaler_scale_ups_total",
                     &[("autoscaler", "burst")],
                 )
                 .is_some_and(|v| v > 0.0);
+            let pool = page
+                .get(
+                    "slurmscale_colocation_nodes",
+                    &[
+                        ("cluster", "demo"),
+                        ("autoscaler", "cpu"),
+                        ("owner", "kubernetes"),
+                    ],
+                )
+                .is_some_and(|v| v > 0.0);
+            ready = scaled_up && pool;
         }
     }
     assert!(
-        scaled_up,
-        "the burst NodeSet never scaled up: {:?}",
+        ready,
+        "the burst NodeSet never scaled up or the pool never gave Kubernetes a node: {:?}",
         page.names()
     );
     let names = page.names();
@@ -82,6 +128,9 @@ async fn the_demo_serves_metrics_prints_live_lines_and_stops_on_time() {
         "slurmscale_autoscaler_desired_replicas",
         "slurmscale_autoscaler_current_replicas",
         "slurmscale_autoscaler_decision_info",
+        "slurmscale_colocation_pool_nodes",
+        "slurmscale_colocation_need_nodes",
+        "slurmscale_colocation_draining_nodes",
     ] {
         assert!(
             names.contains(family),
@@ -108,16 +157,54 @@ async fn the_demo_serves_metrics_prints_live_lines_and_stops_on_time() {
         started.elapsed()
     );
     lines.extend(rx.try_iter());
-    let live: Vec<&String> = lines.iter().filter(|l| l.contains("| pending")).collect();
+    let live: Vec<&String> = lines.iter().filter(|l| is_live(l)).collect();
     // 8 s at 60x: one line per simulated second, give or take the start.
     assert!(live.len() >= 400, "only {} live lines", live.len());
     assert!(
         live.iter().any(|l| l.contains("ScaleUp:")),
         "no scale-up in the live lines"
     );
+    for event in ["cpu: Drain:", "cpu: Release:"] {
+        assert!(lines.iter().any(|l| l.contains(event)), "no {event} line");
+    }
+    assert_summary(&lines);
+}
+
+/// At the default speed, as the README runs it: within the first five seconds the burst
+/// NodeSet scales up and the pool drains a node for Kubernetes; Ctrl-C stops it with the
+/// summary.
+#[test]
+fn at_the_default_speed_it_moves_at_once_and_ctrl_c_prints_the_summary() {
+    let (mut child, rx) = demo(&["--duration", "10m"]);
+    let (mut lines, _) = metrics_url(&rx);
+    let started = Instant::now();
+    while lines.iter().filter(|l| is_live(l)).count() < 5 {
+        let line = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("a live line a second");
+        lines.push(line);
+    }
     assert!(
-        lines.last().is_some_and(|l| l.starts_with("done after")),
-        "{:?}",
-        lines.last()
+        started.elapsed() < Duration::from_secs(8),
+        "five live lines took {:?}",
+        started.elapsed()
     );
+    let first = lines.join("\n");
+    assert!(first.contains("ScaleUp: scaling up 0 →"), "{first}");
+    assert!(first.contains("cpu: Drain: drained cpu-"), "{first}");
+    assert!(
+        !first.contains("steady at 0"),
+        "nothing moved in the first seconds:\n{first}"
+    );
+
+    // Ctrl-C (SIGINT) to the demo we started, by its pid.
+    let interrupted = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(interrupted.success());
+    let status = child.wait().expect("the demo exits");
+    assert!(status.success(), "{status}");
+    lines.extend(rx.iter());
+    assert_summary(&lines);
 }

@@ -1,10 +1,12 @@
-//! The only code that writes: the target's scale subresource (with the resourceVersion read,
-//! so a concurrent change is a 409 and the decision is made again on fresh data), the
-//! NodeSetAutoscaler's status, and Events. Any resource with a scale subresource works; the
-//! API resource behind `scaleTargetRef` is found by discovery and cached. The controller sees
-//! it through the [`Kubernetes`] trait, so the demo can put a simulated NodeSet in its place.
+//! The Kubernetes side of the controller's seam: the [`Kubernetes`] trait — read the target,
+//! write its scale subresource (with the resourceVersion read, so a concurrent change is a
+//! 409 and the plan is made again on fresh data), mark NodeSet pods to go first, write the
+//! NodeSetAutoscaler's status and record Events — and [`Actuator`], which does it through the
+//! API server. Any resource with a scale subresource works; the API resource behind
+//! `scaleTargetRef` is found by discovery and cached. Tests, the demo and `simulate` put the
+//! in-memory [`crate::fakes::Fake`] in its place.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
@@ -13,11 +15,10 @@ use kube::core::GroupVersionKind;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource};
 use serde_json::{Value, json};
-use slurmscale_exporter::k8s::quantity;
+use slurmscale_exporter::k8s::nodeset::partition_of;
 use tracing::warn;
 
-use crate::colocation::{PendingPod, Placement, Requirement, Toleration};
-use crate::crd::{NodeSetAutoscaler, ScaleTargetRef};
+use crate::crd::{NodeSetAutoscaler, NodeSetAutoscalerStatus, ScaleTargetRef};
 use crate::error::{Error, Result};
 
 /// The target as the controller needs it.
@@ -29,8 +30,9 @@ pub struct Target {
     pub resource_version: Option<String>,
     /// `spec.scalingMode` of a NodeSet (`DaemonSet` ones cannot be scaled).
     pub scaling_mode: Option<String>,
-    /// The Slurm partition the target serves, if it says (`slurmscale.io/partition`).
-    pub partition_annotation: Option<String>,
+    /// The Slurm partition the target serves: its `slurmscale.io/partition` annotation,
+    /// else its name.
+    pub partition: String,
     /// The label selector of its pods (`status.selector`), to find them on nodes.
     pub selector: Option<String>,
 }
@@ -123,24 +125,11 @@ pub trait Kubernetes: Send + Sync + 'static {
         nodes: &[String],
     ) -> impl Future<Output = Result<usize>> + Send;
 
-    /// Nodes running a pod of `selector`: true when it serves (is not marked to go).
-    fn pod_nodes(
-        &self,
-        namespace: &str,
-        selector: &str,
-    ) -> impl Future<Output = Result<BTreeMap<String, bool>>> + Send;
-
-    /// Unschedulable pods with these labels, with what they request and where they may go.
-    fn unschedulable_pods(
-        &self,
-        labels: &BTreeMap<String, String>,
-    ) -> impl Future<Output = Result<Vec<PendingPod>>> + Send;
-
     /// Merges `status` into the autoscaler's status.
     fn status(
         &self,
         nsa: &NodeSetAutoscaler,
-        status: Value,
+        status: &NodeSetAutoscalerStatus,
     ) -> impl Future<Output = Result<()>> + Send;
 
     /// Records an Event on the autoscaler (best effort).
@@ -182,25 +171,10 @@ impl<K: Kubernetes> Kubernetes for std::sync::Arc<K> {
         (**self).mark_pods_to_go(namespace, selector, nodes)
     }
 
-    fn pod_nodes(
-        &self,
-        namespace: &str,
-        selector: &str,
-    ) -> impl Future<Output = Result<BTreeMap<String, bool>>> + Send {
-        (**self).pod_nodes(namespace, selector)
-    }
-
-    fn unschedulable_pods(
-        &self,
-        labels: &BTreeMap<String, String>,
-    ) -> impl Future<Output = Result<Vec<PendingPod>>> + Send {
-        (**self).unschedulable_pods(labels)
-    }
-
     fn status(
         &self,
         nsa: &NodeSetAutoscaler,
-        status: Value,
+        status: &NodeSetAutoscalerStatus,
     ) -> impl Future<Output = Result<()>> + Send {
         (**self).status(nsa, status)
     }
@@ -233,12 +207,7 @@ impl Kubernetes for Actuator {
                 .and_then(|s| s.get("scalingMode"))
                 .and_then(Value::as_str)
                 .map(String::from),
-            partition_annotation: object
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(slurmscale_exporter::k8s::nodeset::PARTITION_ANNOTATION))
-                .cloned(),
+            partition: partition_of(object.metadata.annotations.as_ref(), &target.name),
             selector: object
                 .data
                 .get("status")
@@ -293,89 +262,12 @@ impl Kubernetes for Actuator {
         Ok(marked)
     }
 
-    /// The nodes the target's pods (by its `status.selector`) run on: node → whether a pod
-    /// there is still serving (not yet marked to go). This, not Slurm, says which pool nodes
-    /// Slurm holds: a node is Slurm's from its pod's start until the pod is marked.
-    async fn pod_nodes(&self, namespace: &str, selector: &str) -> Result<BTreeMap<String, bool>> {
-        let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
-        let mut out = std::collections::BTreeMap::new();
-        for pod in pods
-            .list(&ListParams::default().labels(selector))
-            .await?
-            .items
-        {
-            let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) else {
-                continue;
-            };
-            let leaving = pod.metadata.deletion_timestamp.is_some()
-                || pod
-                    .metadata
-                    .annotations
-                    .as_ref()
-                    .is_some_and(|a| a.contains_key(POD_DELETION_COST));
-            *out.entry(node).or_insert(false) |= !leaving;
-        }
-        Ok(out)
-    }
-
-    /// Pending pods the scheduler could not place (PodScheduled=False, Unschedulable), with
-    /// their CPU and memory requests, optionally only those with `labels`.
-    async fn unschedulable_pods(
-        &self,
-        labels: &BTreeMap<String, String>,
-    ) -> Result<Vec<PendingPod>> {
-        let pods: Api<Pod> = Api::all(self.client.clone());
-        let mut lp = ListParams::default().fields("status.phase=Pending");
-        if !labels.is_empty() {
-            let sel: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            lp = lp.labels(&sel.join(","));
-        }
-        let mut out = Vec::new();
-        for pod in pods.list(&lp).await?.items {
-            let unschedulable = pod
-                .status
-                .as_ref()
-                .and_then(|s| s.conditions.as_ref())
-                .is_some_and(|cs| {
-                    cs.iter().any(|c| {
-                        c.type_ == "PodScheduled"
-                            && c.status == "False"
-                            && c.reason.as_deref() == Some("Unschedulable")
-                    })
-                });
-            if !unschedulable {
-                continue;
-            }
-            let (mut cpu, mut memory) = (0.0, 0.0);
-            for c in pod.spec.iter().flat_map(|s| s.containers.iter()) {
-                if let Some(req) = c.resources.as_ref().and_then(|r| r.requests.as_ref()) {
-                    cpu += req
-                        .get("cpu")
-                        .and_then(|q| quantity::parse(&q.0))
-                        .unwrap_or(0.0);
-                    memory += req
-                        .get("memory")
-                        .and_then(|q| quantity::parse(&q.0))
-                        .unwrap_or(0.0);
-                }
-            }
-            let name = format!(
-                "{}/{}",
-                pod.metadata.namespace.unwrap_or_default(),
-                pod.metadata.name.unwrap_or_default()
-            );
-            out.push(PendingPod {
-                name,
-                cpu,
-                memory,
-                placement: placement(pod.spec.as_ref()),
-            });
-        }
-        Ok(out)
-    }
-
     /// Merges `status` into the NodeSetAutoscaler's status.
-    async fn status(&self, nsa: &NodeSetAutoscaler, status: Value) -> Result<()> {
+    async fn status(
+        &self,
+        nsa: &NodeSetAutoscaler,
+        status: &NodeSetAutoscalerStatus,
+    ) -> Result<()> {
         let namespace = nsa.metadata.namespace.clone().unwrap_or_default();
         let api: Api<NodeSetAutoscaler> = Api::namespaced(self.client.clone(), &namespace);
         let name = nsa.metadata.name.clone().unwrap_or_default();
@@ -405,55 +297,5 @@ impl Kubernetes for Actuator {
         if let Err(e) = self.recorder.publish(&event, &reference).await {
             warn!(error = %e, reason, "cannot record an Event");
         }
-    }
-}
-
-/// Where a pod may go, from its `nodeSelector`, required node affinity and tolerations.
-fn placement(spec: Option<&k8s_openapi::api::core::v1::PodSpec>) -> Placement {
-    let Some(spec) = spec else {
-        return Placement::default();
-    };
-    let terms = spec
-        .affinity
-        .as_ref()
-        .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|a| {
-            a.required_during_scheduling_ignored_during_execution
-                .as_ref()
-        })
-        .map(|r| {
-            r.node_selector_terms
-                .iter()
-                .map(|t| {
-                    let exprs = t.match_expressions.iter().flatten().map(|r| (r, false));
-                    let fields = t.match_fields.iter().flatten().map(|r| (r, true));
-                    exprs
-                        .chain(fields)
-                        .map(|(r, field)| Requirement {
-                            key: r.key.clone(),
-                            operator: r.operator.clone(),
-                            values: r.values.clone().unwrap_or_default(),
-                            field,
-                        })
-                        .collect()
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let tolerations = spec
-        .tolerations
-        .iter()
-        .flatten()
-        .map(|t| Toleration {
-            key: t.key.clone().unwrap_or_default(),
-            operator: t.operator.clone().unwrap_or_default(),
-            value: t.value.clone().unwrap_or_default(),
-            effect: t.effect.clone().unwrap_or_default(),
-        })
-        .collect();
-    Placement {
-        node_selector: spec.node_selector.clone().unwrap_or_default(),
-        terms,
-        tolerations,
     }
 }

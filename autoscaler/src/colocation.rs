@@ -14,6 +14,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
+use crate::crd::ColocationSpec;
+use crate::plan::{Needs, Plan, Reason};
 use crate::policy::Signals;
 pub use slurmscale_exporter::k8s::ledger::Taint;
 
@@ -171,35 +173,27 @@ pub struct ColocationHistory {
 }
 
 impl ColocationHistory {
-    pub fn record(&mut self, plan: &Plan, now: SystemTime) {
+    /// Remembers which way a plan carried out from `current` replicas moved capacity.
+    pub fn record(&mut self, plan: &Plan, current: u64, now: SystemTime) {
         if !plan.drain.is_empty() {
             self.last_reclaim = Some(now);
         }
-        if !plan.resume.is_empty() || plan.grow > 0 {
+        if !plan.resume.is_empty() || plan.replicas > current {
             self.last_giveback = Some(now);
         }
     }
 }
 
-/// What to do now, and why.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Plan {
-    /// NodeSet replicas after this plan.
-    pub replicas: u64,
-    /// Slurm nodes to drain (with our reason).
-    pub drain: Vec<String>,
-    /// Slurm nodes we drained earlier to resume.
-    pub resume: Vec<String>,
-    /// Kubernetes nodes whose NodeSet pod is to go (drained and empty): replicas drop by this.
-    pub release: Vec<String>,
-    /// Replicas added for Slurm.
-    pub grow: u64,
-    /// One line per step, for Events and status.
-    pub steps: Vec<String>,
-    pub frozen: bool,
-    /// Nodes Kubernetes needs from the pool, and nodes Slurm needs.
-    pub kubernetes_need: u64,
-    pub slurm_need: u64,
+impl From<&ColocationSpec> for ColocationBounds {
+    fn from(c: &ColocationSpec) -> Self {
+        Self {
+            min_slurm: c.min_slurm_nodes.into(),
+            min_kubernetes: c.min_kubernetes_nodes.into(),
+            max_slurm: c.max_slurm_nodes.map_or(u64::MAX, u64::from),
+            cooldown: Duration::from_secs(c.cooldown_seconds.unwrap_or(300).into()),
+            release_idle: c.release_idle_slurm_nodes,
+        }
+    }
 }
 
 /// Where the pending pods would go: first onto the room Kubernetes already has in the pool,
@@ -277,204 +271,255 @@ pub fn kubernetes_need(pool: &[PoolNode], pods: &[PendingPod]) -> u64 {
     place_pods(pool, pods, &candidates).need()
 }
 
-/// Plans. Pure: the same inputs always give the same plan.
+/// The pool as the planner sorts it.
+struct Sides<'a> {
+    /// Our drains that are empty (ready to hand over) and that still run jobs.
+    ours_empty: Vec<&'a PoolNode>,
+    ours_busy: Vec<&'a PoolNode>,
+    /// Slurm nodes serving Slurm: held, not drained by us.
+    serving: Vec<&'a PoolNode>,
+    /// Nodes Slurm could give: in the partition and usable. Idle nodes first, then those
+    /// running the fewest jobs, then those whose jobs end soonest (unknown ends last), then
+    /// the least allocated.
+    candidates: Vec<&'a PoolNode>,
+}
+
+impl<'a> Sides<'a> {
+    fn of(pool: &'a [PoolNode]) -> Self {
+        let held = |f: fn(&SlurmNode) -> bool| -> Vec<&'a PoolNode> {
+            pool.iter()
+                .filter(|n| n.slurm.as_ref().is_some_and(f))
+                .collect()
+        };
+        let serving = held(|s| !s.drained_by_us);
+        let mut candidates: Vec<&PoolNode> = serving
+            .iter()
+            .copied()
+            .filter(|n| {
+                n.slurm
+                    .as_ref()
+                    .is_some_and(|s| s.in_partition && !s.unavailable)
+            })
+            .collect();
+        candidates.sort_by_key(|n| {
+            n.slurm.as_ref().map(|s| {
+                (
+                    s.busy,
+                    s.running_jobs,
+                    s.free_at.unwrap_or(i64::MAX),
+                    s.alloc_cpus,
+                )
+            })
+        });
+        Self {
+            ours_empty: held(|s| s.drained_by_us && !s.busy),
+            ours_busy: held(|s| s.drained_by_us && s.busy),
+            serving,
+            candidates,
+        }
+    }
+
+    /// Idle serving nodes beyond what Slurm needs and keeps, when idle nodes go back.
+    fn idle_surplus(&self, bounds: &ColocationBounds, slurm_need: u64) -> u64 {
+        if !bounds.release_idle {
+            return 0;
+        }
+        let idle = self
+            .serving
+            .iter()
+            .filter(|n| n.slurm.as_ref().is_some_and(|s| !s.busy && !s.unavailable))
+            .count() as u64;
+        (self.serving.len() as u64)
+            .saturating_sub(slurm_need.max(bounds.min_slurm))
+            .min(idle)
+    }
+}
+
+/// Plans. Pure: the same inputs always give the same plan. Its reason is `Frozen`,
+/// `Rebalance` (capacity moves) or `Balanced`.
 #[allow(clippy::too_many_arguments)]
 pub fn plan(
     bounds: &ColocationBounds,
     pool: &[PoolNode],
     pods: &[PendingPod],
     slurm: &Signals,
-    ledger: Result<(), String>,
+    ledger: Result<(), &str>,
     replicas: u64,
     history: &ColocationHistory,
     now: SystemTime,
 ) -> Plan {
     let mut p = Plan {
         replicas,
-        ..Default::default()
+        recommendation: replicas,
+        ..Plan::default()
     };
-    if let Err(why) = ledger {
-        p.frozen = true;
-        p.steps.push(format!(
-            "no rebalancing: the GenericNode ledger cannot be trusted ({why})"
-        ));
-        return p;
-    }
-    let s = match slurm {
-        Err(why) => {
-            p.frozen = true;
-            p.steps.push(format!("no rebalancing: {why}"));
-            return p;
+    let s = match (ledger, slurm) {
+        (Ok(()), Ok(s)) => s,
+        (Err(why), _) => {
+            return frozen(
+                p,
+                format!("no rebalancing: the GenericNode ledger cannot be trusted ({why})"),
+            );
         }
-        Ok(s) => s,
+        (_, Err(why)) => return frozen(p, format!("no rebalancing: {why}")),
     };
+    let sides = Sides::of(pool);
+    let slurm_need = s.busy_nodes.saturating_add(s.demand.nodes);
+    // Where the pods would land decides which nodes to take, not only how many.
+    let placed = place_pods(pool, pods, &sides.candidates);
+    let needs = Needs {
+        kubernetes: placed.need(),
+        slurm: slurm_need,
+    };
+    p.needs = Some(needs);
+    let wanted = needs.kubernetes + sides.idle_surplus(bounds, slurm_need);
     let cooled = |t: Option<SystemTime>| {
         t.is_none_or(|t| now.duration_since(t).unwrap_or_default() >= bounds.cooldown)
     };
-    let pool_size = pool.len() as u64;
-    let max_slurm = bounds
-        .max_slurm
-        .min(pool_size.saturating_sub(bounds.min_kubernetes));
-    p.slurm_need = s.busy_nodes.saturating_add(s.demand.nodes);
-
-    let slurm_view = |n: &&PoolNode| n.slurm.clone().unwrap_or_default();
-    let ours_empty: Vec<&PoolNode> = pool
-        .iter()
-        .filter(|n| n.slurm.is_some())
-        .filter(|n| slurm_view(n).drained_by_us && !slurm_view(n).busy)
-        .collect();
-    let ours_busy: Vec<&PoolNode> = pool
-        .iter()
-        .filter(|n| n.slurm.is_some())
-        .filter(|n| slurm_view(n).drained_by_us && slurm_view(n).busy)
-        .collect();
-    // Slurm nodes serving Slurm: held, not drained by us.
-    let serving: Vec<&PoolNode> = pool
-        .iter()
-        .filter(|n| n.slurm.as_ref().is_some_and(|s| !s.drained_by_us))
-        .collect();
-    let serving_n = serving.len() as u64;
-    // Nodes Slurm could give: in the partition and usable. Idle nodes first, then those
-    // running the fewest jobs, then those whose jobs end soonest (unknown ends last), then
-    // the least allocated.
-    let mut candidates: Vec<&PoolNode> = serving
-        .iter()
-        .copied()
-        .filter(|n| {
-            n.slurm
-                .as_ref()
-                .is_some_and(|s| s.in_partition && !s.unavailable)
-        })
-        .collect();
-    candidates.sort_by_key(|n| {
-        n.slurm.as_ref().map(|s| {
-            (
-                s.busy,
-                s.running_jobs,
-                s.free_at.unwrap_or(i64::MAX),
-                s.alloc_cpus,
-            )
-        })
-    });
-    // Where the pods would land decides which nodes to take, not only how many.
-    let placed = place_pods(pool, pods, &candidates);
-    p.kubernetes_need = placed.need();
-    let idle_surplus = if bounds.release_idle {
-        let idle = serving
-            .iter()
-            .filter(|n| n.slurm.as_ref().is_some_and(|s| !s.busy && !s.unavailable))
-            .count() as u64;
-        serving_n
-            .saturating_sub(p.slurm_need.max(bounds.min_slurm))
-            .min(idle)
-    } else {
-        0
-    };
-    let wanted = p.kubernetes_need + idle_surplus;
-
     if wanted > 0 {
-        if !cooled(history.last_giveback) {
+        if cooled(history.last_giveback) {
+            reclaim(&mut p, bounds, &sides, &placed, wanted);
+        } else {
             p.steps.push(format!(
                 "Kubernetes could use {wanted} node(s), but capacity went to Slurm less than {}s ago",
                 bounds.cooldown.as_secs()
             ));
-        } else {
-            // 1. Our drained nodes that are empty: hand them over (their pods go first).
-            // Never below Slurm's guarantee, even if it was raised after these drains began.
-            let releasable = wanted.min(replicas.saturating_sub(bounds.min_slurm));
-            // Those the pods would use first.
-            let mut ours_empty = ours_empty.clone();
-            ours_empty.sort_by_key(|n| !placed.taken.iter().any(|t| std::ptr::eq(*t, *n)));
-            for n in ours_empty.iter().take(releasable as usize) {
-                p.release.push(n.k8s_node.clone());
-                p.steps.push(format!(
-                    "releasing {} ({}) to Kubernetes: drained and empty",
-                    n.k8s_node, n.slurm_node
-                ));
-            }
-            p.replicas = replicas.saturating_sub(p.release.len() as u64);
-            // 2. Still short, counting drains under way: drain more, within Slurm's guarantee.
-            let short = wanted.saturating_sub(p.release.len() as u64 + ours_busy.len() as u64);
-            let allowed = serving_n.saturating_sub(bounds.min_slurm);
-            // The nodes the pods would land on, then (for the idle surplus, which never
-            // drains busy nodes) other idle ones.
-            let for_pods = placed
-                .taken
-                .iter()
-                .copied()
-                .filter(|n| n.slurm.as_ref().is_some_and(|s| !s.drained_by_us));
-            let idle = candidates
-                .iter()
-                .copied()
-                .filter(|n| n.slurm.as_ref().is_some_and(|s| !s.busy));
-            let mut picked: Vec<&PoolNode> = Vec::new();
-            for n in for_pods.chain(idle) {
-                if picked.len() as u64 >= short.min(allowed) {
-                    break;
-                }
-                if !picked.iter().any(|m| std::ptr::eq(*m, n)) {
-                    picked.push(n);
-                }
-            }
-            for n in &picked {
-                let why = if p.kubernetes_need > 0 {
-                    "Kubernetes has unschedulable pods that fit"
-                } else {
-                    "idle"
-                };
-                let (jobs, load) = n
-                    .slurm
-                    .as_ref()
-                    .map_or((0, 0), |s| (s.running_jobs, s.alloc_cpus));
-                p.steps.push(format!(
-                    "draining {} ({}, {jobs} job(s), {load} CPUs allocated): {why}",
-                    n.slurm_node, n.k8s_node
-                ));
-                p.drain.push(n.slurm_node.clone());
-            }
-            if (picked.len() as u64) < short {
-                p.steps.push(format!(
-                    "Kubernetes needs {short} more node(s); Slurm keeps its guaranteed {}",
-                    bounds.min_slurm
-                ));
-            }
         }
-    } else if !ours_empty.is_empty() || !ours_busy.is_empty() || p.slurm_need > serving_n {
+    } else if !sides.ours_empty.is_empty()
+        || !sides.ours_busy.is_empty()
+        || slurm_need > sides.serving.len() as u64
+    {
         // Nobody in Kubernetes needs the pool: our drains go back to Slurm, then Slurm grows.
-        if !cooled(history.last_reclaim) {
+        if cooled(history.last_reclaim) {
+            let max_slurm = bounds
+                .max_slurm
+                .min((pool.len() as u64).saturating_sub(bounds.min_kubernetes));
+            give_back(&mut p, &sides, max_slurm);
+        } else {
             p.steps.push(format!(
                 "capacity went to Kubernetes less than {}s ago; not giving it back yet",
                 bounds.cooldown.as_secs()
             ));
-        } else {
-            for n in ours_empty.iter().chain(ours_busy.iter()) {
-                p.resume.push(n.slurm_node.clone());
-                p.steps.push(format!(
-                    "resuming {}: Kubernetes no longer needs it",
-                    n.slurm_node
-                ));
-            }
-            let have = serving_n + p.resume.len() as u64;
-            if p.slurm_need > have {
-                let target = (replicas + (p.slurm_need - have)).min(max_slurm.max(replicas));
-                if target > replicas {
-                    p.grow = target - replicas;
-                    p.steps.push(format!(
-                        "growing Slurm {replicas} → {target}: it needs {} node(s)",
-                        p.slurm_need
-                    ));
-                    p.replicas = target;
-                }
-            }
         }
     }
     if p.steps.is_empty() {
         p.steps.push(format!(
-            "balanced: Slurm holds {} of {pool_size} node(s) and needs {}; Kubernetes needs {}",
-            serving_n, p.slurm_need, p.kubernetes_need
+            "balanced: Slurm holds {} of {} node(s) and needs {}; Kubernetes needs {}",
+            sides.serving.len(),
+            pool.len(),
+            needs.slurm,
+            needs.kubernetes
         ));
     }
+    p.reason = if p.changes(replicas) {
+        Reason::Rebalance
+    } else {
+        Reason::Balanced
+    };
+    p.recommendation = p.replicas;
     p
+}
+
+/// Untrusted data moves nothing.
+fn frozen(mut p: Plan, why: String) -> Plan {
+    p.frozen = true;
+    p.reason = Reason::Frozen;
+    p.steps.push(why);
+    p
+}
+
+/// Capacity to Kubernetes: first our drained nodes that are empty (their pods go first and
+/// replicas drop), then, still short counting drains under way, more drains — the nodes the
+/// pods would land on, then (for the idle surplus, which never drains busy nodes) other idle
+/// ones — never below Slurm's guarantee.
+fn reclaim(
+    p: &mut Plan,
+    bounds: &ColocationBounds,
+    sides: &Sides,
+    placed: &PodPlacement,
+    wanted: u64,
+) {
+    let replicas = p.replicas;
+    // Never below Slurm's guarantee, even if it was raised after these drains began.
+    let releasable = wanted.min(replicas.saturating_sub(bounds.min_slurm));
+    // Those the pods would use first.
+    let mut ours_empty = sides.ours_empty.clone();
+    ours_empty.sort_by_key(|n| !placed.taken.iter().any(|t| std::ptr::eq(*t, *n)));
+    for n in ours_empty.iter().take(releasable as usize) {
+        p.release.push(n.k8s_node.clone());
+        p.steps.push(format!(
+            "releasing {} ({}) to Kubernetes: drained and empty",
+            n.k8s_node, n.slurm_node
+        ));
+    }
+    p.replicas = replicas.saturating_sub(p.release.len() as u64);
+    let short = wanted.saturating_sub(p.release.len() as u64 + sides.ours_busy.len() as u64);
+    let allowed = (sides.serving.len() as u64).saturating_sub(bounds.min_slurm);
+    let for_pods = placed
+        .taken
+        .iter()
+        .copied()
+        .filter(|n| n.slurm.as_ref().is_some_and(|s| !s.drained_by_us));
+    let idle = sides
+        .candidates
+        .iter()
+        .copied()
+        .filter(|n| n.slurm.as_ref().is_some_and(|s| !s.busy));
+    let mut picked: Vec<&PoolNode> = Vec::new();
+    for n in for_pods.chain(idle) {
+        if picked.len() as u64 >= short.min(allowed) {
+            break;
+        }
+        if !picked.iter().any(|m| std::ptr::eq(*m, n)) {
+            picked.push(n);
+        }
+    }
+    let why = if p.needs.is_some_and(|n| n.kubernetes > 0) {
+        "Kubernetes has unschedulable pods that fit"
+    } else {
+        "idle"
+    };
+    for n in &picked {
+        let (jobs, load) = n
+            .slurm
+            .as_ref()
+            .map_or((0, 0), |s| (s.running_jobs, s.alloc_cpus));
+        p.steps.push(format!(
+            "draining {} ({}, {jobs} job(s), {load} CPUs allocated): {why}",
+            n.slurm_node, n.k8s_node
+        ));
+        p.drain.push(n.slurm_node.clone());
+    }
+    if (picked.len() as u64) < short {
+        p.steps.push(format!(
+            "Kubernetes needs {short} more node(s); Slurm keeps its guaranteed {}",
+            bounds.min_slurm
+        ));
+    }
+}
+
+/// Capacity to Slurm: our drains are resumed, then replicas rise to what Slurm needs, within
+/// `max_slurm`.
+fn give_back(p: &mut Plan, sides: &Sides, max_slurm: u64) {
+    let replicas = p.replicas;
+    for n in sides.ours_empty.iter().chain(sides.ours_busy.iter()) {
+        p.resume.push(n.slurm_node.clone());
+        p.steps.push(format!(
+            "resuming {}: Kubernetes no longer needs it",
+            n.slurm_node
+        ));
+    }
+    let need = p.needs.map_or(0, |n| n.slurm);
+    let have = sides.serving.len() as u64 + p.resume.len() as u64;
+    if need > have {
+        let target = (replicas + (need - have)).min(max_slurm.max(replicas));
+        if target > replicas {
+            p.steps.push(format!(
+                "growing Slurm {replicas} → {target}: it needs {need} node(s)"
+            ));
+            p.replicas = target;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -718,7 +763,7 @@ mod tests {
             &ColocationHistory::default(),
             t(0),
         );
-        assert_eq!(p.kubernetes_need, 1);
+        assert_eq!(p.needs.map(|n| n.kubernetes), Some(1));
         assert_eq!(p.drain.len(), 1);
         assert!(
             p.drain[0] == "s1" || p.drain[0] == "s2",
@@ -837,7 +882,7 @@ mod tests {
             &pool,
             &pods(3),
             &signals(0, 0),
-            Err("watch failing".into()),
+            Err("watch failing"),
             2,
             &ColocationHistory::default(),
             t(0),
@@ -889,7 +934,7 @@ mod tests {
             if held >= min_slurm {
                 prop_assert!(p.replicas >= min_slurm, "{p:?}");
             }
-            if p.grow > 0 {
+            if p.replicas > held {
                 prop_assert!(p.replicas + min_k8s <= pool.len() as u64, "{p:?}");
             }
             // Slurm nodes not drained by us: new drains never take them below the guarantee.
@@ -912,7 +957,7 @@ mod tests {
             let b = bounds();
             let after_reclaim = ColocationHistory { last_reclaim: Some(t(0)), last_giveback: None };
             let p = plan(&b, &pool, &pods(n_pods), &signals(busy, demand), Ok(()), held, &after_reclaim, t(since));
-            prop_assert!(p.resume.is_empty() && p.grow == 0, "gave back {since}s after a reclaim: {p:?}");
+            prop_assert!(p.resume.is_empty() && p.replicas <= held, "gave back {since}s after a reclaim: {p:?}");
             let after_giveback = ColocationHistory { last_reclaim: None, last_giveback: Some(t(0)) };
             let p = plan(&b, &pool, &pods(n_pods), &signals(busy, demand), Ok(()), held, &after_giveback, t(since));
             prop_assert!(p.drain.is_empty(), "reclaimed {since}s after a give-back: {p:?}");

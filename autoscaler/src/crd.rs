@@ -206,7 +206,9 @@ pub struct ColocationStatus {
     pub kubernetes_need_nodes: u32,
     pub slurm_need_nodes: u32,
     /// Slurm nodes drained by us and not yet empty.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    // Always written, empty too: a merge patch that left it out would keep the drains of
+    // the last plan.
+    #[serde(default)]
     pub draining: Vec<String>,
     /// The steps of the last plan, in words.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

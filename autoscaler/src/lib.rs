@@ -1,16 +1,21 @@
-//! The slurmscale autoscaler library: the `NodeSetAutoscaler` CRD ([`crd`]), the pure scaling
-//! [`policy`], the [`actuator`] (the only writer), the [`controller`] loop, [`leader`]
-//! election and the autoscaler's [`metrics`]. [`run`] wires them together as
-//! `slurmscale autoscaler` runs them.
+//! The slurmscale autoscaler library: the `NodeSetAutoscaler` CRD ([`crd`]), the pure
+//! planners ([`policy`], [`colocation`]) and the [`plan`] they return, the [`controller`]
+//! loop, the seam it acts and reads through ([`actuator`], [`slurm_nodes`], [`pool`], and
+//! their in-memory [`fakes`]), [`leader`] election, the autoscaler's [`metrics`] and the
+//! trace replay ([`simulate`]). [`run`] wires them together as `slurmscale autoscaler` runs
+//! them.
 
 pub mod actuator;
 pub mod colocation;
 pub mod controller;
 pub mod crd;
 pub mod error;
+pub mod fakes;
 pub mod leader;
 pub mod metrics;
+pub mod plan;
 pub mod policy;
+pub mod pool;
 pub mod simulate;
 pub mod slurm_nodes;
 
@@ -108,34 +113,29 @@ pub async fn run(client: Client, cfg: AutoscalerConfig, stop: CancellationToken)
     if cfg.dry_run {
         info!("dry run: decisions are reported, nothing is scaled");
     }
-    // The ledger and node capacity, and node writers, for colocated autoscalers.
-    let mut colocation = controller::ColocationSources {
-        kube: Some(slurmscale_exporter::k8s::watch::KubeSource::start(
-            client.clone(),
-            cfg.ledger.clone(),
-            changed.clone(),
-            stop.clone(),
-        )),
-        writers: BTreeMap::new(),
+    // The ledger and node capacity, pods and node writers, for colocated autoscalers.
+    let watch = slurmscale_exporter::k8s::watch::KubeSource::start(
+        client.clone(),
+        cfg.ledger.clone(),
+        changed.clone(),
+        stop.clone(),
+    );
+    let seam = controller::Seam {
+        kubernetes: actuator::Actuator::new(client.clone(), &cfg.identity),
+        slurm: slurm_nodes::SlurmNodeWriters::new(&cfg.clusters, &cfg.scontrol)?,
+        pool: pool::KubePool::new(client, Some(watch)),
+        clock: controller::wall_clock(),
     };
-    for c in &cfg.clusters {
-        colocation.writers.insert(
-            c.name.clone(),
-            slurm_nodes::SlurmNodeWriter::new(c, cfg.scontrol.clone())?,
-        );
-    }
     let controller = Arc::new(controller::Controller::new(
-        actuator::Actuator::new(client, &cfg.identity),
+        seam,
         store,
         clusters.clone(),
         leadership,
         controller::ControllerConfig {
             resync: cfg.interval,
-            stale_after: cfg.interval * 3 + Duration::from_secs(5),
+            stale_after: slurmscale_exporter::signals::stale_after(cfg.interval),
             dry_run: cfg.dry_run,
-            clock: controller::wall_clock(),
         },
-        colocation,
     ));
     tokio::spawn(controller.clone().run(changed, stop.clone()));
 

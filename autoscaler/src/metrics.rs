@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use slurmscale_exporter::metrics::{Out, unix_seconds};
 
-use crate::policy::{Decision, Reason, Signals};
+use crate::plan::Reason;
 
 /// One NodeSetAutoscaler's latest numbers.
 #[derive(Clone, Debug, Default)]
@@ -21,7 +21,6 @@ pub struct Row {
     pub current: u64,
     pub recommendation: u64,
     pub frozen: bool,
-    pub frozen_because: Option<&'static str>,
     pub limited: bool,
     pub unsatisfiable: u64,
     pub reason: Reason,
@@ -33,20 +32,6 @@ pub struct Row {
     pub decision_seconds: f64,
     /// Colocated autoscalers only.
     pub colocation: Option<ColocationRow>,
-}
-
-impl Row {
-    /// The numbers of one decision, taken while `current` replicas were there.
-    pub fn record(&mut self, d: &Decision, current: u64, signals: &Signals) {
-        self.desired = d.replicas;
-        self.current = current;
-        self.recommendation = d.recommendation;
-        self.frozen = d.frozen;
-        self.limited = d.limited;
-        self.unsatisfiable = d.unsatisfiable_jobs;
-        self.reason = d.reason;
-        self.frozen_because = signals.as_ref().err().map(|u| u.kind());
-    }
 }
 
 /// How a colocated pool is shared.

@@ -13,13 +13,13 @@
 //! without deciding every two seconds of quiet.
 
 use std::collections::VecDeque;
-use std::fmt;
 use std::time::{Duration, SystemTime};
 
 use slurmscale_exporter::model::PendingClass;
-use slurmscale_exporter::signals::{PartitionSignals, Untrusted};
+use slurmscale_exporter::signals::{PartitionSignals, Untrusted, desired_nodes};
 
 use crate::crd::NodeSetAutoscalerSpec;
+use crate::plan::{Plan, Reason};
 
 /// The spec's numbers, with defaults applied.
 #[derive(Clone, Debug, PartialEq)]
@@ -46,6 +46,13 @@ impl Default for Bounds {
             down_step: 4,
             down_window: Duration::from_secs(300),
         }
+    }
+}
+
+impl Bounds {
+    /// How long the history must reach back for the windows.
+    pub fn history_span(&self) -> Duration {
+        self.down_window.max(self.up_window) + Duration::from_secs(60)
     }
 }
 
@@ -77,8 +84,8 @@ pub struct History {
 }
 
 impl History {
-    /// Remembers a decision's recommendation; drops what no window can need any more.
-    pub fn record(&mut self, d: &Decision, now: SystemTime, keep: Duration) {
+    /// Remembers a plan's recommendation; drops what no window can need any more.
+    pub fn record(&mut self, d: &Plan, now: SystemTime, keep: Duration) {
         self.since.get_or_insert(now);
         if d.frozen {
             return;
@@ -133,111 +140,36 @@ const JUST_AFTER: Duration = Duration::from_millis(1);
 /// The Slurm side of a decision, or why there is none.
 pub type Signals = Result<PartitionSignals, Untrusted>;
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Reason {
-    /// Demand or busy nodes need more replicas.
-    ScaleUp,
-    /// Less is needed, and has been for the whole down window.
-    ScaleDown,
-    /// Nothing ran or waited for the idle timeout: down to `idleReplicas`.
-    Idle,
-    /// Replicas are what they should be.
-    #[default]
-    Steady,
-    /// A change is wanted but the stabilization window or the idle timeout says wait.
-    Stabilizing,
-    /// The Slurm data cannot be trusted: nothing changes.
-    Frozen,
-}
-
-impl Reason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ScaleUp => "ScaleUp",
-            Self::ScaleDown => "ScaleDown",
-            Self::Idle => "Idle",
-            Self::Steady => "Steady",
-            Self::Stabilizing => "Stabilizing",
-            Self::Frozen => "Frozen",
-        }
-    }
-}
-
-impl fmt::Display for Reason {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct Decision {
-    /// Replicas the target should have now.
-    pub replicas: u64,
-    /// What busy nodes and demand ask for, before stabilization and step limits.
-    pub recommendation: u64,
-    pub reason: Reason,
-    pub message: String,
-    /// Scale-down is suspended (untrusted data).
-    pub frozen: bool,
-    /// Busy nodes plus demand exceed `max`.
-    pub limited: bool,
-    /// There is work (busy nodes or schedulable demand).
-    pub active: bool,
-    /// Jobs too large to ever fit within `max`: reported, not chased.
-    pub unsatisfiable_jobs: u64,
-    /// With the same inputs, the decision may differ from this time on (a stabilization
-    /// window or the idle timeout ends); `None` when only new inputs can change it.
-    pub revisit: Option<SystemTime>,
-}
-
-/// Decides. Pure: the same inputs always give the same decision.
+/// Decides. Pure: the same inputs always give the same plan. Only replicas move: the plan's
+/// node lists stay empty.
 pub fn decide(
     bounds: &Bounds,
     signals: &Signals,
     current: u64,
     history: &History,
     now: SystemTime,
-) -> Decision {
+) -> Plan {
     let s = match signals {
-        Err(why) => {
-            return Decision {
-                replicas: current,
-                recommendation: current,
-                reason: Reason::Frozen,
-                message: format!("holding {current}: {why}"),
-                frozen: true,
-                limited: false,
-                active: false,
-                unsatisfiable_jobs: 0,
-                revisit: None,
-            };
-        }
+        Err(why) => return frozen(current, why),
         Ok(s) => s,
     };
     let (busy, demand) = (s.busy_nodes, s.demand.nodes);
     let wanted = busy.saturating_add(demand);
     let active = wanted > 0;
-    let limited = wanted > bounds.max;
-    let idle_since = history.idle_since.unwrap_or(now);
-    let idle_for = now.duration_since(idle_since).unwrap_or_default();
-    let going_idle = !active && idle_for >= bounds.idle_timeout;
     // With nothing to do the recommendation is the idle size; the idle timeout (and the
     // down window) decide when it is acted on.
     let recommendation = if active {
-        wanted.clamp(bounds.min, bounds.max).max(busy)
+        desired_nodes(busy, demand, bounds.min, bounds.max)
     } else {
         bounds.idle
     };
-    let mut d = Decision {
+    let mut p = Plan {
         replicas: current,
         recommendation,
-        reason: Reason::Steady,
-        message: String::new(),
-        frozen: false,
-        limited,
+        limited: wanted > bounds.max,
         active,
         unsatisfiable_jobs: s.demand.unsatisfiable_jobs,
-        revisit: None,
+        ..Plan::default()
     };
     let mut why = format!(
         "{busy} busy + {demand} pending → {recommendation} (min {}, max {})",
@@ -246,80 +178,111 @@ pub fn decide(
     if s.demand.jobs(PendingClass::Schedulable) > 0 {
         why = format!("{why}: {}", s.demand.explain());
     }
-
-    if recommendation > current {
-        // Up: the lowest recommendation of the up window (just this one with a 0 s window).
-        let floor = history
-            .within(now, bounds.up_window)
-            .chain([recommendation])
-            .min()
-            .unwrap_or(recommendation);
-        let target = floor.max(current);
-        let target = bounds
-            .up_step
-            .map_or(target, |step| target.min(current.saturating_add(step)));
-        if target > current {
-            d.replicas = target;
-            d.reason = Reason::ScaleUp;
-            d.message = format!("scaling up {current} → {target}: {why}");
-        } else {
-            d.reason = Reason::Stabilizing;
-            d.message = format!("holding {current} for the scale-up window: {why}");
-            d.revisit = history.leaves(now, bounds.up_window, |r| r <= current);
-        }
+    let message = if recommendation > current {
+        up(&mut p, bounds, history, current, now, &why)
     } else if recommendation < current {
-        if !active && !going_idle {
-            d.reason = Reason::Stabilizing;
-            d.message = format!(
-                "holding {current}: idle for {}s of {}s before going to {}",
-                idle_for.as_secs(),
-                bounds.idle_timeout.as_secs(),
-                bounds.idle
-            );
-            d.revisit = Some(idle_since + bounds.idle_timeout);
-            return d;
-        }
-        if !history.covers(now, bounds.down_window) {
-            d.reason = Reason::Stabilizing;
-            d.message =
-                format!("holding {current} until a full scale-down window is observed: {why}");
-            d.revisit = history.since.map(|s| s + bounds.down_window);
-            return d;
-        }
-        // Down: the highest recommendation of the down window; never below busy nodes.
-        let ceiling = history
-            .within(now, bounds.down_window)
-            .chain([recommendation])
-            .max()
-            .unwrap_or(recommendation);
-        let target = ceiling
-            .max(current.saturating_sub(bounds.down_step))
-            .max(busy)
-            .min(current);
-        if target < current {
-            d.replicas = target;
-            d.reason = if going_idle && target == bounds.idle {
-                Reason::Idle
-            } else {
-                Reason::ScaleDown
-            };
-            d.message = if d.reason == Reason::Idle {
-                format!("idle for {}s: {current} → {target}", idle_for.as_secs())
-            } else {
-                format!("scaling down {current} → {target}: {why}")
-            };
-        } else {
-            d.reason = Reason::Stabilizing;
-            d.message = format!("holding {current} for the scale-down window: {why}");
-            // Busy nodes never go away with time; a higher recommendation does.
-            if busy < current {
-                d.revisit = history.leaves(now, bounds.down_window, |r| r >= current);
-            }
-        }
+        down(&mut p, bounds, history, (current, busy), now, &why)
     } else {
-        d.message = format!("steady at {current}: {why}");
+        format!("steady at {current}: {why}")
+    };
+    p.steps = vec![message];
+    p
+}
+
+/// No change at all: the data cannot be trusted.
+fn frozen(current: u64, why: &Untrusted) -> Plan {
+    Plan {
+        replicas: current,
+        recommendation: current,
+        reason: Reason::Frozen,
+        steps: vec![format!("holding {current}: {why}")],
+        frozen: true,
+        ..Plan::default()
     }
-    d
+}
+
+/// Up: the lowest recommendation of the up window (just this one with a 0 s window), at
+/// most a step at a time. Returns the message.
+fn up(
+    p: &mut Plan,
+    bounds: &Bounds,
+    history: &History,
+    current: u64,
+    now: SystemTime,
+    why: &str,
+) -> String {
+    let floor = history
+        .within(now, bounds.up_window)
+        .chain([p.recommendation])
+        .min()
+        .unwrap_or(p.recommendation);
+    let target = floor.max(current);
+    let target = bounds
+        .up_step
+        .map_or(target, |step| target.min(current.saturating_add(step)));
+    if target > current {
+        p.replicas = target;
+        p.reason = Reason::ScaleUp;
+        format!("scaling up {current} → {target}: {why}")
+    } else {
+        p.reason = Reason::Stabilizing;
+        p.revisit = history.leaves(now, bounds.up_window, |r| r <= current);
+        format!("holding {current} for the scale-up window: {why}")
+    }
+}
+
+/// Down: only after the idle timeout when idle, only once a whole down window has been
+/// observed, to the highest recommendation of that window, a step at a time and never below
+/// busy nodes. Returns the message.
+fn down(
+    p: &mut Plan,
+    bounds: &Bounds,
+    history: &History,
+    (current, busy): (u64, u64),
+    now: SystemTime,
+    why: &str,
+) -> String {
+    let idle_since = history.idle_since.unwrap_or(now);
+    let idle_for = now.duration_since(idle_since).unwrap_or_default();
+    let going_idle = !p.active && idle_for >= bounds.idle_timeout;
+    p.reason = Reason::Stabilizing;
+    if !p.active && !going_idle {
+        p.revisit = Some(idle_since + bounds.idle_timeout);
+        return format!(
+            "holding {current}: idle for {}s of {}s before going to {}",
+            idle_for.as_secs(),
+            bounds.idle_timeout.as_secs(),
+            bounds.idle
+        );
+    }
+    if !history.covers(now, bounds.down_window) {
+        p.revisit = history.since.map(|s| s + bounds.down_window);
+        return format!("holding {current} until a full scale-down window is observed: {why}");
+    }
+    let ceiling = history
+        .within(now, bounds.down_window)
+        .chain([p.recommendation])
+        .max()
+        .unwrap_or(p.recommendation);
+    let target = ceiling
+        .max(current.saturating_sub(bounds.down_step))
+        .max(busy)
+        .min(current);
+    if target >= current {
+        // Busy nodes never go away with time; a higher recommendation does.
+        if busy < current {
+            p.revisit = history.leaves(now, bounds.down_window, |r| r >= current);
+        }
+        return format!("holding {current} for the scale-down window: {why}");
+    }
+    p.replicas = target;
+    if going_idle && target == bounds.idle {
+        p.reason = Reason::Idle;
+        format!("idle for {}s: {current} → {target}", idle_for.as_secs())
+    } else {
+        p.reason = Reason::ScaleDown;
+        format!("scaling down {current} → {target}: {why}")
+    }
 }
 
 #[cfg(test)]

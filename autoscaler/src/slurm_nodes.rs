@@ -1,14 +1,17 @@
-//! Draining and resuming Slurm nodes — the only Slurm writes slurmscale makes. REST
-//! `POST node/{name}` on v0.0.40+; Slurm 22.05 (v0.0.38) has no node update endpoint, so
-//! there it runs `scontrol update`, which needs Slurm's client and munge where the autoscaler
-//! runs. Drains carry the reason prefix `slurmscale:`; callers only ever resume those.
+//! Draining and resuming Slurm nodes — the only Slurm writes slurmscale makes — behind the
+//! [`SlurmNodes`] trait, so the controller's colocated path runs on an in-memory Slurm in
+//! tests and the demo. [`SlurmNodeWriters`] does it for real: REST `POST node/{name}` on
+//! v0.0.40+; Slurm 22.05 (v0.0.38) has no node update endpoint, so there it runs
+//! `scontrol update`, which needs Slurm's client and munge where the autoscaler runs. Drains
+//! carry the reason prefix `slurmscale:`; callers only ever resume those.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::json;
 use slurmscale_exporter::config::ClusterConfig;
-use slurmscale_exporter::slurm::{ApiVersion, ClientOptions, SlurmClient};
+use slurmscale_exporter::slurm::{ApiVersion, SlurmClient};
 
 use crate::colocation::DRAIN_PREFIX;
 use crate::error::{Error, Result};
@@ -22,6 +25,84 @@ pub struct Scontrol {
     pub conf: Option<PathBuf>,
 }
 
+/// Node writes of every Slurm cluster the autoscaler reads.
+pub trait SlurmNodes: Send + Sync + 'static {
+    /// DRAIN `node` of `cluster` (spoken to in `version`) with the reason `slurmscale: <why>`.
+    fn drain(
+        &self,
+        cluster: &str,
+        version: ApiVersion,
+        node: &str,
+        why: &str,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// RESUME `node` of `cluster`.
+    fn resume(
+        &self,
+        cluster: &str,
+        version: ApiVersion,
+        node: &str,
+    ) -> impl Future<Output = Result<()>> + Send;
+}
+
+/// A shared one works too.
+impl<S: SlurmNodes> SlurmNodes for Arc<S> {
+    fn drain(
+        &self,
+        cluster: &str,
+        version: ApiVersion,
+        node: &str,
+        why: &str,
+    ) -> impl Future<Output = Result<()>> + Send {
+        (**self).drain(cluster, version, node, why)
+    }
+
+    fn resume(
+        &self,
+        cluster: &str,
+        version: ApiVersion,
+        node: &str,
+    ) -> impl Future<Output = Result<()>> + Send {
+        (**self).resume(cluster, version, node)
+    }
+}
+
+/// The reason a drain of ours carries.
+pub fn drain_reason(why: &str) -> String {
+    format!("{DRAIN_PREFIX} {why}")
+}
+
+/// One writer per cluster, by name.
+#[derive(Default)]
+pub struct SlurmNodeWriters(BTreeMap<String, SlurmNodeWriter>);
+
+impl SlurmNodeWriters {
+    /// Writers for `clusters`, each with its own client (the poller's limits apply).
+    pub fn new(clusters: &[ClusterConfig], scontrol: &Scontrol) -> Result<Self> {
+        clusters
+            .iter()
+            .map(|c| Ok((c.name.clone(), SlurmNodeWriter::new(c, scontrol.clone())?)))
+            .collect::<Result<_>>()
+            .map(Self)
+    }
+
+    fn get(&self, cluster: &str) -> Result<&SlurmNodeWriter> {
+        self.0
+            .get(cluster)
+            .ok_or_else(|| Error::UnknownCluster(cluster.to_string()))
+    }
+}
+
+impl SlurmNodes for SlurmNodeWriters {
+    async fn drain(&self, cluster: &str, version: ApiVersion, node: &str, why: &str) -> Result<()> {
+        self.get(cluster)?.drain(version, node, why).await
+    }
+
+    async fn resume(&self, cluster: &str, version: ApiVersion, node: &str) -> Result<()> {
+        self.get(cluster)?.resume(version, node).await
+    }
+}
+
 pub struct SlurmNodeWriter {
     client: Arc<SlurmClient>,
     scontrol: Scontrol,
@@ -29,10 +110,7 @@ pub struct SlurmNodeWriter {
 
 impl SlurmNodeWriter {
     pub fn new(cluster: &ClusterConfig, scontrol: Scontrol) -> Result<Self> {
-        let mut opts = ClientOptions::new(&cluster.url, &cluster.user);
-        opts.ca_file = cluster.ca_file.clone();
-        opts.timeout = cluster.timeout;
-        let client = SlurmClient::new(&opts, cluster.token_source()?)?;
+        let client = SlurmClient::new(&cluster.client_options(), cluster.token_source()?)?;
         Ok(Self {
             client: Arc::new(client),
             scontrol,
@@ -41,7 +119,7 @@ impl SlurmNodeWriter {
 
     /// DRAIN with `slurmscale: <why>`.
     pub async fn drain(&self, version: ApiVersion, node: &str, why: &str) -> Result<()> {
-        let reason = format!("{DRAIN_PREFIX} {why}");
+        let reason = drain_reason(why);
         if version == ApiVersion::V0038 {
             return self
                 .scontrol(&[

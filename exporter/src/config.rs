@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
-use crate::slurm::{ApiVersion, SigningAlgorithm, TokenSource};
+use crate::slurm::{ApiVersion, ClientOptions, SigningAlgorithm, TokenSource};
 
 /// How one cluster's token is obtained.
 #[derive(Clone, Debug, PartialEq)]
@@ -45,6 +45,21 @@ pub struct ClusterConfig {
 }
 
 impl ClusterConfig {
+    /// How every client of this cluster talks to slurmrestd: its URL, user, CA, timeout and,
+    /// when the user set one, the request limit (a poller then spreads one collection's
+    /// requests over the interval within it). One constructor, so no client forgets a
+    /// setting.
+    pub fn client_options(&self) -> ClientOptions {
+        let mut opts = ClientOptions::new(&self.url, &self.user);
+        opts.timeout = self.timeout;
+        opts.ca_file = self.ca_file.clone();
+        if let Some(limit) = self.max_requests_per_second {
+            opts.max_requests_per_second = limit;
+            opts.burst = opts.burst.min(limit);
+        }
+        opts
+    }
+
     pub fn token_source(&self) -> Result<Arc<TokenSource>> {
         Ok(Arc::new(match &self.auth {
             AuthConfig::Token(t) => TokenSource::fixed(t.expose()),
@@ -229,6 +244,35 @@ mod tests {
         assert!(parse_duration("soon").is_err());
         assert_eq!(parse_duration("2d").unwrap(), Duration::from_secs(172_800));
         assert!(parse_duration("5w").is_err());
+    }
+
+    #[test]
+    fn client_options_carry_every_setting() {
+        let mut c = ClusterEntry {
+            name: "a".into(),
+            url: "https://a:6820".into(),
+            user: Some("op".into()),
+            token_file: Some("/t".into()),
+            token_env: None,
+            jwt_key_file: None,
+            jwt_algorithm: None,
+            jwt_lifetime: None,
+            api_version: None,
+            ca_file: Some("/ca.pem".into()),
+            timeout: Some(Duration::from_secs(7)),
+            max_requests_per_second: None,
+        }
+        .resolve()
+        .unwrap();
+        let o = c.client_options();
+        assert_eq!((o.url.as_str(), o.user.as_str()), ("https://a:6820", "op"));
+        assert_eq!(o.timeout, Duration::from_secs(7));
+        assert_eq!(o.ca_file.as_deref(), Some(Path::new("/ca.pem")));
+        let default = ClientOptions::new("", "");
+        assert_eq!(o.max_requests_per_second, default.max_requests_per_second);
+        c.max_requests_per_second = NonZeroU32::new(1);
+        let o = c.client_options();
+        assert_eq!((o.max_requests_per_second.get(), o.burst.get()), (1, 1));
     }
 
     /// The example in the repo loads: three clusters, each with its own credentials.

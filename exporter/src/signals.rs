@@ -126,6 +126,27 @@ pub fn partition_signals(
     })
 }
 
+/// How old Slurm data may be before a scaler must not act on it: three poll intervals (two
+/// polls may fail or run late before anything is concluded) plus the time one collection
+/// itself may take (a large `/jobs` answers in seconds). The exporter's desired-nodes metric
+/// and the autoscaler both use it, so KEDA and the built-in controller refuse the same data.
+pub fn stale_after(interval: Duration) -> Duration {
+    interval * 3 + Duration::from_secs(5)
+}
+
+/// The Slurm cluster a NodeSet or a NodeSetAutoscaler belongs to: the one it names, else
+/// the only one read; `None` when it names none and several are read.
+pub fn cluster_of<'a>(
+    named: Option<&'a str>,
+    mut read: impl ExactSizeIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    match named {
+        Some(c) => Some(c),
+        None if read.len() == 1 => read.next(),
+        None => None,
+    }
+}
+
 /// Nodes a partition should have now: busy nodes plus the nodes pending work needs, within
 /// `[min, max]`. Busy nodes are never given up, even above `max`.
 pub fn desired_nodes(busy: u64, demand_nodes: u64, min: u64, max: u64) -> u64 {
@@ -136,7 +157,26 @@ pub fn desired_nodes(busy: u64, demand_nodes: u64, min: u64, max: u64) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::desired_nodes;
+    use super::*;
+
+    #[test]
+    fn data_is_stale_after_three_intervals_and_a_collection() {
+        assert_eq!(stale_after(Duration::from_secs(2)), Duration::from_secs(11));
+        assert_eq!(
+            stale_after(Duration::from_secs(30)),
+            Duration::from_secs(95)
+        );
+    }
+
+    #[test]
+    fn the_cluster_is_the_one_named_or_the_only_one() {
+        let one = ["a"];
+        let two = ["a", "b"];
+        assert_eq!(cluster_of(Some("b"), one.into_iter()), Some("b"));
+        assert_eq!(cluster_of(None, one.into_iter()), Some("a"));
+        assert_eq!(cluster_of(None, two.into_iter()), None);
+        assert_eq!(cluster_of(None, [].into_iter()), None);
+    }
 
     #[test]
     fn desired_is_busy_plus_demand_within_bounds_and_never_below_busy() {

@@ -1,13 +1,15 @@
 //! `slurmscale demo`: the exporter's metric families and the autoscaler's controller,
 //! running on a simulated cluster ([`sim`]) instead of slurmrestd and a kube-apiserver.
 //! Nothing here decides anything on its own: each tick the simulation publishes a Slurm
-//! snapshot, the real [`Controller`] reconciles a real NodeSetAutoscaler against it through
-//! [`SimTarget`] (the simulated side of the controller's `Kubernetes` trait: one NodeSet
-//! whose scale is the simulation's), on the simulation's clock, and `/metrics` is rendered by
-//! the same code a real deployment serves. No cluster, no root, no network beyond the
-//! 127.0.0.1 listener.
+//! snapshot and what the Kubernetes watchers would hold, the real [`Controller`] reconciles
+//! two real NodeSetAutoscalers — the burst NodeSet following demand, and the cpu NodeSet
+//! sharing a colocated pool with Kubernetes — through the in-memory [`Fake`] on the
+//! simulation's clock, and the writes it makes (replicas, drains, resumes, pods marked to go)
+//! are applied to the simulation. `/metrics` is rendered by the same code a real deployment
+//! serves. No cluster, no root, no network beyond the 127.0.0.1 listener.
 
 pub mod sim;
+mod summary;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -17,63 +19,89 @@ use std::time::{Duration, SystemTime};
 use anyhow::Result;
 use kube::runtime::reflector::{self, store::Writer};
 use kube::runtime::watcher;
-use slurmscale_autoscaler::controller::{ColocationSources, Controller, ControllerConfig};
+use slurmscale_autoscaler::controller::{Controller, ControllerConfig, Seam};
 use slurmscale_autoscaler::crd::NodeSetAutoscaler;
+use slurmscale_autoscaler::fakes::{Fake, FakeTarget, World, Write};
 use slurmscale_autoscaler::leader::Leadership;
 use slurmscale_autoscaler::metrics as autoscaler_metrics;
-use slurmscale_autoscaler::simulate::target::SimTarget;
+use slurmscale_exporter::k8s::watch::KubeSnapshot;
 use slurmscale_exporter::metrics::{MetricsOptions, Out, render};
 use slurmscale_exporter::model::demand::Shape;
 use slurmscale_exporter::server::{self, AppState, Page};
-use slurmscale_exporter::signals::partition_signals;
+use slurmscale_exporter::signals::{partition_signals, stale_after};
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::DemoArgs;
-use sim::{BURST, BURST_MAX, CLUSTER, NAMESPACE, Simulation};
+use sim::{BURST, BURST_MAX, CLUSTER, NAMESPACE, POOL, POOL_NODES, Simulation, selector};
+pub use summary::Moves;
 
-/// The autoscaler object the demo plays: the burst partition, scale to zero, with windows
-/// short enough to watch (a real one would idle for minutes).
-fn autoscaler() -> NodeSetAutoscaler {
-    serde_json::from_value(serde_json::json!({
-        "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler",
-        "metadata": {"name": BURST, "namespace": NAMESPACE, "generation": 1},
-        "spec": {
-            "scaleTargetRef": {"name": BURST},
-            "slurm": {"cluster": CLUSTER, "partitions": [BURST]},
-            "minReplicas": 0,
-            "maxReplicas": BURST_MAX,
-            "idleReplicas": 0,
-            "idleTimeoutSeconds": 60,
-            "scaleUp": {"maxStep": 8},
-            "scaleDown": {"maxStep": 4, "stabilizationWindowSeconds": 30},
-        },
-    }))
-    .expect("the demo's autoscaler is valid")
+/// The autoscalers the demo plays, with windows short enough to watch (a real one would
+/// idle for minutes): the burst NodeSet, scale to zero; and the cpu NodeSet sharing the
+/// pool with Kubernetes, keeping at least half of it.
+fn autoscalers() -> [NodeSetAutoscaler; 2] {
+    let nsa = |name: &str, spec: serde_json::Value| {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler",
+            "metadata": {"name": name, "namespace": NAMESPACE, "generation": 1},
+            "spec": spec,
+        }))
+        .expect("the demo's autoscalers are valid")
+    };
+    [
+        nsa(
+            BURST,
+            serde_json::json!({
+                "scaleTargetRef": {"name": BURST},
+                "slurm": {"cluster": CLUSTER, "partitions": [BURST]},
+                "minReplicas": 0,
+                "maxReplicas": BURST_MAX,
+                "idleReplicas": 0,
+                "idleTimeoutSeconds": 60,
+                "scaleUp": {"maxStep": 8},
+                "scaleDown": {"maxStep": 4, "stabilizationWindowSeconds": 30},
+            }),
+        ),
+        nsa(
+            POOL,
+            serde_json::json!({
+                "scaleTargetRef": {"name": POOL},
+                "slurm": {"cluster": CLUSTER, "partitions": [POOL]},
+                "maxReplicas": POOL_NODES,
+                "colocation": {"pool": CLUSTER, "minSlurmNodes": POOL_NODES / 2,
+                               "cooldownSeconds": 30, "releaseIdleSlurmNodes": false},
+            }),
+        ),
+    ]
 }
 
 /// The simulation and the controller, stepped together.
 pub struct Demo {
     pub sim: Simulation,
-    controller: Controller<Arc<SimTarget>>,
-    kubernetes: Arc<SimTarget>,
+    controller: Controller<Arc<Fake>, Arc<Fake>, Arc<Fake>>,
+    world: Arc<Fake>,
     snapshots: watch::Sender<Arc<ClusterSnapshot>>,
     /// The simulation's time, read by the controller's clock (ms since the epoch).
     now_ms: Arc<AtomicU64>,
+    /// What the controller did so far, counted.
+    pub moves: Moves,
     _autoscalers: Writer<NodeSetAutoscaler>,
 }
 
-/// Slurm data older than this is stale for the controller (in simulated time).
-const STALE_AFTER: Duration = Duration::from_secs(10);
+/// The simulation is polled every simulated second.
+const INTERVAL: Duration = Duration::from_secs(1);
 
 /// What one tick produced.
 pub struct Tick {
     pub page: String,
     pub snapshot: Arc<ClusterSnapshot>,
     pub demand_nodes: u64,
+    /// The burst autoscaler's last decision.
     pub reason: String,
     pub message: String,
+    /// Events worth a line of their own: the pool's moves and any warning.
+    pub events: Vec<String>,
 }
 
 fn millis(t: SystemTime) -> u64 {
@@ -85,7 +113,9 @@ impl Demo {
     pub fn new(seed: u64, start: SystemTime) -> Self {
         let sim = Simulation::new(seed, start);
         let (store, mut writer) = reflector::store::<NodeSetAutoscaler>();
-        writer.apply_watcher_event(&watcher::Event::Apply(autoscaler()));
+        for nsa in autoscalers() {
+            writer.apply_watcher_event(&watcher::Event::Apply(nsa));
+        }
         let (snapshots, rx) = watch::channel(Arc::new(sim.snapshot()));
         let now_ms = Arc::new(AtomicU64::new(millis(sim.now())));
         let clock = {
@@ -94,51 +124,62 @@ impl Demo {
                 SystemTime::UNIX_EPOCH + Duration::from_millis(now_ms.load(Ordering::SeqCst))
             })
         };
-        let kubernetes = Arc::new(SimTarget::new(Some(format!(
-            "app.kubernetes.io/instance={BURST}"
-        ))));
+        let target = |name: &str| {
+            let t = FakeTarget {
+                selector: Some(selector(name)),
+                ..FakeTarget::default()
+            };
+            (name.to_string(), t)
+        };
+        let world = Arc::new(Fake::new(World {
+            targets: BTreeMap::from([target(BURST), target(POOL)]),
+            ..World::default()
+        }));
+        let seam = Seam {
+            kubernetes: world.clone(),
+            slurm: world.clone(),
+            pool: world.clone(),
+            clock,
+        };
         let controller = Controller::new(
-            kubernetes.clone(),
+            seam,
             store,
             BTreeMap::from([(CLUSTER.to_string(), rx)]),
             Leadership::always(),
             ControllerConfig {
-                resync: Duration::from_secs(1),
-                stale_after: STALE_AFTER,
+                resync: INTERVAL,
+                stale_after: stale_after(INTERVAL),
                 dry_run: false,
-                clock,
             },
-            ColocationSources::default(),
         );
         Self {
             sim,
             controller,
-            kubernetes,
+            world,
             snapshots,
             now_ms,
+            moves: Moves::default(),
             _autoscalers: writer,
         }
     }
 
-    /// One simulated second: Slurm moves, the controller reconciles, the NodeSet is scaled
-    /// to what it asked, the page is rendered.
+    /// One simulated second: Slurm and Kubernetes move, the controller reconciles both
+    /// autoscalers, what it wrote is applied, the page is rendered.
     pub async fn step(&mut self) -> Tick {
         self.sim.step();
         let now = self.sim.now();
         self.now_ms.store(millis(now), Ordering::SeqCst);
         let snap = Arc::new(self.sim.snapshot());
         self.snapshots.send_replace(snap.clone());
-        self.kubernetes.set_replicas(self.sim.nodeset.replicas);
+        let kube = self.sim.kube_snapshot();
+        self.show(&kube);
         self.controller.reconcile_all().await;
-        if let Some(r) = self.kubernetes.take_asked() {
-            self.sim.scale(r);
-        }
+        let events = self.carry_out();
 
         let opts = MetricsOptions {
             per_owner: false,
-            interval: Duration::from_secs(1),
+            interval: INTERVAL,
         };
-        let kube = self.sim.kube_snapshot();
         let mut page = render(std::slice::from_ref(&snap), Some(&kube), &opts, now);
         let mut out = Out::new();
         autoscaler_metrics::collect(
@@ -151,41 +192,84 @@ impl Demo {
         );
         page.push_str(&out.encode());
         // For the live line only: the demand the controller saw.
-        let demand_nodes =
-            partition_signals(&snap, BURST, None, Shape::default(), now, STALE_AFTER)
-                .map_or(0, |s| s.demand.nodes);
-        let (reason, message) = self.kubernetes.decision();
+        let demand_nodes = partition_signals(
+            &snap,
+            BURST,
+            None,
+            Shape::default(),
+            now,
+            stale_after(INTERVAL),
+        )
+        .map_or(0, |s| s.demand.nodes);
+        let (reason, message) = self
+            .world
+            .status(BURST)
+            .and_then(|s| s.last_decision)
+            .map(|d| (d.reason, d.message))
+            .unwrap_or_default();
         Tick {
             page,
             snapshot: snap,
             demand_nodes,
             reason,
             message,
+            events,
         }
     }
 
-    /// Scale-ups and scale-downs the controller made so far.
-    pub fn scalings(&self) -> (u64, u64) {
-        let m = self
-            .controller
-            .metrics
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        m.rows
-            .values()
-            .fold((0, 0), |(u, d), r| (u + r.scale_ups, d + r.scale_downs))
+    /// What the controller reads this tick: the targets' replicas, the pool's NodeSet pods,
+    /// the pods Kubernetes cannot place and the ledger.
+    fn show(&self, kube: &KubeSnapshot) {
+        let pool = &self.sim.pool;
+        let replicas = [(BURST, self.sim.nodeset.replicas), (POOL, pool.replicas)];
+        self.world.with(|w| {
+            for (name, r) in replicas {
+                if let Some(t) = w.targets.get_mut(name) {
+                    t.replicas = r;
+                }
+            }
+            w.pods.insert(selector(POOL), pool.pod_nodes());
+            w.unschedulable = pool.unschedulable();
+            w.ledger = Some(kube.clone());
+        });
     }
 
-    /// The live line: the workload, the demand, the NodeSet and the last decision.
+    /// Applies the controller's writes to the simulation, as slurm-operator, slurmctld and
+    /// the API server would; returns the Events worth a line.
+    fn carry_out(&mut self) -> Vec<String> {
+        let mut lines = Vec::new();
+        for w in self.world.take_writes() {
+            match w {
+                Write::Scale { target, replicas } if target == BURST => self.sim.scale(replicas),
+                Write::Scale { replicas, .. } => self.sim.pool.scale(replicas),
+                Write::Drain { node, reason } => self.sim.pool.drain(&node, Some(&reason)),
+                Write::Resume { node } => self.sim.pool.drain(&node, None),
+                Write::MarkToGo { nodes } => self.sim.pool.mark(&nodes),
+                Write::Event {
+                    autoscaler,
+                    warning,
+                    reason,
+                    note,
+                } => {
+                    if autoscaler == POOL || warning {
+                        lines.push(format!("{autoscaler}: {reason}: {note}"));
+                    }
+                    self.moves.count(&autoscaler, &reason);
+                }
+            }
+        }
+        lines
+    }
+
+    /// The live line: the workload, the burst NodeSet and its last decision, the pool.
     pub fn line(&self, t: &Tick) -> String {
         let s = &self.sim;
-        let pct = |(a, t): (u64, u64)| (a * 100).checked_div(t).unwrap_or(0);
         let mut message: String = t.message.chars().take(70).collect();
         if message.len() < t.message.len() {
             message.push('…');
         }
         format!(
-            "{:>5}s {:<6} | pending {:>3} jobs, burst demand {:>3} nodes | NodeSet burst: desired {:>2}, {:>2} pods, {:>2} ready, {:>2} busy | cpu {:>3}% | {}: {}",
+            "{:>5}s {:<6} | pending {:>3} jobs, burst demand {:>3} nodes | NodeSet burst: desired {:>2}, {:>2} pods, {:>2} ready, {:>2} busy | pool: Slurm {}/{POOL_NODES}, {} pod(s) wait | {}: {}",
             s.tick,
             s.phase.as_str(),
             s.pending(),
@@ -194,7 +278,8 @@ impl Demo {
             s.nodeset.pods(),
             s.nodeset.ready(s.tick),
             s.busy_burst_nodes(),
-            pct(s.cpu_use("cpu")),
+            s.pool.held(),
+            s.pool.waiting(),
             t.reason,
             message,
         )
@@ -211,8 +296,9 @@ pub async fn run(args: DemoArgs) -> Result<()> {
     let addr = listener.local_addr()?;
     let serving = tokio::spawn(server::serve_on(listener, AppState::new(rx), stop.clone()));
     println!(
-        "slurmscale demo: a simulated Slurm cluster ({CLUSTER}: partitions cpu, gpu and an autoscaled \
-         {BURST} NodeSet of up to {BURST_MAX} nodes), seed {}, {}x speed",
+        "slurmscale demo: a simulated Slurm cluster ({CLUSTER}: a gpu partition, an autoscaled \
+         {BURST} NodeSet of up to {BURST_MAX} nodes, and a {POOL} partition on {POOL_NODES} nodes \
+         it shares with Kubernetes), seed {}, {}x speed",
         args.seed, speed
     );
     println!("metrics: http://{addr}/metrics   (Ctrl-C to stop)");
@@ -227,16 +313,15 @@ pub async fn run(args: DemoArgs) -> Result<()> {
         }
         let tick = demo.step().await;
         println!("{}", demo.line(&tick));
+        for e in &tick.events {
+            println!("        ↳ {e}");
+        }
         tx.send_replace(Arc::new(Page {
             text: tick.page.into(),
             snapshots: vec![tick.snapshot],
         }));
     }
-    let (ups, downs) = demo.scalings();
-    println!(
-        "done after {}s simulated: {ups} scale-ups, {downs} scale-downs",
-        demo.sim.tick
-    );
+    print!("{}", summary::render(&demo.sim, &demo.moves, args.seed));
     stop.cancel();
     serving.await??;
     Ok(())
@@ -246,10 +331,11 @@ pub async fn run(args: DemoArgs) -> Result<()> {
 mod tests {
     use super::*;
 
-    /// Ten simulated minutes: the NodeSet follows the demand up and back to zero, never
-    /// below the busy nodes, and the page carries what users graph.
+    /// Ten simulated minutes: the burst NodeSet follows the demand up and back to zero,
+    /// never below the busy nodes; the pool gives Kubernetes room and takes it back; the
+    /// page carries what users graph.
     #[tokio::test]
-    async fn the_burst_nodeset_follows_demand_up_and_back_to_zero() {
+    async fn both_autoscalers_move_and_the_page_has_what_the_dashboards_graph() {
         let mut demo = Demo::new(
             42,
             SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000),
@@ -263,12 +349,24 @@ mod tests {
                 "below busy nodes at {}",
                 demo.sim.tick
             );
+            assert!(
+                demo.sim.pool.held() >= POOL_NODES as u64 / 2,
+                "below minSlurmNodes"
+            );
             peak = peak.max(replicas);
             back_to_zero |= peak > 0 && replicas == 0;
             last = Some(t);
         }
         assert!(peak >= 2, "never scaled up: peak {peak}");
         assert!(back_to_zero, "never went back to zero");
+        let m = &demo.moves;
+        for (what, n) in [
+            ("drains", m.get(POOL, "Drain")),
+            ("releases", m.get(POOL, "Release")),
+        ] {
+            assert!(n > 0, "the pool made no {what}: {m:?}");
+        }
+        assert!(demo.sim.pool.pod_waits.len() >= 2, "no web pod got a node");
         let page = last.unwrap().page;
         for family in [
             "slurm_partition_jobs_pending",
@@ -277,8 +375,30 @@ mod tests {
             "slurm_genericnode_cpu_allocated_cores",
             "slurmscale_autoscaler_desired_replicas",
             "slurmscale_autoscaler_scale_ups_total",
+            "slurmscale_colocation_pool_nodes",
+            "slurmscale_colocation_need_nodes",
+            "slurmscale_colocation_draining_nodes",
         ] {
             assert!(page.contains(family), "{family} missing from the page");
         }
+    }
+
+    /// What a newcomer sees first: both autoscalers act within five simulated seconds.
+    #[tokio::test]
+    async fn something_happens_in_the_first_five_seconds() {
+        let mut demo = Demo::new(
+            1,
+            SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000),
+        );
+        let mut lines = Vec::new();
+        for _ in 0..5 {
+            let t = demo.step().await;
+            lines.push(demo.line(&t));
+            lines.extend(t.events);
+        }
+        let text = lines.join("\n");
+        assert!(text.contains("ScaleUp: scaling up 0 →"), "{text}");
+        assert!(text.contains("cpu: Drain: drained cpu-"), "{text}");
+        assert!(text.contains("cpu: Release: handing node-cpu-"), "{text}");
     }
 }

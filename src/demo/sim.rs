@@ -1,24 +1,28 @@
-//! A simulated Slurm cluster and the NodeSet that grows its burst partition, for
-//! `slurmscale demo`. It stands where slurmrestd and the kube-apiserver stand in production:
-//! it hands out the same [`ClusterSnapshot`] a poller publishes (jobs folded by the exporter's
-//! own [`JobsBuilder`]) and the same [`KubeSnapshot`] the watchers keep, and takes the
-//! replica count the autoscaler decides, as a NodeSet's scale subresource would.
+//! A simulated Slurm cluster, the NodeSet that grows its burst partition and the colocated
+//! pool its cpu partition shares with Kubernetes ([`pool`]), for `slurmscale demo`. It stands
+//! where slurmrestd and the kube-apiserver stand in production: it hands out the same
+//! [`ClusterSnapshot`] a poller publishes (jobs folded by the exporter's own [`JobsBuilder`])
+//! and the same [`KubeSnapshot`] the watchers keep, and takes what the autoscaler writes —
+//! replicas, drains, resumes, pods marked to go — as Slurm and Kubernetes would.
 //!
-//! Everything is driven by a seeded generator and a tick counter (one simulated second per
+//! Everything is driven by seeded generators and a tick counter (one simulated second per
 //! step), so a seed always replays the same day: bursts, steady work and idle stretches of
-//! single-node, multi-node and GPU jobs.
+//! single-node, multi-node and GPU jobs, and waves of Kubernetes pods wanting room. The
+//! first second already has work for both autoscalers, so a newcomer sees them act at once.
+
+mod pool;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use slurmscale_exporter::k8s::ledger::{Capacity, LedgerNode, Owner};
 use slurmscale_exporter::k8s::nodeset::{NodeSetStatus, NodeSetView, ScalingMode};
 use slurmscale_exporter::k8s::watch::{KubeSnapshot, WatchHealth};
 use slurmscale_exporter::model::jobs::{JobRecord, JobsBuilder};
 use slurmscale_exporter::model::{
     Controller, Diag, Gres, JobState, Node, NodeBase, NodeFlags, NodeState, Partition, Ping,
 };
+use slurmscale_exporter::slurm::ApiVersion;
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
 pub const CLUSTER: &str = "demo";
@@ -26,6 +30,10 @@ pub const NAMESPACE: &str = "slurm";
 /// The autoscaled partition and its NodeSet.
 pub const BURST: &str = "burst";
 pub const BURST_MAX: usize = 16;
+pub use pool::{POOL_NODES, Pool};
+
+/// The colocated partition and its NodeSet.
+pub const POOL: &str = "cpu";
 /// Seconds from a scale-up to the new node's slurmd registering.
 const BOOT_SECONDS: u64 = 8;
 /// Finished jobs stay visible this long, as with Slurm's MinJobAge.
@@ -101,6 +109,8 @@ struct SimNode {
     alloc_cpus: u64,
     alloc_gpus: u64,
     alloc_memory: u64,
+    /// DRAIN, with its reason.
+    drain: Option<String>,
 }
 
 impl SimNode {
@@ -114,11 +124,19 @@ impl SimNode {
             alloc_cpus: 0,
             alloc_gpus: 0,
             alloc_memory: 0,
+            drain: None,
         }
     }
 
+    /// Running work, as the exporter's model (and so the autoscaler) tells it.
+    fn busy(&self) -> bool {
+        self.model().busy()
+    }
+
+    /// A new job may start here: not drained, and its share fits.
     fn fits(&self, j: &SimJob) -> bool {
-        self.cpus - self.alloc_cpus >= j.cpus_per_node
+        self.drain.is_none()
+            && self.cpus - self.alloc_cpus >= j.cpus_per_node
             && self.gpus - self.alloc_gpus >= j.gpus_per_node
             && self.memory - self.alloc_memory >= j.memory_per_node
     }
@@ -156,7 +174,11 @@ impl SimNode {
             name: self.name.clone(),
             state: NodeState {
                 base,
-                flags: NodeFlags::default(),
+                flags: if self.drain.is_some() {
+                    NodeFlags::DRAIN
+                } else {
+                    NodeFlags::default()
+                },
             },
             partitions: vec![self.partition.clone()],
             cpus: self.cpus,
@@ -166,17 +188,18 @@ impl SimNode {
             free_memory_bytes: Some(self.memory - self.alloc_memory),
             gres: gres(self.gpus),
             gres_used: gres(self.alloc_gpus),
-            reason: String::new(),
+            reason: self.drain.clone().unwrap_or_default(),
             reason_set_by: String::new(),
         }
     }
 }
 
-/// Where a node lives: (burst slot, index) or a fixed node.
+/// Where a node lives: a fixed (GPU) node, a burst slot or a pool node, by index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Place {
     Fixed(usize),
     Burst(usize),
+    Pool(usize),
 }
 
 #[derive(Clone, Debug)]
@@ -195,6 +218,19 @@ struct SimJob {
     held_until: Option<u64>,
     running: Option<(u64, Vec<Place>)>,
     ended: Option<(u64, JobState)>,
+}
+
+/// A job as the workload submits it: partition (index), nodes, per-node CPUs, GPUs and
+/// memory, run time, (user, account), and whether its user holds it for a minute.
+struct Submission {
+    partition: usize,
+    nodes: u64,
+    cpus: u64,
+    gpus: u64,
+    memory: u64,
+    seconds: u64,
+    owner: (&'static str, &'static str),
+    held: bool,
 }
 
 /// A job of the burst partition (whole 16-CPU nodes) as submitted.
@@ -226,52 +262,64 @@ impl NodeSet {
     }
 }
 
+/// What a run did, for the demo's summary.
+#[derive(Clone, Debug, Default)]
+pub struct Totals {
+    pub submitted: u64,
+    pub started: u64,
+    pub completed: u64,
+    /// Seconds each started job waited.
+    pub waits: Vec<u64>,
+    /// Node-seconds the burst NodeSet's pods existed, and ran jobs.
+    pub burst_seconds: u64,
+    pub burst_busy_seconds: u64,
+    /// Node-seconds Slurm held pool nodes, and ran jobs on them.
+    pub pool_seconds: u64,
+    pub pool_busy_seconds: u64,
+}
+
 pub struct Simulation {
     rng: Rng,
     start: SystemTime,
     pub tick: u64,
     pub phase: Phase,
     phase_left: u64,
+    /// The GPU partition's nodes.
     fixed: Vec<SimNode>,
     burst: Vec<Option<SimNode>>,
     pub nodeset: NodeSet,
+    /// The cpu partition's nodes, on the colocated pool.
+    pub pool: Pool,
     jobs: Vec<SimJob>,
     finished: VecDeque<SimJob>,
     /// Every job submitted to the burst partition, for `simulate --workload demo`.
     pub burst_submitted: Vec<BurstJob>,
     next_id: u64,
-    submitted: u64,
-    started: u64,
-    completed: u64,
-    /// What Kubernetes pods hold on each cpu node (the colocated pool), in cores.
-    kubernetes_cpu: Vec<f64>,
+    pub totals: Totals,
     partitions: [Arc<str>; 3],
 }
 
 impl Simulation {
     pub fn new(seed: u64, start: SystemTime) -> Self {
-        let partitions = [Arc::from("cpu"), Arc::from("gpu"), Arc::from(BURST)];
-        let mut fixed: Vec<SimNode> = (1..=8)
-            .map(|i| SimNode::new(format!("cpu-{i}"), &partitions[0], CPU_NODE))
+        let partitions = [Arc::from(POOL), Arc::from("gpu"), Arc::from(BURST)];
+        let fixed = (1..=4)
+            .map(|i| SimNode::new(format!("gpu-{i}"), &partitions[1], GPU_NODE))
             .collect();
-        fixed.extend((1..=4).map(|i| SimNode::new(format!("gpu-{i}"), &partitions[1], GPU_NODE)));
         Self {
             rng: Rng::new(seed),
             start,
             tick: 0,
-            phase: Phase::Steady,
-            phase_left: 40,
+            phase: Phase::Burst,
+            phase_left: 30,
             fixed,
             burst: vec![None; BURST_MAX],
             nodeset: NodeSet::default(),
+            pool: Pool::new(seed, &partitions[0]),
             jobs: Vec::new(),
             finished: VecDeque::new(),
             burst_submitted: Vec::new(),
             next_id: 1000,
-            submitted: 0,
-            started: 0,
-            completed: 0,
-            kubernetes_cpu: vec![4.0; 8],
+            totals: Totals::default(),
             partitions,
         }
     }
@@ -280,15 +328,46 @@ impl Simulation {
         self.start + Duration::from_secs(self.tick)
     }
 
-    /// One simulated second: the workload, job ends, the NodeSet's pods, then scheduling.
+    /// One simulated second: the workload, job ends, the NodeSets' pods and the pool's
+    /// Kubernetes side, then scheduling.
     pub fn step(&mut self) {
         self.tick += 1;
         self.next_phase();
+        if self.tick == 1 {
+            self.opening();
+        }
         self.arrivals();
         self.finish_jobs();
         self.reconcile_nodeset();
+        self.pool.step(self.tick);
         self.schedule();
-        self.kubernetes_load();
+        self.account();
+    }
+
+    /// A two-node job for the burst partition in the first second: the NodeSet, at zero,
+    /// has something to do at once.
+    fn opening(&mut self) {
+        self.push(Submission {
+            partition: 2,
+            nodes: 2,
+            cpus: 16,
+            gpus: 0,
+            memory: 48 * GIB,
+            seconds: 40,
+            owner: ("alice", "physics"),
+            held: false,
+        });
+    }
+
+    /// Node-seconds provisioned and busy.
+    fn account(&mut self) {
+        let busy_burst = self.busy_burst_nodes();
+        let t = &mut self.totals;
+        t.burst_seconds += self.nodeset.pods();
+        t.burst_busy_seconds += busy_burst;
+        let (_, busy) = self.pool.slurm_nodes();
+        t.pool_seconds += self.pool.held();
+        t.pool_busy_seconds += busy;
     }
 
     /// The autoscaler's write: the NodeSet's `spec.replicas`.
@@ -326,8 +405,8 @@ impl Simulation {
         let burst_share = if self.phase == Phase::Burst { 0.5 } else { 0.2 };
         let r = &mut self.rng;
         let users = [("alice", "physics"), ("bob", "chemistry"), ("carol", "ml")];
-        let (user, account) = users[r.range(0, 2) as usize];
-        let (p, nodes, cpus, gpus, memory, seconds) = if r.chance(burst_share) {
+        let owner = users[r.range(0, 2) as usize];
+        let (partition, nodes, cpus, gpus, memory, seconds) = if r.chance(burst_share) {
             // Whole burst nodes, one to three of them.
             (2, r.range(1, 3), 16, 0, 48 * GIB, r.range(15, 45))
         } else if r.chance(0.2) {
@@ -339,38 +418,52 @@ impl Simulation {
             let c = r.range(1, 16);
             (0, 1, c, 0, c * 2 * GIB, r.range(20, 120))
         };
-        let held = r.chance(0.03).then(|| self.tick + 60);
-        if p == 2 {
+        let held = r.chance(0.03);
+        self.push(Submission {
+            partition,
+            nodes,
+            cpus,
+            gpus,
+            memory,
+            seconds,
+            owner,
+            held,
+        });
+    }
+
+    fn push(&mut self, j: Submission) {
+        if j.partition == 2 {
             self.burst_submitted.push(BurstJob {
                 submit: self.tick,
-                nodes,
-                memory_per_node: memory,
-                seconds,
+                nodes: j.nodes,
+                memory_per_node: j.memory,
+                seconds: j.seconds,
             });
         }
         self.jobs.push(SimJob {
             id: self.next_id,
-            partition: self.partitions[p].clone(),
-            user,
-            account,
-            nodes,
-            cpus_per_node: cpus,
-            gpus_per_node: gpus,
-            memory_per_node: memory,
-            seconds,
+            partition: self.partitions[j.partition].clone(),
+            user: j.owner.0,
+            account: j.owner.1,
+            nodes: j.nodes,
+            cpus_per_node: j.cpus,
+            gpus_per_node: j.gpus,
+            memory_per_node: j.memory,
+            seconds: j.seconds,
             submit: self.tick,
-            held_until: held,
+            held_until: j.held.then_some(self.tick + 60),
             running: None,
             ended: None,
         });
         self.next_id += 1;
-        self.submitted += 1;
+        self.totals.submitted += 1;
     }
 
     fn node(&mut self, place: Place) -> Option<&mut SimNode> {
         match place {
             Place::Fixed(i) => self.fixed.get_mut(i),
             Place::Burst(i) => self.burst.get_mut(i).and_then(Option::as_mut),
+            Place::Pool(i) => self.pool.slots.get_mut(i).and_then(|s| s.slurm.as_mut()),
         }
     }
 
@@ -395,7 +488,7 @@ impl Simulation {
                 }
             }
             job.ended = Some((tick, JobState::Completed));
-            self.completed += 1;
+            self.totals.completed += 1;
             self.finished.push_back(job);
         }
         self.jobs.sort_by_key(|j| j.id);
@@ -420,7 +513,7 @@ impl Simulation {
             self.nodeset.slots.insert(free, tick + BOOT_SECONDS);
         }
         while self.nodeset.slots.len() > want {
-            let busy = |i: &usize| self.burst[*i].as_ref().is_some_and(|n| n.alloc_cpus > 0);
+            let busy = |i: &usize| self.burst[*i].as_ref().is_some_and(SimNode::busy);
             let Some(victim) = self
                 .nodeset
                 .slots
@@ -459,6 +552,12 @@ impl Simulation {
                     .filter(|i| self.burst[*i].as_ref().is_some_and(|n| n.fits(job)))
                     .map(Place::Burst)
                     .collect()
+            } else if &*job.partition == POOL {
+                let slots = &self.pool.slots;
+                (0..slots.len())
+                    .filter(|i| slots[*i].slurm.as_ref().is_some_and(|n| n.fits(job)))
+                    .map(Place::Pool)
+                    .collect()
             } else {
                 (0..self.fixed.len())
                     .filter(|i| {
@@ -479,38 +578,18 @@ impl Simulation {
             }
             self.jobs[j].running = Some((tick, places));
             self.jobs[j].held_until = None;
-            self.started += 1;
-        }
-    }
-
-    /// Kubernetes' share of the colocated cpu nodes wanders between 2 and 24 cores.
-    fn kubernetes_load(&mut self) {
-        for i in 0..self.kubernetes_cpu.len() {
-            let step = self.rng.range(0, 2) as f64 - 1.0;
-            self.kubernetes_cpu[i] = (self.kubernetes_cpu[i] + step).clamp(2.0, 24.0);
+            self.totals.started += 1;
+            self.totals.waits.push(tick - job.submit);
         }
     }
 
     /// Busy burst nodes (running a job), what the policy must never go below.
     pub fn busy_burst_nodes(&self) -> u64 {
-        self.burst
-            .iter()
-            .flatten()
-            .filter(|n| n.alloc_cpus > 0)
-            .count() as u64
+        self.burst.iter().flatten().filter(|n| n.busy()).count() as u64
     }
 
     pub fn pending(&self) -> u64 {
         self.jobs.iter().filter(|j| j.running.is_none()).count() as u64
-    }
-
-    /// (allocated, total) CPUs of a partition's nodes that are up.
-    pub fn cpu_use(&self, partition: &str) -> (u64, u64) {
-        self.fixed
-            .iter()
-            .chain(self.burst.iter().flatten())
-            .filter(|n| &*n.partition == partition)
-            .fold((0, 0), |(a, t), n| (a + n.alloc_cpus, t + n.cpus))
     }
 
     /// What a poller would have published after polling slurmrestd now.
@@ -519,6 +598,7 @@ impl Simulation {
         let took = Duration::from_millis(3);
         let mut snap = ClusterSnapshot::new(CLUSTER, "simulated://demo");
         snap.release = Some("24.11.5".into());
+        snap.api_version = Some(ApiVersion::V0042);
         snap.ping.succeed(
             now,
             took,
@@ -538,6 +618,7 @@ impl Simulation {
             Some(
                 self.fixed
                     .iter()
+                    .chain(self.pool.slots.iter().filter_map(|s| s.slurm.as_ref()))
                     .chain(self.burst.iter().flatten())
                     .map(SimNode::model)
                     .collect(),
@@ -576,9 +657,9 @@ impl Simulation {
             Some(Diag {
                 server_threads: Some(3),
                 agent_queue_size: Some(0),
-                jobs_submitted: Some(self.submitted),
-                jobs_started: Some(self.started),
-                jobs_completed: Some(self.completed),
+                jobs_submitted: Some(self.totals.submitted),
+                jobs_started: Some(self.totals.started),
+                jobs_completed: Some(self.totals.completed),
                 jobs_canceled: Some(0),
                 jobs_failed: Some(0),
                 schedule_cycles: Some(self.tick),
@@ -587,7 +668,7 @@ impl Simulation {
                 schedule_cycle_mean_seconds: Some(0.0008),
                 schedule_queue_length: Some(pending),
                 bf_cycles: Some(self.tick / 30),
-                bf_backfilled_jobs: Some(self.started / 4),
+                bf_backfilled_jobs: Some(self.totals.started / 4),
                 bf_active: Some(false),
                 ..Default::default()
             }),
@@ -653,70 +734,27 @@ impl Simulation {
         b.finish()
     }
 
-    /// What the Kubernetes watchers would hold: the burst NodeSet, and the GenericNode ledger
-    /// of the cpu nodes, which Slurm shares with Kubernetes pods.
+    /// What the Kubernetes watchers would hold: the two NodeSets, and the GenericNode ledger
+    /// of the pool, which Slurm's cpu partition shares with Kubernetes pods.
     pub fn kube_snapshot(&self) -> KubeSnapshot {
-        let busy = self.busy_burst_nodes() as i32;
-        let ready = self.nodeset.ready(self.tick) as i32;
-        let status = NodeSetStatus {
-            replicas: Some(self.nodeset.pods() as i32),
-            ready_replicas: Some(ready),
-            available_replicas: Some(ready),
-            desired: Some(self.nodeset.replicas as i32),
-            slurm_idle: Some(ready - busy),
-            slurm_allocated: Some(busy),
-            selector: Some("app.kubernetes.io/instance=burst".into()),
-            ..Default::default()
-        };
+        let burst = [
+            self.nodeset.replicas,
+            self.nodeset.pods(),
+            self.nodeset.ready(self.tick),
+            self.busy_burst_nodes(),
+        ];
+        let (up, busy) = self.pool.slurm_nodes();
+        let pool = [self.pool.replicas, self.pool.held(), up, busy];
+        let (ledger, capacity) = self.pool.ledger();
         let mut k = KubeSnapshot {
-            nodesets: vec![NodeSetView {
-                namespace: NAMESPACE.into(),
-                name: BURST.into(),
-                api_version: "slinky.slurm.net/v1beta1",
-                replicas: Some(self.nodeset.replicas as i32),
-                status,
-                scaling_mode: Some(ScalingMode::StatefulSet),
-                partition: BURST.into(),
-                cluster: Some(CLUSTER.into()),
-                max_nodes: Some(BURST_MAX as u64),
-                shape: Default::default(),
-            }],
+            nodesets: vec![
+                nodeset(BURST, burst, BURST_MAX as u64),
+                nodeset(POOL, pool, POOL_NODES as u64),
+            ],
+            ledger,
+            capacity,
             ..Default::default()
         };
-        for (i, n) in self
-            .fixed
-            .iter()
-            .filter(|n| &*n.partition == "cpu")
-            .enumerate()
-        {
-            let k8s = self.kubernetes_cpu[i].min((n.cpus - n.alloc_cpus) as f64);
-            let name = format!("node-{}", n.name);
-            k.ledger.push(LedgerNode {
-                name: name.clone(),
-                alias: n.name.clone(),
-                cluster: CLUSTER.into(),
-                allocated: BTreeMap::from([
-                    ((Owner::Slurm, "cpu".to_string()), n.alloc_cpus as f64),
-                    ((Owner::Slurm, "memory".to_string()), n.alloc_memory as f64),
-                    ((Owner::Kubernetes, "cpu".to_string()), k8s),
-                    (
-                        (Owner::Kubernetes, "memory".to_string()),
-                        k8s * 2.0 * GIB as f64,
-                    ),
-                ]),
-                pending_checks: 0,
-            });
-            k.capacity.insert(
-                name,
-                Capacity {
-                    resources: BTreeMap::from([
-                        ("cpu".to_string(), n.cpus as f64),
-                        ("memory".to_string(), n.memory as f64),
-                    ]),
-                    ..Default::default()
-                },
-            );
-        }
         for r in ["nodes", "genericnodes", "nodesets"] {
             k.watches.insert(
                 r,
@@ -733,9 +771,41 @@ impl Simulation {
     }
 }
 
+/// A NodeSet as the watchers see it: `[replicas, pods, ready, busy]`.
+fn nodeset(name: &str, [replicas, pods, ready, busy]: [u64; 4], max: u64) -> NodeSetView {
+    let n = |v: u64| Some(i32::try_from(v).unwrap_or(i32::MAX));
+    NodeSetView {
+        namespace: NAMESPACE.into(),
+        name: name.into(),
+        api_version: "slinky.slurm.net/v1beta1",
+        replicas: n(replicas),
+        status: NodeSetStatus {
+            replicas: n(pods),
+            ready_replicas: n(ready),
+            available_replicas: n(ready),
+            desired: n(replicas),
+            slurm_idle: n(ready.saturating_sub(busy)),
+            slurm_allocated: n(busy),
+            selector: Some(selector(name)),
+            ..Default::default()
+        },
+        scaling_mode: Some(ScalingMode::StatefulSet),
+        partition: name.into(),
+        cluster: Some(CLUSTER.into()),
+        max_nodes: Some(max),
+        shape: Default::default(),
+    }
+}
+
+/// The label selector of a NodeSet's pods.
+pub fn selector(nodeset: &str) -> String {
+    format!("app.kubernetes.io/instance={nodeset}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use slurmscale_exporter::k8s::ledger::Owner;
 
     fn run(seed: u64, ticks: u64) -> Simulation {
         let mut s = Simulation::new(seed, SystemTime::UNIX_EPOCH);
@@ -743,7 +813,8 @@ mod tests {
         for _ in 0..ticks {
             s.step();
             // Never more allocated than there is.
-            for n in s.fixed.iter().chain(s.burst.iter().flatten()) {
+            let pool = s.pool.slots.iter().filter_map(|s| s.slurm.as_ref());
+            for n in s.fixed.iter().chain(pool).chain(s.burst.iter().flatten()) {
                 assert!(n.alloc_cpus <= n.cpus && n.alloc_gpus <= n.gpus, "{n:?}");
             }
         }
@@ -755,11 +826,10 @@ mod tests {
         let a = run(7, 400);
         let b = run(7, 400);
         let c = run(8, 400);
-        assert_eq!(
-            (a.submitted, a.started, a.completed),
-            (b.submitted, b.started, b.completed)
-        );
-        assert_ne!((a.submitted, a.started), (c.submitted, c.started));
+        let counts = |s: &Simulation| (s.totals.submitted, s.totals.started, s.totals.completed);
+        assert_eq!(counts(&a), counts(&b));
+        assert_eq!(a.totals.waits, b.totals.waits);
+        assert_ne!(counts(&a), counts(&c));
     }
 
     #[test]
@@ -779,7 +849,7 @@ mod tests {
         }
         assert_eq!(phases.len(), 3, "{phases:?}");
         assert!(multi && gpu && burst);
-        assert!(s.completed > 100, "{}", s.completed);
+        assert!(s.totals.completed > 100, "{}", s.totals.completed);
     }
 
     #[test]
@@ -808,5 +878,53 @@ mod tests {
             before,
             "new pods need time to boot"
         );
+    }
+
+    /// Kubernetes pods wait for room from the first second; a drained node whose pod is
+    /// marked goes to one of them when replicas drop, and a new NodeSet pod lands only where
+    /// Kubernetes leaves room.
+    #[test]
+    fn the_pool_hands_a_drained_node_to_a_waiting_pod_and_takes_one_back() {
+        let mut s = Simulation::new(5, SystemTime::UNIX_EPOCH);
+        s.step();
+        assert_eq!((s.pool.held(), s.pool.waiting()), (8, 2));
+        assert_eq!(s.pool.unschedulable().len(), 2);
+        let idle = s
+            .pool
+            .slots
+            .iter()
+            .find(|n| n.slurm.as_ref().is_some_and(|n| !n.busy()))
+            .map(|n| (n.k8s_node.clone(), n.slurm.as_ref().map(|n| n.name.clone())))
+            .expect("an idle pool node");
+        let (k8s_node, slurm_node) = (idle.0, idle.1.unwrap_or_default());
+        s.pool
+            .drain(&slurm_node, Some("slurmscale: capacity for Kubernetes"));
+        s.step();
+        let drained = s.snapshot().nodes.data.clone().unwrap_or_default();
+        let n = drained
+            .iter()
+            .find(|n| n.name == slurm_node)
+            .expect("still in Slurm");
+        assert!(
+            n.state.drain() && n.reason.starts_with("slurmscale:"),
+            "{n:?}"
+        );
+        assert_eq!(n.alloc_cpus, 0, "no job starts on a drained node");
+        s.pool.mark(std::slice::from_ref(&k8s_node));
+        assert!(!s.pool.pod_nodes()[&k8s_node], "marked: no longer serving");
+        s.pool.scale(7);
+        s.step();
+        assert_eq!((s.pool.held(), s.pool.waiting()), (7, 1));
+        assert!(!s.pool.pod_nodes().contains_key(&k8s_node));
+        // Back to 8: no node has room for slurmd but the web pod's, so the pod waits.
+        s.pool.scale(8);
+        s.step();
+        assert_eq!(s.pool.held(), 7);
+        let ledger = s.kube_snapshot().ledger;
+        let k8s = ledger
+            .iter()
+            .find(|l| l.name == k8s_node)
+            .expect("in the ledger");
+        assert!(k8s.held(Owner::Kubernetes, "cpu") >= 24.0);
     }
 }

@@ -1,7 +1,7 @@
 //! The `builtin` policy: slurmscale's own [`Controller`], reconciling a real
 //! NodeSetAutoscaler against Slurm snapshots of the simulated partition, on the simulation's
-//! clock, through a scale target that is the simulated NodeSet. Nothing of the decision is
-//! re-implemented here.
+//! clock, through the in-memory [`Fake`] whose one scale target is the simulated NodeSet.
+//! Nothing of the decision is re-implemented here.
 //!
 //! The real autoscaler polls slurmrestd every 2 s and reconciles each poll. Replaying months
 //! tick by tick would be slow, so this one reconciles only on the 2 s polls where something
@@ -25,9 +25,9 @@ use tokio::sync::watch;
 
 use super::Scaler;
 use super::cluster::{Cluster, Counts};
-use super::target::SimTarget;
-use crate::controller::{ColocationSources, Controller, ControllerConfig};
+use crate::controller::{Controller, ControllerConfig, Seam};
 use crate::crd::{NodeSetAutoscaler, NodeSetAutoscalerSpec};
+use crate::fakes::{Fake, FakeTarget, World, Write};
 use crate::leader::Leadership;
 
 const CLUSTER: &str = "simulated";
@@ -48,8 +48,8 @@ pub fn default_spec(max_nodes: u32) -> NodeSetAutoscalerSpec {
 
 pub struct Builtin {
     rt: tokio::runtime::Runtime,
-    controller: Controller<Arc<SimTarget>>,
-    target: Arc<SimTarget>,
+    controller: Controller<Arc<Fake>, Arc<Fake>, Arc<Fake>>,
+    target: Arc<Fake>,
     snapshots: watch::Sender<Arc<ClusterSnapshot>>,
     now_ms: Arc<AtomicU64>,
     _autoscalers: Writer<NodeSetAutoscaler>,
@@ -133,6 +133,15 @@ fn update(n: &mut Node, i: u32, cluster: &Cluster) {
     n.free_memory_bytes = Some(n.memory_bytes - n.alloc_memory_bytes);
 }
 
+/// The simulated NodeSet's replicas as its scale subresource shows them.
+fn set_replicas(target: &Fake, replicas: u64) {
+    target.with(|w| {
+        if let Some(t) = w.targets.get_mut(PARTITION) {
+            t.replicas = replicas;
+        }
+    });
+}
+
 impl Builtin {
     pub fn new(spec: &NodeSetAutoscalerSpec, cluster: &Cluster, every_poll: bool) -> Self {
         let mut spec = spec.clone();
@@ -154,21 +163,30 @@ impl Builtin {
                 SystemTime::UNIX_EPOCH + Duration::from_millis(now_ms.load(Ordering::Relaxed))
             })
         };
-        let target = Arc::new(SimTarget::new(None));
-        target.set_replicas(cluster.replicas().into());
+        let target = Arc::new(Fake::new(World {
+            targets: [(PARTITION.to_string(), FakeTarget::default())].into(),
+            ..World::default()
+        }));
+        set_replicas(&target, cluster.replicas().into());
+        let seam = Seam {
+            kubernetes: target.clone(),
+            slurm: target.clone(),
+            pool: target.clone(),
+            clock,
+        };
         let controller = Controller::new(
-            target.clone(),
+            seam,
             store,
             BTreeMap::from([(CLUSTER.to_string(), rx)]),
             Leadership::always(),
             ControllerConfig {
                 resync: Duration::from_secs(POLL as u64),
                 // Each reconcile reads a snapshot taken that instant.
-                stale_after: Duration::from_secs(POLL as u64 * 3 + 5),
+                stale_after: slurmscale_exporter::signals::stale_after(Duration::from_secs(
+                    POLL as u64,
+                )),
                 dry_run: false,
-                clock,
             },
-            ColocationSources::default(),
         );
         let max = cluster.max_nodes();
         let shape = cluster.shape;
@@ -248,7 +266,15 @@ impl Builtin {
         self.snapshots
             .send_replace(Arc::new(ClusterSnapshot::new(CLUSTER, "")));
         self.last = Some(t);
-        let asked = self.target.take_asked();
+        let asked = self
+            .target
+            .take_writes()
+            .into_iter()
+            .filter_map(|w| match w {
+                Write::Scale { replicas, .. } => Some(replicas),
+                _ => None,
+            })
+            .next_back();
         if let Some(r) = asked {
             self.desired = r as u32;
         }
@@ -291,7 +317,7 @@ impl Scaler for Builtin {
         {
             self.reconcile(now - POLL);
         }
-        self.target.set_replicas(cluster.replicas().into());
+        set_replicas(&self.target, cluster.replicas().into());
         let touched = cluster.take_touched();
         {
             let nodes = Arc::make_mut(&mut self.nodes);

@@ -14,7 +14,6 @@ pub mod report;
 pub mod rivals;
 pub mod sacct;
 pub mod swf;
-pub mod target;
 pub mod trace;
 
 use std::str::FromStr;

@@ -223,6 +223,17 @@ pub const MAX_NODES_ANNOTATION: &str = "slurmscale.io/max-nodes";
 /// for packing demand where the partition cannot tell (default: the partition's own).
 pub const NODE_SHAPE_ANNOTATION: &str = "slurmscale.io/node-shape";
 
+/// The Slurm partition a NodeSet (or any scale target) serves: its [`PARTITION_ANNOTATION`],
+/// else its name. The exporter's NodeSet series and the autoscaler both read it here.
+pub fn partition_of(annotations: Option<&BTreeMap<String, String>>, name: &str) -> String {
+    annotations
+        .and_then(|a| a.get(PARTITION_ANNOTATION))
+        .map(|p| p.trim())
+        .filter(|p| !p.is_empty())
+        .unwrap_or(name)
+        .to_string()
+}
+
 /// A NodeSet of either version, as the exporter and autoscaler see it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeSetView {
@@ -259,9 +270,7 @@ impl NodeSetView {
         let name = meta.name.clone().unwrap_or_default();
         Self {
             namespace: meta.namespace.clone().unwrap_or_default(),
-            partition: annotation(PARTITION_ANNOTATION)
-                .filter(|p| !p.is_empty())
-                .unwrap_or_else(|| name.clone()),
+            partition: partition_of(meta.annotations.as_ref(), &name),
             cluster: annotation(CLUSTER_ANNOTATION).filter(|c| !c.is_empty()),
             max_nodes: annotation(MAX_NODES_ANNOTATION).and_then(|m| m.parse().ok()),
             shape: annotation(NODE_SHAPE_ANNOTATION)

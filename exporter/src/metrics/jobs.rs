@@ -133,7 +133,7 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, opts: &MetricsOptions) {
     // Native meaning: distinct nodes with work. /nodes knows them exactly; without it, the sum
     // over jobs (which counts a shared node once per job) is the best we have.
     let nodes_alloc = match &s.nodes.data {
-        Some(nodes) => nodes.iter().filter(|n| n.alloc_cpus > 0).count() as u64,
+        Some(nodes) => nodes.iter().filter(|n| n.busy()).count() as u64,
         None => c.nodes_alloc,
     };
     out.gauge(

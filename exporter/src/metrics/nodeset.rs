@@ -13,11 +13,8 @@ use std::time::SystemTime;
 
 use super::{MetricsOptions, Out};
 use crate::k8s::watch::KubeSnapshot;
-use crate::signals::{desired_nodes, partition_signals};
+use crate::signals::{cluster_of, desired_nodes, partition_signals, stale_after};
 use crate::snapshot::ClusterSnapshot;
-
-/// Slurm data older than this many poll intervals is stale for a scaling signal.
-pub const STALE_AFTER_INTERVALS: u32 = 3;
 
 pub fn collect(
     out: &mut Out,
@@ -28,12 +25,9 @@ pub fn collect(
 ) {
     for ns in &k.nodesets {
         // The Slurm cluster: the NodeSet's annotation, or the only one we read.
-        let cluster = ns
-            .cluster
-            .clone()
-            .or_else(|| (slurm.len() == 1).then(|| slurm[0].cluster.to_string()))
+        let cluster = cluster_of(ns.cluster.as_deref(), slurm.iter().map(|s| &*s.cluster))
             .unwrap_or_default();
-        out.set_cluster(&cluster);
+        out.set_cluster(cluster);
         let id = [
             ("namespace", ns.namespace.as_str()),
             ("nodeset", ns.name.as_str()),
@@ -89,7 +83,7 @@ pub fn collect(
 
         let part = [id[0], id[1], ("partition", ns.partition.as_str())];
         let snap = slurm.iter().find(|s| *s.cluster == *cluster);
-        let max_age = opts.interval * STALE_AFTER_INTERVALS;
+        let max_age = stale_after(opts.interval);
         let signals =
             snap.map(|s| partition_signals(s, &ns.partition, ns.max_nodes, ns.shape, now, max_age));
         let (desired, stale) = match signals {

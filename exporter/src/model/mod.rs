@@ -338,6 +338,13 @@ impl JobState {
     }
 }
 
+/// Whether a pending job is held by its user or an admin: the hold flag, or a `JobHeld*`
+/// reason (Slurm 22.05 has no flag). The one meaning of "held" for job counts, the
+/// `_nohold` maxima and demand.
+pub fn held(hold: bool, reason: &str) -> bool {
+    hold || reason.starts_with("JobHeld")
+}
+
 /// Why a pending job waits, as far as demand is concerned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum PendingClass {
@@ -371,8 +378,8 @@ impl PendingClass {
     }
 
     /// Classifies a pending job from its reason (`state_reason`) and hold flag.
-    pub fn of(reason: &str, held: bool) -> Self {
-        if held || reason.starts_with("JobHeld") {
+    pub fn of(reason: &str, hold: bool) -> Self {
+        if held(hold, reason) {
             return Self::Held;
         }
         let waiting = matches!(

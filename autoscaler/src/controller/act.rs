@@ -1,0 +1,235 @@
+//! Stage three: the executor, the one place a [`Plan`] becomes writes — drains and resumes
+//! of Slurm nodes, pods marked to go, the scale patch — and the Events that say so. It is
+//! the only code that looks at leadership and dry run: a standby writes nothing, a dry run
+//! says what it would do. A scale patch that meets a concurrent change (409) is planned
+//! again on the re-read target.
+
+use tracing::{debug, info};
+
+use super::{Observation, Seam, plan};
+use crate::actuator::Kubernetes;
+use crate::crd::NodeSetAutoscaler;
+use crate::error::{Error, Result};
+use crate::plan::Plan;
+use crate::pool::PoolReader;
+use crate::slurm_nodes::SlurmNodes;
+
+/// How far a plan is carried out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// The leader: every effect.
+    Act,
+    /// The leader in dry run: Events say what would happen, nothing changes.
+    DryRun,
+    /// Not the leader: nothing is written.
+    Standby,
+}
+
+impl Mode {
+    pub fn of(leader: bool, dry_run: bool) -> Self {
+        match (leader, dry_run) {
+            (false, _) => Self::Standby,
+            (true, true) => Self::DryRun,
+            (true, false) => Self::Act,
+        }
+    }
+}
+
+/// What carrying a plan out did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// Replicas the target had when last read.
+    pub before: u64,
+    /// Replicas it has now.
+    pub replicas: u64,
+    /// The plan was carried out (not a standby, not a dry run).
+    pub acted: bool,
+}
+
+impl Outcome {
+    /// `Some(true)` after a scale-up, `Some(false)` after a scale-down.
+    pub fn scaled(&self) -> Option<bool> {
+        (self.replicas != self.before).then_some(self.replicas > self.before)
+    }
+}
+
+/// What the executor remembers of the last plan.
+#[derive(Debug, Default)]
+pub struct Memory {
+    frozen: bool,
+    /// Its effects, so a dry run reports each intention once.
+    intent: Option<Intent>,
+}
+
+#[derive(Debug, PartialEq)]
+struct Intent {
+    replicas: u64,
+    drain: Vec<String>,
+    resume: Vec<String>,
+    release: Vec<String>,
+}
+
+impl Intent {
+    fn of(plan: &Plan) -> Self {
+        Self {
+            replicas: plan.replicas,
+            drain: plan.drain.clone(),
+            resume: plan.resume.clone(),
+            release: plan.release.clone(),
+        }
+    }
+}
+
+/// Carries `plan` out as far as `mode` allows; returns the plan finally carried out (another
+/// after a 409) and what was done.
+pub async fn act<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
+    seam: &Seam<K, S, P>,
+    nsa: &NodeSetAutoscaler,
+    obs: &mut Observation,
+    plan: Plan,
+    mode: Mode,
+    memory: &mut Memory,
+) -> Result<(Plan, Outcome)> {
+    let before = obs.target.replicas;
+    let unchanged = Outcome {
+        before,
+        replicas: before,
+        acted: false,
+    };
+    let (plan, outcome) = match mode {
+        Mode::Act => apply(seam, nsa, obs, plan).await?,
+        Mode::DryRun => {
+            announce(&seam.kubernetes, nsa, before, &plan, memory).await;
+            (plan, unchanged)
+        }
+        Mode::Standby => (plan, unchanged),
+    };
+    if outcome.scaled().is_none() {
+        debug!(autoscaler = %super::key(nsa), replicas = plan.replicas, reason = %plan.reason, "{}", plan.message());
+    }
+    if mode != Mode::Standby && plan.frozen != memory.frozen {
+        let (warning, reason) = if plan.frozen {
+            (true, "Frozen")
+        } else {
+            (false, "Unfrozen")
+        };
+        seam.kubernetes
+            .event(nsa, warning, reason, plan.message())
+            .await;
+    }
+    memory.frozen = plan.frozen;
+    memory.intent = Some(Intent::of(&plan));
+    Ok((plan, outcome))
+}
+
+/// Every effect, in the order that keeps the pool consistent: drains and resumes, then the
+/// pods to go first, then the scale that removes them (or adds nodes).
+async fn apply<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
+    seam: &Seam<K, S, P>,
+    nsa: &NodeSetAutoscaler,
+    obs: &mut Observation,
+    mut plan: Plan,
+) -> Result<(Plan, Outcome)> {
+    move_nodes(seam, nsa, obs, &plan).await?;
+    let namespace = nsa.metadata.namespace.clone().unwrap_or_default();
+    let target_ref = &nsa.spec.scale_target_ref;
+    let kube = &seam.kubernetes;
+    if plan.replicas != obs.target.replicas {
+        let version = obs.target.resource_version.as_deref();
+        match kube
+            .scale(&namespace, target_ref, plan.replicas, version)
+            .await
+        {
+            Ok(()) => {}
+            Err(e) if e.is_conflict() => {
+                // Someone else changed the scale since we read it: plan again on fresh data.
+                obs.target = kube.read(&namespace, target_ref).await?;
+                plan = plan::plan(&nsa.spec, obs);
+                if plan.replicas != obs.target.replicas {
+                    let version = obs.target.resource_version.as_deref();
+                    kube.scale(&namespace, target_ref, plan.replicas, version)
+                        .await?;
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let outcome = Outcome {
+        before: obs.target.replicas,
+        replicas: plan.replicas,
+        acted: true,
+    };
+    if let Some(up) = outcome.scaled() {
+        info!(autoscaler = %super::key(nsa), from = outcome.before, to = plan.replicas, reason = %plan.reason, "{}", plan.message());
+        let reason = if up { "ScaledUp" } else { "ScaledDown" };
+        kube.event(nsa, false, reason, plan.message()).await;
+    }
+    Ok((plan, outcome))
+}
+
+/// A colocated pool's node moves: drains, resumes and the pods of released nodes marked to
+/// go first, each said in an Event.
+async fn move_nodes<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
+    seam: &Seam<K, S, P>,
+    nsa: &NodeSetAutoscaler,
+    obs: &Observation,
+    plan: &Plan,
+) -> Result<()> {
+    let kube = &seam.kubernetes;
+    if !plan.drain.is_empty() || !plan.resume.is_empty() {
+        let cluster = obs.cluster.clone().unwrap_or_default();
+        let version = obs
+            .pool
+            .as_ref()
+            .and_then(|p| p.slurm_api)
+            .ok_or_else(|| Error::UnknownCluster(cluster.clone()))?;
+        for node in &plan.drain {
+            seam.slurm
+                .drain(&cluster, version, node, "capacity for Kubernetes")
+                .await?;
+            let note = format!("drained {node} for Kubernetes (reason prefix slurmscale:)");
+            kube.event(nsa, false, "Drain", note).await;
+        }
+        for node in &plan.resume {
+            seam.slurm.resume(&cluster, version, node).await?;
+            let note = format!("resumed {node}: Slurm has demand again");
+            kube.event(nsa, false, "Resume", note).await;
+        }
+    }
+    if !plan.release.is_empty() {
+        let namespace = nsa.metadata.namespace.clone().unwrap_or_default();
+        let selector = obs.target.selector.as_deref();
+        let marked = kube
+            .mark_pods_to_go(&namespace, selector, &plan.release)
+            .await?;
+        let note = format!(
+            "handing {} to Kubernetes ({marked} pod(s) marked to go first)",
+            plan.release.join(", ")
+        );
+        kube.event(nsa, false, "Release", note).await;
+    }
+    Ok(())
+}
+
+/// A dry run says once what it would do, each time the intention changes.
+async fn announce<K: Kubernetes>(
+    kube: &K,
+    nsa: &NodeSetAutoscaler,
+    current: u64,
+    plan: &Plan,
+    memory: &Memory,
+) {
+    if !plan.changes(current) || memory.intent.as_ref() == Some(&Intent::of(plan)) {
+        return;
+    }
+    let note = if plan.replicas != current {
+        format!(
+            "would set {current} → {}: {}",
+            plan.replicas,
+            plan.message()
+        )
+    } else {
+        format!("would: {}", plan.message())
+    };
+    kube.event(nsa, false, "DryRun", note).await;
+}

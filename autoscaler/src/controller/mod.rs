@@ -1,0 +1,304 @@
+//! The control loop, one shape for every NodeSetAutoscaler, run whenever a Slurm snapshot is
+//! published (every poll, seconds apart) or an autoscaler changes, and at least every resync:
+//!
+//! 1. [`observe`] gathers every input into one plain [`Observation`]: the target, the Slurm
+//!    signals of its partitions, for a colocated pool the ledger, its nodes and the pods that
+//!    want room, the planners' memory and the time;
+//! 2. [`plan`] hands it to a pure planner, which returns one [`Plan`](crate::plan::Plan) of
+//!    effects with reasons;
+//! 3. [`act`] carries the plan out through the seam — the only place writes happen, and so
+//!    the only place dry run and leadership are looked at;
+//! 4. [`report`] fills the typed status, conditions and metrics from the plan and what was
+//!    done.
+//!
+//! Observing and planning happen on every replica (so a standby's metrics are warm); writing
+//! happens only on the leader. Everything outside the process — Kubernetes, Slurm node
+//! writes, the pool's reads and the clock — comes through [`Seam`], so the unit tests and the
+//! demo run this very loop on [`crate::fakes::Fake`].
+
+mod act;
+mod observe;
+mod plan;
+mod report;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime};
+
+use kube::ResourceExt;
+use kube::runtime::reflector::Store;
+use slurmscale_exporter::signals::cluster_of;
+use slurmscale_exporter::snapshot::ClusterSnapshot;
+use tokio::sync::{Notify, watch};
+use tokio_util::sync::CancellationToken;
+use tracing::warn;
+
+use crate::actuator::{Actuator, Kubernetes, Target};
+use crate::crd::NodeSetAutoscaler;
+use crate::error::{Error, Result};
+use crate::leader::Leadership;
+use crate::metrics::AutoscalerMetrics;
+use crate::pool::{KubePool, PoolReader};
+use crate::slurm_nodes::{SlurmNodeWriters, SlurmNodes};
+
+pub use act::{Mode, Outcome};
+pub use observe::{Memory, Observation, PoolView};
+
+/// Where "now" comes from: the wall clock, or a simulation's.
+pub type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
+
+pub fn wall_clock() -> Clock {
+    Arc::new(SystemTime::now)
+}
+
+/// Everything the controller reads and writes besides its Slurm snapshots, and its clock.
+pub struct Seam<K = Actuator, S = SlurmNodeWriters, P = KubePool> {
+    /// The target, its scale, pods' deletion cost, status and Events.
+    pub kubernetes: K,
+    /// Drains and resumes of Slurm nodes.
+    pub slurm: S,
+    /// The ledger, Nodes and pods of colocated pools.
+    pub pool: P,
+    /// Every time the controller uses: decisions, status timestamps, back-off.
+    pub clock: Clock,
+}
+
+#[derive(Clone, Debug)]
+pub struct ControllerConfig {
+    /// Reconcile at least this often even without news.
+    pub resync: Duration,
+    /// Slurm data older than this is stale: nothing changes.
+    pub stale_after: Duration,
+    /// Every autoscaler in dry run (`--dry-run`).
+    pub dry_run: bool,
+}
+
+/// Per-autoscaler memory between reconciles, one part per stage.
+#[derive(Default)]
+struct Entry {
+    memory: Memory,
+    acted: act::Memory,
+    reported: report::Memory,
+    /// The last error reported as an Event, so each is reported once.
+    last_error: Option<String>,
+    retry_at: Option<SystemTime>,
+    failures: u32,
+    /// When the last plan may come out differently on the same inputs.
+    revisit: Option<SystemTime>,
+}
+
+pub struct Controller<K = Actuator, S = SlurmNodeWriters, P = KubePool> {
+    seam: Seam<K, S, P>,
+    autoscalers: Store<NodeSetAutoscaler>,
+    clusters: BTreeMap<String, watch::Receiver<Arc<ClusterSnapshot>>>,
+    leadership: Leadership,
+    cfg: ControllerConfig,
+    entries: Mutex<HashMap<String, Entry>>,
+    pub metrics: Arc<Mutex<AutoscalerMetrics>>,
+}
+
+impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Controller<K, S, P> {
+    pub fn new(
+        seam: Seam<K, S, P>,
+        autoscalers: Store<NodeSetAutoscaler>,
+        clusters: BTreeMap<String, watch::Receiver<Arc<ClusterSnapshot>>>,
+        leadership: Leadership,
+        cfg: ControllerConfig,
+    ) -> Self {
+        Self {
+            seam,
+            autoscalers,
+            clusters,
+            leadership,
+            cfg,
+            entries: Mutex::default(),
+            metrics: Arc::default(),
+        }
+    }
+
+    /// Reconciles on every `changed` notification and at least every `resync`, until `stop`.
+    pub async fn run(self: Arc<Self>, changed: Arc<Notify>, stop: CancellationToken) {
+        let mut tick = tokio::time::interval(self.cfg.resync);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tick.tick() => {}
+                _ = changed.notified() => {}
+            }
+            self.reconcile_all().await;
+        }
+    }
+
+    /// The earliest time a plan may change with nothing new from Slurm or Kubernetes (a
+    /// stabilization window or an idle timeout ends): reconciling then, and on every new
+    /// input, is all it takes to decide as if reconciling without pause.
+    pub fn next_revisit(&self) -> Option<SystemTime> {
+        self.entries().values().filter_map(|e| e.revisit).min()
+    }
+
+    fn entries(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn metrics(&self) -> MutexGuard<'_, AutoscalerMetrics> {
+        self.metrics.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn now(&self) -> SystemTime {
+        (self.seam.clock)()
+    }
+
+    /// The Slurm cluster an autoscaler reads: the one it names, else the only one polled.
+    fn cluster_of<'a>(&'a self, nsa: &'a NodeSetAutoscaler) -> Option<&'a str> {
+        cluster_of(
+            nsa.spec.slurm.cluster.as_deref(),
+            self.clusters.keys().map(String::as_str),
+        )
+    }
+
+    pub async fn reconcile_all(&self) {
+        let leader = self.leadership.is_leader();
+        self.metrics().leader = leader;
+        // Autoscalers naming a Slurm cluster this process does not poll belong to another
+        // slurmscale (one per cluster is a supported layout): left alone, not reported on.
+        let live: Vec<Arc<NodeSetAutoscaler>> = self
+            .autoscalers
+            .state()
+            .into_iter()
+            .filter(|n| {
+                n.spec
+                    .slurm
+                    .cluster
+                    .as_ref()
+                    .is_none_or(|c| self.clusters.contains_key(c))
+            })
+            .collect();
+        let keys: Vec<String> = live.iter().map(|n| key(n)).collect();
+        self.metrics().rows.retain(|k, _| keys.contains(k));
+        self.entries().retain(|k, _| keys.contains(k));
+        for nsa in live {
+            let k = key(&nsa);
+            let mut entry = self.entries().remove(&k).unwrap_or_default();
+            if entry.retry_at.is_none_or(|t| self.now() >= t) {
+                self.reconcile_timed(&nsa, &mut entry, leader).await;
+            }
+            self.entries().insert(k, entry);
+        }
+    }
+
+    /// One reconcile, timed and counted; failures back off.
+    async fn reconcile_timed(&self, nsa: &NodeSetAutoscaler, entry: &mut Entry, leader: bool) {
+        // The reconcile's own cost, in real time whatever the clock says.
+        let started = Instant::now();
+        let result = self.reconcile(nsa, entry, leader).await;
+        {
+            let mut m = self.metrics();
+            if let Some(row) = m.rows.get_mut(&key(nsa)) {
+                row.decision_seconds = started.elapsed().as_secs_f64();
+                row.last_decision = Some(self.now());
+            }
+            if let Err(e) = &result {
+                *m.errors.entry(e.kind()).or_default() += 1;
+            }
+        }
+        match result {
+            Ok(()) => {
+                entry.failures = 0;
+                entry.retry_at = None;
+            }
+            Err(e) => self.failed(nsa, entry, &e, leader).await,
+        }
+    }
+
+    /// Observe → plan → act → report.
+    async fn reconcile(
+        &self,
+        nsa: &NodeSetAutoscaler,
+        entry: &mut Entry,
+        leader: bool,
+    ) -> Result<()> {
+        let now = self.now();
+        let kube = &self.seam.kubernetes;
+        let target = match observe::target(kube, nsa).await {
+            Ok(t) => t,
+            Err(e) => {
+                if leader {
+                    let status = report::unreachable(nsa, &e, now);
+                    report::write(kube, nsa, &mut entry.reported, status).await?;
+                }
+                return Err(e);
+            }
+        };
+        if let Some(why) = plan::refusal(&target) {
+            return self.refuse(nsa, entry, leader, &target, why).await;
+        }
+        let mut obs = observe::observe(self, nsa, target, now).await?;
+        // The planners' memory travels with the observation and comes back whatever happens.
+        obs.memory = std::mem::take(&mut entry.memory);
+        let first = plan::plan(&nsa.spec, &obs);
+        entry.revisit = first.revisit;
+        plan::remember_plan(&mut obs.memory, &nsa.spec, &first, now);
+        let mode = Mode::of(leader, nsa.spec.dry_run || self.cfg.dry_run);
+        let acted = act::act(&self.seam, nsa, &mut obs, first, mode, &mut entry.acted).await;
+        entry.memory = std::mem::take(&mut obs.memory);
+        let (plan, outcome) = acted?;
+        plan::remember_outcome(&mut entry.memory, &nsa.spec, &plan, &outcome, now);
+        entry.last_error = None;
+        report::metrics(&mut self.metrics(), nsa, &obs, &plan, &outcome);
+        if leader {
+            let status = report::status(nsa, &obs, &plan, &outcome, &mut entry.reported);
+            report::write(kube, nsa, &mut entry.reported, status).await?;
+        }
+        Ok(())
+    }
+
+    /// A target that cannot be autoscaled at all: said once as an Event, and in the status.
+    async fn refuse(
+        &self,
+        nsa: &NodeSetAutoscaler,
+        entry: &mut Entry,
+        leader: bool,
+        target: &Target,
+        why: &str,
+    ) -> Result<()> {
+        if !leader {
+            return Ok(());
+        }
+        let kube = &self.seam.kubernetes;
+        if entry.last_error.as_deref() != Some(why) {
+            kube.event(nsa, true, "DaemonSetScalingMode", why.into())
+                .await;
+            entry.last_error = Some(why.into());
+        }
+        let status = report::refused(nsa, why, target.replicas, self.now());
+        report::write(kube, nsa, &mut entry.reported, status).await
+    }
+
+    /// Backs off from transient errors (429, 5xx, transport) exponentially; reports each
+    /// distinct error once.
+    async fn failed(&self, nsa: &NodeSetAutoscaler, entry: &mut Entry, e: &Error, leader: bool) {
+        entry.failures += 1;
+        if e.is_transient() {
+            let pause = Duration::from_millis(500 * 2u64.pow(entry.failures.min(6)));
+            entry.retry_at = Some(self.now() + pause);
+        }
+        let message = e.to_string();
+        if entry.last_error.as_deref() != Some(message.as_str()) {
+            warn!(autoscaler = %key(nsa), kind = e.kind(), error = %message, "reconcile failed");
+            if leader {
+                self.seam
+                    .kubernetes
+                    .event(nsa, true, "ReconcileFailed", message.clone())
+                    .await;
+            }
+            entry.last_error = Some(message);
+        }
+    }
+}
+
+fn key(nsa: &NodeSetAutoscaler) -> String {
+    format!("{}/{}", nsa.namespace().unwrap_or_default(), nsa.name_any())
+}

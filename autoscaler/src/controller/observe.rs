@@ -1,0 +1,294 @@
+//! Stage one: every input of a plan, gathered into one plain [`Observation`] — the target,
+//! the Slurm signals of its partitions, for a colocated pool the ledger, its nodes and the
+//! pods that want room, the planners' memory and the time. Reads only; what is read here is
+//! all a planner may look at, which is what keeps planners pure.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
+
+use kube::ResourceExt;
+use slurmscale_exporter::k8s::ledger::Owner;
+use slurmscale_exporter::k8s::watch::KubeSnapshot;
+use slurmscale_exporter::model::demand::{Demand, Shape};
+use slurmscale_exporter::model::{Node, NodeBase, NodeFlags, NodeWork};
+use slurmscale_exporter::signals::{PartitionSignals, Untrusted, partition_signals};
+use slurmscale_exporter::slurm::ApiVersion;
+use slurmscale_exporter::snapshot::ClusterSnapshot;
+
+use super::Controller;
+use crate::actuator::{Kubernetes, Target};
+use crate::colocation::{self, ColocationHistory, PendingPod, PoolNode, SlurmNode};
+use crate::crd::{ColocationSpec, NodeSetAutoscaler, NodeSetAutoscalerSpec};
+use crate::error::{Error, Result};
+use crate::policy::{Bounds, History, Signals};
+use crate::pool::PoolReader;
+use crate::slurm_nodes::SlurmNodes;
+
+/// What planners remember between reconciles.
+#[derive(Clone, Debug, Default)]
+pub struct Memory {
+    /// The policy's recent recommendations and idle time.
+    pub history: History,
+    /// When a colocated pool's capacity last moved each way.
+    pub pool: ColocationHistory,
+}
+
+/// Everything a plan is made from.
+#[derive(Clone, Debug)]
+pub struct Observation {
+    pub now: SystemTime,
+    pub target: Target,
+    /// The Slurm cluster the autoscaler reads, when it can be told.
+    pub cluster: Option<String>,
+    /// Busy nodes and demand of its partitions, or why they cannot be trusted.
+    pub signals: Signals,
+    /// Colocated autoscalers: the pool.
+    pub pool: Option<PoolView>,
+    /// The planners' memory, lent by the loop for the reconcile.
+    pub memory: Memory,
+}
+
+/// A colocated pool as observed.
+#[derive(Clone, Debug)]
+pub struct PoolView {
+    pub nodes: Vec<PoolNode>,
+    /// Pods Kubernetes cannot place.
+    pub pods: Vec<PendingPod>,
+    /// Whether the GenericNode and Node watches can be trusted, or why not.
+    pub ledger: Result<(), String>,
+    /// The slurmrestd API version, for drains and resumes (unknown until it answered).
+    pub slurm_api: Option<ApiVersion>,
+}
+
+/// The target and its scale.
+pub async fn target<K: Kubernetes>(kube: &K, nsa: &NodeSetAutoscaler) -> Result<Target> {
+    kube.read(
+        &nsa.namespace().unwrap_or_default(),
+        &nsa.spec.scale_target_ref,
+    )
+    .await
+}
+
+/// Everything else; the loop lends the observation the planners' memory.
+pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
+    ctl: &Controller<K, S, P>,
+    nsa: &NodeSetAutoscaler,
+    target: Target,
+    now: SystemTime,
+) -> Result<Observation> {
+    let spec = &nsa.spec;
+    let cluster = ctl.cluster_of(nsa).map(String::from);
+    let snapshot = snapshot(ctl, cluster.as_deref());
+    let mut partitions = partitions(spec, &target);
+    // A pool is one partition's; a NodeSet following demand may serve several, and jobs
+    // it could never hold within maxReplicas are not its demand.
+    let max_nodes = match spec.colocation {
+        Some(_) => {
+            partitions.truncate(1);
+            None
+        }
+        None => Some(Bounds::from(spec).max),
+    };
+    let shape = spec
+        .node_shape
+        .as_ref()
+        .map(|s| s.shape())
+        .unwrap_or_default();
+    let signals = snapshot
+        .as_ref()
+        .map_err(Clone::clone)
+        .and_then(|s| signals(s, &partitions, max_nodes, shape, now, ctl.cfg.stale_after));
+    let pool = match &spec.colocation {
+        None => None,
+        Some(col) => {
+            let snap =
+                snapshot.map_err(|_| Error::UnknownCluster(cluster.clone().unwrap_or_default()))?;
+            let scope = (
+                cluster.as_deref().unwrap_or_default(),
+                partitions[0].as_str(),
+            );
+            Some(pool(&ctl.seam.pool, nsa, col, &target, &snap, scope).await?)
+        }
+    };
+    Ok(Observation {
+        now,
+        target,
+        cluster,
+        signals,
+        pool,
+        memory: Memory::default(),
+    })
+}
+
+/// The latest snapshot of the autoscaler's Slurm cluster, or why there is none.
+fn snapshot<K, S, P>(
+    ctl: &Controller<K, S, P>,
+    cluster: Option<&str>,
+) -> Result<std::sync::Arc<ClusterSnapshot>, Untrusted> {
+    let cluster = cluster.ok_or_else(|| {
+        Untrusted::UnknownPartition("no spec.slurm.cluster, and several clusters are read".into())
+    })?;
+    let rx = ctl.clusters.get(cluster).ok_or_else(|| {
+        Untrusted::UnknownPartition(format!(
+            "cluster {cluster:?} is not read by this autoscaler"
+        ))
+    })?;
+    Ok(rx.borrow().clone())
+}
+
+/// The partitions whose work counts: the spec's, else the one the target serves.
+fn partitions(spec: &NodeSetAutoscalerSpec, target: &Target) -> Vec<String> {
+    if spec.slurm.partitions.is_empty() {
+        vec![target.partition.clone()]
+    } else {
+        spec.slurm.partitions.clone()
+    }
+}
+
+/// The Slurm side of `partitions`, merged: busy nodes and demand add up, the oldest data
+/// counts. Jobs needing more than `max_nodes` are unsatisfiable, not demand.
+fn signals(
+    snap: &ClusterSnapshot,
+    partitions: &[String],
+    max_nodes: Option<u64>,
+    shape: Shape,
+    now: SystemTime,
+    stale_after: Duration,
+) -> Signals {
+    let mut merged: Option<PartitionSignals> = None;
+    for p in partitions {
+        let s = partition_signals(snap, p, max_nodes, shape, now, stale_after)?;
+        merged = Some(match merged {
+            None => s,
+            Some(m) => PartitionSignals {
+                busy_nodes: m.busy_nodes + s.busy_nodes,
+                total_nodes: m.total_nodes + s.total_nodes,
+                demand: Demand {
+                    nodes: m.demand.nodes + s.demand.nodes,
+                    unsatisfiable_jobs: m.demand.unsatisfiable_jobs + s.demand.unsatisfiable_jobs,
+                    ..m.demand
+                },
+                as_of: m.as_of.min(s.as_of),
+            },
+        });
+    }
+    merged.ok_or_else(|| Untrusted::UnknownPartition(String::new()))
+}
+
+/// The pool of a colocated autoscaler: the GenericNodes labelled with its pool (default: the
+/// Slurm cluster's name), who holds each, and the pods that want room. `scope` is the Slurm
+/// cluster and the partition.
+async fn pool<P: PoolReader>(
+    reader: &P,
+    nsa: &NodeSetAutoscaler,
+    col: &ColocationSpec,
+    target: &Target,
+    snap: &ClusterSnapshot,
+    (cluster, partition): (&str, &str),
+) -> Result<PoolView> {
+    let kube = reader.ledger().ok_or_else(|| {
+        Error::Target(
+            nsa.name_any(),
+            "colocation needs the GenericNode watch".into(),
+        )
+    })?;
+    let selector = target.selector.as_deref().ok_or_else(|| {
+        Error::Target(
+            nsa.spec.scale_target_ref.name.clone(),
+            "has no status.selector, so its pods cannot be found on the pool's nodes".into(),
+        )
+    })?;
+    let serving = reader
+        .pod_nodes(&nsa.namespace().unwrap_or_default(), selector)
+        .await?;
+    let name = col.pool.as_deref().unwrap_or(cluster);
+    let nodes = pool_nodes(&kube, name, &serving, snap, partition);
+    Ok(PoolView {
+        nodes,
+        pods: reader.unschedulable_pods(&col.pod_selector).await?,
+        ledger: watches_trusted(&kube),
+        slurm_api: snap.api_version,
+    })
+}
+
+/// The ledger can be trusted once the GenericNode and Node watches list and nothing fails.
+fn watches_trusted(kube: &KubeSnapshot) -> Result<(), String> {
+    ["genericnodes", "nodes"]
+        .iter()
+        .try_for_each(|r| match kube.watches.get(r) {
+            Some(h) if h.served && h.synced && h.last_error.is_none() => Ok(()),
+            Some(h) => Err(format!(
+                "{r} watch: {}",
+                h.last_error.clone().unwrap_or_else(|| "not listed".into())
+            )),
+            None => Err(format!("{r} not watched")),
+        })
+}
+
+/// The pool's nodes. Slurm holds a node while a serving pod of the NodeSet runs there; a
+/// node it holds that Slurm does not know (yet) is held but not ours to drain. A node whose
+/// capacity is unknown cannot be accounted for: left out.
+fn pool_nodes(
+    kube: &KubeSnapshot,
+    pool: &str,
+    serving: &BTreeMap<String, bool>,
+    snap: &ClusterSnapshot,
+    partition: &str,
+) -> Vec<PoolNode> {
+    let slurm_nodes = snap.nodes.data.as_deref().map_or(&[][..], Vec::as_slice);
+    let running_on = snap.jobs.data.as_ref().map(|j| &j.running_on);
+    let work = |n: &str| {
+        running_on
+            .and_then(|r| r.get(n))
+            .copied()
+            .unwrap_or_default()
+    };
+    kube.ledger
+        .iter()
+        .filter(|l| l.cluster == pool)
+        .filter_map(|ln| {
+            let cap = kube.capacity.get(&ln.name)?;
+            let held = serving.get(&ln.name).copied().unwrap_or(false);
+            let slurm = held.then(|| {
+                slurm_nodes.iter().find(|n| n.name == ln.alias).map_or(
+                    SlurmNode {
+                        unavailable: true,
+                        ..Default::default()
+                    },
+                    |n| slurm_node(n, work(&n.name), partition),
+                )
+            });
+            Some(PoolNode {
+                k8s_node: ln.name.clone(),
+                slurm_node: ln.alias.clone(),
+                cpu: cap.get("cpu").unwrap_or(0.0),
+                memory: cap.get("memory").unwrap_or(0.0),
+                labels: cap.labels.clone(),
+                taints: cap.taints.clone(),
+                k8s_cpu: ln.held(Owner::Kubernetes, "cpu"),
+                k8s_memory: ln.held(Owner::Kubernetes, "memory"),
+                slurm,
+            })
+        })
+        .collect()
+}
+
+/// A pool node as Slurm has it. Our drains carry our reason prefix; anyone else's drain,
+/// and a node down, failing or not responding, is not ours to touch.
+fn slurm_node(n: &Node, work: NodeWork, partition: &str) -> SlurmNode {
+    let ours = n.state.drain() && n.reason.starts_with(colocation::DRAIN_PREFIX);
+    SlurmNode {
+        running_jobs: work.jobs,
+        free_at: work.free_at,
+        in_partition: n.partitions.iter().any(|p| **p == *partition),
+        busy: n.busy(),
+        alloc_cpus: n.alloc_cpus,
+        drained_by_us: ours,
+        unavailable: (n.state.drain() && !ours)
+            || matches!(
+                n.state.base,
+                NodeBase::Down | NodeBase::Error | NodeBase::Future
+            )
+            || n.state.flags.contains(NodeFlags::NOT_RESPONDING),
+    }
+}

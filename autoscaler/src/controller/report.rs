@@ -1,0 +1,311 @@
+//! Stage four: the one place the typed status, its conditions and the autoscaler's metrics
+//! are filled, from the observation, the plan and what was done. Timestamps come from the
+//! observation's clock reading; a status is written only when it differs from the last one.
+
+use std::cmp::Ordering;
+use std::time::SystemTime;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+
+use super::{Observation, Outcome, PoolView};
+use crate::actuator::Kubernetes;
+use crate::crd::{ColocationStatus, LastDecision, NodeSetAutoscaler, NodeSetAutoscalerStatus};
+use crate::error::{Error, Result};
+use crate::metrics::{AutoscalerMetrics, ColocationRow};
+use crate::plan::{Plan, Reason};
+
+/// What the reporter last wrote.
+#[derive(Debug, Default)]
+pub struct Memory {
+    /// The last decision reported; its time stays while it stays the same.
+    decision: Option<LastDecision>,
+    written: Option<NodeSetAutoscalerStatus>,
+    last_scale: Option<Time>,
+}
+
+/// Writes `status` unless it is what was written last.
+pub async fn write<K: Kubernetes>(
+    kube: &K,
+    nsa: &NodeSetAutoscaler,
+    memory: &mut Memory,
+    status: NodeSetAutoscalerStatus,
+) -> Result<()> {
+    if memory.written.as_ref() == Some(&status) {
+        return Ok(());
+    }
+    kube.status(nsa, &status).await?;
+    memory.written = Some(status);
+    Ok(())
+}
+
+/// The status after a reconcile that planned (and perhaps acted).
+pub fn status(
+    nsa: &NodeSetAutoscaler,
+    obs: &Observation,
+    plan: &Plan,
+    outcome: &Outcome,
+    memory: &mut Memory,
+) -> NodeSetAutoscalerStatus {
+    let now = obs.now;
+    if outcome.scaled().is_some() {
+        memory.last_scale = Some(time(now));
+    }
+    let decision = LastDecision {
+        replicas: replicas(plan.replicas),
+        reason: plan.reason.as_str().into(),
+        message: plan.message(),
+        time: time(now),
+    };
+    let same = memory.decision.as_ref().is_some_and(|d| {
+        (d.replicas, &d.reason, &d.message)
+            == (decision.replicas, &decision.reason, &decision.message)
+    });
+    if !same {
+        memory.decision = Some(decision);
+    }
+    let mut conditions = vec![
+        condition(
+            nsa,
+            now,
+            ("Ready", true),
+            "TargetFound",
+            "the target is found and scalable",
+        ),
+        frozen(nsa, now, plan, obs.pool.is_some()),
+        limited(nsa, now, plan),
+    ];
+    let colocation = obs.pool.as_ref().map(|pool| {
+        let draining = draining(pool, plan);
+        conditions.push(reclaiming(nsa, now, &draining));
+        ColocationStatus {
+            pool_nodes: count(pool.nodes.len()),
+            slurm_nodes: count(held(pool)),
+            kubernetes_need_nodes: replicas(plan.needs.unwrap_or_default().kubernetes),
+            slurm_need_nodes: replicas(plan.needs.unwrap_or_default().slurm),
+            draining,
+            last_plan: plan.steps.clone(),
+        }
+    });
+    NodeSetAutoscalerStatus {
+        current_replicas: Some(replicas(outcome.replicas)),
+        desired_replicas: Some(replicas(plan.replicas)),
+        last_scale_time: memory.last_scale.clone(),
+        last_decision: memory.decision.clone(),
+        conditions,
+        observed_generation: nsa.metadata.generation,
+        colocation,
+    }
+}
+
+/// The target cannot be read: only `Ready` changes.
+pub fn unreachable(nsa: &NodeSetAutoscaler, e: &Error, now: SystemTime) -> NodeSetAutoscalerStatus {
+    let reason = if e.kind() == "not_found" {
+        "TargetNotFound"
+    } else {
+        "TargetUnavailable"
+    };
+    NodeSetAutoscalerStatus {
+        conditions: vec![condition(
+            nsa,
+            now,
+            ("Ready", false),
+            reason,
+            &e.to_string(),
+        )],
+        ..Default::default()
+    }
+}
+
+/// The target can never be autoscaled (a DaemonSet NodeSet).
+pub fn refused(
+    nsa: &NodeSetAutoscaler,
+    why: &str,
+    current: u64,
+    now: SystemTime,
+) -> NodeSetAutoscalerStatus {
+    NodeSetAutoscalerStatus {
+        conditions: vec![condition(
+            nsa,
+            now,
+            ("Ready", false),
+            "DaemonSetScalingMode",
+            why,
+        )],
+        current_replicas: Some(replicas(current)),
+        ..Default::default()
+    }
+}
+
+/// The autoscaler's metrics row.
+pub fn metrics(
+    m: &mut AutoscalerMetrics,
+    nsa: &NodeSetAutoscaler,
+    obs: &Observation,
+    plan: &Plan,
+    outcome: &Outcome,
+) {
+    let row = m.rows.entry(super::key(nsa)).or_default();
+    row.cluster = obs.cluster.clone().unwrap_or_default();
+    row.namespace = nsa.namespace().unwrap_or_default();
+    row.name = nsa.name_any();
+    row.target = nsa.spec.scale_target_ref.name.clone();
+    row.desired = plan.replicas;
+    row.current = outcome.replicas;
+    row.recommendation = plan.recommendation;
+    row.frozen = plan.frozen;
+    row.limited = plan.limited;
+    row.unsatisfiable = plan.unsatisfiable_jobs;
+    row.reason = metric_reason(plan, outcome.before);
+    match outcome.scaled() {
+        Some(true) => {
+            row.scale_ups += 1;
+            row.last_scale_up = Some(obs.now);
+        }
+        Some(false) => {
+            row.scale_downs += 1;
+            row.last_scale_down = Some(obs.now);
+        }
+        None => {}
+    }
+    row.colocation = obs.pool.as_ref().map(|pool| {
+        let needs = plan.needs.unwrap_or_default();
+        ColocationRow {
+            pool: pool.nodes.len() as u64,
+            slurm: held(pool) as u64,
+            draining: draining(pool, plan).len() as u64,
+            kubernetes_need: needs.kubernetes,
+            slurm_need: needs.slurm,
+        }
+    });
+}
+
+/// `decision_info`'s reason. Its values predate colocated pools, whose status says
+/// `Rebalance` or `Balanced`: for those it says which way replicas move.
+fn metric_reason(plan: &Plan, before: u64) -> Reason {
+    match plan.reason {
+        Reason::Rebalance | Reason::Balanced => match plan.replicas.cmp(&before) {
+            Ordering::Greater => Reason::ScaleUp,
+            Ordering::Less => Reason::ScaleDown,
+            Ordering::Equal => Reason::Steady,
+        },
+        r => r,
+    }
+}
+
+/// `Frozen`: the data behind the plan cannot be trusted (Slurm's; a pool's ledger too).
+fn frozen(nsa: &NodeSetAutoscaler, now: SystemTime, plan: &Plan, pool: bool) -> Condition {
+    let (untrusted, fresh, message) = if pool {
+        (
+            "DataUntrusted",
+            "DataFresh",
+            "ledger and Slurm data are fresh",
+        )
+    } else {
+        (
+            "SlurmDataUntrusted",
+            "SlurmDataFresh",
+            "Slurm data is fresh",
+        )
+    };
+    let (reason, message) = if plan.frozen {
+        (untrusted, plan.message())
+    } else {
+        (fresh, message.to_string())
+    };
+    condition(nsa, now, ("Frozen", plan.frozen), reason, &message)
+}
+
+/// `Limited`: demand beyond `maxReplicas`, or jobs that can never fit.
+fn limited(nsa: &NodeSetAutoscaler, now: SystemTime, plan: &Plan) -> Condition {
+    let max = nsa.spec.max_replicas;
+    let (reason, message) = if plan.limited {
+        (
+            "MaxReplicas",
+            format!(
+                "busy nodes and demand ({}) exceed maxReplicas {max}",
+                plan.recommendation
+            ),
+        )
+    } else if plan.unsatisfiable_jobs > 0 {
+        (
+            "UnsatisfiableJobs",
+            format!(
+                "{} pending job(s) need more nodes than maxReplicas {max} and are not chased",
+                plan.unsatisfiable_jobs
+            ),
+        )
+    } else {
+        ("WithinBounds", "within bounds".to_string())
+    };
+    let status = plan.limited || plan.unsatisfiable_jobs > 0;
+    condition(nsa, now, ("Limited", status), reason, &message)
+}
+
+/// `Reclaiming`: Slurm nodes drained for Kubernetes still run jobs.
+fn reclaiming(nsa: &NodeSetAutoscaler, now: SystemTime, draining: &[String]) -> Condition {
+    if draining.is_empty() {
+        let message = "no Slurm node is being drained for Kubernetes";
+        condition(nsa, now, ("Reclaiming", false), "NoDrains", message)
+    } else {
+        let message = format!(
+            "drained for Kubernetes, waiting for their jobs to end: {}",
+            draining.join(", ")
+        );
+        condition(nsa, now, ("Reclaiming", true), "WaitingForJobs", &message)
+    }
+}
+
+/// Slurm nodes drained for Kubernetes that still run jobs, and those the plan drains.
+fn draining(pool: &PoolView, plan: &Plan) -> Vec<String> {
+    pool.nodes
+        .iter()
+        .filter(|n| n.slurm.as_ref().is_some_and(|s| s.drained_by_us && s.busy))
+        .map(|n| n.slurm_node.clone())
+        .chain(plan.drain.iter().cloned())
+        .collect()
+}
+
+/// Pool nodes Slurm holds.
+fn held(pool: &PoolView) -> usize {
+    pool.nodes.iter().filter(|n| n.slurm.is_some()).count()
+}
+
+/// A condition, keeping the previous transition time when its status did not change.
+fn condition(
+    nsa: &NodeSetAutoscaler,
+    now: SystemTime,
+    (type_, status): (&str, bool),
+    reason: &str,
+    message: &str,
+) -> Condition {
+    let status = if status { "True" } else { "False" }.to_string();
+    let previous = nsa
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == type_))
+        .filter(|c| c.status == status)
+        .map(|c| c.last_transition_time.clone());
+    Condition {
+        type_: type_.into(),
+        status,
+        reason: reason.into(),
+        message: message.chars().take(1024).collect(),
+        last_transition_time: previous.unwrap_or_else(|| time(now)),
+        observed_generation: nsa.metadata.generation,
+    }
+}
+
+/// A status timestamp from the clock's reading.
+pub(super) fn time(t: SystemTime) -> Time {
+    Time(Timestamp::try_from(t).unwrap_or(Timestamp::UNIX_EPOCH))
+}
+
+fn replicas(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}

@@ -1,0 +1,263 @@
+//! In-memory stand-ins for everything the controller reaches through its seam: scale targets
+//! by name, the NodeSet pods on pool nodes, the pods Kubernetes cannot place, the GenericNode
+//! ledger, and a log of every write in the order it was made. One [`Fake`] is the
+//! controller's [`Kubernetes`], [`SlurmNodes`] and [`PoolReader`] at once. `slurmscale demo`
+//! and `simulate`'s builtin policy run the real controller on it (their simulations apply
+//! the logged writes to the simulated cluster); the controller's unit tests script it.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Mutex, MutexGuard};
+
+use kube::ResourceExt;
+use kube::core::Status;
+use serde_json::Value;
+use slurmscale_exporter::k8s::watch::KubeSnapshot;
+use slurmscale_exporter::slurm::ApiVersion;
+
+use crate::actuator::{Kubernetes, Target};
+use crate::colocation::PendingPod;
+use crate::crd::{NodeSetAutoscaler, NodeSetAutoscalerStatus, ScaleTargetRef};
+use crate::error::{Error, Result};
+use crate::pool::PoolReader;
+use crate::slurm_nodes::{SlurmNodes, drain_reason};
+
+/// Everything the fake holds; change it through [`Fake::with`].
+#[derive(Clone, Debug, Default)]
+pub struct World {
+    /// Scale targets by name (namespaces are not told apart).
+    pub targets: BTreeMap<String, FakeTarget>,
+    /// Per pod selector: the nodes its pods run on, and whether the pod there still serves
+    /// (false once marked to go).
+    pub pods: BTreeMap<String, BTreeMap<String, bool>>,
+    /// Pods Kubernetes cannot place (pod selectors are not applied to them).
+    pub unschedulable: Vec<PendingPod>,
+    /// The GenericNode ledger and Node capacity; `None`: nothing watches them.
+    pub ledger: Option<KubeSnapshot>,
+    /// Each scale patch first finds that someone else set the target to the next of these
+    /// replicas since it was read, and answers 409.
+    pub races: VecDeque<u64>,
+    /// Each autoscaler's status by name, merged as the API server merges a patch.
+    pub status: BTreeMap<String, NodeSetAutoscalerStatus>,
+    /// Every write, in order.
+    pub writes: Vec<Write>,
+}
+
+/// A scale target.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FakeTarget {
+    pub replicas: u64,
+    /// Bumped by every change, as a resourceVersion is.
+    pub version: u64,
+    pub scaling_mode: Option<String>,
+    /// The partition annotation; without it, the target's name.
+    pub partition: Option<String>,
+    pub selector: Option<String>,
+}
+
+/// One write the controller made.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Write {
+    Scale {
+        target: String,
+        replicas: u64,
+    },
+    Drain {
+        node: String,
+        reason: String,
+    },
+    Resume {
+        node: String,
+    },
+    /// Pods on these nodes got the deletion cost that makes them go first.
+    MarkToGo {
+        nodes: Vec<String>,
+    },
+    Event {
+        /// The autoscaler's name.
+        autoscaler: String,
+        warning: bool,
+        reason: String,
+        note: String,
+    },
+}
+
+#[derive(Debug, Default)]
+pub struct Fake {
+    world: Mutex<World>,
+}
+
+impl Fake {
+    pub fn new(world: World) -> Self {
+        Self {
+            world: Mutex::new(world),
+        }
+    }
+
+    fn world(&self) -> MutexGuard<'_, World> {
+        self.world.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Reads or changes the world.
+    pub fn with<R>(&self, f: impl FnOnce(&mut World) -> R) -> R {
+        f(&mut self.world())
+    }
+
+    /// The writes made since the last call.
+    pub fn take_writes(&self) -> Vec<Write> {
+        std::mem::take(&mut self.world().writes)
+    }
+
+    /// The status of the autoscaler `name` as last written.
+    pub fn status(&self, name: &str) -> Option<NodeSetAutoscalerStatus> {
+        self.world().status.get(name).cloned()
+    }
+}
+
+/// What the API server answers with `code`.
+fn api_error(code: u16, reason: &str, message: String) -> Error {
+    Error::Kube(kube::Error::Api(
+        Status::failure(&message, reason).with_code(code).boxed(),
+    ))
+}
+
+impl Kubernetes for Fake {
+    async fn read(&self, _: &str, target: &ScaleTargetRef) -> Result<Target> {
+        let w = self.world();
+        let t = w
+            .targets
+            .get(&target.name)
+            .ok_or_else(|| api_error(404, "NotFound", format!("{} not found", target.name)))?;
+        Ok(Target {
+            replicas: t.replicas,
+            resource_version: Some(t.version.to_string()),
+            scaling_mode: t.scaling_mode.clone(),
+            partition: t.partition.clone().unwrap_or_else(|| target.name.clone()),
+            selector: t.selector.clone(),
+        })
+    }
+
+    async fn scale(
+        &self,
+        _: &str,
+        target: &ScaleTargetRef,
+        replicas: u64,
+        resource_version: Option<&str>,
+    ) -> Result<()> {
+        let mut w = self.world();
+        let race = w.races.pop_front();
+        let t = w
+            .targets
+            .get_mut(&target.name)
+            .ok_or_else(|| api_error(404, "NotFound", format!("{} not found", target.name)))?;
+        if let Some(r) = race {
+            t.replicas = r;
+            t.version += 1;
+        }
+        if resource_version.is_some_and(|v| v != t.version.to_string()) {
+            return Err(api_error(409, "Conflict", "the scale changed".into()));
+        }
+        t.replicas = replicas;
+        t.version += 1;
+        w.writes.push(Write::Scale {
+            target: target.name.clone(),
+            replicas,
+        });
+        Ok(())
+    }
+
+    async fn mark_pods_to_go(
+        &self,
+        _: &str,
+        selector: Option<&str>,
+        nodes: &[String],
+    ) -> Result<usize> {
+        let mut w = self.world();
+        let pods = w
+            .pods
+            .entry(selector.unwrap_or_default().to_string())
+            .or_default();
+        let mut marked = 0;
+        for node in nodes {
+            if let Some(serving) = pods.get_mut(node) {
+                *serving = false;
+                marked += 1;
+            }
+        }
+        w.writes.push(Write::MarkToGo {
+            nodes: nodes.to_vec(),
+        });
+        Ok(marked)
+    }
+
+    async fn status(
+        &self,
+        nsa: &NodeSetAutoscaler,
+        status: &NodeSetAutoscalerStatus,
+    ) -> Result<()> {
+        let mut w = self.world();
+        let old = w.status.entry(nsa.name_any()).or_default();
+        let mut merged = serde_json::to_value(&*old).unwrap_or_default();
+        merge(
+            &mut merged,
+            &serde_json::to_value(status).unwrap_or_default(),
+        );
+        *old = serde_json::from_value(merged).unwrap_or_else(|_| status.clone());
+        Ok(())
+    }
+
+    async fn event(&self, nsa: &NodeSetAutoscaler, warning: bool, reason: &str, note: String) {
+        self.world().writes.push(Write::Event {
+            autoscaler: nsa.name_any(),
+            warning,
+            reason: reason.into(),
+            note,
+        });
+    }
+}
+
+/// A JSON merge patch (RFC 7386): objects merge, everything else replaces.
+fn merge(into: &mut Value, patch: &Value) {
+    match (into, patch) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                if v.is_null() {
+                    a.remove(k);
+                } else {
+                    merge(a.entry(k.clone()).or_insert(Value::Null), v);
+                }
+            }
+        }
+        (into, patch) => *into = patch.clone(),
+    }
+}
+
+impl SlurmNodes for Fake {
+    async fn drain(&self, _: &str, _: ApiVersion, node: &str, why: &str) -> Result<()> {
+        self.world().writes.push(Write::Drain {
+            node: node.into(),
+            reason: drain_reason(why),
+        });
+        Ok(())
+    }
+
+    async fn resume(&self, _: &str, _: ApiVersion, node: &str) -> Result<()> {
+        self.world()
+            .writes
+            .push(Write::Resume { node: node.into() });
+        Ok(())
+    }
+}
+
+impl PoolReader for Fake {
+    fn ledger(&self) -> Option<KubeSnapshot> {
+        self.world().ledger.clone()
+    }
+
+    async fn pod_nodes(&self, _: &str, selector: &str) -> Result<BTreeMap<String, bool>> {
+        Ok(self.world().pods.get(selector).cloned().unwrap_or_default())
+    }
+
+    async fn unschedulable_pods(&self, _: &BTreeMap<String, String>) -> Result<Vec<PendingPod>> {
+        Ok(self.world().unschedulable.clone())
+    }
+}

@@ -1,0 +1,107 @@
+//! The vocabulary between planners and the controller. A planner ([`crate::policy::decide`]
+//! for a NodeSet that follows Slurm demand, [`crate::colocation::plan`] for a pool shared
+//! with Kubernetes) is a pure function that returns one [`Plan`]: every effect it intends and
+//! why. The controller's executor carries a plan out and its reporter explains it, whichever
+//! planner made it, so a new policy is a new planner and nothing else.
+
+use std::fmt;
+use std::time::SystemTime;
+
+/// What a planner intends for one NodeSetAutoscaler now, and why.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Plan {
+    /// Replicas the target should have once the plan is carried out.
+    pub replicas: u64,
+    /// Why, in one word (`status.lastDecision.reason`).
+    pub reason: Reason,
+    /// Why, in words: one line per step (Events and the status join them with "; ").
+    pub steps: Vec<String>,
+    /// The data cannot be trusted: nothing changes.
+    pub frozen: bool,
+    /// Slurm nodes to drain for Kubernetes (with our reason prefix).
+    pub drain: Vec<String>,
+    /// Slurm nodes we drained earlier, to resume.
+    pub resume: Vec<String>,
+    /// Kubernetes nodes whose NodeSet pod is to go first on the next scale-in (drained and
+    /// empty: slurm-operator then removes exactly those).
+    pub release: Vec<String>,
+    /// What busy nodes and demand ask for, before stabilization and step limits.
+    pub recommendation: u64,
+    /// Busy nodes plus demand exceed the most replicas allowed.
+    pub limited: bool,
+    /// Jobs too large to ever fit: reported, not chased.
+    pub unsatisfiable_jobs: u64,
+    /// There is work (busy nodes or schedulable demand).
+    pub active: bool,
+    /// With the same inputs, the plan may differ from this time on (a stabilization window
+    /// or the idle timeout ends); `None` when only new inputs can change it.
+    pub revisit: Option<SystemTime>,
+    /// A colocated pool's needs, for its status and metrics.
+    pub needs: Option<Needs>,
+}
+
+/// Nodes each side of a colocated pool needs now.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Needs {
+    /// Nodes for Kubernetes' unschedulable pods that the pool could take.
+    pub kubernetes: u64,
+    /// Slurm's busy nodes plus its pending demand.
+    pub slurm: u64,
+}
+
+impl Plan {
+    /// The steps as one line.
+    pub fn message(&self) -> String {
+        self.steps.join("; ")
+    }
+
+    /// Whether carrying the plan out changes anything, starting from `current` replicas.
+    pub fn changes(&self, current: u64) -> bool {
+        self.replicas != current
+            || !self.drain.is_empty()
+            || !self.resume.is_empty()
+            || !self.release.is_empty()
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Reason {
+    /// Demand or busy nodes need more replicas.
+    ScaleUp,
+    /// Less is needed, and has been for the whole down window.
+    ScaleDown,
+    /// Nothing ran or waited for the idle timeout: down to `idleReplicas`.
+    Idle,
+    /// Replicas are what they should be.
+    #[default]
+    Steady,
+    /// A change is wanted but the stabilization window or the idle timeout says wait.
+    Stabilizing,
+    /// The data cannot be trusted: nothing changes.
+    Frozen,
+    /// A colocated pool moves capacity (drains, releases, resumes or grows).
+    Rebalance,
+    /// A colocated pool stays as it is.
+    Balanced,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ScaleUp => "ScaleUp",
+            Self::ScaleDown => "ScaleDown",
+            Self::Idle => "Idle",
+            Self::Steady => "Steady",
+            Self::Stabilizing => "Stabilizing",
+            Self::Frozen => "Frozen",
+            Self::Rebalance => "Rebalance",
+            Self::Balanced => "Balanced",
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

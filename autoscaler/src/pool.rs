@@ -1,0 +1,215 @@
+//! The Kubernetes read side of colocated pools, behind the [`PoolReader`] trait: the
+//! GenericNode ledger and Node capacity (kept by the exporter's watchers), the nodes the
+//! NodeSet's pods run on, and the pods Kubernetes cannot place. [`KubePool`] reads them from
+//! the API server; tests and the demo read an in-memory pool instead
+//! ([`crate::fakes::Fake`]), so the controller's colocated path runs without a cluster.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::Client;
+use kube::api::{Api, ListParams};
+use slurmscale_exporter::k8s::quantity;
+use slurmscale_exporter::k8s::watch::{KubeSnapshot, KubeSource};
+
+use crate::actuator::POD_DELETION_COST;
+use crate::colocation::{PendingPod, Placement, Requirement, Toleration};
+use crate::error::Result;
+
+/// What the colocation planner reads of Kubernetes besides the target.
+pub trait PoolReader: Send + Sync + 'static {
+    /// The GenericNode ledger, Node capacity and the health of their watches; `None` when
+    /// nothing watches them.
+    fn ledger(&self) -> Option<KubeSnapshot>;
+
+    /// Nodes running a pod of `selector`: true when one there still serves (is not marked
+    /// to go). This, not Slurm, says which pool nodes Slurm holds: a node is Slurm's from
+    /// its pod's start until the pod is marked.
+    fn pod_nodes(
+        &self,
+        namespace: &str,
+        selector: &str,
+    ) -> impl Future<Output = Result<BTreeMap<String, bool>>> + Send;
+
+    /// Unschedulable pods with these labels, with what they request and where they may go.
+    fn unschedulable_pods(
+        &self,
+        labels: &BTreeMap<String, String>,
+    ) -> impl Future<Output = Result<Vec<PendingPod>>> + Send;
+}
+
+/// A shared one works too.
+impl<P: PoolReader> PoolReader for std::sync::Arc<P> {
+    fn ledger(&self) -> Option<KubeSnapshot> {
+        (**self).ledger()
+    }
+
+    fn pod_nodes(
+        &self,
+        namespace: &str,
+        selector: &str,
+    ) -> impl Future<Output = Result<BTreeMap<String, bool>>> + Send {
+        (**self).pod_nodes(namespace, selector)
+    }
+
+    fn unschedulable_pods(
+        &self,
+        labels: &BTreeMap<String, String>,
+    ) -> impl Future<Output = Result<Vec<PendingPod>>> + Send {
+        (**self).unschedulable_pods(labels)
+    }
+}
+
+/// The pool as the API server has it.
+pub struct KubePool {
+    client: Client,
+    watch: Option<KubeSource>,
+}
+
+impl KubePool {
+    /// Reads pods with `client` and the ledger from `watch` (`None`: colocation cannot run).
+    pub fn new(client: Client, watch: Option<KubeSource>) -> Self {
+        Self { client, watch }
+    }
+}
+
+impl PoolReader for KubePool {
+    fn ledger(&self) -> Option<KubeSnapshot> {
+        self.watch.as_ref().map(KubeSource::snapshot)
+    }
+
+    async fn pod_nodes(&self, namespace: &str, selector: &str) -> Result<BTreeMap<String, bool>> {
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        let mut out = BTreeMap::new();
+        for pod in pods
+            .list(&ListParams::default().labels(selector))
+            .await?
+            .items
+        {
+            let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) else {
+                continue;
+            };
+            let leaving = pod.metadata.deletion_timestamp.is_some()
+                || pod
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .is_some_and(|a| a.contains_key(POD_DELETION_COST));
+            *out.entry(node).or_insert(false) |= !leaving;
+        }
+        Ok(out)
+    }
+
+    /// Pending pods the scheduler could not place (PodScheduled=False, Unschedulable), with
+    /// their CPU and memory requests, optionally only those with `labels`.
+    async fn unschedulable_pods(
+        &self,
+        labels: &BTreeMap<String, String>,
+    ) -> Result<Vec<PendingPod>> {
+        let pods: Api<Pod> = Api::all(self.client.clone());
+        let mut lp = ListParams::default().fields("status.phase=Pending");
+        if !labels.is_empty() {
+            let sel: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            lp = lp.labels(&sel.join(","));
+        }
+        Ok(pods
+            .list(&lp)
+            .await?
+            .items
+            .into_iter()
+            .filter(unschedulable)
+            .map(pending_pod)
+            .collect())
+    }
+}
+
+/// `PodScheduled=False` with reason `Unschedulable`: the scheduler found no node.
+fn unschedulable(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| {
+            cs.iter().any(|c| {
+                c.type_ == "PodScheduled"
+                    && c.status == "False"
+                    && c.reason.as_deref() == Some("Unschedulable")
+            })
+        })
+}
+
+/// A pod as the planner sees it: its containers' CPU and memory requests and its placement.
+fn pending_pod(pod: Pod) -> PendingPod {
+    let (mut cpu, mut memory) = (0.0, 0.0);
+    for c in pod.spec.iter().flat_map(|s| s.containers.iter()) {
+        if let Some(req) = c.resources.as_ref().and_then(|r| r.requests.as_ref()) {
+            cpu += req
+                .get("cpu")
+                .and_then(|q| quantity::parse(&q.0))
+                .unwrap_or(0.0);
+            memory += req
+                .get("memory")
+                .and_then(|q| quantity::parse(&q.0))
+                .unwrap_or(0.0);
+        }
+    }
+    PendingPod {
+        name: format!(
+            "{}/{}",
+            pod.metadata.namespace.unwrap_or_default(),
+            pod.metadata.name.unwrap_or_default()
+        ),
+        cpu,
+        memory,
+        placement: placement(pod.spec.as_ref()),
+    }
+}
+
+/// Where a pod may go, from its `nodeSelector`, required node affinity and tolerations.
+fn placement(spec: Option<&k8s_openapi::api::core::v1::PodSpec>) -> Placement {
+    let Some(spec) = spec else {
+        return Placement::default();
+    };
+    let terms = spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .map(|r| {
+            r.node_selector_terms
+                .iter()
+                .map(|t| {
+                    let exprs = t.match_expressions.iter().flatten().map(|r| (r, false));
+                    let fields = t.match_fields.iter().flatten().map(|r| (r, true));
+                    exprs
+                        .chain(fields)
+                        .map(|(r, field)| Requirement {
+                            key: r.key.clone(),
+                            operator: r.operator.clone(),
+                            values: r.values.clone().unwrap_or_default(),
+                            field,
+                        })
+                        .collect()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let tolerations = spec
+        .tolerations
+        .iter()
+        .flatten()
+        .map(|t| Toleration {
+            key: t.key.clone().unwrap_or_default(),
+            operator: t.operator.clone().unwrap_or_default(),
+            value: t.value.clone().unwrap_or_default(),
+            effect: t.effect.clone().unwrap_or_default(),
+        })
+        .collect();
+    Placement {
+        node_selector: spec.node_selector.clone().unwrap_or_default(),
+        terms,
+        tolerations,
+    }
+}
