@@ -128,8 +128,10 @@ pub fn partition_signals(
 
 /// How old Slurm data may be before a scaler must not act on it: three poll intervals (two
 /// polls may fail or run late before anything is concluded) plus the time one collection
-/// itself may take (a large `/jobs` answers in seconds). The exporter's desired-nodes metric
-/// and the autoscaler both use it, so KEDA and the built-in controller refuse the same data.
+/// itself may take (a large `/jobs` answers in seconds) — or three of the endpoint's current
+/// gaps, when the poll budget spaces its requests further apart (a slow but healthy
+/// slurmrestd; see `trusted`). The exporter's desired-nodes metric and the autoscaler both
+/// use it, so KEDA and the built-in controller refuse the same data.
 pub fn stale_after(interval: Duration) -> Duration {
     interval * 3 + Duration::from_secs(5)
 }

@@ -33,7 +33,7 @@ use crate::config::ClusterConfig;
 use crate::error::{Error, Result};
 use crate::model::{Diag, Node, Partition, Ping};
 use crate::slurm::fetch::{self, Outcome};
-use crate::slurm::{ApiVersion, ClientOptions, Endpoint, SlurmClient};
+use crate::slurm::{ApiVersion, Endpoint, SlurmClient};
 use crate::snapshot::{ClusterSnapshot, EndpointState};
 
 /// `update_time` is sent this far behind the start of the previous fetch: slurmctld's change
@@ -126,9 +126,7 @@ impl Poller {
         opts: CollectorOptions,
         changed: Arc<Notify>,
     ) -> Result<(Self, watch::Receiver<Arc<ClusterSnapshot>>)> {
-        let mut client_opts = ClientOptions::new(&cluster.url, &cluster.user);
-        client_opts.timeout = cluster.timeout;
-        client_opts.ca_file = cluster.ca_file.clone();
+        let mut client_opts = cluster.client_options();
         (client_opts.max_requests_per_second, client_opts.burst) = request_budget(cluster, &opts);
         let client = Arc::new(SlurmClient::new(&client_opts, cluster.token_source()?)?);
         let mut snapshot = ClusterSnapshot::new(&cluster.name, &cluster.url);

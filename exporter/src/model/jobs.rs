@@ -2,7 +2,7 @@
 //! object into a borrowed [`JobRecord`]; the [`JobsBuilder`] folds records into counts and
 //! keeps only pending jobs, whose demand the metrics and the autoscaler need.
 //!
-//! Counting rules (see DESIGN.md "Native-compatible names"):
+//! Counting rules (see ARCHITECTURE.md, "Native-compatible names"):
 //! * job counts are job *records*: an unsplit pending array (`1-5000`) counts once, while its
 //!   demand counts every task that may start now (its `%N` throttle minus running tasks);
 //! * native per-partition job counts use the job's first partition (the one slurmctld points
@@ -57,7 +57,7 @@ pub struct JobRecord<'a> {
 impl JobRecord<'_> {
     /// Held by its user or an admin: the hold flag (24.11+), or a `JobHeld*` reason (22.05).
     pub fn held(&self) -> bool {
-        self.hold || self.reason.starts_with("JobHeld")
+        super::held(self.hold, self.reason)
     }
 
     fn node_count(&self) -> u64 {

@@ -64,7 +64,8 @@ impl<'a> Job<'a> {
             memory_per_node_mib: self.memory_per_node.unsigned(),
             memory_per_cpu_mib: self.memory_per_cpu.unsigned(),
             // 22.05 has no hold flag; a held job has priority 0 and a JobHeld* reason.
-            hold: self.priority.0 == Some(0) && self.state_reason.as_str().starts_with("JobHeld"),
+            hold: self.priority.0 == Some(0)
+                && crate::model::held(false, self.state_reason.as_str()),
             whole_node: self.shared.as_str().eq_ignore_ascii_case("none"),
             tres_per_job: self.tres_per_job.as_str(),
             tres_per_node: self.tres_per_node.as_str(),
