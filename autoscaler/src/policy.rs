@@ -155,13 +155,32 @@ pub fn decide(
     };
     let (busy, demand) = (s.busy_nodes, s.demand.nodes);
     let wanted = busy.saturating_add(demand);
-    let active = wanted > 0;
+    // Jobs the list may lack could be waiting: never idle on such a list.
+    let active = wanted > 0 || s.demand.open_ended;
     // With nothing to do the recommendation is the idle size; the idle timeout (and the
     // down window) decide when it is acted on.
-    let recommendation = if active {
-        desired_nodes(busy, demand, bounds.min, bounds.max)
+    let recommend = |demand| {
+        if active {
+            desired_nodes(busy, demand, bounds.min, bounds.max)
+        } else {
+            bounds.idle
+        }
+    };
+    // A job list kept incrementally may be behind slurmctld (`Demand::maybe_started_nodes`,
+    // `Demand::open_ended`): grow only to what is certainly wanted, shrink only to what may
+    // be wanted — never while new jobs may be missing.
+    let grow_to = recommend(s.demand.floor_nodes());
+    let shrink_to = if s.demand.open_ended {
+        current.max(grow_to)
     } else {
-        bounds.idle
+        recommend(demand)
+    };
+    let recommendation = if current < grow_to {
+        grow_to
+    } else if current > shrink_to {
+        shrink_to
+    } else {
+        current
     };
     let mut p = Plan {
         replicas: current,
@@ -177,6 +196,14 @@ pub fn decide(
     );
     if s.demand.jobs(PendingClass::Schedulable) > 0 {
         why = format!("{why}: {}", s.demand.explain());
+    }
+    if grow_to != shrink_to && active {
+        why = format!(
+            "{why} (the job list is catching up with Slurm: between {} and {}{} pending nodes)",
+            s.demand.floor_nodes(),
+            demand,
+            if s.demand.open_ended { "+" } else { "" }
+        );
     }
     let message = if recommendation > current {
         up(&mut p, bounds, history, current, now, &why)
@@ -334,6 +361,46 @@ mod tests {
     #[test]
     fn wakes_from_zero_on_the_first_job_and_a_3_node_job_needs_3() {
         assert_eq!(run(&bounds(0, 8), 0, &[(0, 0), (0, 3)]), [0, 3]);
+    }
+
+    /// Signals from a job list that is catching up: `maybe` of the demand's nodes may belong
+    /// to jobs that started, and new jobs may be missing (`open`).
+    fn uncertain(busy: u64, demand: u64, maybe: u64, open: bool) -> Signals {
+        let mut s = signals(busy, demand).unwrap();
+        s.demand.maybe_started_nodes = maybe;
+        s.demand.open_ended = open;
+        Ok(s)
+    }
+
+    #[test]
+    fn an_uncertain_job_list_grows_to_what_is_certain_and_shrinks_to_what_is_possible() {
+        let b = bounds(0, 10);
+        let h = History::default();
+        // 5 pending nodes, 3 of them perhaps started already (their nodes busy): up to 2.
+        let d = decide(&b, &uncertain(0, 5, 3, false), 0, &h, at(0));
+        assert_eq!(d.replicas, 2, "{:?}", d.steps);
+        assert!(d.steps[0].contains("catching up"), "{:?}", d.steps);
+        // Between 2 and 5 already: hold.
+        let d = decide(&b, &uncertain(0, 5, 3, false), 4, &h, at(0));
+        assert_eq!((d.replicas, d.recommendation), (4, 4));
+        // Above what may be wanted: down, after the window, as ever.
+        let mut h = History::default();
+        let mut current = 8;
+        for s in 0..40 {
+            let d = decide(&b, &uncertain(0, 5, 3, false), current, &h, at(s));
+            h.record(&d, at(s), Duration::from_secs(3600));
+            current = d.replicas;
+        }
+        assert_eq!(current, 5);
+        // New jobs may be missing: never down, never idle.
+        let mut h = History::default();
+        let mut current = 4;
+        for s in 0..200 {
+            let d = decide(&b, &uncertain(0, 0, 0, true), current, &h, at(s));
+            h.record(&d, at(s), Duration::from_secs(3600));
+            current = d.replicas;
+        }
+        assert_eq!(current, 4, "scaled down while new jobs may be missing");
     }
 
     #[test]

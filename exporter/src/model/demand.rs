@@ -146,6 +146,13 @@ pub struct Demand {
     /// One node per job node (a 3-node job counts 3, eight 1-CPU jobs count 8): the figure
     /// before packing, kept for dashboards.
     pub job_nodes: u64,
+    /// Of `nodes`, those that jobs which may have started since the job list was last exact
+    /// would take ([`super::Uncertainty`]): `nodes` less this is certainly needed, and a
+    /// scaler grows only that far. 0 when the list is exact.
+    pub maybe_started_nodes: u64,
+    /// New jobs may be missing from the list: more nodes than `nodes` may be needed, so a
+    /// scaler must not shrink.
+    pub open_ended: bool,
     /// How the packed figure came about; `None` without a known shape.
     pub packing: Option<(Shape, Packed)>,
     /// CPUs, GPUs and bytes of memory schedulable jobs that fit need, all together.
@@ -164,6 +171,11 @@ pub struct Demand {
 impl Demand {
     pub fn jobs(&self, class: PendingClass) -> u64 {
         self.jobs.get(&class).copied().unwrap_or(0)
+    }
+
+    /// Nodes certainly needed (see [`Self::maybe_started_nodes`]).
+    pub fn floor_nodes(&self) -> u64 {
+        self.nodes.saturating_sub(self.maybe_started_nodes)
     }
 
     /// One line on how the node figure came about, for decisions and events:
@@ -197,7 +209,7 @@ impl Demand {
 /// it; without, each job counts its own nodes.
 pub fn demand(jobs: &Jobs, partition: &str, max_nodes: Option<u64>, room: Option<&Room>) -> Demand {
     let mut d = Demand::default();
-    let mut asks = Vec::new();
+    let mut fitting = Vec::new();
     let shape = room.map(|r| r.shape).filter(|s| s.cpus.is_some());
     for job in jobs
         .pending
@@ -215,9 +227,7 @@ pub fn demand(jobs: &Jobs, partition: &str, max_nodes: Option<u64>, room: Option
             d.unsatisfiable_jobs += job.tasks;
             continue;
         }
-        if let Some(shape) = shape {
-            asks.push(ask(job.tasks, job.nodes, job, shape));
-        }
+        fitting.push((job.tasks, job));
         d.job_nodes = d
             .job_nodes
             .saturating_add(job.tasks.saturating_mul(job.nodes));
@@ -231,19 +241,56 @@ pub fn demand(jobs: &Jobs, partition: &str, max_nodes: Option<u64>, room: Option
             d.oldest_submit = Some(d.oldest_submit.map_or(t, |o| o.min(t)));
         }
     }
-    d.nodes = d.job_nodes;
-    if let (Some(shape), Some(room)) = (shape, room) {
-        let node = Resources {
-            cpus: shape.cpus.unwrap_or(0),
-            memory_bytes: shape.memory_bytes.unwrap_or(0),
-            gpus: shape.gpus.unwrap_or(0),
-        };
-        let p = packing::pack(&room.free, node, &asks, max_nodes.unwrap_or(u64::MAX));
-        d.nodes = p.nodes();
-        d.unsatisfiable_jobs += p.unsatisfiable;
-        d.packing = Some((shape, p));
+    let (nodes, packed) = nodes_for(&fitting, shape.zip(room), max_nodes);
+    d.nodes = nodes;
+    if let Some(p) = packed {
+        d.unsatisfiable_jobs += p.1.unsatisfiable;
+        d.packing = Some(p);
     }
+    // A job list kept incrementally may still count jobs that have started (and whose
+    // nodes are already busy): at least what is left without the largest of them is
+    // certainly wanted.
+    let maybe_left = jobs.uncertain.maybe_left;
+    if maybe_left > 0 {
+        fitting.sort_by_key(|(_, j)| std::cmp::Reverse((j.nodes, j.cpus, j.gpus)));
+        let mut left = maybe_left;
+        for (tasks, _) in fitting.iter_mut() {
+            let take = left.min(*tasks);
+            *tasks -= take;
+            left -= take;
+        }
+        let floor = nodes_for(&fitting, shape.zip(room), max_nodes).0;
+        d.maybe_started_nodes = d.nodes.saturating_sub(floor);
+    }
+    d.open_ended = jobs.uncertain.unseen_new;
     d
+}
+
+/// Nodes `jobs` (tasks of each) need: packed onto `room` and new nodes of its shape when
+/// the shape is known, else one per job node.
+fn nodes_for(
+    jobs: &[(u64, &super::PendingJob)],
+    room: Option<(Shape, &Room)>,
+    max_nodes: Option<u64>,
+) -> (u64, Option<(Shape, Packed)>) {
+    let Some((shape, room)) = room else {
+        let sum = jobs.iter().fold(0u64, |n, (tasks, j)| {
+            n.saturating_add(tasks.saturating_mul(j.nodes))
+        });
+        return (sum, None);
+    };
+    let asks: Vec<Ask> = jobs
+        .iter()
+        .filter(|(tasks, _)| *tasks > 0)
+        .map(|(tasks, j)| ask(*tasks, j.nodes, j, shape))
+        .collect();
+    let node = Resources {
+        cpus: shape.cpus.unwrap_or(0),
+        memory_bytes: shape.memory_bytes.unwrap_or(0),
+        gpus: shape.gpus.unwrap_or(0),
+    };
+    let p = packing::pack(&room.free, node, &asks, max_nodes.unwrap_or(u64::MAX));
+    (p.nodes(), Some((shape, p)))
 }
 
 /// A job as packing sees it: its share of each of its nodes. What the shape cannot tell
@@ -422,4 +469,21 @@ mod tests {
         let d = demand(&jobs(&[(4, 1, 2, 1, false)]), "p", Some(4), Some(&room));
         assert_eq!(d.nodes, 1);
     }
+
+    #[test]
+    fn jobs_that_may_have_started_lower_the_certain_demand_by_the_largest() {
+        let p = partition(8, 4, Some(32 * GIB), Some(0));
+        let room = Room::new("p", &[], Shape::of(&p, &[]));
+        // One 3-node exclusive job and four 1-CPU jobs: 3 + 1 nodes.
+        let mut j = jobs(&[(1, 3, 3, 0, true), (4, 1, 1, 0, false)]);
+        let d = demand(&j, "p", Some(8), Some(&room));
+        assert_eq!((d.nodes, d.floor_nodes()), (4, 4));
+        // One job may have started: the certain demand is what remains without the largest.
+        j.uncertain.maybe_left = 1;
+        let d = demand(&j, "p", Some(8), Some(&room));
+        assert_eq!((d.nodes, d.floor_nodes(), d.open_ended), (4, 1, false));
+        j.uncertain.unseen_new = true;
+        assert!(demand(&j, "p", Some(8), Some(&room)).open_ended);
+    }
+
 }
