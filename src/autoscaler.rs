@@ -5,6 +5,7 @@
 use anyhow::{Context, Result};
 use slurmscale_autoscaler::leader::LeaseConfig;
 use slurmscale_autoscaler::{AutoscalerConfig, run as run_autoscaler};
+use slurmscale_exporter::metrics::MetricsOptions;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
@@ -34,6 +35,10 @@ pub async fn run(args: AutoscalerArgs) -> Result<()> {
         clusters,
         interval,
         budget: args.slurm.poll_budget,
+        exporter_metrics: args.exporter_metrics.then_some(MetricsOptions {
+            per_owner: args.per_user_metrics,
+            interval,
+        }),
         listen: args.listen,
         lease: Some(lease),
         identity,

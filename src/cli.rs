@@ -362,6 +362,14 @@ pub struct AutoscalerArgs {
     /// `SLURM_CONF` for that `scontrol`.
     #[arg(long, env = "SLURMSCALE_SCONTROL_CONF")]
     pub scontrol_conf: Option<PathBuf>,
+    /// Also serve every metric the exporter serves (Slurm, NodeSets, GenericNodes), from
+    /// this process's own polling: run instead of the exporter, Slurm is polled once. Only
+    /// the leader serves them (a standby's would be stale); its own health it always serves.
+    #[arg(long, env = "SLURMSCALE_EXPORTER_METRICS")]
+    pub exporter_metrics: bool,
+    /// With --exporter-metrics: jobs per user and account (one series each).
+    #[arg(long, env = "SLURMSCALE_PER_USER_METRICS")]
+    pub per_user_metrics: bool,
     #[command(flatten)]
     pub slurm: SlurmArgs,
     #[command(flatten)]

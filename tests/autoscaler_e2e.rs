@@ -712,3 +712,86 @@ async fn daemonset_nodesets_are_refused() {
     assert_eq!(nodesets.get("ds").await.unwrap().spec.replicas, Some(1));
     let _ = api.delete("ds", &Default::default()).await;
 }
+
+/// With `--exporter-metrics` the autoscaler's leader serves what the exporter serves, from
+/// its own polling (one poller for both roles), and its standby does not (its data would be
+/// stale): the same Slurm numbers as an exporter beside them, the NodeSet's desired nodes,
+/// and on the standby only its own health.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_leader_serves_the_exporters_metrics_when_asked() {
+    let _turn = ELASTIC.lock().await;
+    let cluster = SlurmCluster::get("24.11");
+    let s = setup(&cluster, false).await;
+    let a = autoscaler(
+        &cluster,
+        &s.ns,
+        &["--exporter-metrics", "--identity", "shared-a"],
+    );
+    let b = autoscaler(
+        &cluster,
+        &s.ns,
+        &["--exporter-metrics", "--identity", "shared-b"],
+    );
+    a.wait_ready(Duration::from_secs(30)).await;
+    b.wait_ready(Duration::from_secs(30)).await;
+    let leads =
+        async |p: &Process| p.metrics().await.get("slurmscale_autoscaler_leader", &[]) == Some(1.0);
+    eventually(
+        "a leader is elected",
+        Duration::from_secs(20),
+        &a,
+        async || leads(&a).await || leads(&b).await,
+    )
+    .await;
+    let (leader, standby) = if leads(&a).await { (&a, &b) } else { (&b, &a) };
+    let key = cluster.key_file.to_string_lossy().into_owned();
+    let kubeconfig = support::kubeconfig_path().to_string_lossy().into_owned();
+    let exporter = Process::start(
+        &[
+            "exporter",
+            "--interval",
+            "1s",
+            "--jwt-key-file",
+            &key,
+            "--kubeconfig",
+            &kubeconfig,
+        ],
+        &[
+            ("SLURM_REST_URL", &cluster.url),
+            ("SLURM_USER", &cluster.user),
+            ("SLURM_CLUSTER", &cluster.name),
+        ],
+    );
+    exporter.wait_ready(Duration::from_secs(30)).await;
+    let same = [
+        ("slurm_nodes", vec![]),
+        ("slurm_partitions", vec![]),
+        ("slurm_partition_nodes", vec![("partition", "elastic")]),
+        ("slurm_nodes_idle", vec![]),
+        (
+            "slurm_nodeset_desired_nodes",
+            vec![("namespace", s.ns.as_str()), ("nodeset", "elastic")],
+        ),
+    ];
+    eventually(
+        "the leader's page carries the exporter's numbers",
+        Duration::from_secs(20),
+        leader,
+        async || {
+            let (mine, theirs) = (leader.metrics().await, exporter.metrics().await);
+            same.iter().all(|(name, labels)| {
+                let got = mine.get(name, labels);
+                got.is_some() && got == theirs.get(name, labels)
+            })
+        },
+    )
+    .await;
+    let m = standby.metrics().await;
+    assert_eq!(
+        m.get("slurm_nodes", &[]),
+        None,
+        "a standby serves Slurm data"
+    );
+    assert_eq!(m.get("slurmscale_autoscaler_leader", &[]), Some(0.0));
+    s.teardown(&cluster).await;
+}

@@ -55,6 +55,9 @@ pub struct AutoscalerConfig {
     pub scontrol: slurm_nodes::Scontrol,
     /// Where the GenericNode ledger is (colocation only).
     pub ledger: slurmscale_exporter::k8s::ledger::LedgerConfig,
+    /// Serve the exporter's metrics too, from the same pollers (one poller per cluster for
+    /// both roles); `None`: the autoscaler's own and its pollers' health only.
+    pub exporter_metrics: Option<slurmscale_exporter::metrics::MetricsOptions>,
 }
 
 /// Runs the autoscaler until `stop`.
@@ -72,7 +75,7 @@ pub async fn run(client: Client, cfg: AutoscalerConfig, stop: CancellationToken)
     // look before its first decision (its data is stale until then: it freezes).
     let opts = CollectorOptions {
         interval: cfg.interval,
-        per_owner: false,
+        per_owner: cfg.exporter_metrics.as_ref().is_some_and(|m| m.per_owner),
         budget: cfg.budget,
         active: cfg.lease.is_some().then(|| leadership.watch()),
     };
@@ -123,14 +126,14 @@ pub async fn run(client: Client, cfg: AutoscalerConfig, stop: CancellationToken)
     let seam = controller::Seam {
         kubernetes: actuator::Actuator::new(client.clone(), &cfg.identity),
         slurm: slurm_nodes::SlurmNodeWriters::new(&cfg.clusters, &cfg.scontrol)?,
-        pool: pool::KubePool::new(client, Some(watch)),
+        pool: pool::KubePool::new(client, Some(watch.clone())),
         clock: controller::wall_clock(),
     };
     let controller = Arc::new(controller::Controller::new(
         seam,
         store,
         clusters.clone(),
-        leadership,
+        leadership.clone(),
         controller::ControllerConfig {
             resync: cfg.interval,
             stale_after: slurmscale_exporter::signals::stale_after(cfg.interval),
@@ -144,11 +147,18 @@ pub async fn run(client: Client, cfg: AutoscalerConfig, stop: CancellationToken)
     {
         let (stop, clusters, metrics) =
             (stop.clone(), clusters.clone(), controller.metrics.clone());
+        let exporter = cfg.exporter_metrics.clone();
         tokio::spawn(async move {
             loop {
                 let snapshots = clusters.values().map(|r| r.borrow().clone()).collect();
                 let m = metrics.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                tx.send_replace(Arc::new(metrics::page(snapshots, &m)));
+                // The exporter's families, from the leader only: a standby's are stale.
+                let full = exporter
+                    .as_ref()
+                    .filter(|_| leadership.is_leader())
+                    .map(|o| (o, watch.snapshot()));
+                let page = metrics::page(snapshots, &m, full.as_ref().map(|(o, k)| (*o, k)));
+                tx.send_replace(Arc::new(page));
                 tokio::select! {
                     _ = stop.cancelled() => return,
                     _ = tokio::time::sleep(Duration::from_secs(1)) => {}

@@ -192,11 +192,31 @@ fn colocation(out: &mut Out, l: &[(&str, &str); 3], c: &ColocationRow) {
 pub fn page(
     snapshots: Vec<std::sync::Arc<slurmscale_exporter::snapshot::ClusterSnapshot>>,
     m: &AutoscalerMetrics,
+    exporter: Option<(
+        &slurmscale_exporter::metrics::MetricsOptions,
+        &slurmscale_exporter::k8s::watch::KubeSnapshot,
+    )>,
 ) -> slurmscale_exporter::server::Page {
     let mut out = Out::new();
-    for s in &snapshots {
-        out.set_cluster(&s.cluster);
-        slurmscale_exporter::metrics::exporter::collect(&mut out, s, &Default::default());
+    match exporter {
+        // Every family the exporter serves, from the same snapshots (its health included).
+        Some((opts, kube)) => {
+            slurmscale_exporter::metrics::collect_all(&mut out, &snapshots, opts);
+            slurmscale_exporter::metrics::genericnode::collect(&mut out, kube, opts);
+            slurmscale_exporter::metrics::nodeset::collect(
+                &mut out,
+                kube,
+                &snapshots,
+                opts,
+                std::time::SystemTime::now(),
+            );
+        }
+        None => {
+            for s in &snapshots {
+                out.set_cluster(&s.cluster);
+                slurmscale_exporter::metrics::exporter::collect(&mut out, s, &Default::default());
+            }
+        }
     }
     collect(&mut out, m);
     slurmscale_exporter::server::Page {

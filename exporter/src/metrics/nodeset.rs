@@ -110,7 +110,10 @@ pub fn collect(
                 // What is certainly wanted: while the job list catches up with Slurm, jobs
                 // that may have started are not counted on top of their busy nodes (KEDA's
                 // scale-down stabilization absorbs the dip; an overshoot would be paid for).
-                (desired_nodes(s.busy_nodes, s.demand.floor_nodes(), 0, max), false)
+                (
+                    desired_nodes(s.busy_nodes, s.demand.floor_nodes(), 0, max),
+                    false,
+                )
             }
             // Hold what it has: never a reason to scale down.
             _ => (ns.spec_replicas(), true),

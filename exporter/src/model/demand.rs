@@ -485,5 +485,4 @@ mod tests {
         j.uncertain.unseen_new = true;
         assert!(demand(&j, "p", Some(8), Some(&room)).open_ended);
     }
-
 }
