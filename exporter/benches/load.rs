@@ -141,11 +141,9 @@ async fn counting_proxy(upstream: String) -> (String, Arc<Mutex<BTreeMap<&'stati
     }
     async fn forward(State(s): State<S>, req: Request) -> Response {
         let path = req.uri().path().trim_end_matches('/').to_string();
-        let query = req.uri().query().unwrap_or("");
-        let kind = if path.ends_with("/jobs") && query.contains("update_time") {
-            "jobs?update_time"
-        } else if path.ends_with("/jobs") {
-            "jobs"
+        // A /jobs is "full" by what came back (`update_time` may still bring everything).
+        let kind = if path.ends_with("/jobs") {
+            "jobs?"
         } else if path.ends_with("/jobs/state") {
             "jobs/state"
         } else if path.contains("/job/") {
@@ -153,7 +151,6 @@ async fn counting_proxy(upstream: String) -> (String, Arc<Mutex<BTreeMap<&'stati
         } else {
             "other"
         };
-        *s.counts.lock().unwrap().entry(kind).or_default() += 1;
         let mut up = s
             .http
             .get(format!("{}{}", s.upstream, req.uri()))
@@ -163,13 +160,18 @@ async fn counting_proxy(upstream: String) -> (String, Arc<Mutex<BTreeMap<&'stati
                 up = up.header(h, v);
             }
         }
-        match up.send().await {
-            Ok(resp) => {
-                let status = resp.status();
-                (status, resp.bytes().await.unwrap_or_default()).into_response()
-            }
-            Err(_) => axum::http::StatusCode::BAD_GATEWAY.into_response(),
-        }
+        let (status, body) = match up.send().await {
+            Ok(resp) => (resp.status(), resp.bytes().await.unwrap_or_default()),
+            Err(_) => (axum::http::StatusCode::BAD_GATEWAY, Default::default()),
+        };
+        let kind = match kind {
+            // An unchanged answer is a few hundred bytes; 20,000 jobs are tens of MB.
+            "jobs?" if body.len() > 100_000 => "jobs",
+            "jobs?" => "jobs unchanged",
+            k => k,
+        };
+        *s.counts.lock().unwrap().entry(kind).or_default() += 1;
+        (status, body).into_response()
     }
     let state = S {
         upstream,
@@ -296,7 +298,7 @@ async fn measure(
             let d = n - before.get(kind).copied().unwrap_or(0);
             match *kind {
                 "jobs" => full += d,
-                "jobs?update_time" | "jobs/state" | "job/{id}" => other += d,
+                "jobs unchanged" | "jobs/state" | "job/{id}" => other += d,
                 _ => {}
             }
         }
