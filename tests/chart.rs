@@ -177,6 +177,34 @@ fn the_rendered_objects_keep_their_promises() {
         var("SLURMSCALE_LEADER_ELECTION_NAMESPACE").unwrap()["valueFrom"]["fieldRef"]["fieldPath"],
         "metadata.namespace"
     );
+    assert!(
+        var("SLURM_MAX_REQUESTS_PER_SECOND").is_none(),
+        "the request limit is left to follow the interval"
+    );
+    assert!(var("SLURMSCALE_EXPORTER_METRICS").is_none());
+
+    // One poller for both roles: the autoscaler serves the exporter's metrics, no exporter.
+    let mut shared = values.clone();
+    shared.extend(
+        [
+            "--set",
+            "autoscaler.exporterMetrics=true",
+            "--set",
+            "exporter.enabled=false",
+        ]
+        .map(String::from),
+    );
+    let objs_shared = objects(&render("slurm", &shared));
+    assert!(find(&objs_shared, "Deployment", "-exporter").is_none());
+    let a = find(&objs_shared, "Deployment", "-autoscaler").expect("autoscaler Deployment");
+    let env = a["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_array()
+        .unwrap();
+    assert!(
+        env.iter()
+            .any(|e| e["name"] == "SLURMSCALE_EXPORTER_METRICS" && e["value"] == "true"),
+        "autoscaler.exporterMetrics does not reach the autoscaler"
+    );
 
     // The exporter only reads.
     let role = find(&objs, "ClusterRole", "-exporter").expect("exporter ClusterRole");
