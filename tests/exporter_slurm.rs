@@ -834,3 +834,72 @@ async fn the_job_list_follows_changes_on_22_05() {
 async fn the_job_list_follows_changes_on_24_11() {
     the_job_list_follows_changes_without_full_fetches("24.11").await;
 }
+
+/// The job list kept between polls stays right through what its counters cannot see or
+/// cannot keep up with: a burst of submissions larger than a poll's reads, a counter reset
+/// (`sdiag --reset`, as at midnight), a mass cancel, and holds and releases (which move no
+/// counter and wait for the periodic resync).
+async fn the_job_list_survives_bursts_resets_and_holds(flavor: &str) {
+    let _turn = turn(flavor).await;
+    let cluster = SlurmCluster::get(flavor);
+    let _ = cluster.cmd("scancel").arg("--user=root").status();
+    let version = cluster.api_versions.last().unwrap().clone();
+    let exporter = exporter(&cluster, &version);
+    exporter.wait_ready(Duration::from_secs(30)).await;
+    // Pending, held and schedulable pending jobs as squeue counts them.
+    let slurm = || {
+        let out = cluster.run("squeue", &["-h", "-t", "PD", "-o", "%r"]);
+        let held = out.lines().filter(|r| r.starts_with("JobHeld")).count() as f64;
+        (out.lines().count() as f64, held)
+    };
+    let agrees = async |within: u64, what: &str| {
+        let ok = wait_until(Duration::from_secs(within), || async {
+            let m = exporter.metrics().await;
+            let (pending, held) = slurm();
+            m.get("slurm_jobs_pending", &[]) == Some(pending)
+                && m.get("slurm_jobs_hold", &[]) == Some(held)
+        })
+        .await;
+        let m = exporter.metrics().await;
+        assert!(
+            ok,
+            "Slurm {flavor}, {what}: exporter pending {:?} held {:?}, squeue {:?}\n{}",
+            m.get("slurm_jobs_pending", &[]),
+            m.get("slurm_jobs_hold", &[]),
+            slurm(),
+            exporter.logs()
+        );
+    };
+    let submit = |n: usize, name: &str| -> Vec<String> {
+        (0..n)
+            .map(|_| cluster.submit(&["-p", "elastic", "-J", name, "--wrap", "sleep 60"]))
+            .collect()
+    };
+
+    let burst = submit(120, "burst");
+    agrees(30, "a burst of 120 submissions").await;
+    let reset = cluster.cmd("sdiag").arg("--reset").status();
+    assert!(reset.is_ok_and(|s| s.success()), "sdiag --reset failed");
+    submit(3, "after-reset");
+    agrees(30, "counters reset, then 3 more").await;
+    let _ = cluster.cmd("scancel").args(["--name", "burst"]).status();
+    agrees(30, "100+ cancelled at once").await;
+    let ids = cluster.run("squeue", &["-h", "-n", "after-reset", "-o", "%i"]);
+    for id in ids.lines() {
+        let _ = cluster.cmd("scontrol").args(["hold", id.trim()]).status();
+    }
+    // Holds move no counter: the periodic full read (every 30 s) brings them.
+    agrees(75, "3 jobs held").await;
+    drop(burst);
+    let _ = cluster.cmd("scancel").arg("--user=root").status();
+}
+
+#[tokio::test]
+async fn the_job_list_survives_bursts_resets_and_holds_on_22_05() {
+    the_job_list_survives_bursts_resets_and_holds("22.05").await;
+}
+
+#[tokio::test]
+async fn the_job_list_survives_bursts_resets_and_holds_on_24_11() {
+    the_job_list_survives_bursts_resets_and_holds("24.11").await;
+}
