@@ -122,7 +122,7 @@ MinJobAge=60
 SlurmdTimeout=60
 InactiveLimit=0
 KillWait=5
-MaxJobCount=100000
+MaxJobCount=200000
 MaxArraySize=100001
 EOF
     local i=0 n
