@@ -795,3 +795,44 @@ async fn the_leader_serves_the_exporters_metrics_when_asked() {
     assert_eq!(m.get("slurmscale_autoscaler_leader", &[]), Some(0.0));
     s.teardown(&cluster).await;
 }
+
+/// A slow but healthy slurmrestd does not freeze the autoscaler: every answer takes 4 s
+/// (longer than the fixed limit of the poll interval's "three polls plus 5 s" could absorb
+/// once the poll budget spaces requests out), yet the data is never taken for stale and a
+/// new job still scales the NodeSet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_slurmrestd_is_not_a_frozen_one() {
+    let _turn = ELASTIC.lock().await;
+    let cluster = SlurmCluster::get("24.11");
+    let s = setup(&cluster, false).await;
+    let proxy = FaultProxy::start(&cluster.url).await;
+    proxy.set(support::fault::Fault::Slow(Duration::from_secs(4)), None);
+    // A budget of 40 %: a 4 s answer is asked for again 6 s later, 10 s apart in all.
+    let a = autoscaler_via(
+        &cluster,
+        &proxy.url,
+        &s.ns,
+        &["--poll-budget", "40%", "--timeout", "20s"],
+    );
+    a.wait_ready(Duration::from_secs(60)).await;
+    eventually("Frozen=False", Duration::from_secs(60), &a, async || {
+        condition(&s, "Frozen").await.as_deref() == Some("False")
+    })
+    .await;
+    let job = sbatch(&cluster, &["-N", "1", "--wrap", "sleep 300"]);
+    let until = Instant::now() + Duration::from_secs(40);
+    let mut scaled = false;
+    while Instant::now() < until {
+        assert_ne!(
+            condition(&s, "Frozen").await.as_deref(),
+            Some("True"),
+            "frozen on slow but good data:\n{}",
+            a.logs()
+        );
+        scaled |= replicas(&s).await == 1;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert!(scaled, "a new job did not scale the NodeSet:\n{}", a.logs());
+    cluster.run("scancel", &[&job]);
+    s.teardown(&cluster).await;
+}
