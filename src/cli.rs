@@ -127,6 +127,15 @@ pub struct SlurmArgs {
     /// The job list stays current between full fetches from /diag and single-job reads.
     #[arg(long, env = "SLURMSCALE_POLL_BUDGET", default_value = "3%")]
     pub poll_budget: slurmscale_exporter::collect::Budget,
+    /// Slurm jobs that are placeholders for Kubernetes pods, besides those Slinky's
+    /// slurm-bridge marks itself: FIELD:PATTERN rules (field: comment, admin_comment, name,
+    /// wckey, account or mcs_label; `*` matches anything), e.g. `comment:sunk-*`.
+    #[arg(
+        long = "kubernetes-job",
+        env = "SLURMSCALE_KUBERNETES_JOBS",
+        value_delimiter = ','
+    )]
+    pub kubernetes_jobs: Vec<String>,
     /// YAML file listing several clusters (replaces the single-cluster flags above).
     #[arg(long, env = "SLURMSCALE_CONFIG")]
     pub config: Option<PathBuf>,
@@ -176,6 +185,7 @@ impl SlurmArgs {
                         .context("--max-requests-per-second must be at least 1")
                 })
                 .transpose()?,
+            kubernetes_jobs: config::origin_rules(&self.kubernetes_jobs)?,
         };
         Ok((vec![cluster], None))
     }

@@ -836,3 +836,131 @@ async fn a_slow_slurmrestd_is_not_a_frozen_one() {
     cluster.run("scancel", &[&job]);
     s.teardown(&cluster).await;
 }
+
+/// Submits a job through slurmrestd exactly as Slinky's slurm-bridge submits the placeholder
+/// for a group of pods: an admin comment listing them, exclusive nodes, one task a node (on
+/// 24.11's v0.0.42, which has no EXTERNAL_JOB flag yet, it is an ordinary batch job).
+async fn submit_like_slurm_bridge(cluster: &SlurmCluster, pods: &[&str]) -> u64 {
+    let token = std::fs::read_to_string(&cluster.jwt_file).unwrap();
+    let comment = serde_json::to_string(&json!({ "pods": pods })).unwrap();
+    let body = json!({"job": {
+        "name": "pod-group",
+        "partition": "elastic",
+        "admin_comment": comment,
+        "shared": ["none"],
+        "nodes": pods.len().to_string(),
+        "tasks_per_node": 1,
+        "current_working_directory": "/tmp",
+        "environment": ["PATH=/bin:/usr/bin"],
+        "script": "#!/bin/sh\nsleep 600",
+        "user_id": "0",
+        "group_id": "0",
+    }});
+    let answer: serde_json::Value = reqwest::Client::new()
+        .post(format!("{}/slurm/v0.0.42/job/submit", cluster.url))
+        .header("X-SLURM-USER-NAME", &cluster.user)
+        .header("X-SLURM-USER-TOKEN", token.trim())
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(answer["errors"], json!([]), "submit: {answer}");
+    answer["job_id"].as_u64().expect("a job id")
+}
+
+/// Pods scheduled through Slurm: a slurm-bridge placeholder is Kubernetes demand
+/// (`origin="kubernetes"`, with its pods), a site rule recognises a SUNK-style job by its
+/// comment, a garbage admin comment is counted and not fatal; an autoscaler told to follow
+/// batch work only leaves the NodeSet alone, and one following both scales for them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_scheduled_through_slurm_are_kubernetes_demand() {
+    let _turn = ELASTIC.lock().await;
+    let cluster = SlurmCluster::get("24.11");
+    let s = setup_with(&cluster, false, json!({"slurm": {"origins": ["batch"]}})).await;
+    let a = autoscaler(
+        &cluster,
+        &s.ns,
+        &[
+            "--exporter-metrics",
+            "--kubernetes-job",
+            "comment:sunk-pod*",
+        ],
+    );
+    a.wait_ready(Duration::from_secs(30)).await;
+    let pg = submit_like_slurm_bridge(&cluster, &["web/pg-0", "web/pg-1"]).await;
+    let sunk = cluster.submit(&[
+        "-p",
+        "elastic",
+        "--exclusive",
+        "--comment",
+        "sunk-pod-web/api-0",
+        "--wrap",
+        "sleep 600",
+    ]);
+    let origin = |o: &'static str| [("partition", "elastic"), ("origin", o)];
+    eventually(
+        "both placeholders are Kubernetes demand, with the bridge's pods",
+        Duration::from_secs(20),
+        &a,
+        async || {
+            let m = a.metrics().await;
+            m.get("slurm_partition_origin_demand_jobs", &origin("kubernetes")) == Some(2.0)
+                && m.get("slurm_partition_origin_demand_jobs", &origin("batch")) == Some(0.0)
+                && m.get("slurm_partition_origin_demand_nodes", &origin("kubernetes")) == Some(3.0)
+                && m.get(
+                    "slurm_partition_kubernetes_pods",
+                    &[("partition", "elastic"), ("state", "pending")],
+                ) == Some(2.0)
+        },
+    )
+    .await;
+    // Following batch work only, the autoscaler leaves the NodeSet at 0.
+    let until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < until {
+        assert_eq!(
+            replicas(&s).await,
+            0,
+            "scaled for Kubernetes work:\n{}",
+            a.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    // Both origins (the default): it scales for them as for batch jobs.
+    s.autoscalers
+        .patch(
+            "elastic",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"slurm": {"origins": null}}})),
+        )
+        .await
+        .unwrap();
+    eventually(
+        "the NodeSet grows for the pods' placeholders",
+        Duration::from_secs(20),
+        &a,
+        async || replicas(&s).await == 3,
+    )
+    .await;
+    // An admin comment that looks like JSON but is no pod list: a batch job, counted (an
+    // update moves no counter: the periodic full read, every 30 s, brings it).
+    cluster.run(
+        "scontrol",
+        &["update", &format!("jobid={sunk}"), "admincomment={broken"],
+    );
+    eventually(
+        "the garbage admin comment is counted",
+        Duration::from_secs(45),
+        &a,
+        async || {
+            let m = a.metrics().await;
+            m.get("slurm_exporter_malformed_admin_comments", &[]) == Some(1.0)
+        },
+    )
+    .await;
+    assert!(!a.logs().contains("panicked"));
+    cluster.run("scancel", &[&pg.to_string(), &sunk]);
+    s.teardown(&cluster).await;
+}

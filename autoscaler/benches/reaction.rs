@@ -120,6 +120,7 @@ async fn main() {
         ca_file: None,
         timeout: Duration::from_secs(30),
         max_requests_per_second: None,
+        kubernetes_jobs: Default::default(),
     };
     let cfg = AutoscalerConfig {
         budget: Default::default(),

@@ -47,6 +47,10 @@ pub struct SlurmSource {
     /// partition (`slurmscale.io/partition` annotation, else its name).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub partitions: Vec<String>,
+    /// Which pending work counts: `batch` jobs, `kubernetes` placeholders (pods scheduled
+    /// through Slurm, e.g. by Slinky's slurm-bridge), or both (the default, when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub origins: Vec<slurmscale_exporter::model::origin::Origin>,
 }
 
 /// How fast one direction may move.

@@ -115,6 +115,7 @@ impl Harness {
             ca_file: None,
             timeout: Duration::from_secs(120),
             max_requests_per_second: None,
+            kubernetes_jobs: Default::default(),
         }
     }
 }

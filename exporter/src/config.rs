@@ -42,6 +42,8 @@ pub struct ClusterConfig {
     pub timeout: Duration,
     /// `None`: what one collection needs at the poll interval ([`crate::collect`]).
     pub max_requests_per_second: Option<NonZeroU32>,
+    /// How to recognise Kubernetes placeholder jobs besides slurm-bridge's own mark.
+    pub kubernetes_jobs: crate::model::origin::OriginRules,
 }
 
 impl ClusterConfig {
@@ -140,6 +142,18 @@ pub struct ClusterEntry {
     pub timeout: Option<Duration>,
     #[serde(default)]
     pub max_requests_per_second: Option<u32>,
+    /// `FIELD:PATTERN` rules for Kubernetes placeholder jobs ([`crate::model::origin`]).
+    #[serde(default)]
+    pub kubernetes_jobs: Vec<String>,
+}
+
+/// Parses `FIELD:PATTERN` rules ([`crate::model::origin::Rule`]).
+pub fn origin_rules(rules: &[String]) -> Result<crate::model::origin::OriginRules> {
+    rules
+        .iter()
+        .map(|r| r.parse().map_err(Error::Config))
+        .collect::<Result<Vec<_>>>()
+        .map(crate::model::origin::OriginRules)
 }
 
 pub const DEFAULT_USER: &str = "slurm";
@@ -199,6 +213,7 @@ impl ClusterEntry {
                         .ok_or_else(|| bad("maxRequestsPerSecond must be at least 1".into()))
                 })
                 .transpose()?,
+            kubernetes_jobs: origin_rules(&self.kubernetes_jobs).map_err(|e| bad(e.to_string()))?,
             name: self.name,
             url: self.url,
         })
@@ -261,6 +276,7 @@ mod tests {
             ca_file: Some("/ca.pem".into()),
             timeout: Some(Duration::from_secs(7)),
             max_requests_per_second: None,
+            kubernetes_jobs: vec!["comment:sunk-*".into()],
         }
         .resolve()
         .unwrap();

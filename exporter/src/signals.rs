@@ -6,7 +6,8 @@
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
-use crate::model::demand::{Demand, Room, Shape, demand};
+use crate::model::demand::{Demand, Room, Shape, demand_of};
+use crate::model::origin::Origin;
 use crate::slurm::Endpoint;
 use crate::snapshot::{ClusterSnapshot, EndpointState};
 
@@ -91,6 +92,7 @@ pub fn partition_signals(
     partition: &str,
     max_nodes: Option<u64>,
     shape: Shape,
+    origins: &[Origin],
     now: SystemTime,
     max_age: Duration,
 ) -> Result<PartitionSignals, Untrusted> {
@@ -121,7 +123,7 @@ pub fn partition_signals(
     Ok(PartitionSignals {
         busy_nodes,
         total_nodes: p.total_nodes,
-        demand: demand(jobs, partition, Some(limit), Some(&room)),
+        demand: demand_of(jobs, partition, Some(limit), Some(&room), origins),
         as_of,
     })
 }

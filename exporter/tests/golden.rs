@@ -64,7 +64,7 @@ pub fn snapshot(version: ApiVersion) -> ClusterSnapshot {
         .expect("jobs decode into a table")
         .data;
     assert_eq!(
-        table.build(true),
+        table.build(true, &Default::default()),
         jobs,
         "{version}: table and direct decode differ"
     );
@@ -574,6 +574,48 @@ fn fixture_workload(version: ApiVersion) {
         ),
         3600.0
     );
+    // Job 103 is a slurm-bridge placeholder (EXTERNAL_JOB, a pod list in its admin
+    // comment); job 104's admin comment looks like JSON but is not a pod list.
+    let origin = |o: &'static str, state: &'static str| {
+        [("partition", "gpu"), ("origin", o), ("state", state)]
+    };
+    assert_eq!(
+        v(
+            "slurm_partition_origin_jobs",
+            &origin("kubernetes", "pending")
+        ),
+        1.0
+    );
+    assert_eq!(
+        v("slurm_partition_origin_jobs", &origin("batch", "pending")),
+        1.0
+    );
+    assert_eq!(
+        v(
+            "slurm_partition_kubernetes_pods",
+            &[("partition", "gpu"), ("state", "pending")]
+        ),
+        2.0
+    );
+    assert_eq!(
+        v(
+            "slurm_partition_origin_demand_jobs",
+            &[("partition", "gpu"), ("origin", "kubernetes")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        v(
+            "slurm_partition_origin_demand_nodes",
+            &[("partition", "gpu"), ("origin", "batch")]
+        ) + v(
+            "slurm_partition_origin_demand_nodes",
+            &[("partition", "gpu"), ("origin", "kubernetes")]
+        ),
+        v("slurm_partition_demand_nodes", &part("gpu")),
+        "what each origin needs adds up here (no job of one fits beside one of the other)"
+    );
+    assert_eq!(v("slurm_exporter_malformed_admin_comments", &[]), 1.0);
     assert_eq!(v("slurm_scheduler_cycle_max_seconds", &[]), 0.048213);
     assert_eq!(
         v(

@@ -197,6 +197,7 @@ impl Demo {
             BURST,
             None,
             Shape::default(),
+            &slurmscale_exporter::model::origin::Origin::ALL,
             now,
             stale_after(INTERVAL),
         )

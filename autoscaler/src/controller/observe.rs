@@ -10,6 +10,7 @@ use kube::ResourceExt;
 use slurmscale_exporter::k8s::ledger::Owner;
 use slurmscale_exporter::k8s::watch::KubeSnapshot;
 use slurmscale_exporter::model::demand::{Demand, Shape};
+use slurmscale_exporter::model::origin::Origin;
 use slurmscale_exporter::model::{Node, NodeBase, NodeFlags, NodeWork};
 use slurmscale_exporter::signals::{PartitionSignals, Untrusted, partition_signals};
 use slurmscale_exporter::slurm::ApiVersion;
@@ -94,10 +95,20 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         .as_ref()
         .map(|s| s.shape())
         .unwrap_or_default();
+    let origins: &[Origin] = if spec.slurm.origins.is_empty() {
+        &Origin::ALL
+    } else {
+        &spec.slurm.origins
+    };
+    let ask = Ask {
+        max_nodes,
+        shape,
+        origins,
+    };
     let signals = snapshot
         .as_ref()
         .map_err(Clone::clone)
-        .and_then(|s| signals(s, &partitions, max_nodes, shape, now, ctl.cfg.stale_after));
+        .and_then(|s| signals(s, &partitions, &ask, now, ctl.cfg.stale_after));
     let pool = match &spec.colocation {
         None => None,
         Some(col) => {
@@ -147,17 +158,32 @@ fn partitions(spec: &NodeSetAutoscalerSpec, target: &Target) -> Vec<String> {
 
 /// The Slurm side of `partitions`, merged: busy nodes and demand add up, the oldest data
 /// counts. Jobs needing more than `max_nodes` are unsatisfiable, not demand.
+/// What an autoscaler asks of its partitions' pending work.
+struct Ask<'a> {
+    /// Jobs needing more nodes than this are unsatisfiable.
+    max_nodes: Option<u64>,
+    shape: Shape,
+    origins: &'a [Origin],
+}
+
 fn signals(
     snap: &ClusterSnapshot,
     partitions: &[String],
-    max_nodes: Option<u64>,
-    shape: Shape,
+    ask: &Ask<'_>,
     now: SystemTime,
     stale_after: Duration,
 ) -> Signals {
     let mut merged: Option<PartitionSignals> = None;
     for p in partitions {
-        let s = partition_signals(snap, p, max_nodes, shape, now, stale_after)?;
+        let s = partition_signals(
+            snap,
+            p,
+            ask.max_nodes,
+            ask.shape,
+            ask.origins,
+            now,
+            stale_after,
+        )?;
         merged = Some(match merged {
             None => s,
             Some(m) => PartitionSignals {
@@ -165,6 +191,9 @@ fn signals(
                 total_nodes: m.total_nodes + s.total_nodes,
                 demand: Demand {
                     nodes: m.demand.nodes + s.demand.nodes,
+                    maybe_started_nodes: m.demand.maybe_started_nodes
+                        + s.demand.maybe_started_nodes,
+                    open_ended: m.demand.open_ended || s.demand.open_ended,
                     unsatisfiable_jobs: m.demand.unsatisfiable_jobs + s.demand.unsatisfiable_jobs,
                     ..m.demand
                 },

@@ -207,6 +207,7 @@ fn snapshot(taken: SystemTime, partition: &str, nodes: Vec<Node>, jobs: &[u64]) 
             memory_bytes: 0,
             whole_node: true,
             submit_time: None,
+            origin: slurmscale_exporter::model::origin::Origin::Batch,
         })
         .collect();
     snap.jobs.succeed(

@@ -241,6 +241,7 @@ impl Builtin {
                     memory_bytes: mb(j.memory_mib_per_node) * u64::from(j.nodes),
                     whole_node: j.whole_nodes(&cluster.shape),
                     submit_time: Some(j.submit),
+                    origin: slurmscale_exporter::model::origin::Origin::Batch,
                 })
                 .collect(),
             ..Jobs::default()

@@ -42,6 +42,10 @@ app.kubernetes.io/component: {{ .component }}
   value: {{ .Values.slurm.apiVersion | quote }}
 - name: SLURM_TIMEOUT
   value: {{ .Values.slurm.timeout | quote }}
+{{- with .Values.slurm.kubernetesJobs }}
+- name: SLURMSCALE_KUBERNETES_JOBS
+  value: {{ join "," . | quote }}
+{{- end }}
 {{- with .Values.slurm.maxRequestsPerSecond }}
 - name: SLURM_MAX_REQUESTS_PER_SECOND
   value: {{ . | quote }}

@@ -27,6 +27,7 @@ use tracing::debug;
 use super::pace::{Budget, Pace};
 use crate::error::Result;
 use crate::model::job_table::{JobTable, StateEntry};
+use crate::model::origin::OriginRules;
 use crate::model::{Diag, Jobs, Uncertainty};
 use crate::slurm::fetch::{self, Outcome};
 use crate::slurm::{ApiVersion, SlurmClient};
@@ -120,6 +121,8 @@ pub struct JobTracker {
     table: JobTable,
     has_table: bool,
     per_owner: bool,
+    /// A site's rules for Kubernetes placeholder jobs.
+    origins: OriginRules,
     budget: Budget,
     /// Counters as of the list's last exact state.
     counters: Option<Counters>,
@@ -144,11 +147,12 @@ pub struct JobTracker {
 }
 
 impl JobTracker {
-    pub fn new(per_owner: bool, budget: Budget) -> Self {
+    pub fn new(per_owner: bool, budget: Budget, origins: OriginRules) -> Self {
         Self {
             table: JobTable::default(),
             has_table: false,
             per_owner,
+            origins,
             budget,
             counters: None,
             uncertain: Uncertainty::default(),
@@ -172,7 +176,7 @@ impl JobTracker {
 
     /// Forget everything (slurmrestd changed API version).
     pub fn reset(&mut self) {
-        *self = Self::new(self.per_owner, self.budget);
+        *self = Self::new(self.per_owner, self.budget, self.origins.clone());
     }
 
     /// One step, with `/diag` already read (`None` when it failed or lacks the counters).
@@ -525,7 +529,7 @@ impl JobTracker {
     }
 
     fn build(&self) -> Jobs {
-        let mut jobs = self.table.build(self.per_owner);
+        let mut jobs = self.table.build(self.per_owner, &self.origins);
         jobs.uncertain = self.uncertain;
         jobs
     }

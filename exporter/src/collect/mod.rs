@@ -135,7 +135,11 @@ impl Poller {
         let poller = Self {
             client,
             pinned: cluster.api_version,
-            tracker: Some(Box::new(JobTracker::new(opts.per_owner, opts.budget))),
+            tracker: Some(Box::new(JobTracker::new(
+                opts.per_owner,
+                opts.budget,
+                cluster.kubernetes_jobs.clone(),
+            ))),
             opts,
             snapshot,
             paces: BTreeMap::new(),
@@ -262,9 +266,10 @@ impl Poller {
                 })
             }
             Lane::Jobs => {
-                let mut tracker = self.tracker.take().unwrap_or_else(|| {
-                    Box::new(JobTracker::new(self.opts.per_owner, self.opts.budget))
-                });
+                // Out only while its lane runs, which is not now.
+                let Some(mut tracker) = self.tracker.take() else {
+                    return Box::pin(std::future::pending());
+                };
                 let interval = self.opts.interval;
                 let with_nodes = self.nodes_pace.ready();
                 Box::pin(async move {
@@ -545,6 +550,7 @@ mod tests {
             ca_file: None,
             timeout: Duration::from_secs(1),
             max_requests_per_second: limit.and_then(NonZeroU32::new),
+            kubernetes_jobs: Default::default(),
         }
     }
 

@@ -8,7 +8,8 @@ use std::time::SystemTime;
 
 use super::{MetricsOptions, Out};
 use crate::model::PendingClass;
-use crate::model::demand::{Room, Shape, demand};
+use crate::model::demand::{Room, Shape, demand, demand_of};
+use crate::model::origin::Origin;
 use crate::snapshot::ClusterSnapshot;
 
 pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
@@ -98,6 +99,42 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
                 "Age of the oldest schedulable pending job of the partition when the data was collected.",
                 &part,
                 (now - t).max(0) as f64,
+            );
+        }
+        // By origin, in families of their own: the totals above keep their meaning (and
+        // one series per partition) for the queries, dashboards and KEDA triggers on them.
+        for origin in Origin::ALL {
+            let d = demand_of(
+                jobs,
+                name,
+                limit.filter(|l| *l > 0),
+                room.as_ref(),
+                &[origin],
+            );
+            let labels = [("partition", name), ("origin", origin.as_str())];
+            out.gauge(
+                "slurm_partition_origin_demand_jobs",
+                "Schedulable pending job-equivalents of the partition by origin: batch, or kubernetes (placeholders pods are scheduled through, e.g. Slinky's slurm-bridge).",
+                &labels,
+                d.jobs(PendingClass::Schedulable) as f64,
+            );
+            out.gauge(
+                "slurm_partition_origin_demand_nodes",
+                "Nodes the partition's schedulable pending jobs of one origin would need alone, packed as slurm_partition_demand_nodes.",
+                &labels,
+                d.nodes as f64,
+            );
+            out.gauge(
+                "slurm_partition_origin_demand_cpus",
+                "CPUs the partition's schedulable pending jobs of one origin need.",
+                &labels,
+                d.cpus as f64,
+            );
+            out.gauge(
+                "slurm_partition_origin_demand_gpus",
+                "GPUs the partition's schedulable pending jobs of one origin need.",
+                &labels,
+                d.gpus as f64,
             );
         }
     }

@@ -10,6 +10,7 @@
 use std::collections::BTreeSet;
 
 use super::{MetricsOptions, Out};
+use crate::model::origin::Origin;
 use crate::model::{JobCounts, JobState};
 use crate::snapshot::ClusterSnapshot;
 
@@ -100,6 +101,39 @@ fn active(c: &JobCounts) -> u64 {
     .sum()
 }
 
+/// Pending and running jobs by origin, and the pods Kubernetes placeholders stand for.
+fn by_origin(
+    out: &mut Out,
+    c: &JobCounts,
+    labels: &[(&str, &str)],
+    (jobs, pods): (&'static str, &'static str),
+) {
+    for origin in Origin::ALL {
+        let counts = &c.by_origin[origin.index()];
+        for (state, n) in [("pending", counts.pending), ("running", counts.running)] {
+            let mut l = labels.to_vec();
+            l.extend([("origin", origin.as_str()), ("state", state)]);
+            out.gauge(
+                jobs,
+                "Pending and running job records by origin: batch, or kubernetes (placeholders pods are scheduled through, such as Slinky slurm-bridge's).",
+                &l,
+                n as f64,
+            );
+        }
+    }
+    let k = &c.by_origin[Origin::Kubernetes.index()];
+    for (state, n) in [("pending", k.pods_pending), ("running", k.pods_running)] {
+        let mut l = labels.to_vec();
+        l.push(("state", state));
+        out.gauge(
+            pods,
+            "Kubernetes pods waiting for or running on Slurm nodes, from the pod lists of the placeholder jobs that carry one.",
+            &l,
+            n as f64,
+        );
+    }
+}
+
 pub fn collect(out: &mut Out, s: &ClusterSnapshot, opts: &MetricsOptions) {
     let Some(jobs) = &s.jobs.data else { return };
     let c = &jobs.cluster;
@@ -142,6 +176,13 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, opts: &MetricsOptions) {
         &[],
         nodes_alloc as f64,
     );
+    by_origin(out, c, &[], ("slurm_origin_jobs", "slurm_kubernetes_pods"));
+    out.gauge(
+        "slurm_exporter_malformed_admin_comments",
+        "Jobs whose admin comment looked like a pod list (slurm-bridge's mark) but was not one: counted as batch jobs.",
+        &[],
+        jobs.malformed_admin_comments as f64,
+    );
 
     let mut names: BTreeSet<&str> = jobs.partitions.keys().map(|p| &**p).collect();
     names.extend(
@@ -168,6 +209,15 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, opts: &MetricsOptions) {
             "Pending jobs of the partition held by their user or an admin.",
             &part,
             c.held as f64,
+        );
+        by_origin(
+            out,
+            c,
+            &part,
+            (
+                "slurm_partition_origin_jobs",
+                "slurm_partition_kubernetes_pods",
+            ),
         );
         out.gauge(
             "slurm_partition_jobs_cpus_alloc",

@@ -84,8 +84,17 @@ pub fn collect(
         let part = [id[0], id[1], ("partition", ns.partition.as_str())];
         let snap = slurm.iter().find(|s| *s.cluster == *cluster);
         let max_age = stale_after(opts.interval);
-        let signals =
-            snap.map(|s| partition_signals(s, &ns.partition, ns.max_nodes, ns.shape, now, max_age));
+        let signals = snap.map(|s| {
+            partition_signals(
+                s,
+                &ns.partition,
+                ns.max_nodes,
+                ns.shape,
+                &crate::model::origin::Origin::ALL,
+                now,
+                max_age,
+            )
+        });
         let (desired, stale) = match signals {
             Some(Ok(s)) => {
                 let max = ns.max_nodes.unwrap_or(s.total_nodes);

@@ -15,6 +15,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use super::origin::Origin;
 use super::packing::{self, Ask, FreeNode, Packed, Resources};
 use super::{Jobs, Node, Partition, PendingClass};
 
@@ -208,6 +209,17 @@ impl Demand {
 /// a NodeSet's maximum) are unsatisfiable, not demand. With `room`, the work is packed onto
 /// it; without, each job counts its own nodes.
 pub fn demand(jobs: &Jobs, partition: &str, max_nodes: Option<u64>, room: Option<&Room>) -> Demand {
+    demand_of(jobs, partition, max_nodes, room, &Origin::ALL)
+}
+
+/// As [`demand`], counting only jobs of `origins` (batch jobs, Kubernetes placeholders).
+pub fn demand_of(
+    jobs: &Jobs,
+    partition: &str,
+    max_nodes: Option<u64>,
+    room: Option<&Room>,
+    origins: &[Origin],
+) -> Demand {
     let mut d = Demand::default();
     let mut fitting = Vec::new();
     let shape = room.map(|r| r.shape).filter(|s| s.cpus.is_some());
@@ -215,6 +227,7 @@ pub fn demand(jobs: &Jobs, partition: &str, max_nodes: Option<u64>, room: Option
         .pending
         .iter()
         .filter(|j| j.partitions.iter().any(|p| &**p == partition))
+        .filter(|j| origins.contains(&j.origin))
     {
         *d.jobs.entry(job.class).or_default() += job.tasks;
         if job.throttled > 0 {
@@ -383,6 +396,7 @@ mod tests {
                     memory_bytes: cpus * GIB,
                     whole_node,
                     submit_time: None,
+                    origin: super::super::origin::Origin::Batch,
                 })
                 .collect(),
             ..Jobs::default()

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use super::jobs::{JobRecord, JobsBuilder};
+use super::origin::OriginRules;
 use super::{JobState, Jobs};
 
 /// A job as [`JobRecord`] reads it, owned.
@@ -42,6 +43,12 @@ pub struct OwnedJob {
     pub submit_time: Option<i64>,
     pub node_list: Arc<str>,
     pub end_time: Option<i64>,
+    pub name: Arc<str>,
+    pub comment: Arc<str>,
+    pub admin_comment: Arc<str>,
+    pub wckey: Arc<str>,
+    pub mcs_label: Arc<str>,
+    pub external: bool,
 }
 
 impl OwnedJob {
@@ -74,6 +81,12 @@ impl OwnedJob {
             submit_time: self.submit_time,
             node_list: &self.node_list,
             end_time: self.end_time,
+            name: &self.name,
+            comment: &self.comment,
+            admin_comment: &self.admin_comment,
+            wckey: &self.wckey,
+            mcs_label: &self.mcs_label,
+            external: self.external,
         }
     }
 
@@ -182,6 +195,12 @@ impl JobTable {
             submit_time: r.submit_time,
             node_list: Arc::from(r.node_list),
             end_time: r.end_time,
+            name: s(r.name),
+            comment: s(r.comment),
+            admin_comment: s(r.admin_comment),
+            wckey: s(r.wckey),
+            mcs_label: s(r.mcs_label),
+            external: r.external,
         };
         self.jobs.insert(r.id, job);
     }
@@ -204,9 +223,10 @@ impl JobTable {
         self.jobs.remove(&id)
     }
 
-    /// Counts and pending demand, exactly as decoding the same jobs from `/jobs` gives.
-    pub fn build(&self, per_owner: bool) -> Jobs {
-        let mut b = JobsBuilder::new(per_owner);
+    /// Counts and pending demand, exactly as decoding the same jobs from `/jobs` gives;
+    /// `origins` recognises a site's Kubernetes placeholders.
+    pub fn build(&self, per_owner: bool, origins: &OriginRules) -> Jobs {
+        let mut b = JobsBuilder::new(per_owner).with_rules(origins);
         for j in self.jobs.values() {
             b.add(j.record());
         }
@@ -274,7 +294,7 @@ mod tests {
             direct.add(r.clone());
             table.upsert(r);
         }
-        assert_eq!(table.build(true), direct.finish());
+        assert_eq!(table.build(true, &OriginRules::default()), direct.finish());
         assert_eq!(table.max_id(), Some(5));
         assert!(table.get(1).unwrap().waiting_to_run());
         assert!(!table.get(3).unwrap().waiting_to_run(), "held");
@@ -294,12 +314,12 @@ mod tests {
             state: Some(JobState::Running),
             ..pending(1, "cpu", "None")
         });
-        let jobs = table.build(false);
+        let jobs = table.build(false, &OriginRules::default());
         assert_eq!(jobs.cluster.state(JobState::Running), 1);
         assert_eq!(jobs.cluster.state(JobState::Pending), 1);
         assert_eq!(jobs.pending[0].class, PendingClass::Schedulable);
         table.remove(2);
         table.compact();
-        assert_eq!(table.build(false).pending.len(), 0);
+        assert_eq!(table.build(false, &OriginRules::default()).pending.len(), 0);
     }
 }

@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::origin::OriginRules;
 use super::{JobCounts, JobState, Jobs, NodeWork, PendingClass, PendingJob};
 use crate::model::text::{array_tasks, expand_hostlist, tres_gpus, tres_mem_mib, tres_per_gpus};
 
@@ -52,6 +53,14 @@ pub struct JobRecord<'a> {
     pub node_list: &'a str,
     /// When a running job reaches its time limit (unix seconds); `None` without one.
     pub end_time: Option<i64>,
+    /// What says where a job comes from ([`super::origin`]).
+    pub name: &'a str,
+    pub comment: &'a str,
+    pub admin_comment: &'a str,
+    pub wckey: &'a str,
+    pub mcs_label: &'a str,
+    /// The `EXTERNAL_JOB` flag (v0.0.43 on): a placeholder for work run elsewhere.
+    pub external: bool,
 }
 
 impl JobRecord<'_> {
@@ -104,6 +113,7 @@ type PartitionList = (Arc<str>, Arc<[Arc<str>]>);
 #[derive(Default)]
 pub struct JobsBuilder {
     per_owner: bool,
+    origins: OriginRules,
     partition_lists: HashMap<Box<str>, PartitionList>,
     names: HashMap<Box<str>, Arc<str>>,
     jobs: Jobs,
@@ -119,6 +129,12 @@ impl JobsBuilder {
             per_owner,
             ..Default::default()
         }
+    }
+
+    /// Recognising Kubernetes placeholders by a site's `rules` besides slurm-bridge's mark.
+    pub fn with_rules(mut self, rules: &OriginRules) -> Self {
+        self.origins = rules.clone();
+        self
     }
 
     fn intern(names: &mut HashMap<Box<str>, Arc<str>>, s: &str) -> Arc<str> {
@@ -148,6 +164,8 @@ impl JobsBuilder {
 
     pub fn add(&mut self, r: JobRecord<'_>) {
         let state = r.state.unwrap_or(JobState::Other);
+        let origin = self.origins.classify(&r);
+        self.jobs.malformed_admin_comments += u64::from(origin.malformed);
         let parts = self.partitions(r.partition);
         let mut partition = match &parts {
             Some((primary, _)) => {
@@ -164,6 +182,21 @@ impl JobsBuilder {
         cluster.by_state[state as usize] += 1;
         if let Some(p) = partition.as_deref_mut() {
             p.by_state[state as usize] += 1;
+        }
+        let o = origin.origin().index();
+        for c in std::iter::once(&mut *cluster).chain(partition.as_deref_mut()) {
+            let counts = &mut c.by_origin[o];
+            match state {
+                JobState::Pending => {
+                    counts.pending += 1;
+                    counts.pods_pending += origin.pods;
+                }
+                JobState::Running | JobState::Suspended => {
+                    counts.running += 1;
+                    counts.pods_running += origin.pods;
+                }
+                _ => {}
+            }
         }
 
         match state {
@@ -237,6 +270,7 @@ impl JobsBuilder {
                     memory_bytes: r.memory_bytes(),
                     whole_node: r.whole_node,
                     submit_time: r.submit_time.filter(|t| *t > 0),
+                    origin: origin.origin(),
                 });
             }
             _ => {}

@@ -8,6 +8,7 @@ use std::sync::Arc;
 pub mod demand;
 pub mod job_table;
 pub mod jobs;
+pub mod origin;
 pub mod packing;
 pub mod text;
 
@@ -437,6 +438,7 @@ pub struct PendingJob {
     /// `--exclusive` (or an exclusive partition): takes its nodes whole.
     pub whole_node: bool,
     pub submit_time: Option<i64>,
+    pub origin: origin::Origin,
 }
 
 /// Counts kept per partition (and once more cluster-wide under the empty partition name).
@@ -455,6 +457,17 @@ pub struct JobCounts {
     pub pending_nodes_min: Option<u64>,
     pub pending_nodes_max_nohold: Option<u64>,
     pub pending_nodes_min_nohold: Option<u64>,
+    /// Pending and running job records, and the pods they stand for, by [`origin::Origin`].
+    pub by_origin: [OriginCounts; 2],
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OriginCounts {
+    pub pending: u64,
+    pub running: u64,
+    /// Pods of Kubernetes placeholder jobs that say how many (slurm-bridge's pod list).
+    pub pods_pending: u64,
+    pub pods_running: u64,
 }
 
 impl JobCounts {
@@ -480,6 +493,9 @@ pub struct Jobs {
     pub running_on: BTreeMap<Arc<str>, NodeWork>,
     /// How far `pending` may be behind slurmctld (none after a full `/jobs`).
     pub uncertain: Uncertainty,
+    /// Admin comments that looked like a pod list but were not one (their jobs count as
+    /// batch jobs).
+    pub malformed_admin_comments: u64,
 }
 
 /// What a poller that keeps jobs current incrementally could not confirm yet. Demand built

@@ -44,6 +44,12 @@ wire_struct! {
         nodes: Str<'a>,
         end_time: Num,
         time_limit: Num,
+        name: Str<'a>,
+        comment: Str<'a>,
+        admin_comment: Str<'a>,
+        wckey: Str<'a>,
+        mcs_label: Str<'a>,
+        flags: Words<'a>,
     }
 }
 
@@ -81,6 +87,15 @@ impl<'a> Job<'a> {
             node_list: self.nodes.as_str(),
             // Without a time limit Slurm still fills end_time (a year out): not an end.
             end_time: self.time_limit.0.and(self.end_time.0),
+            name: self.name.as_str(),
+            comment: self.comment.as_str(),
+            admin_comment: self.admin_comment.as_str(),
+            wckey: self.wckey.as_str(),
+            mcs_label: self.mcs_label.as_str(),
+            external: self
+                .flags
+                .iter()
+                .any(|f| f.eq_ignore_ascii_case("EXTERNAL_JOB")),
         }
     }
 }
