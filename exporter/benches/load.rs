@@ -20,7 +20,9 @@
 //!     SLURMSCALE_BEFORE_BIN=/path/to/old/slurmscale cargo bench -p slurmscale-exporter --bench load
 //!
 //! SLURMSCALE_LOAD_FLAVORS (default `24.11,22.05`), SLURMSCALE_LOAD_JOBS (20000),
-//! SLURMSCALE_LOAD_WINDOW (seconds per shape, 60). Loading 20,000 jobs takes a minute or two
+//! SLURMSCALE_LOAD_WINDOW (seconds per shape, 60), SLURMSCALE_LOAD_SHAPES (default
+//! `idle,before,after,shared`), SLURMSCALE_LOAD_WARMUP (seconds to wait for the first job
+//! list, 300). Loading 20,000 jobs takes a minute or two
 //! of sbatch; the copy is stopped at the end. Figures: exporter/benches/README.md.
 
 use std::collections::BTreeMap;
@@ -207,7 +209,7 @@ async fn poller(bin: &Path, slurm: &Slurm, interval: &str, port: u16) -> Poller 
             "--interval",
             interval,
             "--timeout",
-            "120s",
+            "300s",
             "--listen",
             &listen,
             "--jwt-key-file",
@@ -262,7 +264,13 @@ async fn measure(
 ) -> Row {
     // Warm up: the first full /jobs of every poller, then steady state.
     let warm = Instant::now();
-    while warm.elapsed() < Duration::from_secs(300) {
+    let warm_limit = Duration::from_secs(
+        std::env::var("SLURMSCALE_LOAD_WARMUP")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(300),
+    );
+    while warm.elapsed() < warm_limit {
         let mut ready = true;
         for p in &pollers {
             ready &= jobs_age(p).await.is_some();
@@ -271,6 +279,12 @@ async fn measure(
             break;
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    if !pollers.is_empty() {
+        eprintln!(
+            "[load] {shape}: first job list after {:.0?}",
+            warm.elapsed()
+        );
     }
     tokio::time::sleep(Duration::from_secs(10)).await;
     let (r0, c0) = slurm.cpu();
@@ -375,8 +389,14 @@ async fn main() {
             })
         };
 
-        let mut rows = vec![measure(&slurm, "idle", Vec::new(), window).await];
-        if let Some(before) = &before {
+        let shapes = std::env::var("SLURMSCALE_LOAD_SHAPES")
+            .unwrap_or_else(|_| "idle,before,after,shared".into());
+        let want = |s: &str| shapes.split(',').any(|x| x == s);
+        let mut rows = Vec::new();
+        if want("idle") {
+            rows.push(measure(&slurm, "idle", Vec::new(), window).await);
+        }
+        if let Some(before) = before.as_ref().filter(|_| want("before")) {
             let pollers = vec![
                 poller(before, &slurm, "30s", 29001).await,
                 poller(before, &slurm, "2s", 29002).await,
@@ -384,13 +404,17 @@ async fn main() {
             ];
             rows.push(measure(&slurm, "before", pollers, window).await);
         }
-        let pollers = vec![
-            poller(&after, &slurm, "30s", 29011).await,
-            poller(&after, &slurm, "2s", 29012).await,
-        ];
-        rows.push(measure(&slurm, "after", pollers, window).await);
-        let pollers = vec![poller(&after, &slurm, "2s", 29021).await];
-        rows.push(measure(&slurm, "shared", pollers, window).await);
+        if want("after") {
+            let pollers = vec![
+                poller(&after, &slurm, "30s", 29011).await,
+                poller(&after, &slurm, "2s", 29012).await,
+            ];
+            rows.push(measure(&slurm, "after", pollers, window).await);
+        }
+        if want("shared") {
+            let pollers = vec![poller(&after, &slurm, "2s", 29021).await];
+            rows.push(measure(&slurm, "shared", pollers, window).await);
+        }
 
         stop.store(true, Ordering::Relaxed);
         let _ = submitter.join();
