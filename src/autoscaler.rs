@@ -35,6 +35,11 @@ pub async fn run(args: AutoscalerArgs) -> Result<()> {
         clusters,
         interval,
         budget: args.slurm.poll_budget,
+        web: args
+            .web_config_file
+            .as_deref()
+            .map(slurmscale_exporter::web::WebConfig::load)
+            .transpose()?,
         exporter_metrics: args.exporter_metrics.then_some(MetricsOptions {
             per_owner: args.per_user_metrics,
             interval,

@@ -319,6 +319,12 @@ pub struct ExporterArgs {
     /// Address to serve /metrics, /healthz and /readyz on.
     #[arg(long, env = "SLURMSCALE_LISTEN", default_value = "0.0.0.0:9341")]
     pub listen: SocketAddr,
+    /// Lock /metrics down: a web config file in the Prometheus exporter-toolkit's format
+    /// (`tls_server_config` with cert_file, key_file and optionally client_ca_file and
+    /// client_auth_type; `basic_auth_users` with bcrypt hashes). Certificates are reloaded
+    /// when their files change. /healthz and /readyz need no password (probes).
+    #[arg(long, env = "SLURMSCALE_WEB_CONFIG_FILE")]
+    pub web_config_file: Option<PathBuf>,
     /// How often to poll slurmrestd (scrapes never trigger a poll).
     #[arg(long, env = "SLURMSCALE_INTERVAL", default_value = "30s", value_parser = duration)]
     pub interval: Duration,
@@ -338,6 +344,12 @@ pub struct AutoscalerArgs {
     /// Address to serve /metrics, /healthz and /readyz on.
     #[arg(long, env = "SLURMSCALE_LISTEN", default_value = "0.0.0.0:9342")]
     pub listen: SocketAddr,
+    /// Lock /metrics down: a web config file in the Prometheus exporter-toolkit's format
+    /// (`tls_server_config` with cert_file, key_file and optionally client_ca_file and
+    /// client_auth_type; `basic_auth_users` with bcrypt hashes). Certificates are reloaded
+    /// when their files change. /healthz and /readyz need no password (probes).
+    #[arg(long, env = "SLURMSCALE_WEB_CONFIG_FILE")]
+    pub web_config_file: Option<PathBuf>,
     /// How often to poll slurmrestd and decide (jobs and partitions use update_time, so
     /// unchanged polls are cheap).
     #[arg(long, env = "SLURMSCALE_INTERVAL", default_value = "2s", value_parser = duration)]

@@ -8,6 +8,7 @@ use slurmscale_exporter::collect::{CollectorOptions, Poller};
 use slurmscale_exporter::k8s::watch::KubeSource;
 use slurmscale_exporter::metrics::MetricsOptions;
 use slurmscale_exporter::server::{self, AppState};
+use slurmscale_exporter::web::WebConfig;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
@@ -15,6 +16,11 @@ use tracing::info;
 use crate::cli::ExporterArgs;
 
 pub async fn run(args: ExporterArgs) -> Result<()> {
+    let web = args
+        .web_config_file
+        .as_deref()
+        .map(WebConfig::load)
+        .transpose()?;
     let (clusters, file_interval) = args.slurm.clusters()?;
     let opts = CollectorOptions {
         interval: file_interval.unwrap_or(args.interval),
@@ -53,7 +59,7 @@ pub async fn run(args: ExporterArgs) -> Result<()> {
         state.extra_ready.push(Arc::new(move || kube.ready()));
     }
     tokio::spawn(crate::shutdown_on_signal(stop.clone()));
-    server::serve(args.listen, state, stop).await?;
+    server::serve_with(args.listen, state, stop, web.as_ref()).await?;
     info!("stopped");
     Ok(())
 }

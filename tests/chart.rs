@@ -183,6 +183,39 @@ fn the_rendered_objects_keep_their_promises() {
     );
     assert!(var("SLURMSCALE_EXPORTER_METRICS").is_none());
 
+    // /metrics locked down: the web config Secret is mounted and named, probes and the
+    // ServiceMonitor speak https, the ServiceMonitor carries the scrape credentials.
+    let mut locked = values.clone();
+    locked.extend(
+        [
+            "--set",
+            "webConfig.existingSecret=slurmscale-web",
+            "--set",
+            "webConfig.tls=true",
+            "--set",
+            "serviceMonitor.basicAuth.username.name=scrape",
+            "--set",
+            "serviceMonitor.basicAuth.username.key=user",
+        ]
+        .map(String::from),
+    );
+    let objs_locked = objects(&render("slurm", &locked));
+    for component in ["-exporter", "-autoscaler"] {
+        let d = find(&objs_locked, "Deployment", component).expect("Deployment");
+        let c = &d["spec"]["template"]["spec"]["containers"][0];
+        assert!(
+            c["env"].as_array().unwrap().iter().any(|e| e["name"]
+                == "SLURMSCALE_WEB_CONFIG_FILE"
+                && e["value"] == "/etc/slurmscale/web/web.yml"),
+            "{component}: no --web-config-file"
+        );
+        assert_eq!(c["readinessProbe"]["httpGet"]["scheme"], "HTTPS", "{component}");
+        let sm = find(&objs_locked, "ServiceMonitor", component).expect("ServiceMonitor");
+        let ep = &sm["spec"]["endpoints"][0];
+        assert_eq!(ep["scheme"], "https", "{component}");
+        assert_eq!(ep["basicAuth"]["username"]["name"], "scrape", "{component}");
+    }
+
     // One poller for both roles: the autoscaler serves the exporter's metrics, no exporter.
     let mut shared = values.clone();
     shared.extend(

@@ -254,7 +254,6 @@ struct Prometheus {
 
 impl Prometheus {
     fn start(targets: &[(&str, u16)]) -> Self {
-        let dir = tempfile::tempdir().unwrap();
         let scrape: Vec<Value> = targets
             .iter()
             .map(|(job, port)| {
@@ -262,6 +261,12 @@ impl Prometheus {
                        "static_configs": [{"targets": [format!("127.0.0.1:{port}")]}]})
             })
             .collect();
+        Self::start_with(scrape)
+    }
+
+    /// With these scrape configs as they are.
+    fn start_with(scrape: Vec<Value>) -> Self {
+        let dir = tempfile::tempdir().unwrap();
         let config = json!({
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
             "rule_files": [repo_root().join(ALERTS)],
@@ -544,4 +549,208 @@ async fn every_dashboard_and_alert_query_returns_data_from_a_real_prometheus() {
         .map(|s| s["metric"]["cluster"].as_str().unwrap())
         .collect();
     assert_eq!(unreachable, ["unreachable"]);
+}
+
+/// Runs `openssl` with `args` in `dir`; fails the test with its output.
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("openssl");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A CA and a certificate for 127.0.0.1 signed by it, named `name`.crt/.key.
+fn certificate(dir: &Path, name: &str, cn: &str) {
+    if !dir.join("ca.crt").exists() {
+        openssl(
+            dir,
+            &[
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=test-ca",
+                "-keyout",
+                "ca.key",
+                "-out",
+                "ca.crt",
+            ],
+        );
+    }
+    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+    openssl(
+        dir,
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            &format!("/CN={cn}"),
+            "-keyout",
+            &format!("{name}.key"),
+            "-out",
+            &format!("{name}.csr"),
+        ],
+    );
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            &format!("{name}.csr"),
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "san.ext",
+            "-out",
+            &format!("{name}.crt"),
+        ],
+    );
+}
+
+/// The subject a TLS server at `port` presents now.
+fn presented_subject(port: u16) -> String {
+    let out = Command::new("openssl")
+        .args(["s_client", "-connect", &format!("127.0.0.1:{port}")])
+        .stdin(Stdio::null())
+        .output()
+        .expect("openssl s_client");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find(|l| l.starts_with("subject="))
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// `/metrics` locked down with an exporter-toolkit web config: TLS and basic auth. A real
+/// Prometheus with the right password scrapes it, one with a wrong password is refused,
+/// plain HTTP and no password get nothing, the probes stay open, and a renewed certificate
+/// is served without a restart.
+#[tokio::test]
+async fn a_real_prometheus_scrapes_over_tls_with_basic_auth() {
+    let cluster = SlurmCluster::get("24.11");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    certificate(d, "server", "slurmscale-a");
+    let password = format!("pw-{}", support::unique("scrape"));
+    support::secrets::register(&password);
+    let hash = bcrypt::hash(&password, 4).unwrap();
+    std::fs::write(
+        d.join("web.yml"),
+        format!(
+            "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\nbasic_auth_users:\n  prometheus: '{hash}'\n"
+        ),
+    )
+    .unwrap();
+    let key = cluster.key_file.to_string_lossy().into_owned();
+    let web = d.join("web.yml").to_string_lossy().into_owned();
+    let exporter = Process::start(
+        &[
+            "exporter",
+            "--no-kubernetes",
+            "--interval",
+            "1s",
+            "--jwt-key-file",
+            &key,
+            "--web-config-file",
+            &web,
+        ],
+        &[
+            ("SLURM_REST_URL", &cluster.url),
+            ("SLURM_USER", &cluster.user),
+            ("SLURM_CLUSTER", &cluster.name),
+        ],
+    );
+    let ca = reqwest::Certificate::from_pem(&std::fs::read(d.join("ca.crt")).unwrap()).unwrap();
+    let https = reqwest::Client::builder()
+        .add_root_certificate(ca)
+        .build()
+        .unwrap();
+    let url = |path: &str| format!("https://127.0.0.1:{}{path}", exporter.port);
+    let status = async |path: &str, auth: Option<&str>| {
+        let mut r = https.get(url(path));
+        if let Some(pw) = auth {
+            r = r.basic_auth("prometheus", Some(pw));
+        }
+        r.send().await.ok().map(|r| r.status().as_u16())
+    };
+    let up = support::wait_until(Duration::from_secs(30), || async {
+        status("/readyz", None).await == Some(200)
+    })
+    .await;
+    assert!(up, "not serving over TLS:\n{}", exporter.logs());
+    assert_eq!(status("/metrics", Some(&password)).await, Some(200));
+    assert_eq!(status("/metrics", None).await, Some(401), "no password");
+    assert_eq!(
+        status("/metrics", Some("wrong")).await,
+        Some(401),
+        "wrong password"
+    );
+    assert_eq!(
+        status("/healthz", None).await,
+        Some(200),
+        "probes stay open"
+    );
+    assert!(
+        reqwest::get(format!("http://127.0.0.1:{}/metrics", exporter.port))
+            .await
+            .map_or(true, |r| !r.status().is_success()),
+        "served over plain HTTP"
+    );
+
+    // A real Prometheus: the right password scrapes, a wrong one is refused.
+    let job = |name: &str, pw: &str| {
+        json!({"job_name": name, "scrape_interval": "1s", "scheme": "https",
+               "tls_config": {"ca_file": d.join("ca.crt")},
+               "basic_auth": {"username": "prometheus", "password": pw},
+               "static_configs": [{"targets": [format!("127.0.0.1:{}", exporter.port)]}]})
+    };
+    let prometheus = Prometheus::start_with(vec![job("good", &password), job("bad", "wrong")]);
+    let scraped = support::wait_until(Duration::from_secs(30), || async {
+        let good = prometheus.query("up{job=\"good\"} == 1").await;
+        let bad = prometheus.query("up{job=\"bad\"} == 0").await;
+        let nodes = prometheus.query("slurm_nodes{job=\"good\"}").await;
+        [good, bad, nodes]
+            .iter()
+            .all(|r| r.as_ref().is_ok_and(|v| !v.is_empty()))
+    })
+    .await;
+    assert!(
+        scraped,
+        "Prometheus over TLS with basic auth:\n{}",
+        prometheus.log()
+    );
+
+    // cert-manager renews the certificate in place: served without a restart.
+    assert!(presented_subject(exporter.port).contains("slurmscale-a"));
+    certificate(d, "renewed", "slurmscale-b");
+    std::fs::rename(d.join("renewed.key"), d.join("server.key")).unwrap();
+    std::fs::rename(d.join("renewed.crt"), d.join("server.crt")).unwrap();
+    let renewed = support::wait_until(Duration::from_secs(10), || async {
+        presented_subject(exporter.port).contains("slurmscale-b")
+    })
+    .await;
+    assert!(
+        renewed,
+        "the renewed certificate is not served:\n{}",
+        exporter.logs()
+    );
+    assert_eq!(status("/metrics", Some(&password)).await, Some(200));
 }

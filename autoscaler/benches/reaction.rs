@@ -125,6 +125,7 @@ async fn main() {
     let cfg = AutoscalerConfig {
         budget: Default::default(),
         exporter_metrics: None,
+        web: None,
         clusters: vec![cluster],
         interval: Duration::from_secs(2),
         listen: "127.0.0.1:0".parse().unwrap(),

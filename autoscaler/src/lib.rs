@@ -58,6 +58,8 @@ pub struct AutoscalerConfig {
     /// Serve the exporter's metrics too, from the same pollers (one poller per cluster for
     /// both roles); `None`: the autoscaler's own and its pollers' health only.
     pub exporter_metrics: Option<slurmscale_exporter::metrics::MetricsOptions>,
+    /// TLS and basic auth for `/metrics` (`--web-config-file`); `None`: plain HTTP.
+    pub web: Option<slurmscale_exporter::web::WebConfig>,
 }
 
 /// Runs the autoscaler until `stop`.
@@ -174,6 +176,6 @@ pub async fn run(client: Client, cfg: AutoscalerConfig, stop: CancellationToken)
             Err("NodeSetAutoscalers not listed yet".into())
         }
     }));
-    server::serve(cfg.listen, state, stop).await?;
+    server::serve_with(cfg.listen, state, stop, cfg.web.as_ref()).await?;
     Ok(())
 }

@@ -16,5 +16,6 @@ pub mod server;
 pub mod signals;
 pub mod slurm;
 pub mod snapshot;
+pub mod web;
 
 pub use error::Error;

@@ -33,6 +33,7 @@ use crate::k8s::watch::KubeSource;
 use crate::metrics::{self, MetricsOptions};
 use crate::slurm::Endpoint;
 use crate::snapshot::{ClusterSnapshot, REQUIRED};
+use crate::web;
 
 /// The shortest time between two renders.
 pub const RENDER_GAP: std::time::Duration = std::time::Duration::from_millis(200);
@@ -110,9 +111,22 @@ impl AppState {
 }
 
 pub fn router(state: AppState) -> Router {
-    Router::new()
+    router_with(state, None)
+}
+
+/// The routes; with `users`, `/` and `/metrics` need basic auth (the probes stay open:
+/// kubelet cannot send credentials).
+pub fn router_with(state: AppState, users: Option<Arc<web::Users>>) -> Router {
+    let mut guarded = Router::new()
         .route("/", get(index))
-        .route("/metrics", get(metrics_handler))
+        .route("/metrics", get(metrics_handler));
+    if let Some(users) = users {
+        guarded = guarded.layer(axum::middleware::from_fn_with_state(
+            users,
+            web::require_basic_auth,
+        ));
+    }
+    guarded
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .with_state(state)
@@ -120,8 +134,38 @@ pub fn router(state: AppState) -> Router {
 
 /// Serves until `stop` is cancelled, then finishes in-flight requests.
 pub async fn serve(listen: SocketAddr, state: AppState, stop: CancellationToken) -> Result<()> {
+    serve_with(listen, state, stop, None).await
+}
+
+/// [`serve`], locked down as `web` says (TLS, basic auth: `--web-config-file`).
+pub async fn serve_with(
+    listen: SocketAddr,
+    state: AppState,
+    stop: CancellationToken,
+    web: Option<&web::WebConfig>,
+) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(listen).await?;
-    serve_on(listener, state, stop).await
+    let app = router_with(state, web.and_then(|w| w.basic_auth()));
+    let tls = web.and_then(|w| w.tls_server_config.as_ref());
+    info!(
+        address = %listener.local_addr()?,
+        tls = tls.is_some(),
+        basic_auth = web.is_some_and(|w| !w.basic_auth_users.is_empty()),
+        "serving /metrics, /healthz, /readyz"
+    );
+    match tls {
+        Some(tls) => {
+            axum::serve(web::TlsListener::new(listener, tls)?, app)
+                .with_graceful_shutdown(stop.cancelled_owned())
+                .await?
+        }
+        None => {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(stop.cancelled_owned())
+                .await?
+        }
+    }
+    Ok(())
 }
 
 /// [`serve`] on a listener already bound (to learn the port of `:0` before serving).

@@ -7,6 +7,7 @@
 #![allow(dead_code)] // each test binary uses its own part of this module
 
 pub mod fault;
+pub mod secrets;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -326,7 +327,9 @@ impl Process {
     pub async fn get(&self, path: &str) -> Option<(u16, String)> {
         let resp = reqwest::get(self.url(path)).await.ok()?;
         let status = resp.status().as_u16();
-        Some((status, resp.text().await.ok()?))
+        let body = resp.text().await.ok()?;
+        secrets::check(&format!("{path} of a slurmscale process"), &body);
+        Some((status, body))
     }
 
     pub async fn metrics(&self) -> Metrics {
@@ -394,6 +397,9 @@ impl Drop for Process {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if !std::thread::panicking() {
+            secrets::check("the logs of a slurmscale process", &self.logs());
+        }
         // A failing test keeps the log for a look; a passing one leaves nothing behind.
         if !std::thread::panicking() {
             let _ = std::fs::remove_file(&self.log);

@@ -94,6 +94,12 @@ app.kubernetes.io/component: {{ .component }}
       - key: ca.crt
         path: ca.crt
 {{- end }}
+{{- with .Values.webConfig.existingSecret }}
+- name: web-config
+  secret:
+    secretName: {{ . }}
+    defaultMode: 0440
+{{- end }}
 {{- end -}}
 
 {{- define "slurmscale.volumeMounts" -}}
@@ -105,4 +111,21 @@ app.kubernetes.io/component: {{ .component }}
   mountPath: /var/run/secrets/slurm-ca
   readOnly: true
 {{- end }}
+{{- if .Values.webConfig.existingSecret }}
+- name: web-config
+  mountPath: /etc/slurmscale/web
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{/* TLS and basic auth for /metrics: the flag, and the probes' scheme. */}}
+{{- define "slurmscale.webEnv" -}}
+{{- if .Values.webConfig.existingSecret }}
+- name: SLURMSCALE_WEB_CONFIG_FILE
+  value: /etc/slurmscale/web/{{ .Values.webConfig.file }}
+{{- end }}
+{{- end -}}
+
+{{- define "slurmscale.probeScheme" -}}
+{{- if and .Values.webConfig.existingSecret .Values.webConfig.tls }}HTTPS{{ else }}HTTP{{ end }}
 {{- end -}}
