@@ -204,12 +204,18 @@ fn the_rendered_objects_keep_their_promises() {
         let d = find(&objs_locked, "Deployment", component).expect("Deployment");
         let c = &d["spec"]["template"]["spec"]["containers"][0];
         assert!(
-            c["env"].as_array().unwrap().iter().any(|e| e["name"]
-                == "SLURMSCALE_WEB_CONFIG_FILE"
-                && e["value"] == "/etc/slurmscale/web/web.yml"),
+            c["env"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e["name"] == "SLURMSCALE_WEB_CONFIG_FILE"
+                    && e["value"] == "/etc/slurmscale/web/web.yml"),
             "{component}: no --web-config-file"
         );
-        assert_eq!(c["readinessProbe"]["httpGet"]["scheme"], "HTTPS", "{component}");
+        assert_eq!(
+            c["readinessProbe"]["httpGet"]["scheme"], "HTTPS",
+            "{component}"
+        );
         let sm = find(&objs_locked, "ServiceMonitor", component).expect("ServiceMonitor");
         let ep = &sm["spec"]["endpoints"][0];
         assert_eq!(ep["scheme"], "https", "{component}");
