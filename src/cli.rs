@@ -12,10 +12,18 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use slurmscale_exporter::config::{self, AuthConfig, ClusterConfig, parse_duration};
 use slurmscale_exporter::slurm::{Secret, SigningAlgorithm};
 
+/// `slurmscale --version`: the release and the git commit it was built from (build.rs).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("SLURMSCALE_GIT_COMMIT"),
+    ")"
+);
+
 #[derive(Parser)]
 #[command(
     name = "slurmscale",
-    version,
+    version = VERSION,
     about = "Prometheus exporter and autoscaler for Slurm beside Kubernetes"
 )]
 pub struct Cli {

@@ -412,3 +412,44 @@ async fn the_rendered_chart_passes_a_server_side_dry_run() {
         );
     }
 }
+
+/// With default values the chart pulls the image `tests/harness/image.sh` builds and tags:
+/// values.yaml's repository, the chart's appVersion as tag, which is the version the binary
+/// prints. A tag set in the values wins.
+#[test]
+fn the_default_image_is_the_one_the_build_script_tags() {
+    let out = Command::new("bash")
+        .arg(repo_root().join("tests/harness/image.sh"))
+        .arg("name")
+        .output()
+        .expect("run tests/harness/image.sh name");
+    assert!(out.status.success(), "tests/harness/image.sh name failed");
+    let built = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert_eq!(
+        built,
+        format!(
+            "ghcr.io/slurmscale/slurmscale:{}",
+            env!("CARGO_PKG_VERSION")
+        ),
+        "the image name or the chart's appVersion drifted from the package version"
+    );
+
+    let (_, values) = values_sets().remove(0);
+    let objs = objects(&render("slurm", &values));
+    let deployments: Vec<&Value> = objs.iter().filter(|o| o["kind"] == "Deployment").collect();
+    assert_eq!(deployments.len(), 2, "exporter and autoscaler");
+    for d in deployments {
+        let c = &d["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(c["image"], built.as_str(), "{}", d["metadata"]["name"]);
+        assert_eq!(c["imagePullPolicy"], "IfNotPresent");
+    }
+
+    let mut tagged = values.clone();
+    tagged.extend(["--set", "image.tag=0.0.9-rc1"].map(String::from));
+    let objs = objects(&render("slurm", &tagged));
+    let d = find(&objs, "Deployment", "-exporter").expect("exporter Deployment");
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"][0]["image"],
+        "ghcr.io/slurmscale/slurmscale:0.0.9-rc1"
+    );
+}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a bare Debian bookworm machine (as root): installs what is
 # missing, builds (once, cached) the kube-apiserver and Slurm 24.11, checks formatting and
-# lints, starts the real servers, runs every test against them and stops the servers.
+# lints, builds the container image, starts the real servers, runs every test against them
+# (the image's among them) and stops the servers.
 #
 # Caches live outside the clone (default /var/cache/slurmscale, including the cargo target
 # dir unless CARGO_TARGET_DIR is set), so a second run only builds what changed.
@@ -32,6 +33,10 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 phase "build tests"
 cargo test --workspace --locked --no-run
+
+# The release binary and the image tests/image.rs runs (rebuilt only when they changed).
+phase "build the release binary and the container image"
+tests/harness/image.sh >/dev/null
 
 phase "start real servers"
 trap 'tests/harness/down.sh' EXIT

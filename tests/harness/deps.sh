@@ -16,6 +16,9 @@ packages=(
   openssl curl jq xz-utils unzip dpkg-dev prometheus
   # kubernetes-validate (tools.sh) lives in a virtualenv
   python3-venv
+  # the container image: built with buildah (image.sh), run with podman on runc (crun fails
+  # on this kind of machine's cgroups); the image ships Debian's CA bundle
+  buildah podman runc ca-certificates
 )
 
 # tools.sh fetches kubectl, helm and tsc with npm; a NodeSource nodejs brings its own npm,
