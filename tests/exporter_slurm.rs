@@ -7,7 +7,7 @@
 mod support;
 
 use std::collections::{BTreeMap, HashSet};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use support::{Metrics, Process, SlurmCluster, mint_hs256, wait_until};
 
@@ -715,6 +715,97 @@ async fn a_rotated_token_file_is_picked_up() {
         let secret = std::fs::read_to_string(&file).unwrap();
         assert!(!logs.contains(&secret), "a token leaked into the logs");
     }
+}
+
+/// A token file renewed before its token expires (as a sidecar or a CronJob minting tokens
+/// does) leaves no gap: every collection succeeds across the expiry of the first token,
+/// which slurmctld would have refused.
+#[tokio::test]
+async fn a_token_renewed_before_it_expires_leaves_no_gap() {
+    let cluster = SlurmCluster::get("24.11");
+    let guard = tempfile::tempdir().unwrap();
+    let file = guard.path().join("token");
+    let write = |token: &str| {
+        let tmp = guard.path().join("token.new");
+        std::fs::write(&tmp, token).unwrap();
+        std::fs::rename(&tmp, &file).unwrap();
+    };
+    let now = chrono::Utc::now().timestamp();
+    let first = mint_hs256(&cluster.jwt_key(), &cluster.user, now, now + 8);
+    write(&first);
+    let exporter = Process::start(
+        &[
+            "exporter",
+            "--no-kubernetes",
+            "--interval",
+            "1s",
+            "--token-file",
+            file.to_str().unwrap(),
+        ],
+        &[
+            ("SLURM_REST_URL", &cluster.url),
+            ("SLURM_USER", &cluster.user),
+            ("SLURM_CLUSTER", &cluster.name),
+        ],
+    );
+    exporter.wait_ready(Duration::from_secs(30)).await;
+    let errors = |m: &Metrics| {
+        m.all("slurm_exporter_errors_total", &[])
+            .iter()
+            .sum::<f64>()
+    };
+    let before = errors(&exporter.metrics().await);
+    let collections = |m: &Metrics| {
+        m.get("slurm_exporter_collections_total", &[])
+            .unwrap_or(0.0)
+    };
+    let started = collections(&exporter.metrics().await);
+
+    // Renewed 4 s before the first token expires; watched until 6 s after it did.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    write(&mint_hs256(
+        &cluster.jwt_key(),
+        &cluster.user,
+        now,
+        now + 3600,
+    ));
+    let until = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < until {
+        let m = exporter.metrics().await;
+        assert_eq!(
+            m.get("slurm_exporter_up", &[]),
+            Some(1.0),
+            "a collection failed across the token's renewal\n{}",
+            exporter.logs()
+        );
+        assert_eq!(
+            errors(&m),
+            before,
+            "errors across the renewal\n{}",
+            exporter.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let m = exporter.metrics().await;
+    assert!(
+        collections(&m) - started >= 10.0,
+        "too few collections to say anything: {} in 14 s",
+        collections(&m) - started
+    );
+    // Without the renewal it would have failed: slurmctld refuses the first token now (24.11
+    // answers 511; ping alone never asks slurmctld, so it is not the endpoint to ask).
+    let refused = reqwest::Client::new()
+        .get(format!("{}/slurm/v0.0.40/diag", cluster.url))
+        .header("X-SLURM-USER-NAME", &cluster.user)
+        .header("X-SLURM-USER-TOKEN", &first)
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert!(
+        !refused.is_success(),
+        "an expired token was accepted ({refused}): the test proves nothing"
+    );
 }
 
 /// `--interval 1s` means a collection every second: the default request limit follows what

@@ -8,7 +8,9 @@
 //! The autoscaler runs in this process with its defaults (poll every 2 s); the NodeSet is
 //! watched and the moment its `spec.replicas` changes is taken as the patch time. No nodes
 //! are started: each job stays pending, is cancelled, and the NodeSet returns to 0 before
-//! the next trial. Figures are written down in autoscaler/benches/README.md.
+//! the next trial. Trials start once the autoscaler's data is fresh. Other jobs in the
+//! cluster (e.g. 20,000 held ones on the cpu partition) are the load it works under.
+//! Figures are written down in autoscaler/benches/README.md.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -149,6 +151,39 @@ async fn main() {
             }
         }
     });
+    // The first decision needs the whole job list once (seconds at 20,000 jobs): trials
+    // start when the autoscaler says its data is fresh.
+    let warm = Instant::now();
+    loop {
+        let frozen = autoscalers.get("elastic").await.ok().and_then(|a| {
+            a.status?
+                .conditions
+                .into_iter()
+                .find(|c| c.type_ == "Frozen")
+                .map(|c| c.status)
+        });
+        if frozen.as_deref() == Some("False") {
+            break;
+        }
+        assert!(
+            warm.elapsed() < Duration::from_secs(600),
+            "no fresh data within 10 min"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let background = {
+        let out = std::process::Command::new(format!("{}/squeue", slurm["SLURM_BIN"]))
+            .env("SLURM_CONF", &slurm["SLURM_CONF"])
+            .env_remove("SLURM_JWT")
+            .args(["-h", "-o", "%A"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).lines().count()
+    };
+    println!(
+        "{background} jobs in slurmctld; first fresh data {:.1} s after start",
+        warm.elapsed().as_secs_f64()
+    );
     tokio::time::sleep(Duration::from_secs(5)).await;
 
     let mut lat = Vec::new();

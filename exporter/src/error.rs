@@ -66,6 +66,21 @@ pub enum Error {
 }
 
 impl Error {
+    /// Whether slurmrestd turned the request away before doing its work: it could not be
+    /// reached, answered an HTTP error (as it does at once, or after its own connect retries,
+    /// while slurmctld is down) or refused the token. Trying again costs it nothing, so such
+    /// a failure does not stretch the poll cadence the way a slow answer does.
+    pub fn turned_away(&self) -> bool {
+        matches!(
+            self,
+            Self::Connect { .. }
+                | Self::Http { .. }
+                | Self::Auth { .. }
+                | Self::Token(_)
+                | Self::NoVersion { .. }
+        )
+    }
+
     /// A bounded label value for error counters.
     pub fn kind(&self) -> &'static str {
         match self {

@@ -2,7 +2,7 @@
 # A real kube-apiserver v1.20.2 (built by build-kube-apiserver.sh) with Debian's etcd, both on
 # 127.0.0.1, fresh certificates and an empty etcd per start, and the CRDs the tests need.
 #
-#   kube.sh start | stop | status | env
+#   kube.sh start | stop | status | env | apiserver-stop | apiserver-start
 #
 # There is no kubelet, scheduler or controller-manager: pods stay Pending, which is all the
 # tests need (they play the operator themselves). Only pids this script recorded are signalled.
@@ -88,6 +88,20 @@ crd_established() {
     jq -e '.status.conditions[]? | select(.type=="Established" and .status=="True")' >/dev/null
 }
 
+start_apiserver() {
+  "$KUBE_APISERVER_BIN" \
+    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$api_port" --insecure-port=0 \
+    --etcd-servers="http://127.0.0.1:$etcd_port" \
+    --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" \
+    --client-ca-file="$pki/ca.crt" --authorization-mode=RBAC \
+    --disable-admission-plugins=ServiceAccount \
+    --service-account-issuer=https://kubernetes.default.svc \
+    --service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
+    --service-cluster-ip-range=10.96.0.0/16 --allow-privileged=true \
+    >>"$dir/log/kube-apiserver.log" 2>&1 &
+  echo $! >"$pids/kube-apiserver"
+}
+
 running() { pid_alive "$pids/etcd" && pid_alive "$pids/kube-apiserver"; }
 
 start() {
@@ -111,17 +125,7 @@ start() {
   echo $! >"$pids/etcd"
   wait_for 30 "etcd (log: $dir/log/etcd.log)" curl -sf "http://127.0.0.1:$etcd_port/health"
 
-  "$KUBE_APISERVER_BIN" \
-    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$api_port" --insecure-port=0 \
-    --etcd-servers="http://127.0.0.1:$etcd_port" \
-    --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" \
-    --client-ca-file="$pki/ca.crt" --authorization-mode=RBAC \
-    --disable-admission-plugins=ServiceAccount \
-    --service-account-issuer=https://kubernetes.default.svc \
-    --service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
-    --service-cluster-ip-range=10.96.0.0/16 --allow-privileged=true \
-    >"$dir/log/kube-apiserver.log" 2>&1 &
-  echo $! >"$pids/kube-apiserver"
+  start_apiserver
   wait_for 60 "kube-apiserver /readyz (log: $dir/log/kube-apiserver.log)" ready
   install_crds
   cat >"$dir/env" <<EOF
@@ -143,6 +147,14 @@ case "${1:-}" in
   start) start ;;
   stop) stop ;;
   status) running && ready && echo "running: $api_url" || { echo "stopped"; exit 1; } ;;
+  # The API server alone, stopped and started again on the same etcd (what a control-plane
+  # upgrade or a crash looks like to its clients); CRDs and objects survive.
+  apiserver-stop) running || die "kube-apiserver is not running"; stop_pidfile "$pids/kube-apiserver" ;;
+  apiserver-start)
+    pid_alive "$pids/etcd" || die "etcd is not running: run tests/harness/kube.sh start"
+    pid_alive "$pids/kube-apiserver" || start_apiserver
+    wait_for 60 "kube-apiserver /readyz (log: $dir/log/kube-apiserver.log)" ready
+    ;;
   env) [ -f "$dir/env" ] || die "kube-apiserver is not running: run tests/harness/kube.sh start"; cat "$dir/env" ;;
-  *) die "usage: kube.sh start|stop|status|env" ;;
+  *) die "usage: kube.sh start|stop|status|env|apiserver-stop|apiserver-start" ;;
 esac

@@ -4,6 +4,8 @@
 #
 #   slurm.sh FLAVOR start | stop | status | env | node-up NODE | node-down NODE
 #                   | restd-stop | restd-start   (take slurmrestd away and back, for fault tests)
+#                   | ctld-stop | ctld-start     (stop slurmctld, as a restart or upgrade would, and
+#                                                 start it again from its saved state)
 #
 # FLAVOR is 22.05 (Debian bookworm's packages, REST v0.0.38) or 24.11 (built from Debian's
 # source by build-slurm-24.11.sh, REST v0.0.40-v0.0.42). Both can run side by side, and a
@@ -181,6 +183,14 @@ start_slurmrestd() {
   echo $! >"$pids/slurmrestd"
 }
 
+start_slurmctld() {
+  # Without -c it recovers jobs, nodes and reservations from StateSaveLocation, as a restart
+  # after an upgrade or a crash does.
+  SLURM_CONF="$conf" "$dir/bin/slurmctld" -D -i -f "$conf" >>"$dir/log/slurmctld.out" 2>&1 &
+  echo $! >"$pids/slurmctld"
+  wait_for 30 "slurmctld $flavor (log: $dir/log/slurmctld.log)" slurm scontrol ping
+}
+
 mint_token() {
   local out
   out=$(slurm scontrol token username="$jwt_user" lifespan=86400) || die "scontrol token failed"
@@ -212,9 +222,7 @@ start() {
   stop >/dev/null 2>&1 || true
   write_config
   start_munged
-  SLURM_CONF="$conf" "$dir/bin/slurmctld" -D -i -f "$conf" >>"$dir/log/slurmctld.out" 2>&1 &
-  echo $! >"$pids/slurmctld"
-  wait_for 30 "slurmctld $flavor (log: $dir/log/slurmctld.log)" slurm scontrol ping
+  start_slurmctld
   local n
   for n in "${cpu_nodes[@]}" "${gpu_nodes[@]}"; do start_slurmd "$n"; done
   for n in "${cpu_nodes[@]}" "${gpu_nodes[@]}"; do
@@ -299,5 +307,12 @@ case "$cmd" in
   restd-stop) stop_pidfile "$pids/slurmrestd" ;;
   restd-start) running || die "Slurm $flavor is not running"; ensure_slurmrestd ;;
   node-down) node_down "${3:?node name}" ;;
-  *) die "usage: slurm.sh $flavor start|stop|status|env|node-up NODE|node-down NODE|restd-stop|restd-start" ;;
+  # SIGTERM: slurmctld saves its state and exits; slurmd and slurmrestd stay up, as they do
+  # while a site restarts its controller.
+  ctld-stop) running || die "Slurm $flavor is not running"; stop_pidfile "$pids/slurmctld" ;;
+  ctld-start)
+    pid_alive "$pids/munged" || die "Slurm $flavor is not running"
+    pid_alive "$pids/slurmctld" || start_slurmctld
+    ;;
+  *) die "usage: slurm.sh $flavor start|stop|status|env|node-up NODE|node-down NODE|restd-stop|restd-start|ctld-stop|ctld-start" ;;
 esac

@@ -6,6 +6,7 @@
 
 #![allow(dead_code)] // each test binary uses its own part of this module
 
+pub mod elastic;
 pub mod fault;
 pub mod secrets;
 

@@ -499,9 +499,14 @@ impl JobTracker {
             }
             Err(e) => {
                 // Try again within minutes, not the hour a failed 100,000-job request would
-                // earn; the next answer must be complete, not "unchanged since".
-                self.full
-                    .done(started, took.min(FAILED_FULL_COST), self.budget);
+                // earn (at the interval if slurmrestd turned it away unserved); the next
+                // answer must be complete, not "unchanged since".
+                let cost = if e.turned_away() {
+                    Duration::ZERO
+                } else {
+                    took.min(FAILED_FULL_COST)
+                };
+                self.full.done(started, cost, self.budget);
                 self.since = None;
                 return Err(e);
             }

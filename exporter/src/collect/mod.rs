@@ -312,7 +312,7 @@ impl Poller {
                 self.busy.remove(&Lane::Ping);
                 let every = if active { interval } else { STANDBY_PING };
                 let pace = self.paces.entry(Lane::Ping).or_default();
-                pace.done_every(started, took, budget, every);
+                pace.done_every(started, pace::cost(took, &r), budget, every);
                 self.snapshot.ping.cadence = pace.gap();
                 seen.apply(&cluster, &mut self.snapshot.ping, Endpoint::Ping, took, r);
             }
@@ -320,7 +320,7 @@ impl Poller {
             Done::Partitions(started, took, request_start, r) => {
                 self.busy.remove(&Lane::Partitions);
                 let pace = self.paces.entry(Lane::Partitions).or_default();
-                pace.done_every(started, took, budget, interval);
+                pace.done_every(started, pace::cost(took, &r), budget, interval);
                 self.snapshot.partitions.cadence = pace.gap();
                 let ok = r.is_ok();
                 let fresh = matches!(r, Ok(Outcome::Fresh { .. }));
@@ -344,7 +344,8 @@ impl Poller {
             Done::Jobs(tracker, d) => {
                 self.busy.remove(&Lane::Jobs);
                 if let Some((started, took, r)) = d.nodes {
-                    self.nodes_pace.done_every(started, took, budget, interval);
+                    self.nodes_pace
+                        .done_every(started, pace::cost(took, &r), budget, interval);
                     self.snapshot.nodes.cadence = self.nodes_pace.gap();
                     seen.apply(&cluster, &mut self.snapshot.nodes, Endpoint::Nodes, took, r);
                 }
@@ -352,6 +353,7 @@ impl Poller {
                 self.tracker = Some(tracker);
                 let (diag_took, diag) = d.diag;
                 let counted = matches!(&diag, Ok(Outcome::Fresh { data, .. }) if data.jobs_submitted.is_some());
+                let diag_cost = pace::cost(diag_took, &diag);
                 seen.apply(
                     &cluster,
                     &mut self.snapshot.diag,
@@ -361,7 +363,7 @@ impl Poller {
                 );
                 let pace = self.paces.entry(Lane::Jobs).or_default();
                 // The step itself is cheap; its full fetches keep their own pace.
-                pace.done_every(d.started, diag_took, budget, interval);
+                pace.done_every(d.started, diag_cost, budget, interval);
                 // Without counters, only full fetches confirm the list: at their pace.
                 self.snapshot.jobs.cadence = if counted {
                     pace.gap()

@@ -3,7 +3,9 @@
 //! at the default 3 %, a 2 ms ping may go every 65 ms (the poll interval decides), a 22 s
 //! `/jobs` of 20,000 jobs every 12 minutes. The wait follows what the request cost last
 //! time, so a cluster that grows slows its own polling down, and one that shrinks speeds
-//! it back up.
+//! it back up. A request slurmrestd turned away (slurmctld down, a refused token) cost it
+//! nothing however long it took, so it is tried again at the poll interval: data is fresh
+//! again within an interval or two of slurmctld's return, not minutes later.
 
 use std::fmt;
 use std::str::FromStr;
@@ -54,6 +56,15 @@ impl FromStr for Budget {
         }
         .map_err(|_| format!("{s:?} is not a share (e.g. 3% or 0.03)"))?;
         Self::new(share).ok_or_else(|| format!("{s:?} must be above 0% and at most 100%"))
+    }
+}
+
+/// What a request cost slurmrestd, for its pace: how long it took, or nothing when it was
+/// turned away before any work (see [`crate::error::Error::turned_away`]).
+pub fn cost<T>(took: Duration, result: &crate::error::Result<T>) -> Duration {
+    match result {
+        Err(e) if e.turned_away() => Duration::ZERO,
+        _ => took,
     }
 }
 
@@ -138,5 +149,28 @@ mod tests {
         assert_eq!(p.gap(), Some(Duration::from_secs(2)));
         p.now();
         assert!(p.ready());
+    }
+
+    #[test]
+    fn a_request_turned_away_costs_nothing_a_slow_answer_its_time() {
+        let took = Duration::from_secs(15);
+        let down = crate::error::Error::Http {
+            endpoint: "nodes".into(),
+            status: 502,
+            detail: "Unable to contact slurm controller".into(),
+        };
+        assert_eq!(cost(took, &Err::<(), _>(down)), Duration::ZERO);
+        let slow = crate::error::Error::Timeout {
+            endpoint: "jobs".into(),
+            message: "30s".into(),
+        };
+        assert_eq!(cost(took, &Err::<(), _>(slow)), took);
+        assert_eq!(cost(took, &Ok(())), took);
+        // So after slurmctld's return the next try comes at the interval, not 8 minutes on.
+        let mut p = Pace::default();
+        let t0 = Instant::now();
+        let b = Budget::DEFAULT;
+        p.done_every(t0, Duration::ZERO, b, Duration::from_secs(2));
+        assert_eq!(p.gap(), Some(Duration::from_secs(2)));
     }
 }

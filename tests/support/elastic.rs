@@ -1,0 +1,249 @@
+//! The elastic partition as the autoscaler tests drive it: a namespace with a NodeSet and a
+//! NodeSetAutoscaler on it, and the test playing the operator (when the NodeSet's replicas
+//! rise it starts slurmd for that many elastic nodes, e1, e2, ..., when they fall it stops
+//! the highest ones, as slurm-operator does with NodeSet pods).
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+use slurmscale_autoscaler::crd::NodeSetAutoscaler;
+use slurmscale_exporter::k8s::nodeset::v1beta1;
+
+use super::{Process, SlurmCluster, kube_client, namespace};
+
+/// The elastic partition is one per Slurm: tests that use it take turns.
+pub static ELASTIC: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// No jobs and no elastic node up.
+pub async fn reset_elastic(cluster: &SlurmCluster) {
+    let c = cluster.clone();
+    tokio::task::spawn_blocking(move || c.reset_elastic())
+        .await
+        .unwrap();
+}
+
+/// The test's operator: follows the NodeSet's replicas with elastic slurmds.
+pub fn operate(
+    client: kube::Client,
+    ns: String,
+    cluster: SlurmCluster,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let api: Api<v1beta1::NodeSet> = Api::namespaced(client, &ns);
+        let mut up: BTreeSet<usize> = BTreeSet::new();
+        loop {
+            // An API server that does not answer says nothing about the wanted size.
+            let Ok(nodeset) = api.get("elastic").await else {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                continue;
+            };
+            let want = nodeset.spec.replicas.unwrap_or(0).clamp(0, 8) as usize;
+            while up.len() < want {
+                let i = up.len() + 1;
+                let c = cluster.clone();
+                tokio::task::spawn_blocking(move || c.harness(&["node-up", &format!("e{i}")]))
+                    .await
+                    .unwrap();
+                up.insert(i);
+            }
+            while up.len() > want {
+                let i = *up.iter().next_back().unwrap();
+                let c = cluster.clone();
+                let ok = tokio::task::spawn_blocking(move || {
+                    std::process::Command::new("bash")
+                        .arg(super::repo_root().join("tests/harness/slurm.sh"))
+                        .args([&c.flavor, "node-down", &format!("e{i}")])
+                        .status()
+                        .is_ok_and(|s| s.success())
+                })
+                .await
+                .unwrap();
+                if !ok {
+                    break; // still busy: the operator drains first; try again later
+                }
+                up.remove(&i);
+            }
+            let status = json!({"status": {"replicas": up.len(), "readyReplicas": up.len(), "selector": "app=slurmd", "nodeSetHash": "test"}});
+            let _ = api
+                .patch_status("elastic", &PatchParams::default(), &Patch::Merge(status))
+                .await;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    })
+}
+
+pub struct Setup {
+    pub client: kube::Client,
+    pub ns: String,
+    pub nodesets: Api<v1beta1::NodeSet>,
+    pub autoscalers: Api<NodeSetAutoscaler>,
+    pub operator: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        self.operator.abort();
+    }
+}
+
+impl Setup {
+    /// Deletes the autoscaler (so no later test's autoscaler process acts on it) and stops
+    /// the operator; elastic nodes and jobs are reset.
+    pub async fn teardown(self, cluster: &SlurmCluster) {
+        let _ = self
+            .autoscalers
+            .delete("elastic", &Default::default())
+            .await;
+        self.operator.abort();
+        reset_elastic(cluster).await;
+    }
+}
+
+pub async fn setup(cluster: &SlurmCluster, dry_run: bool) -> Setup {
+    setup_with(cluster, dry_run, json!({})).await
+}
+
+/// As [`setup`], with `spec` merged into the NodeSetAutoscaler's spec.
+pub async fn setup_with(
+    cluster: &SlurmCluster,
+    dry_run: bool,
+    spec_extra: serde_json::Value,
+) -> Setup {
+    reset_elastic(cluster).await;
+    let client = kube_client().await;
+    let ns = namespace(&client, "autoscale").await;
+    let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
+    let spec = v1beta1::NodeSetSpec {
+        replicas: Some(0),
+        ..Default::default()
+    };
+    nodesets
+        .create(
+            &PostParams::default(),
+            &v1beta1::NodeSet::new("elastic", spec),
+        )
+        .await
+        .unwrap();
+    let autoscalers: Api<NodeSetAutoscaler> = Api::namespaced(client.clone(), &ns);
+    let mut nsa = json!({
+        "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler",
+        "metadata": {"name": "elastic"},
+        "spec": {
+            "scaleTargetRef": {"name": "elastic"},
+            "slurm": {"cluster": cluster.name},
+            "minReplicas": 0, "maxReplicas": 8, "idleReplicas": 0, "idleTimeoutSeconds": 6,
+            "scaleUp": {"maxStep": 8},
+            "scaleDown": {"stabilizationWindowSeconds": 4, "maxStep": 8},
+            "dryRun": dry_run,
+        }
+    });
+    if let (Some(spec), Some(extra)) = (nsa["spec"].as_object_mut(), spec_extra.as_object()) {
+        spec.extend(extra.clone());
+    }
+    let nsa: NodeSetAutoscaler = serde_json::from_value(nsa).unwrap();
+    autoscalers
+        .create(&PostParams::default(), &nsa)
+        .await
+        .unwrap();
+    let operator = operate(client.clone(), ns.clone(), cluster.clone());
+    Setup {
+        client,
+        ns,
+        nodesets,
+        autoscalers,
+        operator,
+    }
+}
+
+pub async fn replicas(s: &Setup) -> i32 {
+    s.nodesets
+        .get("elastic")
+        .await
+        .unwrap()
+        .spec
+        .replicas
+        .unwrap_or(0)
+}
+
+pub async fn condition(s: &Setup, type_: &str) -> Option<String> {
+    let nsa = s.autoscalers.get("elastic").await.ok()?;
+    nsa.status?
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| c.status)
+}
+
+/// Waits for `check`; on failure says what the autoscaler, Slurm and the NodeSet looked like.
+pub async fn eventually(what: &str, within: Duration, p: &Process, check: impl AsyncFn() -> bool) {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let mut slurm = String::new();
+    for flavor in ["24.11", "22.05"] {
+        let cluster = SlurmCluster::get(flavor);
+        let queue = cluster.run("squeue", &["-p", "elastic"]);
+        let nodes = cluster.run("sinfo", &["-N", "-p", "elastic"]);
+        slurm.push_str(&format!(
+            "Slurm {flavor}:\nsqueue:\n{queue}\nsinfo:\n{nodes}\n"
+        ));
+    }
+    let client = kube_client().await;
+    let nsas: Api<NodeSetAutoscaler> = Api::all(client);
+    let statuses: Vec<String> = nsas
+        .list(&ListParams::default())
+        .await
+        .map(|l| {
+            l.items
+                .iter()
+                .map(|n| {
+                    format!(
+                        "{:?}: {:?}",
+                        n.metadata.namespace,
+                        n.status.as_ref().map(|s| (
+                            &s.current_replicas,
+                            &s.desired_replicas,
+                            &s.last_decision
+                        ))
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    panic!(
+        "{what}: not within {within:?}\n{slurm}autoscalers:\n{}\nautoscaler logs:\n{}",
+        statuses.join("\n"),
+        p.logs()
+    );
+}
+
+/// Submits an exclusive job to the elastic partition: each job needs whole nodes, so node
+/// counts are what the test says (a 1-core job would otherwise share a busy node).
+pub fn sbatch(cluster: &SlurmCluster, args: &[&str]) -> String {
+    cluster.submit(&[&["-p", "elastic", "--exclusive"], args].concat())
+}
+
+pub fn job_state(cluster: &SlurmCluster, id: &str) -> String {
+    cluster
+        .run("squeue", &["-h", "-j", id, "-o", "%T"])
+        .trim()
+        .to_string()
+}
+
+pub async fn events(s: &Setup, reason: &str) -> Vec<Event> {
+    let api: Api<Event> = Api::namespaced(s.client.clone(), &s.ns);
+    api.list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some(reason))
+        .collect()
+}
