@@ -383,6 +383,22 @@ async fn server_error_bursts_back_off_and_lose_no_decision() {
         let started = Instant::now();
         pending_job(&cluster, jobs);
         tokio::time::sleep(Duration::from_secs(10)).await;
+        // Said in the status while the target cannot be read.
+        if code == 500 {
+            let ready = s
+                .autoscalers
+                .get("elastic")
+                .await
+                .ok()
+                .and_then(|n| n.status)
+                .and_then(|st| st.conditions.into_iter().find(|c| c.type_ == "Ready"))
+                .map(|c| (c.status, c.reason));
+            assert_eq!(
+                ready,
+                Some(("False".to_string(), "TargetUnavailable".to_string())),
+                "Ready during a 500 burst"
+            );
+        }
         let during: Vec<Record> = proxy
             .requests_to(&s.nodeset_path())
             .into_iter()
