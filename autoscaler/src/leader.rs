@@ -212,3 +212,27 @@ async fn release(api: &Api<Lease>, cfg: &LeaseConfig) -> Result<(), kube::Error>
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_only_within_the_lease() {
+        let l = Leadership::default();
+        assert_eq!(l.write_deadline(), None, "not leading yet");
+        let until = Instant::now() + Duration::from_millis(100);
+        l.set_valid_until(Some(until));
+        l.swap(true);
+        assert_eq!(l.write_deadline(), Some(until));
+        // Still "leading" (no renewal failed yet) but past the lease: no write.
+        std::thread::sleep(Duration::from_millis(150));
+        assert!(l.is_leader());
+        assert_eq!(l.write_deadline(), None);
+        // Stepping down forgets the lease.
+        l.set_valid_until(Some(Instant::now() + Duration::from_secs(5)));
+        l.swap(false);
+        assert_eq!(l.write_deadline(), None);
+        assert!(Leadership::always().write_deadline().is_some());
+    }
+}
