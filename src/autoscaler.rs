@@ -47,6 +47,7 @@ pub async fn run(args: AutoscalerArgs) -> Result<()> {
         listen: args.listen,
         lease: Some(lease),
         identity,
+        kube_timeout: args.kube_timeout,
         dry_run: args.dry_run,
         scontrol: slurmscale_autoscaler::slurm_nodes::Scontrol {
             bin: args.scontrol.clone(),

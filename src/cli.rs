@@ -385,6 +385,10 @@ pub struct AutoscalerArgs {
     /// This replica's name in the Lease (default: host name and process id).
     #[arg(long, env = "POD_NAME")]
     pub identity: Option<String>,
+    /// Deadline of each Kubernetes read and write (watches excepted): a slow API server costs
+    /// this, never a hung controller.
+    #[arg(long, env = "SLURMSCALE_KUBE_TIMEOUT", default_value = "30s", value_parser = duration)]
+    pub kube_timeout: Duration,
     /// `scontrol` used to drain and resume nodes on Slurm 22.05, which has no REST node update
     /// (colocation only; default: `scontrol` on PATH).
     #[arg(long, env = "SLURMSCALE_SCONTROL")]

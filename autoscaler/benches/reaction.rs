@@ -133,6 +133,7 @@ async fn main() {
         listen: "127.0.0.1:0".parse().unwrap(),
         lease: None,
         identity: "reaction-bench".into(),
+        kube_timeout: slurmscale_autoscaler::actuator::DEFAULT_TIMEOUT,
         dry_run: false,
         scontrol: Default::default(),
         ledger: Default::default(),

@@ -5,6 +5,14 @@
 //! API server. Any resource with a scale subresource works; the API resource behind
 //! `scaleTargetRef` is found by discovery and cached. Tests, the demo and `simulate` put the
 //! in-memory [`crate::fakes::Fake`] in its place.
+//!
+//! Every request has a deadline, so a slow or silent API server costs one timeout, never a
+//! hung controller (the client itself waits forever by default). Every write is also fenced
+//! by the lease: it is sent only while [`Leadership::write_deadline`] says the lease is
+//! certainly ours, and abandoned (its connection closed) if unanswered by then — a write held
+//! up in the network past the lease would otherwise land after a standby's first write.
+//! Rate limiting (429 with `Retry-After`) and 503/504 are retried by the client, which waits
+//! as long as the server asks; those retries run within the same deadlines.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -20,6 +28,10 @@ use tracing::warn;
 
 use crate::crd::{NodeSetAutoscaler, NodeSetAutoscalerStatus, ScaleTargetRef};
 use crate::error::{Error, Result};
+use crate::leader::Leadership;
+
+/// How long a Kubernetes read or write may take unless `--kube-timeout` says otherwise.
+pub const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The target as the controller needs it.
 #[derive(Clone, Debug, PartialEq)]
@@ -44,10 +56,25 @@ pub struct Actuator {
     client: Client,
     recorder: Recorder,
     resources: Mutex<HashMap<(String, String), ApiResource>>,
+    /// Writes are sent and answered within the lease only.
+    leadership: Leadership,
+    /// Each request is abandoned after this.
+    timeout: std::time::Duration,
 }
 
 impl Actuator {
+    /// Acts alone (no election) with the default timeout.
     pub fn new(client: Client, identity: &str) -> Self {
+        Self::fenced(client, identity, Leadership::always(), DEFAULT_TIMEOUT)
+    }
+
+    /// Writes only within `leadership`'s lease; every request within `timeout`.
+    pub fn fenced(
+        client: Client,
+        identity: &str,
+        leadership: Leadership,
+        timeout: std::time::Duration,
+    ) -> Self {
         let reporter = Reporter {
             controller: "slurmscale-autoscaler".into(),
             instance: Some(identity.to_string()),
@@ -56,6 +83,39 @@ impl Actuator {
             recorder: Recorder::new(client.clone(), reporter),
             client,
             resources: Mutex::default(),
+            leadership,
+            timeout,
+        }
+    }
+
+    /// A read, abandoned after the timeout.
+    async fn read_within<T>(
+        &self,
+        what: &'static str,
+        request: impl Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T> {
+        match tokio::time::timeout(self.timeout, request).await {
+            Ok(answer) => Ok(answer?),
+            Err(_) => Err(Error::KubeTimeout(what, self.timeout)),
+        }
+    }
+
+    /// A write: sent only while the lease is certainly ours, abandoned when it may not be
+    /// any more or after the timeout, whichever comes first.
+    async fn write_within<T>(
+        &self,
+        what: &'static str,
+        request: impl Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T> {
+        let lease_ends = self
+            .leadership
+            .write_deadline()
+            .ok_or(Error::NotLeader(what))?;
+        let timeout_ends = tokio::time::Instant::now() + self.timeout;
+        match tokio::time::timeout_at(lease_ends.min(timeout_ends), request).await {
+            Ok(answer) => Ok(answer?),
+            Err(_) if lease_ends < timeout_ends => Err(Error::NotLeader(what)),
+            Err(_) => Err(Error::KubeTimeout(what, self.timeout)),
         }
     }
 
@@ -75,7 +135,12 @@ impl Actuator {
                     None => ("", target.api_version.as_str()),
                 };
                 let gvk = GroupVersionKind::gvk(group, version, &target.kind);
-                let (resource, caps) = kube::discovery::pinned_kind(&self.client, &gvk).await?;
+                let (resource, caps) = self
+                    .read_within(
+                        "discovery",
+                        kube::discovery::pinned_kind(&self.client, &gvk),
+                    )
+                    .await?;
                 if !caps.supports_operation(kube::discovery::verbs::PATCH) {
                     return Err(Error::Target(
                         target.name.clone(),
@@ -194,8 +259,12 @@ impl Kubernetes for Actuator {
     /// Reads the target and its scale.
     async fn read(&self, namespace: &str, target: &ScaleTargetRef) -> Result<Target> {
         let api = self.api(namespace, target).await?;
-        let object = api.get(&target.name).await?;
-        let scale = api.get_scale(&target.name).await?;
+        let object = self
+            .read_within("target read", api.get(&target.name))
+            .await?;
+        let scale = self
+            .read_within("scale read", api.get_scale(&target.name))
+            .await?;
         let spec = object.data.get("spec");
         Ok(Target {
             replicas: scale
@@ -230,8 +299,13 @@ impl Kubernetes for Actuator {
         if let Some(rv) = resource_version {
             patch["metadata"] = json!({"resourceVersion": rv});
         }
-        api.patch_scale(&target.name, &PatchParams::default(), &Patch::Merge(patch))
-            .await?;
+        let params = PatchParams::default();
+        let patch = Patch::Merge(patch);
+        self.write_within(
+            "scale patch",
+            api.patch_scale(&target.name, &params, &patch),
+        )
+        .await?;
         Ok(())
     }
 
@@ -249,12 +323,13 @@ impl Kubernetes for Actuator {
             lp = lp.labels(sel);
         }
         let mut marked = 0;
-        for pod in pods.list(&lp).await?.items {
+        for pod in self.read_within("pod list", pods.list(&lp)).await?.items {
             let on = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
             if on.is_some_and(|n| nodes.iter().any(|x| x == n)) {
                 let name = pod.metadata.name.clone().unwrap_or_default();
                 let patch = json!({"metadata": {"annotations": {POD_DELETION_COST: "-100000"}}});
-                pods.patch(&name, &PatchParams::default(), &Patch::Merge(patch))
+                let (params, patch) = (PatchParams::default(), Patch::Merge(patch));
+                self.write_within("pod patch", pods.patch(&name, &params, &patch))
                     .await?;
                 marked += 1;
             }
@@ -271,12 +346,12 @@ impl Kubernetes for Actuator {
         let namespace = nsa.metadata.namespace.clone().unwrap_or_default();
         let api: Api<NodeSetAutoscaler> = Api::namespaced(self.client.clone(), &namespace);
         let name = nsa.metadata.name.clone().unwrap_or_default();
-        api.patch_status(
-            &name,
-            &PatchParams::default(),
-            &Patch::Merge(json!({ "status": status })),
-        )
-        .await?;
+        let (params, patch) = (
+            PatchParams::default(),
+            Patch::Merge(json!({ "status": status })),
+        );
+        self.write_within("status patch", api.patch_status(&name, &params, &patch))
+            .await?;
         Ok(())
     }
 
@@ -294,7 +369,10 @@ impl Kubernetes for Actuator {
             action: "Scale".into(),
             secondary: None,
         };
-        if let Err(e) = self.recorder.publish(&event, &reference).await {
+        let published = self
+            .write_within("event", self.recorder.publish(&event, &reference))
+            .await;
+        if let Err(e) = published {
             warn!(error = %e, reason, "cannot record an Event");
         }
     }

@@ -1,6 +1,8 @@
 //! The autoscaler library's error type. Kubernetes answers are classified so the controller
 //! can tell what to retry at once (409: re-read and decide again), what to back off from
-//! (429, 5xx, transport) and what to report and leave (404, 403, invalid targets).
+//! (429, 5xx, transport, timeouts) and what to report and leave (404, 403, invalid targets).
+//! A write refused for want of a valid lease is `not_leader`: nothing to report, a standby
+//! acts by then.
 
 use thiserror::Error;
 
@@ -8,6 +10,15 @@ use thiserror::Error;
 pub enum Error {
     #[error("Kubernetes: {0}")]
     Kube(#[from] kube::Error),
+
+    /// A Kubernetes request not answered within `--kube-timeout` (abandoned).
+    #[error("Kubernetes: {0} not answered within {1:?}")]
+    KubeTimeout(&'static str, std::time::Duration),
+
+    /// A write not sent, or abandoned unanswered, because the lease may no longer be ours:
+    /// a standby may be acting by then.
+    #[error("Kubernetes: {0} not sent: this replica's lease may have run out")]
+    NotLeader(&'static str),
 
     #[error("scale target {0}: {1}")]
     Target(String, String),
@@ -51,6 +62,8 @@ impl Error {
                 _ => "rejected",
             },
             Self::Kube(_) => "transport",
+            Self::KubeTimeout(..) => "timeout",
+            Self::NotLeader(_) => "not_leader",
             Self::Target(..) => "target",
             Self::UnknownCluster(_) => "config",
             Self::Exporter(e) => e.kind(),
@@ -61,7 +74,10 @@ impl Error {
 
     /// Worth retrying after a pause (the server was busy or unreachable).
     pub fn is_transient(&self) -> bool {
-        matches!(self.kind(), "throttled" | "server" | "transport")
+        matches!(
+            self.kind(),
+            "throttled" | "server" | "transport" | "timeout"
+        )
     }
 
     pub fn is_conflict(&self) -> bool {

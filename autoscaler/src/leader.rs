@@ -3,8 +3,17 @@
 //! once it has not been renewed for `duration`. Every write goes through the Lease's
 //! resourceVersion, so two candidates racing for an expired lease cannot both win. A leader
 //! that cannot renew steps down at once (before its lease runs out), never after.
+//!
+//! Stepping down is not enough on its own: a write started while leading can still be in
+//! flight (held by a slow network or a retrying client) when a standby takes over. So the
+//! leader also knows until when its lease is certainly its own — the start of its last
+//! successful renewal plus the lease duration, less one renewal period of margin, on the
+//! monotonic clock — and every write to Kubernetes must be sent and answered before that
+//! instant ([`Leadership::write_deadline`]) or is abandoned. A standby takes over only when the
+//! lease is `duration` past the renewTime the leader wrote, which the leader took before that
+//! renewal started: the leader's deadline always comes first.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
@@ -14,6 +23,7 @@ use kube::api::{Api, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 use tokio::sync::watch;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
@@ -31,33 +41,63 @@ pub struct LeaseConfig {
 /// Whether this process may actuate right now, and a way to hear when that changes (only
 /// the leader polls Slurm in full).
 #[derive(Clone, Debug)]
-pub struct Leadership(Arc<watch::Sender<bool>>);
+pub struct Leadership {
+    leading: Arc<watch::Sender<bool>>,
+    /// Until when the lease is certainly ours; `None` without election (never expires).
+    valid_until: Option<Arc<Mutex<Option<Instant>>>>,
+}
 
 impl Default for Leadership {
     /// Not leading until an election says so.
     fn default() -> Self {
-        Self(Arc::new(watch::Sender::new(false)))
+        Self {
+            leading: Arc::new(watch::Sender::new(false)),
+            valid_until: Some(Arc::default()),
+        }
     }
 }
 
 impl Leadership {
     /// Always the leader (a single replica without election).
     pub fn always() -> Self {
-        Self(Arc::new(watch::Sender::new(true)))
+        Self {
+            leading: Arc::new(watch::Sender::new(true)),
+            valid_until: None,
+        }
     }
 
     pub fn is_leader(&self) -> bool {
-        *self.0.borrow()
+        *self.leading.borrow()
     }
 
     /// Follows leadership: `true` while leading.
     pub fn watch(&self) -> watch::Receiver<bool> {
-        self.0.subscribe()
+        self.leading.subscribe()
+    }
+
+    /// The instant by which a write must be answered for it to be certainly ours, or `None`
+    /// when no write may be sent now (not leading, or the lease may have run out). Without
+    /// election: a day from now.
+    pub fn write_deadline(&self) -> Option<Instant> {
+        let Some(valid) = &self.valid_until else {
+            return Some(Instant::now() + Duration::from_secs(86_400));
+        };
+        let until = (*valid.lock().unwrap_or_else(|e| e.into_inner()))?;
+        (self.is_leader() && until > Instant::now()).then_some(until)
     }
 
     /// Sets it; returns what it was.
     fn swap(&self, leading: bool) -> bool {
-        self.0.send_replace(leading)
+        if !leading {
+            self.set_valid_until(None);
+        }
+        self.leading.send_replace(leading)
+    }
+
+    fn set_valid_until(&self, until: Option<Instant>) {
+        if let Some(valid) = &self.valid_until {
+            *valid.lock().unwrap_or_else(|e| e.into_inner()) = until;
+        }
     }
 }
 
@@ -70,6 +110,9 @@ pub async fn run(
 ) {
     let api: Api<Lease> = Api::namespaced(client, &cfg.namespace);
     loop {
+        // Taken before the renewal (and its renewTime) so our deadline is never later than
+        // what a standby computes from the lease.
+        let started = Instant::now();
         // A renewal that hangs must not leave us acting as leader past the lease.
         let leading = match tokio::time::timeout(cfg.renew, try_acquire_or_renew(&api, &cfg)).await
         {
@@ -83,6 +126,10 @@ pub async fn run(
                 false
             }
         };
+        if leading {
+            let margin = cfg.renew.min(cfg.duration / 2);
+            leadership.set_valid_until(Some(started + cfg.duration - margin));
+        }
         if leading != leadership.swap(leading) {
             info!(identity = %cfg.identity, lease = %cfg.name, leading, "leadership changed");
         }
@@ -164,4 +211,28 @@ async fn release(api: &Api<Lease>, cfg: &LeaseConfig) -> Result<(), kube::Error>
             .await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_only_within_the_lease() {
+        let l = Leadership::default();
+        assert_eq!(l.write_deadline(), None, "not leading yet");
+        let until = Instant::now() + Duration::from_millis(100);
+        l.set_valid_until(Some(until));
+        l.swap(true);
+        assert_eq!(l.write_deadline(), Some(until));
+        // Still "leading" (no renewal failed yet) but past the lease: no write.
+        std::thread::sleep(Duration::from_millis(150));
+        assert!(l.is_leader());
+        assert_eq!(l.write_deadline(), None);
+        // Stepping down forgets the lease.
+        l.set_valid_until(Some(Instant::now() + Duration::from_secs(5)));
+        l.swap(false);
+        assert_eq!(l.write_deadline(), None);
+        assert!(Leadership::always().write_deadline().is_some());
+    }
 }

@@ -49,6 +49,8 @@ pub struct AutoscalerConfig {
     /// Leader election; `None` to act alone.
     pub lease: Option<leader::LeaseConfig>,
     pub identity: String,
+    /// Deadline of each Kubernetes read and write (not watches).
+    pub kube_timeout: Duration,
     /// Decide and report for every autoscaler, never actuate.
     pub dry_run: bool,
     /// How to run `scontrol` for node updates on Slurm 22.05 (colocation only).
@@ -126,9 +128,14 @@ pub async fn run(client: Client, cfg: AutoscalerConfig, stop: CancellationToken)
         stop.clone(),
     );
     let seam = controller::Seam {
-        kubernetes: actuator::Actuator::new(client.clone(), &cfg.identity),
+        kubernetes: actuator::Actuator::fenced(
+            client.clone(),
+            &cfg.identity,
+            leadership.clone(),
+            cfg.kube_timeout,
+        ),
         slurm: slurm_nodes::SlurmNodeWriters::new(&cfg.clusters, &cfg.scontrol)?,
-        pool: pool::KubePool::new(client, Some(watch.clone())),
+        pool: pool::KubePool::new(client, Some(watch.clone())).with_timeout(cfg.kube_timeout),
         clock: controller::wall_clock(),
     };
     let controller = Arc::new(controller::Controller::new(

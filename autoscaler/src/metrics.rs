@@ -62,7 +62,7 @@ pub fn collect(out: &mut Out, m: &AutoscalerMetrics) {
     for (kind, n) in &m.errors {
         out.counter(
             "slurmscale_autoscaler_errors_total",
-            "Failed reconciles by kind (conflict, throttled, server, transport, not_found, forbidden, target, config).",
+            "Failed reconciles by kind (conflict, throttled, server, timeout, transport, not_leader, not_found, forbidden, rejected, target, config, and the Slurm kinds).",
             &[("kind", kind)],
             *n as f64,
         );

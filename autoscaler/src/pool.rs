@@ -64,12 +64,31 @@ impl<P: PoolReader> PoolReader for std::sync::Arc<P> {
 pub struct KubePool {
     client: Client,
     watch: Option<KubeSource>,
+    /// Each read is abandoned after this (`--kube-timeout`).
+    timeout: std::time::Duration,
 }
 
 impl KubePool {
     /// Reads pods with `client` and the ledger from `watch` (`None`: colocation cannot run).
     pub fn new(client: Client, watch: Option<KubeSource>) -> Self {
-        Self { client, watch }
+        Self {
+            client,
+            watch,
+            timeout: crate::actuator::DEFAULT_TIMEOUT,
+        }
+    }
+
+    /// Abandons each read after `timeout`.
+    pub fn with_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    async fn list(&self, api: &Api<Pod>, lp: &ListParams) -> Result<Vec<Pod>> {
+        match tokio::time::timeout(self.timeout, api.list(lp)).await {
+            Ok(list) => Ok(list?.items),
+            Err(_) => Err(crate::Error::KubeTimeout("pod list", self.timeout)),
+        }
     }
 }
 
@@ -81,10 +100,9 @@ impl PoolReader for KubePool {
     async fn pod_nodes(&self, namespace: &str, selector: &str) -> Result<BTreeMap<String, bool>> {
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
         let mut out = BTreeMap::new();
-        for pod in pods
-            .list(&ListParams::default().labels(selector))
+        for pod in self
+            .list(&pods, &ListParams::default().labels(selector))
             .await?
-            .items
         {
             let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) else {
                 continue;
@@ -112,10 +130,9 @@ impl PoolReader for KubePool {
             let sel: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
             lp = lp.labels(&sel.join(","));
         }
-        Ok(pods
-            .list(&lp)
+        Ok(self
+            .list(&pods, &lp)
             .await?
-            .items
             .into_iter()
             .filter(unschedulable)
             .map(pending_pod)

@@ -8,6 +8,7 @@
 
 pub mod elastic;
 pub mod fault;
+pub mod kube_fault;
 pub mod secrets;
 
 use std::collections::HashMap;
@@ -368,8 +369,19 @@ pub fn autoscaler_via(
     lease_ns: &str,
     extra: &[&str],
 ) -> Process {
+    autoscaler_with(cluster, url, &kubeconfig_path(), lease_ns, extra)
+}
+
+/// As [`autoscaler_via`], reaching Kubernetes through `kubeconfig` (a proxy's).
+pub fn autoscaler_with(
+    cluster: &SlurmCluster,
+    url: &str,
+    kubeconfig: &Path,
+    lease_ns: &str,
+    extra: &[&str],
+) -> Process {
     let key = cluster.key_file.to_string_lossy().into_owned();
-    let kubeconfig = kubeconfig_path().to_string_lossy().into_owned();
+    let kubeconfig = kubeconfig.to_string_lossy().into_owned();
     let mut args = vec![
         "autoscaler",
         "--interval",
