@@ -150,6 +150,7 @@ impl Demo {
                 resync: INTERVAL,
                 stale_after: stale_after(INTERVAL),
                 dry_run: false,
+                concurrency: 1,
             },
         );
         Self {

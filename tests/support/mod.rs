@@ -9,6 +9,7 @@
 pub mod elastic;
 pub mod fault;
 pub mod kube_fault;
+pub mod load;
 pub mod secrets;
 
 use std::collections::HashMap;

@@ -27,6 +27,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
+use futures::StreamExt;
 use kube::ResourceExt;
 use kube::runtime::reflector::Store;
 use slurmscale_exporter::signals::cluster_of;
@@ -73,6 +74,9 @@ pub struct ControllerConfig {
     pub stale_after: Duration,
     /// Every autoscaler in dry run (`--dry-run`).
     pub dry_run: bool,
+    /// Autoscalers reconciled at once (1: one after another, in order, as the simulations
+    /// need to be reproducible).
+    pub concurrency: usize,
 }
 
 /// Per-autoscaler memory between reconciles, one part per stage.
@@ -179,14 +183,21 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Controller<K, S, P> {
         let keys: Vec<String> = live.iter().map(|n| key(n)).collect();
         self.metrics().rows.retain(|k, _| keys.contains(k));
         self.entries().retain(|k, _| keys.contains(k));
-        for nsa in live {
-            let k = key(&nsa);
-            let mut entry = self.entries().remove(&k).unwrap_or_default();
-            if entry.retry_at.is_none_or(|t| self.now() >= t) {
-                self.reconcile_timed(&nsa, &mut entry, leader).await;
-            }
-            self.entries().insert(k, entry);
-        }
+        // Each reconcile waits on the API server (the target, its scale, then the writes):
+        // one after another, 200 autoscalers took longer than a poll interval, so the last
+        // of them decided on data a poll old and later than its interval. They are
+        // independent (each has its own entry, taken out while it runs), so up to
+        // `concurrency` run at once.
+        futures::stream::iter(live)
+            .for_each_concurrent(self.cfg.concurrency.max(1), |nsa| async move {
+                let k = key(&nsa);
+                let mut entry = self.entries().remove(&k).unwrap_or_default();
+                if entry.retry_at.is_none_or(|t| self.now() >= t) {
+                    self.reconcile_timed(&nsa, &mut entry, leader).await;
+                }
+                self.entries().insert(k, entry);
+            })
+            .await;
     }
 
     /// One reconcile, timed and counted; failures back off.

@@ -90,6 +90,7 @@ impl Rig {
                 resync: Duration::from_secs(2),
                 stale_after: STALE,
                 dry_run: false,
+                concurrency: 8,
             },
         );
         Self {

@@ -186,6 +186,7 @@ impl Builtin {
                     POLL as u64,
                 )),
                 dry_run: false,
+                concurrency: 1,
             },
         );
         let max = cluster.max_nodes();
