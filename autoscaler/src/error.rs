@@ -17,7 +17,7 @@ pub enum Error {
 
     /// A write not sent, or abandoned unanswered, because the lease may no longer be ours:
     /// a standby may be acting by then.
-    #[error("Kubernetes: {0} not sent: this replica's lease may have run out")]
+    #[error("{0} not sent: this replica's lease may have run out")]
     NotLeader(&'static str),
 
     #[error("scale target {0}: {1}")]

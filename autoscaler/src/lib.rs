@@ -139,7 +139,11 @@ pub async fn run(client: Client, cfg: AutoscalerConfig, stop: CancellationToken)
             leadership.clone(),
             cfg.kube_timeout,
         ),
-        slurm: slurm_nodes::SlurmNodeWriters::new(&cfg.clusters, &cfg.scontrol)?,
+        slurm: slurm_nodes::SlurmNodeWriters::new(
+            &cfg.clusters,
+            &cfg.scontrol,
+            leadership.clone(),
+        )?,
         pool: pool::KubePool::new(client, Some(watch.clone())).with_timeout(cfg.kube_timeout),
         clock: controller::wall_clock(),
     };

@@ -4,6 +4,11 @@
 //! v0.0.40+; Slurm 22.05 (v0.0.38) has no node update endpoint, so there it runs
 //! `scontrol update`, which needs Slurm's client and munge where the autoscaler runs. Drains
 //! carry the reason prefix `slurmscale:`; callers only ever resume those.
+//!
+//! These writes are fenced by the lease like the Kubernetes ones (`actuator`): sent only
+//! while [`Leadership::write_deadline`] says the lease is certainly ours and abandoned at it
+//! (an `scontrol` still running is killed), so a replica cut off from the API server never
+//! drains or resumes a node after a standby has taken over the pool.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -15,6 +20,7 @@ use slurmscale_exporter::slurm::{ApiVersion, SlurmClient};
 
 use crate::colocation::DRAIN_PREFIX;
 use crate::error::{Error, Result};
+use crate::leader::Leadership;
 
 /// How to run `scontrol` for clusters whose REST API cannot update nodes.
 #[derive(Clone, Debug, Default)]
@@ -72,34 +78,68 @@ pub fn drain_reason(why: &str) -> String {
     format!("{DRAIN_PREFIX} {why}")
 }
 
-/// One writer per cluster, by name.
-#[derive(Default)]
-pub struct SlurmNodeWriters(BTreeMap<String, SlurmNodeWriter>);
+/// One writer per cluster, by name, fenced by the lease.
+pub struct SlurmNodeWriters {
+    writers: BTreeMap<String, SlurmNodeWriter>,
+    leadership: Leadership,
+}
 
 impl SlurmNodeWriters {
-    /// Writers for `clusters`, each with its own client (the poller's limits apply).
-    pub fn new(clusters: &[ClusterConfig], scontrol: &Scontrol) -> Result<Self> {
-        clusters
+    /// Writers for `clusters`, each with its own client (the poller's limits apply), writing
+    /// only while `leadership` says the lease is ours.
+    pub fn new(
+        clusters: &[ClusterConfig],
+        scontrol: &Scontrol,
+        leadership: Leadership,
+    ) -> Result<Self> {
+        let writers = clusters
             .iter()
             .map(|c| Ok((c.name.clone(), SlurmNodeWriter::new(c, scontrol.clone())?)))
-            .collect::<Result<_>>()
-            .map(Self)
+            .collect::<Result<_>>()?;
+        Ok(Self {
+            writers,
+            leadership,
+        })
     }
 
     fn get(&self, cluster: &str) -> Result<&SlurmNodeWriter> {
-        self.0
+        self.writers
             .get(cluster)
             .ok_or_else(|| Error::UnknownCluster(cluster.to_string()))
     }
 }
 
+/// `write`, if it can be done before the lease may run out.
+async fn fenced(
+    leadership: &Leadership,
+    what: &'static str,
+    write: impl Future<Output = Result<()>>,
+) -> Result<()> {
+    let ends = leadership.write_deadline().ok_or(Error::NotLeader(what))?;
+    tokio::time::timeout_at(ends, write)
+        .await
+        .unwrap_or(Err(Error::NotLeader(what)))
+}
+
 impl SlurmNodes for SlurmNodeWriters {
     async fn drain(&self, cluster: &str, version: ApiVersion, node: &str, why: &str) -> Result<()> {
-        self.get(cluster)?.drain(version, node, why).await
+        let writer = self.get(cluster)?;
+        fenced(
+            &self.leadership,
+            "Slurm node drain",
+            writer.drain(version, node, why),
+        )
+        .await
     }
 
     async fn resume(&self, cluster: &str, version: ApiVersion, node: &str) -> Result<()> {
-        self.get(cluster)?.resume(version, node).await
+        let writer = self.get(cluster)?;
+        fenced(
+            &self.leadership,
+            "Slurm node resume",
+            writer.resume(version, node),
+        )
+        .await
     }
 }
 
@@ -159,7 +199,11 @@ impl SlurmNodeWriter {
             .clone()
             .unwrap_or_else(|| "scontrol".into());
         let mut cmd = tokio::process::Command::new(&bin);
-        cmd.arg("update").args(args).env_remove("SLURM_JWT");
+        // Killed if the lease runs out first (the future is dropped), not left to write later.
+        cmd.arg("update")
+            .args(args)
+            .env_remove("SLURM_JWT")
+            .kill_on_drop(true);
         if let Some(conf) = &self.scontrol.conf {
             cmd.env("SLURM_CONF", conf);
         }
@@ -180,5 +224,29 @@ impl SlurmNodeWriter {
                 ),
             ))
         }
+    }
+}
+
+#[cfg(test)]
+mod fence_tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// A replica that does not hold the lease sends no Slurm write at all; the leader does.
+    #[tokio::test]
+    async fn slurm_writes_go_out_only_under_the_lease() {
+        let sent = AtomicBool::new(false);
+        let write = || async {
+            sent.store(true, Ordering::SeqCst);
+            Ok(())
+        };
+        let standby = Leadership::default();
+        let refused = fenced(&standby, "Slurm node drain", write()).await;
+        assert!(matches!(refused, Err(Error::NotLeader(_))), "{refused:?}");
+        assert!(!sent.load(Ordering::SeqCst), "a standby drained a node");
+        fenced(&Leadership::always(), "Slurm node drain", write())
+            .await
+            .unwrap();
+        assert!(sent.load(Ordering::SeqCst));
     }
 }
