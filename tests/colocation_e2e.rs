@@ -50,7 +50,10 @@ fn drained_by_us(cluster: &SlurmCluster, node: &str) -> bool {
     state.starts_with("drain") && reason.starts_with("slurmscale:")
 }
 
-fn sbatch(cluster: &SlurmCluster, node: &str, tasks: u32) -> String {
+/// A job of `tasks` CPUs on `node` with a time limit of `minutes` (the planner drains the
+/// node whose work ends soonest among those running the fewest jobs, so a test that expects a
+/// node must not leave it to which job started a second earlier).
+fn sbatch(cluster: &SlurmCluster, node: &str, tasks: u32, minutes: u32) -> String {
     cluster.submit(&[
         "-p",
         "cpu",
@@ -60,6 +63,8 @@ fn sbatch(cluster: &SlurmCluster, node: &str, tasks: u32) -> String {
         "-n",
         &tasks.to_string(),
         "--mem=100",
+        "--time",
+        &minutes.to_string(),
         "--wrap",
         "sleep 600",
     ])
@@ -377,9 +382,11 @@ async fn rebalances_the_pool(flavor: &str) {
     let _turn = turn(&cluster).await;
     let pool = setup(&cluster).await;
     // Different amounts of work on each node; c4 is drained by an administrator.
-    let jobs: Vec<String> = [("c1", 6), ("c2", 4), ("c3", 1), ("c4", 3)]
+    // c3's job is the smallest and ends first: whichever rule breaks the tie, c3 is the node
+    // to give.
+    let jobs: Vec<String> = [("c1", 6, 60), ("c2", 4, 60), ("c3", 1, 30), ("c4", 3, 60)]
         .iter()
-        .map(|(n, tasks)| sbatch(&cluster, n, *tasks))
+        .map(|(n, tasks, minutes)| sbatch(&cluster, n, *tasks, *minutes))
         .collect();
     let running = support::wait_until(Duration::from_secs(30), || async {
         let out = cluster.run("squeue", &["-h", "-p", "cpu", "-t", "R", "-o", "%i"]);
@@ -418,8 +425,8 @@ async fn rebalances_the_pool(flavor: &str) {
     .await;
     drop(blind);
 
-    // With the ledger: the least busy node Slurm may give (c3: one CPU in use) is drained for
-    // the pod; its replica stays until its job ends.
+    // With the ledger: the node Slurm may best give (c3: one job on one CPU, ending first) is
+    // drained for the pod; its replica stays until its job ends.
     let p = colocated_autoscaler(&cluster, &pool.ns, &[]);
     pool.eventually("c3 drained for Kubernetes", &p, async || {
         drained_by_us(&cluster, "c3")
@@ -585,7 +592,7 @@ async fn drains_a_node_the_pending_pod_may_use() {
     for (what, labels, placement, allowed) in cases {
         let pool = setup_with(&cluster, labels).await;
         // c1 runs a job, so an idle node would be drained first wherever the pod may go.
-        let job = sbatch(&cluster, "c1", 1);
+        let job = sbatch(&cluster, "c1", 1, 60);
         let running = support::wait_until(Duration::from_secs(30), || async {
             job_running(&cluster, &job)
         })
