@@ -44,8 +44,10 @@ phase "start real servers"
 # real time; against their own copy they run beside the rest, so the suite takes the time of
 # the longer half instead of the sum.
 apart=(autoscaler_e2e calibration)
-second=(env "SLURMSCALE_RUN=${SLURMSCALE_RUN:-/tmp/slurmscale-harness}-2" SLURMSCALE_PORT_BASE_2205=46800
-  SLURMSCALE_PORT_BASE_2411=47800 SLURMSCALE_KUBE_PORT_BASE=48000)
+# Its ports stay below the kernel's ephemeral range (32768 and up here), where an outgoing
+# connection could hold a port a slurmd is about to bind.
+second=(env "SLURMSCALE_RUN=${SLURMSCALE_RUN:-/tmp/slurmscale-harness}-2" SLURMSCALE_PORT_BASE_2205=19800
+  SLURMSCALE_PORT_BASE_2411=20800 SLURMSCALE_KUBE_PORT_BASE=21000)
 trap 'tests/harness/down.sh; "${second[@]}" tests/harness/down.sh' EXIT
 tests/harness/up.sh
 "${second[@]}" tests/harness/up.sh
