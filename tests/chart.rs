@@ -418,13 +418,7 @@ async fn the_rendered_chart_passes_a_server_side_dry_run() {
 /// prints. A tag set in the values wins.
 #[test]
 fn the_default_image_is_the_one_the_build_script_tags() {
-    let out = Command::new("bash")
-        .arg(repo_root().join("tests/harness/image.sh"))
-        .arg("name")
-        .output()
-        .expect("run tests/harness/image.sh name");
-    assert!(out.status.success(), "tests/harness/image.sh name failed");
-    let built = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let built = support::image_name();
     assert_eq!(
         built,
         format!(

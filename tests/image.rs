@@ -17,17 +17,6 @@ use support::{Metrics, SlurmCluster, free_port, repo_root, unique};
 const MAX_IMAGE_BYTES: u64 = 40_000_000;
 const NONROOT: u32 = 65532;
 
-/// The image the chart pulls by default, as the build script names it.
-fn image() -> String {
-    let out = Command::new("bash")
-        .arg(repo_root().join("tests/harness/image.sh"))
-        .arg("name")
-        .output()
-        .expect("run tests/harness/image.sh name");
-    assert!(out.status.success(), "tests/harness/image.sh name failed");
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
 /// `podman` on runc with our containers.conf (crun and default ulimits fail here).
 fn podman() -> Command {
     let mut cmd = Command::new("podman");
@@ -53,7 +42,7 @@ fn podman_output(args: &[&str]) -> (bool, String, String) {
 
 /// The image, which must have been built from this checkout.
 fn built_image() -> String {
-    let image = image();
+    let image = support::image_name();
     let (ok, _, _) = podman_output(&["image", "exists", &image]);
     assert!(
         ok,

@@ -33,6 +33,18 @@ use crate::leader::Leadership;
 /// How long a Kubernetes read or write may take unless `--kube-timeout` says otherwise.
 pub const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// A Kubernetes request, abandoned after `timeout`.
+pub(crate) async fn within<T>(
+    timeout: std::time::Duration,
+    what: &'static str,
+    request: impl Future<Output = Result<T, kube::Error>>,
+) -> Result<T> {
+    match tokio::time::timeout(timeout, request).await {
+        Ok(answer) => Ok(answer?),
+        Err(_) => Err(Error::KubeTimeout(what, timeout)),
+    }
+}
+
 /// The target as the controller needs it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Target {
@@ -94,10 +106,7 @@ impl Actuator {
         what: &'static str,
         request: impl Future<Output = Result<T, kube::Error>>,
     ) -> Result<T> {
-        match tokio::time::timeout(self.timeout, request).await {
-            Ok(answer) => Ok(answer?),
-            Err(_) => Err(Error::KubeTimeout(what, self.timeout)),
-        }
+        within(self.timeout, what, request).await
     }
 
     /// A write: sent only while the lease is certainly ours, abandoned when it may not be
@@ -107,16 +116,9 @@ impl Actuator {
         what: &'static str,
         request: impl Future<Output = Result<T, kube::Error>>,
     ) -> Result<T> {
-        let lease_ends = self
-            .leadership
-            .write_deadline()
-            .ok_or(Error::NotLeader(what))?;
-        let timeout_ends = tokio::time::Instant::now() + self.timeout;
-        match tokio::time::timeout_at(lease_ends.min(timeout_ends), request).await {
-            Ok(answer) => Ok(answer?),
-            Err(_) if lease_ends < timeout_ends => Err(Error::NotLeader(what)),
-            Err(_) => Err(Error::KubeTimeout(what, self.timeout)),
-        }
+        self.leadership
+            .fence(what, within(self.timeout, what, request))
+            .await
     }
 
     async fn api(&self, namespace: &str, target: &ScaleTargetRef) -> Result<Api<DynamicObject>> {

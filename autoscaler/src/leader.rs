@@ -86,6 +86,20 @@ impl Leadership {
         (self.is_leader() && until > Instant::now()).then_some(until)
     }
 
+    /// `write`, if it can be sent now and answered before the lease may run out; abandoned
+    /// (dropped) at that instant. Every write the autoscaler makes, to Kubernetes or to
+    /// Slurm, goes through here.
+    pub async fn fence<T>(
+        &self,
+        what: &'static str,
+        write: impl Future<Output = crate::Result<T>>,
+    ) -> crate::Result<T> {
+        let ends = self.write_deadline().ok_or(crate::Error::NotLeader(what))?;
+        tokio::time::timeout_at(ends, write)
+            .await
+            .unwrap_or(Err(crate::Error::NotLeader(what)))
+    }
+
     /// Sets it; returns what it was.
     fn swap(&self, leading: bool) -> bool {
         if !leading {

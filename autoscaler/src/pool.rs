@@ -85,10 +85,11 @@ impl KubePool {
     }
 
     async fn list(&self, api: &Api<Pod>, lp: &ListParams) -> Result<Vec<Pod>> {
-        match tokio::time::timeout(self.timeout, api.list(lp)).await {
-            Ok(list) => Ok(list?.items),
-            Err(_) => Err(crate::Error::KubeTimeout("pod list", self.timeout)),
-        }
+        Ok(
+            crate::actuator::within(self.timeout, "pod list", api.list(lp))
+                .await?
+                .items,
+        )
     }
 }
 

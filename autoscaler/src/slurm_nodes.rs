@@ -109,37 +109,19 @@ impl SlurmNodeWriters {
     }
 }
 
-/// `write`, if it can be done before the lease may run out.
-async fn fenced(
-    leadership: &Leadership,
-    what: &'static str,
-    write: impl Future<Output = Result<()>>,
-) -> Result<()> {
-    let ends = leadership.write_deadline().ok_or(Error::NotLeader(what))?;
-    tokio::time::timeout_at(ends, write)
-        .await
-        .unwrap_or(Err(Error::NotLeader(what)))
-}
-
 impl SlurmNodes for SlurmNodeWriters {
     async fn drain(&self, cluster: &str, version: ApiVersion, node: &str, why: &str) -> Result<()> {
         let writer = self.get(cluster)?;
-        fenced(
-            &self.leadership,
-            "Slurm node drain",
-            writer.drain(version, node, why),
-        )
-        .await
+        self.leadership
+            .fence("Slurm node drain", writer.drain(version, node, why))
+            .await
     }
 
     async fn resume(&self, cluster: &str, version: ApiVersion, node: &str) -> Result<()> {
         let writer = self.get(cluster)?;
-        fenced(
-            &self.leadership,
-            "Slurm node resume",
-            writer.resume(version, node),
-        )
-        .await
+        self.leadership
+            .fence("Slurm node resume", writer.resume(version, node))
+            .await
     }
 }
 
@@ -241,10 +223,11 @@ mod fence_tests {
             Ok(())
         };
         let standby = Leadership::default();
-        let refused = fenced(&standby, "Slurm node drain", write()).await;
+        let refused = standby.fence("Slurm node drain", write()).await;
         assert!(matches!(refused, Err(Error::NotLeader(_))), "{refused:?}");
         assert!(!sent.load(Ordering::SeqCst), "a standby drained a node");
-        fenced(&Leadership::always(), "Slurm node drain", write())
+        Leadership::always()
+            .fence("Slurm node drain", write())
             .await
             .unwrap();
         assert!(sent.load(Ordering::SeqCst));

@@ -556,3 +556,14 @@ pub fn run_tool(name: &str, args: &[&str]) -> (bool, String) {
         ),
     )
 }
+
+/// The image `tests/harness/image.sh` builds, by the name the chart pulls by default.
+pub fn image_name() -> String {
+    let out = Command::new("bash")
+        .arg(repo_root().join("tests/harness/image.sh"))
+        .arg("name")
+        .output()
+        .expect("run tests/harness/image.sh name");
+    assert!(out.status.success(), "tests/harness/image.sh name failed");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}

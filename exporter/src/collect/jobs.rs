@@ -501,11 +501,7 @@ impl JobTracker {
                 // Try again within minutes, not the hour a failed 100,000-job request would
                 // earn (at the interval if slurmrestd turned it away unserved); the next
                 // answer must be complete, not "unchanged since".
-                let cost = if e.turned_away() {
-                    Duration::ZERO
-                } else {
-                    took.min(FAILED_FULL_COST)
-                };
+                let cost = super::pace::error_cost(took.min(FAILED_FULL_COST), &e);
                 self.full.done(started, cost, self.budget);
                 self.since = None;
                 return Err(e);

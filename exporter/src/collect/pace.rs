@@ -63,8 +63,17 @@ impl FromStr for Budget {
 /// turned away before any work (see [`crate::error::Error::turned_away`]).
 pub fn cost<T>(took: Duration, result: &crate::error::Result<T>) -> Duration {
     match result {
-        Err(e) if e.turned_away() => Duration::ZERO,
-        _ => took,
+        Err(e) => error_cost(took, e),
+        Ok(_) => took,
+    }
+}
+
+/// What a failed request cost slurmrestd: `took`, or nothing if it was turned away.
+pub fn error_cost(took: Duration, error: &crate::error::Error) -> Duration {
+    if error.turned_away() {
+        Duration::ZERO
+    } else {
+        took
     }
 }
 
