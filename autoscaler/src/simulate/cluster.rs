@@ -107,6 +107,13 @@ pub struct Counts {
     pub pending_nodes: u64,
 }
 
+impl Counts {
+    /// Provisioned and running nothing: booting, idle or drained empty.
+    pub fn idle(&self) -> u32 {
+        self.provisioned.saturating_sub(self.busy)
+    }
+}
+
 pub struct Cluster {
     pub shape: NodeShape,
     pub mode: Mode,

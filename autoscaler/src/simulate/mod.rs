@@ -120,6 +120,10 @@ pub struct Stats {
     /// Node-seconds provisioned (booting, up or draining) and busy (running a job).
     pub node_seconds: f64,
     pub busy_node_seconds: f64,
+    /// Of the idle node-seconds, those spent while jobs waited: nodes held for a job that
+    /// cannot start yet (a reservation, or booting for it), where a policy that scales only
+    /// after the queue empties loses to power saving.
+    pub idle_waiting_node_seconds: f64,
     /// CPU-seconds jobs used, for utilization.
     pub cpu_seconds: f64,
     /// Queue waits, sorted (seconds).
@@ -269,7 +273,7 @@ pub fn run_policy(
     let mut done_at: Option<i64> = None;
     // The last time a job was submitted, started or ended, and the node-seconds then.
     let mut progress_at = (now, 0, 0);
-    let mut seconds_at_progress = (0.0, 0.0);
+    let mut seconds_at_progress = (0.0, 0.0, 0.0);
     loop {
         let next = [cluster.next_event(), scaler.wake()]
             .into_iter()
@@ -292,6 +296,9 @@ pub fn run_policy(
             let dt = (t - now) as f64;
             stats.node_seconds += f64::from(cluster.counts.provisioned) * dt;
             stats.busy_node_seconds += f64::from(cluster.counts.busy) * dt;
+            if cluster.counts.pending > 0 {
+                stats.idle_waiting_node_seconds += f64::from(cluster.counts.idle()) * dt;
+            }
             timeline.account(now, t, &cluster, scaler.desired());
         }
         now = t;
@@ -305,7 +312,11 @@ pub fn run_policy(
         let moved = (cluster.submitted(), cluster.finished());
         if moved != (progress_at.1, progress_at.2) || cluster.counts.pending == 0 {
             progress_at = (now, moved.0, moved.1);
-            seconds_at_progress = (stats.node_seconds, stats.busy_node_seconds);
+            seconds_at_progress = (
+                stats.node_seconds,
+                stats.busy_node_seconds,
+                stats.idle_waiting_node_seconds,
+            );
         } else if done_at.is_none()
             && cluster.submitted() == jobs.len()
             && now - progress_at.0 > STALL
@@ -319,6 +330,8 @@ pub fn run_policy(
                 seconds_at_progress.0 + f64::from(cluster.counts.provisioned) * TAIL as f64;
             stats.busy_node_seconds =
                 seconds_at_progress.1 + f64::from(cluster.counts.busy) * TAIL as f64;
+            stats.idle_waiting_node_seconds =
+                seconds_at_progress.2 + f64::from(cluster.counts.idle()) * TAIL as f64;
             timeline.points.retain(|p| p.time < progress_at.0 + TAIL);
             break;
         }
@@ -392,6 +405,10 @@ pub fn run(
     for r in &mut runs {
         let held = (horizon - (r.last_end + TAIL)) as f64 * f64::from(r.final_provisioned);
         r.stats.node_seconds += held;
+        if r.stats.starved > 0 {
+            // Its starved jobs are still waiting.
+            r.stats.idle_waiting_node_seconds += held;
+        }
     }
     Ok(runs)
 }

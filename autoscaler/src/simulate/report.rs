@@ -26,6 +26,9 @@ pub struct Row {
     /// Job CPU-seconds over provisioned CPU-seconds (table only).
     #[serde(skip)]
     pub utilization: f64,
+    /// Of `idle_node_hours`, those while jobs waited (table only).
+    #[serde(skip)]
+    pub idle_waiting_node_hours: f64,
 }
 
 /// The `q` quantile of sorted values (nearest rank).
@@ -46,6 +49,7 @@ impl Row {
             node_hours: hours(s.node_seconds),
             busy_node_hours: hours(s.busy_node_seconds),
             idle_node_hours: hours(s.node_seconds - s.busy_node_seconds),
+            idle_waiting_node_hours: hours(s.idle_waiting_node_seconds),
             wait_p50_s: quantile(&s.waits, 0.50),
             wait_p95_s: quantile(&s.waits, 0.95),
             wait_p99_s: quantile(&s.waits, 0.99),
@@ -82,12 +86,13 @@ pub fn table(rows: &[Row]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<13} {:>7} {:>11} {:>11} {:>11} {:>6} {:>7} {:>7} {:>7} {:>7} {:>9} {:>6} {:>6}",
+        "{:<13} {:>7} {:>11} {:>11} {:>11} {:>11} {:>6} {:>7} {:>7} {:>7} {:>7} {:>9} {:>6} {:>6}",
         "policy",
         "jobs",
         "node-hours",
         "busy",
         "idle",
+        "idle-wait",
         "util",
         "wait50",
         "wait95",
@@ -100,12 +105,13 @@ pub fn table(rows: &[Row]) -> String {
     for r in rows {
         let _ = writeln!(
             out,
-            "{:<13} {:>7} {:>11.1} {:>11.1} {:>11.1} {:>5.0}% {:>7} {:>7} {:>7} {:>7} {:>9.2} {:>6} {:>6}",
+            "{:<13} {:>7} {:>11.1} {:>11.1} {:>11.1} {:>11.1} {:>5.0}% {:>7} {:>7} {:>7} {:>7} {:>9.2} {:>6} {:>6}",
             r.policy,
             r.jobs,
             r.node_hours,
             r.busy_node_hours,
             r.idle_node_hours,
+            r.idle_waiting_node_hours,
             r.utilization * 100.0,
             human(r.wait_p50_s),
             human(r.wait_p95_s),

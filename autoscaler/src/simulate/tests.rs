@@ -132,6 +132,23 @@ fn easy_backfill_starts_what_ends_before_the_reservation() {
 }
 
 #[test]
+fn idle_nodes_are_told_apart_by_whether_jobs_wait() {
+    // The schedule above under `static`: one node idle while B, C and D wait (1-30 s and
+    // 70-100 s: 59 node-seconds); idle with nothing waiting before B comes (0-1 s: 1) and
+    // after D starts (150-160 s: 3 nodes, then all 4 for the tail).
+    let jobs = vec![
+        job(0, 100, 100, 3, 1),
+        job(1, 50, 50, 4, 1),
+        job(2, 40, 50, 1, 1),
+        job(3, 10, 200, 1, 1),
+    ];
+    let r = run_policy(Policy::Static, jobs.into(), &Options::new(ONE_CPU, 4), None).unwrap();
+    assert_eq!(r.stats.idle_waiting_node_seconds, 59.0);
+    let idle = r.stats.node_seconds - r.stats.busy_node_seconds;
+    assert_eq!(idle, 59.0 + 1.0 + 30.0 + 4.0 * TAIL as f64);
+}
+
+#[test]
 fn backfill_may_use_nodes_the_reservation_does_not_need() {
     // 4 one-CPU nodes. A: 2 nodes until 100. B needs 3: at t=100 A's 2 nodes and one of
     // the 2 free now, so a long 1-node job D can start on the other at the first pass.
