@@ -994,3 +994,79 @@ async fn the_job_list_survives_bursts_resets_and_holds_on_22_05() {
 async fn the_job_list_survives_bursts_resets_and_holds_on_24_11() {
     the_job_list_survives_bursts_resets_and_holds("24.11").await;
 }
+
+/// A release moves none of slurmctld's job counters, and on a large queue the next full
+/// `/jobs` may be minutes away: the exporter reads held jobs again a few at a time, so a
+/// released job is demand within seconds, with no full read of the list.
+async fn a_release_is_seen_within_seconds(flavor: &str) {
+    let _turn = turn(flavor).await;
+    let cluster = SlurmCluster::get(flavor);
+    let _ = cluster.cmd("scancel").arg("--user=root").status();
+    let version = cluster.api_versions.last().unwrap().clone();
+    let exporter = exporter(&cluster, &version);
+    exporter.wait_ready(Duration::from_secs(30)).await;
+    let held: Vec<String> = (0..3)
+        .map(|_| cluster.submit(&["-p", "elastic", "--hold", "-J", "held", "--wrap", "true"]))
+        .collect();
+    let counts = |m: &Metrics| {
+        (
+            m.get("slurm_jobs_hold", &[]).unwrap_or(-1.0),
+            m.get(
+                "slurm_exporter_job_list_requests_total",
+                &[("request", "full")],
+            )
+            .unwrap_or(0.0),
+        )
+    };
+    let seen = wait_until(Duration::from_secs(15), || async {
+        counts(&exporter.metrics().await).0 == 3.0
+    })
+    .await;
+    assert!(
+        seen,
+        "Slurm {flavor}: 3 held jobs not seen\n{}",
+        exporter.logs()
+    );
+    // The periodic full read (every 30 s) would see a release too: a try during which one
+    // happened proves nothing, and the next job is released instead.
+    let mut proven = false;
+    for (k, id) in held.iter().enumerate() {
+        let (_, full_before) = counts(&exporter.metrics().await);
+        let released = std::time::Instant::now();
+        let _ = cluster.cmd("scontrol").args(["release", id]).status();
+        let left = 2.0 - k as f64;
+        let ok = wait_until(Duration::from_secs(10), || async {
+            counts(&exporter.metrics().await).0 == left
+        })
+        .await;
+        let (_, full_after) = counts(&exporter.metrics().await);
+        assert!(
+            ok,
+            "Slurm {flavor}: release of job {id} not seen within 10 s\n{}",
+            exporter.logs()
+        );
+        if full_after == full_before {
+            eprintln!(
+                "Slurm {flavor}: release seen after {:.1} s with no full /jobs",
+                released.elapsed().as_secs_f64()
+            );
+            proven = true;
+            break;
+        }
+    }
+    assert!(
+        proven,
+        "Slurm {flavor}: every release coincided with a full /jobs"
+    );
+    let _ = cluster.cmd("scancel").arg("--user=root").status();
+}
+
+#[tokio::test]
+async fn a_release_is_seen_within_seconds_on_22_05() {
+    a_release_is_seen_within_seconds("22.05").await;
+}
+
+#[tokio::test]
+async fn a_release_is_seen_within_seconds_on_24_11() {
+    a_release_is_seen_within_seconds("24.11").await;
+}

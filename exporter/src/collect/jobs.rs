@@ -13,7 +13,10 @@
 //!    the list is *uncertain* ([`Uncertainty`]) until `/jobs/state/` (v0.0.40 on: ids and
 //!    states only, 0.6 s of slurmrestd CPU at 20,000 jobs) or a full `/jobs` says which.
 //! 4. Holds, releases and updates move no counter: a full `/jobs` at least every
-//!    [`RESYNC`] (a 304 when nothing changed) catches them.
+//!    [`RESYNC`] (a 304 when nothing changed) catches them, and on a large queue the budget
+//!    stretches that to minutes. A release is new demand, as a submission is, so held jobs
+//!    are also read again [`REVIEWS_PER_STEP`] a step, round the list: where few are held,
+//!    a release is seen within seconds.
 //!
 //! Every request that is not cheap waits its turn in a [`Pace`]: a request that took `d`
 //! is not repeated for `d × (1/budget − 1)`, so slurmrestd spends at most `budget` of its
@@ -49,6 +52,9 @@ const BACKLOG: &str = "more changes than single reads can follow";
 const STATES_PER_REQUEST: usize = 500;
 /// An id slurmctld does not know ends the search for new jobs after this many in a row.
 const MISSES: u32 = 2;
+/// Held jobs read again each step (a few milliseconds of slurmrestd's time each): ten held
+/// jobs are all looked at every five steps.
+pub const REVIEWS_PER_STEP: usize = 2;
 
 /// The job counters of `/diag`, which only ever grow (until slurmctld resets them at
 /// midnight or on `sdiag --reset`).
@@ -144,6 +150,8 @@ pub struct JobTracker {
     single_cost: Duration,
     /// Why a full `/jobs` is wanted before its resync time, if it is.
     full_wanted: Option<&'static str>,
+    /// The held job read again last: the review of holds goes on after it.
+    reviewed: u64,
 }
 
 impl JobTracker {
@@ -166,6 +174,7 @@ impl JobTracker {
             since: None,
             single_cost: Duration::from_millis(5),
             full_wanted: Some("first look"),
+            reviewed: 0,
         }
     }
 
@@ -234,6 +243,10 @@ impl JobTracker {
                 .await?;
             changed = true;
         }
+        // Releases move no counter: a few held jobs are read again.
+        if self.review_held(client, version, &mut effort).await? {
+            changed = true;
+        }
         // A full list, when wanted (or due) and its turn has come, settles everything.
         if (self.full_wanted.is_some() || resync_due) && self.full.ready() {
             debug!(
@@ -249,6 +262,40 @@ impl JobTracker {
         } else {
             Ok((Synced::Unchanged, effort))
         }
+    }
+
+    /// Reads again the next [`REVIEWS_PER_STEP`] held jobs; whether any changed (released,
+    /// started, gone).
+    async fn review_held(
+        &mut self,
+        client: &SlurmClient,
+        version: ApiVersion,
+        effort: &mut Effort,
+    ) -> Result<bool> {
+        let ids = self.table.held_after(self.reviewed, REVIEWS_PER_STEP);
+        let started = Instant::now();
+        let mut changed = false;
+        for &id in &ids {
+            let before = self.table.get(id).cloned();
+            match fetch::job(client, version, id).await? {
+                Some(found) => {
+                    changed |= found.len() > 1;
+                    self.table.merge(&found);
+                }
+                None => {
+                    self.table.remove(id);
+                }
+            }
+            changed |= self.table.get(id) != before.as_ref();
+            self.reviewed = id;
+        }
+        let n = ids.len() as u32;
+        effort.single_jobs += n;
+        self.single_cost_update((n, started.elapsed()));
+        if changed {
+            debug!(?ids, "a held job changed");
+        }
+        Ok(changed)
     }
 
     /// How many `/job/{id}` requests fit this step's share of slurmrestd's time.

@@ -219,6 +219,20 @@ impl JobTable {
         }
     }
 
+    /// Up to `n` held jobs, in id order from the first after `after`, then round from the
+    /// start: where a review of holds goes on.
+    pub fn held_after(&self, after: u64, n: usize) -> Vec<u64> {
+        let held = |j: &&OwnedJob| j.state == Some(JobState::Pending) && j.record().held();
+        let later = self.jobs.range(after.saturating_add(1)..).map(|(_, j)| j);
+        let earlier = self.jobs.range(..=after).map(|(_, j)| j);
+        later
+            .chain(earlier)
+            .filter(held)
+            .map(|j| j.id)
+            .take(n)
+            .collect()
+    }
+
     pub fn remove(&mut self, id: u64) -> Option<OwnedJob> {
         self.jobs.remove(&id)
     }
