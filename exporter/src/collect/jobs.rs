@@ -244,7 +244,7 @@ impl JobTracker {
             changed = true;
         }
         // Releases move no counter: a few held jobs are read again.
-        if self.review_held(client, version, &mut effort).await? {
+        if self.review_held(client, version, &mut effort).await {
             changed = true;
         }
         // A full list, when wanted (or due) and its turn has come, settles everything.
@@ -265,37 +265,43 @@ impl JobTracker {
     }
 
     /// Reads again the next [`REVIEWS_PER_STEP`] held jobs; whether any changed (released,
-    /// started, gone).
+    /// started, gone). Never an error: a failed read ends the review until the next step.
     async fn review_held(
         &mut self,
         client: &SlurmClient,
         version: ApiVersion,
         effort: &mut Effort,
-    ) -> Result<bool> {
+    ) -> bool {
         let ids = self.table.held_after(self.reviewed, REVIEWS_PER_STEP);
         let started = Instant::now();
-        let mut changed = false;
+        let (mut changed, mut n) = (false, 0);
         for &id in &ids {
+            n += 1;
             let before = self.table.get(id).cloned();
-            match fetch::job(client, version, id).await? {
-                Some(found) => {
+            match fetch::job(client, version, id).await {
+                Ok(Some(found)) => {
                     changed |= found.len() > 1;
                     self.table.merge(&found);
                 }
-                None => {
+                Ok(None) => {
                     self.table.remove(id);
+                }
+                // Only a shortcut: the full read still comes, so a failure here costs the
+                // list nothing (the requests that keep it say so when slurmrestd fails).
+                Err(e) => {
+                    debug!(id, error = %e, "reading a held job again failed");
+                    break;
                 }
             }
             changed |= self.table.get(id) != before.as_ref();
             self.reviewed = id;
         }
-        let n = ids.len() as u32;
         effort.single_jobs += n;
         self.single_cost_update((n, started.elapsed()));
         if changed {
             debug!(?ids, "a held job changed");
         }
-        Ok(changed)
+        changed
     }
 
     /// How many `/job/{id}` requests fit this step's share of slurmrestd's time.
