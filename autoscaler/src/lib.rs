@@ -69,6 +69,76 @@ pub struct AutoscalerConfig {
     pub web: Option<slurmscale_exporter::web::WebConfig>,
 }
 
+/// NodeSetAutoscalers of every namespace, in memory, and whether the first list is in.
+/// Every change wakes the controller through `changed`.
+fn watch_autoscalers(
+    client: Client,
+    changed: Arc<Notify>,
+    stop: CancellationToken,
+) -> (reflector::Store<crd::NodeSetAutoscaler>, Arc<AtomicBool>) {
+    let api: Api<crd::NodeSetAutoscaler> = Api::all(client);
+    let (store, writer) = reflector::store();
+    let listed = Arc::new(AtomicBool::new(false));
+    let first_list = listed.clone();
+    tokio::spawn(async move {
+        let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
+            .default_backoff();
+        let mut stream = std::pin::pin!(stream);
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                e = stream.next() => match e {
+                    None => return,
+                    Some(Ok(watcher::Event::InitDone)) => {
+                        first_list.store(true, Ordering::SeqCst);
+                        changed.notify_one();
+                    }
+                    Some(Ok(_)) => changed.notify_one(),
+                    Some(Err(e)) => warn!(error = %e, "NodeSetAutoscaler watch failed; retrying"),
+                },
+            }
+        }
+    });
+    (store, listed)
+}
+
+/// Every cluster's latest Slurm snapshot, by name.
+type Snapshots = BTreeMap<
+    String,
+    tokio::sync::watch::Receiver<Arc<slurmscale_exporter::snapshot::ClusterSnapshot>>,
+>;
+
+/// The `/metrics` page, re-rendered every second from the latest numbers: the pollers'
+/// health and the autoscaler's own families, and with `exporter` the exporter's families
+/// too — from the leader only, since a standby's are stale.
+fn render_page(
+    clusters: Snapshots,
+    metrics: Arc<std::sync::Mutex<metrics::AutoscalerMetrics>>,
+    exporter: Option<slurmscale_exporter::metrics::MetricsOptions>,
+    leadership: leader::Leadership,
+    watch: slurmscale_exporter::k8s::watch::KubeSource,
+    stop: CancellationToken,
+) -> tokio::sync::watch::Receiver<Arc<server::Page>> {
+    let (tx, rx) = tokio::sync::watch::channel(Arc::new(server::Page::default()));
+    tokio::spawn(async move {
+        loop {
+            let snapshots = clusters.values().map(|r| r.borrow().clone()).collect();
+            let m = metrics.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let full = exporter
+                .as_ref()
+                .filter(|_| leadership.is_leader())
+                .map(|o| (o, watch.snapshot()));
+            let page = metrics::page(snapshots, &m, full.as_ref().map(|(o, k)| (*o, k)));
+            tx.send_replace(Arc::new(page));
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            }
+        }
+    });
+    rx
+}
+
 /// Runs the autoscaler until `stop`.
 pub async fn run(client: Client, cfg: AutoscalerConfig, stop: CancellationToken) -> Result<()> {
     let changed = Arc::new(Notify::new());
@@ -95,33 +165,7 @@ pub async fn run(client: Client, cfg: AutoscalerConfig, stop: CancellationToken)
         clusters.insert(c.name.clone(), rx);
     }
 
-    // NodeSetAutoscalers of every namespace, in memory.
-    let api: Api<crd::NodeSetAutoscaler> = Api::all(client.clone());
-    let (store, writer) = reflector::store();
-    let listed = Arc::new(AtomicBool::new(false));
-    {
-        let (changed, stop, listed) = (changed.clone(), stop.clone(), listed.clone());
-        tokio::spawn(async move {
-            let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
-                .default_backoff();
-            let mut stream = std::pin::pin!(stream);
-            loop {
-                tokio::select! {
-                    _ = stop.cancelled() => return,
-                    e = stream.next() => match e {
-                        None => return,
-                        Some(Ok(watcher::Event::InitDone)) => {
-                            listed.store(true, Ordering::SeqCst);
-                            changed.notify_one();
-                        }
-                        Some(Ok(_)) => changed.notify_one(),
-                        Some(Err(e)) => warn!(error = %e, "NodeSetAutoscaler watch failed; retrying"),
-                    },
-                }
-            }
-        });
-    }
-
+    let (store, listed) = watch_autoscalers(client.clone(), changed.clone(), stop.clone());
     if cfg.dry_run {
         info!("dry run: decisions are reported, nothing is scaled");
     }
@@ -161,30 +205,14 @@ pub async fn run(client: Client, cfg: AutoscalerConfig, stop: CancellationToken)
     ));
     tokio::spawn(controller.clone().run(changed, stop.clone()));
 
-    // The page: re-rendered every second from the latest numbers.
-    let (tx, rx) = tokio::sync::watch::channel(Arc::new(server::Page::default()));
-    {
-        let (stop, clusters, metrics) =
-            (stop.clone(), clusters.clone(), controller.metrics.clone());
-        let exporter = cfg.exporter_metrics.clone();
-        tokio::spawn(async move {
-            loop {
-                let snapshots = clusters.values().map(|r| r.borrow().clone()).collect();
-                let m = metrics.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                // The exporter's families, from the leader only: a standby's are stale.
-                let full = exporter
-                    .as_ref()
-                    .filter(|_| leadership.is_leader())
-                    .map(|o| (o, watch.snapshot()));
-                let page = metrics::page(snapshots, &m, full.as_ref().map(|(o, k)| (*o, k)));
-                tx.send_replace(Arc::new(page));
-                tokio::select! {
-                    _ = stop.cancelled() => return,
-                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                }
-            }
-        });
-    }
+    let rx = render_page(
+        clusters,
+        controller.metrics.clone(),
+        cfg.exporter_metrics.clone(),
+        leadership,
+        watch,
+        stop.clone(),
+    );
     let mut state = AppState::new(rx);
     state.extra_ready.push(Arc::new(move || {
         if listed.load(Ordering::SeqCst) {
