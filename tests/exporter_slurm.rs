@@ -574,6 +574,25 @@ async fn turn(flavor: &str) -> tokio::sync::MutexGuard<'static, ()> {
     }
 }
 
+/// Where the job-list tests start: this Slurm's turn, its queue emptied, and a ready
+/// exporter on its newest API version.
+async fn on_an_empty_queue(
+    flavor: &str,
+) -> (
+    tokio::sync::MutexGuard<'static, ()>,
+    SlurmCluster,
+    String,
+    Process,
+) {
+    let turn = turn(flavor).await;
+    let cluster = SlurmCluster::get(flavor);
+    let _ = cluster.cmd("scancel").arg("--user=root").status();
+    let version = cluster.api_versions.last().unwrap().clone();
+    let exporter = exporter(&cluster, &version);
+    exporter.wait_ready(Duration::from_secs(30)).await;
+    (turn, cluster, version, exporter)
+}
+
 async fn every_family_matches_slurm(flavor: &str) {
     let _turn = turn(flavor).await;
     let cluster = SlurmCluster::get(flavor);
@@ -866,12 +885,7 @@ async fn the_default_request_limit_keeps_up_with_the_interval() {
 /// dependent and array jobs, a drained node) from /diag and single /job/{id} reads, and
 /// every family agrees with Slurm's own commands with no second full /jobs.
 async fn the_job_list_follows_changes_without_full_fetches(flavor: &str) {
-    let _turn = turn(flavor).await;
-    let cluster = SlurmCluster::get(flavor);
-    let _ = cluster.cmd("scancel").arg("--user=root").status();
-    let version = cluster.api_versions.last().unwrap().clone();
-    let exporter = exporter(&cluster, &version);
-    exporter.wait_ready(Duration::from_secs(30)).await;
+    let (_turn, cluster, version, exporter) = on_an_empty_queue(flavor).await;
     let requests = |m: &Metrics, how: &str| {
         m.get(
             "slurm_exporter_job_list_requests_total",
@@ -931,12 +945,7 @@ async fn the_job_list_follows_changes_on_24_11() {
 /// (`sdiag --reset`, as at midnight), a mass cancel, and holds and releases (which move no
 /// counter and wait for the periodic resync).
 async fn the_job_list_survives_bursts_resets_and_holds(flavor: &str) {
-    let _turn = turn(flavor).await;
-    let cluster = SlurmCluster::get(flavor);
-    let _ = cluster.cmd("scancel").arg("--user=root").status();
-    let version = cluster.api_versions.last().unwrap().clone();
-    let exporter = exporter(&cluster, &version);
-    exporter.wait_ready(Duration::from_secs(30)).await;
+    let (_turn, cluster, _, exporter) = on_an_empty_queue(flavor).await;
     // Pending, held and schedulable pending jobs as squeue counts them.
     let slurm = || {
         let out = cluster.run("squeue", &["-h", "-t", "PD", "-o", "%r"]);
@@ -999,12 +1008,7 @@ async fn the_job_list_survives_bursts_resets_and_holds_on_24_11() {
 /// `/jobs` may be minutes away: the exporter reads held jobs again a few at a time, so a
 /// released job is demand within seconds, with no full read of the list.
 async fn a_release_is_seen_within_seconds(flavor: &str) {
-    let _turn = turn(flavor).await;
-    let cluster = SlurmCluster::get(flavor);
-    let _ = cluster.cmd("scancel").arg("--user=root").status();
-    let version = cluster.api_versions.last().unwrap().clone();
-    let exporter = exporter(&cluster, &version);
-    exporter.wait_ready(Duration::from_secs(30)).await;
+    let (_turn, cluster, _, exporter) = on_an_empty_queue(flavor).await;
     let held: Vec<String> = (0..3)
         .map(|_| cluster.submit(&["-p", "elastic", "--hold", "-J", "held", "--wrap", "true"]))
         .collect();

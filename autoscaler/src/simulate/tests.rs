@@ -116,33 +116,31 @@ fn multi_node_jobs_wait_for_all_their_nodes_in_priority_order() {
     assert_eq!(starts(&c), vec![0, 100, 150]);
 }
 
-#[test]
-fn easy_backfill_starts_what_ends_before_the_reservation() {
-    // 4 one-CPU nodes. A: 3 nodes until 100. B needs all 4: reserved for t=100.
-    // C (1 node, limit 50) fits in the gap and ends by 100: backfilled at the first pass
-    // (t=30). D (1 node, limit 200) would delay B: it waits until B ends at 150.
-    let jobs = vec![
+/// 4 one-CPU nodes. A: 3 nodes until 100. B needs all 4: reserved for t=100. C (1 node,
+/// limit 50) fits in the gap and ends by 100: backfilled at the first pass (t=30). D (1
+/// node, limit 200) would delay B: it waits until B ends at 150.
+fn easy_backfill_case() -> Vec<TraceJob> {
+    vec![
         job(0, 100, 100, 3, 1),
         job(1, 50, 50, 4, 1),
         job(2, 40, 50, 1, 1),
         job(3, 10, 200, 1, 1),
-    ];
-    let c = replay(ONE_CPU, 4, Mode::Static, jobs);
+    ]
+}
+
+#[test]
+fn easy_backfill_starts_what_ends_before_the_reservation() {
+    let c = replay(ONE_CPU, 4, Mode::Static, easy_backfill_case());
     assert_eq!(starts(&c), vec![0, 100, 30, 150]);
 }
 
 #[test]
 fn idle_nodes_are_told_apart_by_whether_jobs_wait() {
-    // The schedule above under `static`: one node idle while B, C and D wait (1-30 s and
-    // 70-100 s: 59 node-seconds); idle with nothing waiting before B comes (0-1 s: 1) and
-    // after D starts (150-160 s: 3 nodes, then all 4 for the tail).
-    let jobs = vec![
-        job(0, 100, 100, 3, 1),
-        job(1, 50, 50, 4, 1),
-        job(2, 40, 50, 1, 1),
-        job(3, 10, 200, 1, 1),
-    ];
-    let r = run_policy(Policy::Static, jobs.into(), &Options::new(ONE_CPU, 4), None).unwrap();
+    // The EASY backfill case under `static`: one node idle while B, C and D wait (1-30 s
+    // and 70-100 s: 59 node-seconds); idle with nothing waiting before B comes (0-1 s: 1)
+    // and after D starts (150-160 s: 3 nodes, then all 4 for the tail).
+    let jobs = easy_backfill_case().into();
+    let r = run_policy(Policy::Static, jobs, &Options::new(ONE_CPU, 4), None).unwrap();
     assert_eq!(r.stats.idle_waiting_node_seconds, 59.0);
     let idle = r.stats.node_seconds - r.stats.busy_node_seconds;
     assert_eq!(idle, 59.0 + 1.0 + 30.0 + 4.0 * TAIL as f64);

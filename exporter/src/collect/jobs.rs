@@ -277,15 +277,8 @@ impl JobTracker {
         let (mut changed, mut n) = (false, 0);
         for &id in &ids {
             n += 1;
-            let before = self.table.get(id).cloned();
-            match fetch::job(client, version, id).await {
-                Ok(Some(found)) => {
-                    changed |= found.len() > 1;
-                    self.table.merge(&found);
-                }
-                Ok(None) => {
-                    self.table.remove(id);
-                }
+            match self.read_again(client, version, id).await {
+                Ok(moved) => changed |= moved,
                 // Only a shortcut: the full read still comes, so a failure here costs the
                 // list nothing (the requests that keep it say so when slurmrestd fails).
                 Err(e) => {
@@ -293,7 +286,6 @@ impl JobTracker {
                     break;
                 }
             }
-            changed |= self.table.get(id) != before.as_ref();
             self.reviewed = id;
         }
         effort.single_jobs += n;
@@ -461,13 +453,30 @@ impl JobTracker {
         let Some(id) = self.checks.pop_first() else {
             return Ok(());
         };
-        match fetch::job(client, version, id).await? {
-            Some(found) => self.table.merge(&found),
+        self.read_again(client, version, id).await?;
+        Ok(())
+    }
+
+    /// Reads job `id` again with `/job/{id}` and puts what it says in the table (gone when
+    /// slurmctld no longer knows it); whether the table changed.
+    async fn read_again(
+        &mut self,
+        client: &SlurmClient,
+        version: ApiVersion,
+        id: u64,
+    ) -> Result<bool> {
+        let before = self.table.get(id).cloned();
+        let more = match fetch::job(client, version, id).await? {
+            Some(found) => {
+                self.table.merge(&found);
+                found.len() > 1
+            }
             None => {
                 self.table.remove(id);
+                false
             }
-        }
-        Ok(())
+        };
+        Ok(more || self.table.get(id) != before.as_ref())
     }
 
     /// `/jobs/state/` says which listed jobs changed state; new ids among them are read.
