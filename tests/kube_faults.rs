@@ -15,12 +15,13 @@ use std::time::{Duration, Instant};
 
 use axum::http::Method;
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 use serde_json::json;
 use slurmscale_autoscaler::crd::NodeSetAutoscaler;
 use slurmscale_exporter::k8s::nodeset::v1beta1;
+use support::elastic::{self, reset_elastic};
 use support::kube_fault::{Fault, KubeProxy, Match, Record};
-use support::{Process, SlurmCluster, autoscaler_with, kube_client, namespace};
+use support::{Process, SlurmCluster, autoscaler_with, kube_client};
 
 static ELASTIC_2411: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 static ELASTIC_2205: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -32,13 +33,6 @@ async fn turn(flavor: &str) -> tokio::sync::MutexGuard<'static, ()> {
     }
 }
 
-async fn reset_elastic(cluster: &SlurmCluster) {
-    let c = cluster.clone();
-    tokio::task::spawn_blocking(move || c.reset_elastic())
-        .await
-        .unwrap();
-}
-
 /// A namespace with a NodeSet `elastic` at 0 replicas and its NodeSetAutoscaler.
 struct Setup {
     ns: String,
@@ -47,37 +41,8 @@ struct Setup {
 }
 
 async fn setup(cluster: &SlurmCluster) -> Setup {
-    let client = kube_client().await;
-    let ns = namespace(&client, "kfault").await;
-    let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
-    let spec = v1beta1::NodeSetSpec {
-        replicas: Some(0),
-        ..Default::default()
-    };
-    nodesets
-        .create(
-            &PostParams::default(),
-            &v1beta1::NodeSet::new("elastic", spec),
-        )
-        .await
-        .unwrap();
-    let autoscalers: Api<NodeSetAutoscaler> = Api::namespaced(client.clone(), &ns);
-    let nsa: NodeSetAutoscaler = serde_json::from_value(json!({
-        "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler",
-        "metadata": {"name": "elastic"},
-        "spec": {
-            "scaleTargetRef": {"name": "elastic"},
-            "slurm": {"cluster": cluster.name},
-            "minReplicas": 0, "maxReplicas": 8, "idleReplicas": 0, "idleTimeoutSeconds": 6,
-            "scaleUp": {"maxStep": 8},
-            "scaleDown": {"stabilizationWindowSeconds": 4, "maxStep": 8},
-        }
-    }))
-    .unwrap();
-    autoscalers
-        .create(&PostParams::default(), &nsa)
-        .await
-        .unwrap();
+    let (_, ns, nodesets, autoscalers) =
+        elastic::nodeset_and_autoscaler(cluster, "kfault", json!({})).await;
     Setup {
         ns,
         nodesets,

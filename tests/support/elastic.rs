@@ -113,8 +113,37 @@ pub async fn setup_with(
     spec_extra: serde_json::Value,
 ) -> Setup {
     reset_elastic(cluster).await;
+    let mut spec = json!({ "dryRun": dry_run });
+    if let (Some(spec), Some(extra)) = (spec.as_object_mut(), spec_extra.as_object()) {
+        spec.extend(extra.clone());
+    }
+    let (client, ns, nodesets, autoscalers) =
+        nodeset_and_autoscaler(cluster, "autoscale", spec).await;
+    let operator = operate(client.clone(), ns.clone(), cluster.clone());
+    Setup {
+        client,
+        ns,
+        nodesets,
+        autoscalers,
+        operator,
+    }
+}
+
+/// A new namespace (`prefix-…`) holding a NodeSet `elastic` at 0 replicas and a
+/// NodeSetAutoscaler `elastic` on it for `cluster` (0-8 replicas, idle after 6 s, a 4 s
+/// down window, steps of 8), with `spec_extra` merged into its spec. Nobody operates it.
+pub async fn nodeset_and_autoscaler(
+    cluster: &SlurmCluster,
+    prefix: &str,
+    spec_extra: serde_json::Value,
+) -> (
+    kube::Client,
+    String,
+    Api<v1beta1::NodeSet>,
+    Api<NodeSetAutoscaler>,
+) {
     let client = kube_client().await;
-    let ns = namespace(&client, "autoscale").await;
+    let ns = namespace(&client, prefix).await;
     let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
     let spec = v1beta1::NodeSetSpec {
         replicas: Some(0),
@@ -137,7 +166,6 @@ pub async fn setup_with(
             "minReplicas": 0, "maxReplicas": 8, "idleReplicas": 0, "idleTimeoutSeconds": 6,
             "scaleUp": {"maxStep": 8},
             "scaleDown": {"stabilizationWindowSeconds": 4, "maxStep": 8},
-            "dryRun": dry_run,
         }
     });
     if let (Some(spec), Some(extra)) = (nsa["spec"].as_object_mut(), spec_extra.as_object()) {
@@ -148,14 +176,7 @@ pub async fn setup_with(
         .create(&PostParams::default(), &nsa)
         .await
         .unwrap();
-    let operator = operate(client.clone(), ns.clone(), cluster.clone());
-    Setup {
-        client,
-        ns,
-        nodesets,
-        autoscalers,
-        operator,
-    }
+    (client, ns, nodesets, autoscalers)
 }
 
 pub async fn replicas(s: &Setup) -> i32 {
