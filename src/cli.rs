@@ -471,6 +471,13 @@ pub struct SimulateArgs {
     /// Nodes the partition may have (default: the SWF header's MaxNodes).
     #[arg(long)]
     pub max_nodes: Option<u32>,
+    /// Replay only the jobs that ran in these partitions (sacct's Partition; SWF field 16, by
+    /// the name its header gives, else the number), as the NodeSet serving them would see
+    /// them. Give
+    /// --max-nodes and --node-cpus for that partition: an SWF header describes the whole
+    /// machine.
+    #[arg(long, value_delimiter = ',')]
+    pub partition: Vec<String>,
     /// From asking for a node to its slurmd taking jobs (pod start + registration).
     #[arg(long, default_value = "90s", value_parser = duration)]
     pub boot_time: Duration,

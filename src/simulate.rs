@@ -94,13 +94,33 @@ fn autoscaler_spec(path: &Path) -> Result<NodeSetAutoscaler> {
 }
 
 pub fn run(args: SimulateArgs) -> Result<()> {
-    let (parsed, name) = load(&args)?;
+    let (mut parsed, name) = load(&args)?;
     let quiet = args.json;
     let say = |s: String| {
         if !quiet {
             eprintln!("{s}");
         }
     };
+    if !args.partition.is_empty() {
+        parsed.keep_partitions(&args.partition);
+    } else if let partitions @ [_, _, ..] = &parsed.partitions()[..] {
+        // Said even with --json: the figures would be of no partition the site has.
+        let shown: Vec<String> = partitions
+            .iter()
+            .take(5)
+            .map(|(p, n)| format!("{p} {n}"))
+            .collect();
+        eprintln!(
+            "{name}: the jobs of {} partitions ({}{}) are replayed as one partition of identical nodes; --partition NAME replays those a NodeSet would serve",
+            partitions.len(),
+            shown.join(", "),
+            if partitions.len() > shown.len() {
+                ", …"
+            } else {
+                ""
+            }
+        );
+    }
     if parsed.bad_lines > 0 {
         eprintln!(
             "skipped {} malformed line(s) (--skip-bad-lines); the first: {}",

@@ -126,6 +126,74 @@ fn a_sacct_export_with_its_header_replays() {
     );
 }
 
+/// A site's accounting holds every partition; a NodeSet serves one. Replayed whole, the
+/// command says so; `--partition` replays the one asked for and counts the rest.
+#[test]
+fn partition_picks_the_jobs_a_nodeset_would_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("site.sacct");
+    let mut rows = String::new();
+    for i in 0..9 {
+        let partition = ["cpu", "cpu", "gpu"][i % 3];
+        rows.push_str(&format!(
+            "{}|2026-10-01T08:{i:02}:00|2026-10-01T08:{i:02}:30|2026-10-01T09:{i:02}:30|{partition}|1|4|4G|cpu=4,mem=4G,node=1|02:00:00|COMPLETED\n",
+            200 + i
+        ));
+    }
+    std::fs::write(&path, rows).unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "--trace",
+            path.to_str().unwrap(),
+            "--node-cpus",
+            "8",
+            "--max-nodes",
+            "4",
+            "--policies",
+            "builtin,static",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let out = simulate(&args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (rows[0]["jobs"].as_u64().unwrap(), text(&out.stderr))
+    };
+    let (jobs, stderr) = run(&[]);
+    assert_eq!(jobs, 9);
+    assert!(
+        stderr.contains("the jobs of 2 partitions (cpu 6, gpu 3) are replayed as one partition"),
+        "{stderr}"
+    );
+    let (jobs, stderr) = run(&["--partition", "gpu"]);
+    assert_eq!(jobs, 3);
+    assert!(!stderr.contains("replayed as one partition"), "{stderr}");
+    let (jobs, _) = run(&["--partition", "gpu,cpu"]);
+    assert_eq!(jobs, 9);
+    // Without --json the jobs left out are counted.
+    let out = simulate(&[
+        "--trace",
+        path.to_str().unwrap(),
+        "--node-cpus",
+        "8",
+        "--max-nodes",
+        "4",
+        "--policies",
+        "static",
+        "--partition",
+        "cpu",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("not replayed: 3 job(s): ran in another partition"),
+        "{}",
+        text(&out.stderr)
+    );
+    // A partition the trace does not have leaves nothing to replay: an error, not zeros.
+    let out = simulate(&["--trace", path.to_str().unwrap(), "--partition", "fat"]);
+    assert!(!out.status.success());
+}
+
 #[test]
 fn a_bad_line_names_file_line_and_field_unless_skipped() {
     let dir = tempfile::tempdir().unwrap();

@@ -11,8 +11,10 @@
 //! counted; memory comes from `ReqTRES`'s `mem=` (the job's total), else `ReqMem` (`c`/`n`
 //! suffixes of older Slurm honoured); GPUs from `gres/gpu=`.
 
+use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::Path;
+use std::sync::Arc;
 
 use slurmscale_exporter::model::text::memory_mib;
 
@@ -48,6 +50,8 @@ pub fn parse(reader: Box<dyn BufRead>, path: &Path, skip_bad: bool) -> Result<Pa
     let mut p = Parsed::default();
     // Column name → index.
     let mut columns: Vec<String> = COLUMNS.iter().map(|c| c.to_string()).collect();
+    // One string per partition, shared by its jobs.
+    let mut partitions: HashMap<String, Arc<str>> = HashMap::new();
     for (i, line) in reader.lines().enumerate() {
         let n = i + 1;
         let line = line.map_err(|e| error(path, n, "", format!("unreadable: {e}")))?;
@@ -77,7 +81,15 @@ pub fn parse(reader: Box<dyn BufRead>, path: &Path, skip_bad: bool) -> Result<Pa
             n,
         };
         match row.job() {
-            Ok(Ok(r)) => p.requests.push(r),
+            Ok(Ok(mut r)) => {
+                r.partition = row.get("Partition").filter(|n| !n.is_empty()).map(|n| {
+                    partitions
+                        .entry(n.to_string())
+                        .or_insert_with(|| Arc::from(n))
+                        .clone()
+                });
+                p.requests.push(r)
+            }
             Ok(Err(why)) => p.skip(why),
             Err(e) => p.bad(skip_bad, e)?,
         }
@@ -293,6 +305,10 @@ mod tests {
         assert_eq!(
             (b.id.as_str(), b.gpus, b.memory_mib_per_cpu, b.limit),
             ("1002_3", 2, Some(8000), Some(86_400))
+        );
+        assert_eq!(
+            (a.partition.as_deref(), b.partition.as_deref()),
+            (Some("cpu"), Some("gpu"))
         );
         assert_eq!(p.skipped.values().sum::<u64>(), 2, "{:?}", p.skipped);
     }

@@ -4,11 +4,14 @@
 //!
 //! What a replay takes: submit (field 2, seconds after `UnixStartTime`), run time (4),
 //! requested processors (8, or allocated (5) when 8 is −1), requested time (9, or the run
-//! time), requested memory (10, KB per processor) and the recorded wait (3). Jobs that never
+//! time), requested memory (10, KB per processor), the partition (16, named by the header's
+//! `; Partition: N name` lines where it has them) and the recorded wait (3). Jobs that never
 //! ran (run time ≤ 0) or have no size are counted as skipped, as the archive advises.
 
+use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::Path;
+use std::sync::Arc;
 
 use super::trace::{Hints, Parsed, Request, error};
 use crate::error::Result;
@@ -21,11 +24,14 @@ const ALLOCATED: (usize, &str) = (5, "allocated processors");
 const REQUESTED: (usize, &str) = (8, "requested processors");
 const LIMIT: (usize, &str) = (9, "requested time");
 const MEMORY: (usize, &str) = (10, "requested memory");
+const PARTITION: (usize, &str) = (16, "partition number");
 
 pub fn parse(reader: Box<dyn BufRead>, path: &Path, skip_bad: bool) -> Result<Parsed> {
     let mut p = Parsed::default();
     let mut start: i64 = 0;
     let mut max_procs = None;
+    // Partition number → its name (the header's, else the number), one string per partition.
+    let mut partitions: HashMap<i64, Arc<str>> = HashMap::new();
     for (i, line) in reader.lines().enumerate() {
         let n = i + 1;
         let line = line.map_err(|e| error(path, n, "", format!("unreadable: {e}")))?;
@@ -43,12 +49,27 @@ pub fn parse(reader: Box<dyn BufRead>, path: &Path, skip_bad: bool) -> Result<Pa
                 "UnixStartTime" => start = number().unwrap_or(0),
                 "MaxNodes" => p.hints.max_nodes = number().and_then(|v| u32::try_from(v).ok()),
                 "MaxProcs" => max_procs = number(),
+                "Partition" => {
+                    if let Some((n, name)) = value.split_once(char::is_whitespace)
+                        && let Ok(n) = n.parse()
+                    {
+                        partitions.insert(n, Arc::from(name.trim()));
+                    }
+                }
                 _ => {}
             }
             continue;
         }
         match job(line, n, path, start) {
-            Ok(Some(r)) => p.requests.push(r),
+            Ok(Some((mut r, partition))) => {
+                r.partition = (partition >= 0).then(|| {
+                    partitions
+                        .entry(partition)
+                        .or_insert_with(|| Arc::from(partition.to_string()))
+                        .clone()
+                });
+                p.requests.push(r)
+            }
             Ok(None) => {}
             Err(Skip(why)) => p.skip(why),
             Err(Bad(e)) => p.bad(skip_bad, e)?,
@@ -77,12 +98,13 @@ enum Outcome {
 }
 use Outcome::{Bad, Skip};
 
+/// The job and its partition number (−1: not recorded).
 fn job(
     line: &str,
     n: usize,
     path: &Path,
     start: i64,
-) -> std::result::Result<Option<Request>, Outcome> {
+) -> std::result::Result<Option<(Request, i64)>, Outcome> {
     let fields: Vec<&str> = line.split_ascii_whitespace().collect();
     if fields.len() != 18 {
         return Err(Bad(error(
@@ -119,6 +141,7 @@ fn job(
     let limit = int(LIMIT)?;
     let memory_kb = int(MEMORY)?;
     let wait = int(WAIT)?;
+    let partition = int(PARTITION)?;
     if submit < 0 {
         return Err(Bad(error(
             path,
@@ -134,18 +157,22 @@ fn job(
     if procs <= 0 {
         return Err(Skip("no processor count"));
     }
-    Ok(Some(Request {
-        id: fields[0].to_string(),
-        submit: start.saturating_add(submit),
-        run: run as u64,
-        limit: (limit > 0).then_some(limit as u64),
-        cpus: procs as u64,
-        nodes: None,
-        memory_mib_per_node: None,
-        memory_mib_per_cpu: (memory_kb > 0).then(|| (memory_kb as u64).div_ceil(1024)),
-        gpus: 0,
-        recorded_wait: (wait >= 0).then_some(wait as u64),
-    }))
+    Ok(Some((
+        Request {
+            id: fields[0].to_string(),
+            submit: start.saturating_add(submit),
+            run: run as u64,
+            limit: (limit > 0).then_some(limit as u64),
+            cpus: procs as u64,
+            nodes: None,
+            memory_mib_per_node: None,
+            memory_mib_per_cpu: (memory_kb > 0).then(|| (memory_kb as u64).div_ceil(1024)),
+            gpus: 0,
+            recorded_wait: (wait >= 0).then_some(wait as u64),
+            partition: None,
+        },
+        partition,
+    )))
 }
 
 #[cfg(test)]
@@ -190,6 +217,24 @@ mod tests {
         );
         assert_eq!(a.recorded_wait, Some(5));
         assert_eq!((b.cpus, b.limit, b.recorded_wait), (32, None, None));
+    }
+
+    #[test]
+    fn partitions_are_named_by_the_header() {
+        let p = parse_text(
+            &format!(
+                "{HEADER}; Partition: 1 test\n; Partition: 2  batch\n\
+                 1 10 0 50 1 -1 -1 1 60 -1 1 1 1 -1 -1 2 -1 -1\n\
+                 2 10 0 50 1 -1 -1 1 60 -1 1 1 1 -1 -1 7 -1 -1\n\
+                 3 10 0 50 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1\n\
+                 4 10 0 50 1 -1 -1 1 60 -1 1 1 1 -1 -1 2 -1 -1\n"
+            ),
+            false,
+        )
+        .unwrap();
+        let names: Vec<Option<&str>> = p.requests.iter().map(|r| r.partition.as_deref()).collect();
+        // A number the header does not name is its own name; −1 is none.
+        assert_eq!(names, [Some("batch"), Some("7"), None, Some("batch")]);
     }
 
     #[test]

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
 
@@ -44,6 +45,9 @@ pub struct Request {
     pub gpus: u64,
     /// What the traced machine made it wait, for comparison.
     pub recorded_wait: Option<u64>,
+    /// The partition it ran in (`gpu`; `a,b` for a job that asked for several), when the
+    /// trace says. One name is shared by every job of the partition.
+    pub partition: Option<Arc<str>>,
 }
 
 /// One job as the simulated partition runs it.
@@ -162,9 +166,48 @@ pub struct Parsed {
     pub first_bad_line: Option<String>,
 }
 
+/// Why a job of another partition is not replayed.
+pub const OTHER_PARTITION: &str = "ran in another partition (--partition)";
+/// Why a job is not replayed when partitions are chosen and the trace has none for it.
+pub const NO_PARTITION: &str = "no partition recorded (--partition)";
+
 impl Parsed {
     pub fn skip(&mut self, why: &'static str) {
         *self.skipped.entry(why).or_default() += 1;
+    }
+
+    /// The partitions the jobs ran in, busiest first, with their job counts. A trace of one
+    /// partition (or of none recorded) gives at most one entry.
+    pub fn partitions(&self) -> Vec<(Arc<str>, u64)> {
+        let mut counts = BTreeMap::<Arc<str>, u64>::new();
+        for p in self.requests.iter().filter_map(|r| r.partition.as_ref()) {
+            *counts.entry(p.clone()).or_default() += 1;
+        }
+        let mut v: Vec<_> = counts.into_iter().collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        v
+    }
+
+    /// Keeps the jobs that ran in one of `names` (a job that asked for several partitions is
+    /// kept when any of them is named); the rest are counted as skipped. A NodeSet serves one
+    /// partition, so a site's whole accounting replayed as one partition says little.
+    pub fn keep_partitions(&mut self, names: &[String]) {
+        let before = self.requests.len();
+        let mut unknown = 0;
+        self.requests.retain(|r| match &r.partition {
+            Some(p) => p.split(',').any(|p| names.iter().any(|n| n == p)),
+            None => {
+                unknown += 1;
+                false
+            }
+        });
+        let other = (before - self.requests.len() - unknown) as u64;
+        if unknown > 0 {
+            *self.skipped.entry(NO_PARTITION).or_default() += unknown as u64;
+        }
+        if other > 0 {
+            *self.skipped.entry(OTHER_PARTITION).or_default() += other;
+        }
     }
 
     /// A malformed line: an error, or counted with `skip_bad`.
@@ -422,5 +465,37 @@ mod tests {
         assert_eq!(ids, ["2", "3", "4"]);
         assert_eq!("2012-03-08".parse::<When>(), Ok(When::At(1_331_164_800)));
         assert!("yesterday".parse::<When>().is_err());
+    }
+
+    #[test]
+    fn partitions_are_counted_and_chosen() {
+        let in_ = |p: Option<&str>| Request {
+            partition: p.map(Arc::from),
+            ..req(1, None, 0)
+        };
+        let mut parsed = Parsed {
+            requests: vec![
+                in_(Some("cpu")),
+                in_(Some("gpu")),
+                in_(Some("cpu")),
+                in_(Some("gpu,cpu")),
+                in_(None),
+            ],
+            ..Parsed::default()
+        };
+        let counts: Vec<(String, u64)> = parsed
+            .partitions()
+            .into_iter()
+            .map(|(p, n)| (p.to_string(), n))
+            .collect();
+        assert_eq!(
+            counts,
+            [("cpu".into(), 2), ("gpu".into(), 1), ("gpu,cpu".into(), 1)]
+        );
+        parsed.keep_partitions(&["cpu".into()]);
+        // A job that asked for gpu or cpu counts as cpu's too.
+        assert_eq!(parsed.requests.len(), 3);
+        assert_eq!(parsed.skipped.get(OTHER_PARTITION), Some(&1));
+        assert_eq!(parsed.skipped.get(NO_PARTITION), Some(&1));
     }
 }
