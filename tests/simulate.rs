@@ -141,20 +141,23 @@ fn partition_picks_the_jobs_a_nodeset_would_serve() {
         ));
     }
     std::fs::write(&path, rows).unwrap();
+    let base = [
+        "--trace",
+        path.to_str().unwrap(),
+        "--node-cpus",
+        "8",
+        "--max-nodes",
+        "4",
+    ];
     let run = |extra: &[&str]| {
-        let mut args = vec![
-            "--trace",
-            path.to_str().unwrap(),
-            "--node-cpus",
-            "8",
-            "--max-nodes",
-            "4",
-            "--policies",
-            "builtin,static",
-            "--json",
-        ];
-        args.extend_from_slice(extra);
-        let out = simulate(&args);
+        let out = simulate(
+            &[
+                &base[..],
+                &["--policies", "builtin,static", "--json"],
+                extra,
+            ]
+            .concat(),
+        );
         assert!(out.status.success(), "{}", text(&out.stderr));
         let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         (rows[0]["jobs"].as_u64().unwrap(), text(&out.stderr))
@@ -171,23 +174,12 @@ fn partition_picks_the_jobs_a_nodeset_would_serve() {
     let (jobs, _) = run(&["--partition", "gpu,cpu"]);
     assert_eq!(jobs, 9);
     // Without --json the jobs left out are counted.
-    let out = simulate(&[
-        "--trace",
-        path.to_str().unwrap(),
-        "--node-cpus",
-        "8",
-        "--max-nodes",
-        "4",
-        "--policies",
-        "static",
-        "--partition",
-        "cpu",
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = simulate(&[&base[..], &["--policies", "static", "--partition", "cpu"]].concat());
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
     assert!(
-        text(&out.stderr).contains("not replayed: 3 job(s): ran in another partition"),
-        "{}",
-        text(&out.stderr)
+        stderr.contains("not replayed: 3 job(s): ran in another partition"),
+        "{stderr}"
     );
     // A partition the trace does not have leaves nothing to replay: an error, not zeros.
     let out = simulate(&["--trace", path.to_str().unwrap(), "--partition", "fat"]);
