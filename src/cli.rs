@@ -513,6 +513,10 @@ pub struct SimulateArgs {
     /// `keda`: pending jobs per replica (the guide's `threshold`).
     #[arg(long, default_value_t = 5.0)]
     pub keda_threshold: f64,
+    /// `keda`, `keda-desired`: the HPA's scale-up tolerance (`behavior.scaleUp.tolerance`,
+    /// Kubernetes 1.33 on; `examples/keda` sets 0). The default is the HPA's fixed 10 %.
+    #[arg(long, default_value_t = 0.1)]
+    pub keda_up_tolerance: f64,
     /// `power-save`: Slurm's SuspendTime.
     #[arg(long, default_value = "600s", value_parser = duration)]
     pub suspend_time: Duration,

@@ -196,6 +196,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
     let mut opts = Options::new(shape, max_nodes);
     opts.sched.boot = args.boot_time.as_secs() as i64;
     opts.keda_threshold = args.keda_threshold;
+    opts.keda_up_tolerance = args.keda_up_tolerance;
     opts.suspend_time = args.suspend_time.as_secs() as i64;
     if let Some(path) = &args.autoscaler {
         opts.autoscaler = autoscaler_spec(path)?.spec;

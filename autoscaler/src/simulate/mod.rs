@@ -89,6 +89,8 @@ pub struct Options {
     pub autoscaler: NodeSetAutoscalerSpec,
     /// `keda`'s threshold (pending jobs per replica).
     pub keda_threshold: f64,
+    /// Both KEDA pipelines' HPA `behavior.scaleUp.tolerance`.
+    pub keda_up_tolerance: f64,
     /// Slurm's `SuspendTime` for `power-save`.
     pub suspend_time: i64,
     /// Timeline resolution (seconds); 0 picks one for about 1,500 points.
@@ -106,6 +108,7 @@ impl Options {
             sched: SchedConfig::default(),
             autoscaler: builtin::default_spec(max_nodes),
             keda_threshold: 5.0,
+            keda_up_tolerance: rivals::TOLERANCE,
             suspend_time: 600,
             bucket: 0,
             every_poll: false,
@@ -247,11 +250,13 @@ pub fn run_policy(
                 threshold: opts.keda_threshold,
             },
             opts.max_nodes,
+            opts.keda_up_tolerance,
             start,
         )),
         Policy::KedaDesired => Box::new(rivals::Keda::new(
             rivals::Trigger::DesiredNodes,
             opts.max_nodes,
+            opts.keda_up_tolerance,
             start,
         )),
         Policy::PowerSave | Policy::Static => Box::new(rivals::Fixed),

@@ -9,7 +9,9 @@
 //!   30 s; KEDA polls every 30 s to go between 0 and `minReplicaCount` and waits
 //!   `cooldownPeriod` (300 s) after the last active poll before going back to 0; in between
 //!   the Kubernetes HPA syncs every 15 s with its own arithmetic (10 % tolerance, 300 s
-//!   scale-down stabilization, scale-up by at most max(100 %, 4 pods) per period).
+//!   scale-down stabilization, scale-up by at most max(100 %, 4 pods) per period). The
+//!   scale-up tolerance can be set (`behavior.scaleUp.tolerance`, Kubernetes 1.33 on): at
+//!   0.1 a NodeSet at 95 of the 100 nodes a job needs stays at 95.
 //! * Slurm power saving and a static partition need no policy: the partition itself does
 //!   it ([`Mode::PowerSave`](super::cluster::Mode), [`Mode::Static`](super::cluster::Mode)).
 
@@ -35,12 +37,15 @@ const KEDA_POLL: i64 = 30;
 const COOLDOWN: i64 = 300;
 const HPA_SYNC: i64 = 15;
 const HPA_DOWN_WINDOW: i64 = 300;
-const TOLERANCE: f64 = 0.1;
+/// The HPA's tolerance when the ratio is below 1 (and above it unless set).
+pub const TOLERANCE: f64 = 0.1;
 const MIN_REPLICAS: u32 = 1;
 
 pub struct Keda {
     trigger: Trigger,
     max: u32,
+    /// `behavior.scaleUp.tolerance` ([`TOLERANCE`] where the cluster has no such field).
+    up_tolerance: f64,
     /// What Prometheus holds: the value at the last scrape.
     sample: f64,
     next_scrape: i64,
@@ -55,11 +60,12 @@ pub struct Keda {
 impl Keda {
     /// Starts idle at `start`. The three loops run on their own grids, offset so that a
     /// scrape is always in before KEDA and the HPA read it.
-    pub fn new(trigger: Trigger, max: u32, start: i64) -> Self {
+    pub fn new(trigger: Trigger, max: u32, up_tolerance: f64, start: i64) -> Self {
         let grid = |period: i64, offset: i64| start - start.rem_euclid(period) + offset;
         Self {
             trigger,
             max,
+            up_tolerance,
             sample: 0.0,
             next_scrape: grid(SCRAPE, 0),
             next_poll: grid(KEDA_POLL, 1),
@@ -95,7 +101,12 @@ impl Keda {
                 (ratio, self.sample.ceil())
             }
         };
-        if (ratio - 1.0).abs() <= TOLERANCE {
+        let tolerance = if ratio > 1.0 {
+            self.up_tolerance
+        } else {
+            TOLERANCE
+        };
+        if (ratio - 1.0).abs() <= tolerance {
             return current;
         }
         (want as u32).clamp(MIN_REPLICAS, self.max)
@@ -202,7 +213,7 @@ mod tests {
     use super::*;
 
     fn keda(trigger: Trigger, sample: f64) -> Keda {
-        let mut k = Keda::new(trigger, 100, 0);
+        let mut k = Keda::new(trigger, 100, TOLERANCE, 0);
         k.sample = sample;
         k
     }
@@ -223,6 +234,23 @@ mod tests {
         let k = keda(Trigger::DesiredNodes, 12.0);
         assert_eq!(k.raw(3), 12);
         assert_eq!(k.raw(11), 11, "12/11 is within the tolerance");
+    }
+
+    #[test]
+    fn a_scale_up_tolerance_of_zero_reaches_the_last_nodes() {
+        let k = keda(Trigger::DesiredNodes, 100.0);
+        assert_eq!(k.raw(95), 95, "stuck 5 short at the default tolerance");
+        let k = Keda {
+            up_tolerance: 0.0,
+            ..keda(Trigger::DesiredNodes, 100.0)
+        };
+        assert_eq!(k.raw(95), 100);
+        // Scale-down keeps the default tolerance.
+        let k = Keda {
+            up_tolerance: 0.0,
+            ..keda(Trigger::DesiredNodes, 95.0)
+        };
+        assert_eq!(k.raw(100), 100);
     }
 
     #[test]
