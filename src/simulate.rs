@@ -102,7 +102,20 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         }
     };
     if !args.partition.is_empty() {
+        let partitions = parsed.partitions();
         parsed.keep_partitions(&args.partition);
+        if parsed.requests.is_empty() {
+            let known: Vec<&str> = partitions.iter().map(|(p, _)| &**p).collect();
+            bail!(
+                "{name}: no job ran in {}; {}",
+                args.partition.join(","),
+                if known.is_empty() {
+                    "the trace records no partition".to_string()
+                } else {
+                    format!("its partitions: {}", known.join(", "))
+                }
+            );
+        }
     } else if let partitions @ [_, _, ..] = &parsed.partitions()[..] {
         // Said even with --json: the figures would be of no partition the site has.
         let shown: Vec<String> = partitions
