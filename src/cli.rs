@@ -473,9 +473,8 @@ pub struct SimulateArgs {
     pub max_nodes: Option<u32>,
     /// Replay only the jobs that ran in these partitions (sacct's Partition; SWF field 16, by
     /// the name its header gives, else the number), as the NodeSet serving them would see
-    /// them. Give
-    /// --max-nodes and --node-cpus for that partition: an SWF header describes the whole
-    /// machine.
+    /// them. Give --max-nodes and --node-cpus for that partition: an SWF header describes the
+    /// whole machine.
     #[arg(long, value_delimiter = ',')]
     pub partition: Vec<String>,
     /// From asking for a node to its slurmd taking jobs (pod start + registration).
@@ -515,7 +514,7 @@ pub struct SimulateArgs {
     pub keda_threshold: f64,
     /// `keda`, `keda-desired`: the HPA's scale-up tolerance (`behavior.scaleUp.tolerance`,
     /// Kubernetes 1.33 on; `examples/keda` sets 0). The default is the HPA's fixed 10 %.
-    #[arg(long, default_value_t = 0.1)]
+    #[arg(long, default_value_t = slurmscale_autoscaler::simulate::rivals::TOLERANCE)]
     pub keda_up_tolerance: f64,
     /// `power-save`: Slurm's SuspendTime.
     #[arg(long, default_value = "600s", value_parser = duration)]

@@ -182,13 +182,7 @@ fn partition_picks_the_jobs_a_nodeset_would_serve() {
         "{stderr}"
     );
     // A partition the trace does not have leaves nothing to replay: an error, not zeros.
-    let out = simulate(&[
-        "--trace",
-        path.to_str().unwrap(),
-        "--partition",
-        "fat",
-        "--json",
-    ]);
+    let out = simulate(&[&base[..], &["--partition", "fat", "--json"]].concat());
     assert!(!out.status.success());
     assert!(
         text(&out.stderr).contains("no job ran in fat; its partitions: cpu, gpu"),
