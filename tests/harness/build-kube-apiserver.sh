@@ -15,7 +15,7 @@ mkdir -p "$work/lists/partial" "$(dirname "$KUBE_APISERVER_BIN")"
 cd "$work"
 
 say "downloading Debian's kubernetes source package (a private deb-src list; /etc is untouched)"
-echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bookworm main" >sources.list
+echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $(apt_archive main) bookworm main" >sources.list
 apt_src=(-o Dir::Etc::SourceList="$work/sources.list" -o Dir::Etc::SourceParts=/dev/null
   -o Dir::State::Lists="$work/lists" -o APT::Sandbox::User=root)
 TMPDIR=/var/tmp apt-get "${apt_src[@]}" -qq update

@@ -19,17 +19,18 @@ cd "$work"
 # debian.tar.xz but not its orig (the same file).
 say "fetching the signed trixie source indexes (a private deb-src list; /etc is untouched)"
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+archive=$(apt_archive main) security=$(apt_archive security)
 cat >sources.list <<EOF
-deb-src [signed-by=$keyring] http://deb.debian.org/debian trixie main
-deb-src [signed-by=$keyring] http://deb.debian.org/debian-security trixie-security main
+deb-src [signed-by=$keyring] $archive trixie main
+deb-src [signed-by=$keyring] $security trixie-security main
 EOF
 TMPDIR=/var/tmp apt-get -o Dir::Etc::SourceList="$work/sources.list" -o Dir::Etc::SourceParts=/dev/null \
   -o Dir::State::Lists="$work/lists" -o APT::Sandbox::User=root -qq update
 
-# sha256 of $2 as listed for slurm-wlm in the Sources index matching $1
+# sha256 of $2 as listed for slurm-wlm in the Sources index of suite $1
 index_sha256() {
   local idx
-  idx=$(ls lists/*"$1"*Sources*)
+  idx=$(ls lists/*_dists_"$1"_main_*Sources*)
   /usr/lib/apt/apt-helper cat-file "$idx" |
     awk -v f="$2" '/^Package: slurm-wlm$/{p=1} /^$/{p=0} p && $3==f && length($1)==64 && !s {s=$1} END{print s}'
 }
@@ -43,8 +44,8 @@ fetch() { # url, index, file
 }
 orig=slurm-wlm_${SLURM_2411_VERSION}.orig.tar.gz
 deb=slurm-wlm_${SLURM_2411_VERSION}-4+deb13u1.debian.tar.xz
-fetch http://deb.debian.org/debian/pool/main/s/slurm-wlm _debian_dists_trixie_main "$orig"
-fetch http://deb.debian.org/debian-security/pool/updates/main/s/slurm-wlm trixie-security "$deb"
+fetch "$archive/pool/main/s/slurm-wlm" trixie "$orig"
+fetch "$security/pool/updates/main/s/slurm-wlm" trixie-security "$deb"
 
 rm -rf "$SLURM_2411_PREFIX"
 mkdir src

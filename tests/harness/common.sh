@@ -50,3 +50,41 @@ stop_pidfile() {
   fi
   rm -f "$f"
 }
+
+# The Debian archive this machine's apt is configured with: `apt_archive main` prints the
+# URI serving the release's own suite, `apt_archive security` the one serving its
+# `-security` suite. The build scripts fetch source packages from there, so the harness
+# follows whatever mirror the machine uses and no host name lives in this repository.
+# Reads both formats apt does: one-line sources.list entries and deb822 `.sources` files.
+apt_archive() {
+  local kind=$1 list parts uri
+  eval "$(apt-config shell list Dir::Etc::sourcelist/f parts Dir::Etc::sourceparts/d)"
+  # One "URI SUITE" line per source, from both formats, then the first that serves `kind`.
+  uri=$(
+    {
+      {
+        [ -f "$list" ] && cat "$list"
+        for f in "$parts"*.list; do [ -f "$f" ] && cat "$f"; done
+        true
+      } | awk '/^[[:space:]]*deb(-src)?[[:space:]]/ { sub(/\[[^]]*\]/, ""); print $2, $3 }'
+      for f in "$parts"*.sources; do
+        [ -f "$f" ] || continue
+        # every URI with every suite of each stanza whose Types include deb or deb-src
+        awk 'function flush() { if (deb && !off) for (u in U) for (s in S) print U[u], S[s]
+                                delete U; delete S; deb = off = 0 }
+             /^[[:space:]]*$/ { flush(); next }
+             /^[[:space:]]*#/ { next }
+             tolower($1) == "types:" { for (i = 2; i <= NF; i++) if ($i ~ /^deb(-src)?$/) deb = 1 }
+             tolower($1) == "uris:" { for (i = 2; i <= NF; i++) U[i] = $i }
+             tolower($1) == "suites:" { for (i = 2; i <= NF; i++) S[i] = $i }
+             tolower($1) == "enabled:" && tolower($2) == "no" { off = 1 }
+             END { flush() }' "$f"
+      done
+    } | awk -v kind="$kind" '
+      $1 !~ /^https?:\/\// { next }
+      kind == "security" && ($2 ~ /-security$/ || $2 ~ /\/updates$/) { print $1; exit }
+      kind == "main" && $2 ~ /^[a-z]+$/ { print $1; exit }'
+  )
+  [ -n "$uri" ] || die "no Debian $kind archive (http or https) in apt's sources ($list, ${parts}*.list, ${parts}*.sources); configure one as apt expects and run again"
+  echo "${uri%/}"
+}
