@@ -226,7 +226,7 @@ impl KubeArgs {
                 "no kubeconfig and not running in a pod: set --kubeconfig (KUBECONFIG) or --no-kubernetes",
             )?,
         };
-        Ok(Some(kube::Client::try_from(config)?))
+        Ok(Some(slurmscale_exporter::k8s::client::client(config)?))
     }
 }
 

@@ -2,6 +2,7 @@
 //! each policy with the library's [`simulate`] engine, and prints what each cost. This file
 //! is only the command line around it: inputs, progress and where the report goes.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,6 +15,9 @@ use slurmscale_autoscaler::simulate::{self, Options, report};
 
 use crate::cli::{SimulateArgs, TraceFormat};
 use crate::demo::sim::Simulation;
+
+/// The key of lines passed over with --skip-bad-lines in the JSON rows' `not_replayed`.
+const MALFORMED: &str = "malformed line (--skip-bad-lines)";
 
 /// The demo's burst partition: whole 16-CPU, 64 GiB nodes, 16 of them.
 const DEMO_SHAPE: NodeShape = NodeShape {
@@ -134,15 +138,22 @@ pub fn run(args: SimulateArgs) -> Result<()> {
             }
         );
     }
+    // What the figures leave out, said on stderr (with --json too) and in every JSON row.
+    let mut not_replayed: BTreeMap<String, u64> = parsed
+        .skipped
+        .iter()
+        .map(|(why, n)| (why.to_string(), *n))
+        .collect();
     if parsed.bad_lines > 0 {
         eprintln!(
             "skipped {} malformed line(s) (--skip-bad-lines); the first: {}",
             parsed.bad_lines,
             parsed.first_bad_line.as_deref().unwrap_or("?")
         );
+        not_replayed.insert(MALFORMED.into(), parsed.bad_lines);
     }
     for (why, n) in &parsed.skipped {
-        say(format!("not replayed: {n} job(s): {why}"));
+        eprintln!("not replayed: {n} job(s): {why}");
     }
     if parsed.requests.is_empty() {
         bail!("{name}: the trace has no job to replay");
@@ -166,6 +177,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
     };
     let (jobs, unfit) = trace::select(&parsed.requests, slice, &shape, max_nodes);
     for (why, ids) in &unfit {
+        not_replayed.insert(format!("needs {}", why.as_str()), ids.len() as u64);
         let shown: Vec<&str> = ids.iter().take(5).map(String::as_str).collect();
         eprintln!(
             "cannot run {} job(s): they need {} (e.g. {}{})",
@@ -247,7 +259,10 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         runs
     })?;
     let took = started.elapsed();
-    let rows = report::rows(&runs, shape.cpus);
+    let mut rows = report::rows(&runs, shape.cpus);
+    for r in &mut rows {
+        r.not_replayed.clone_from(&not_replayed);
+    }
     for r in &runs {
         if r.stats.starved > 0 {
             eprintln!(

@@ -22,8 +22,8 @@ use slurmscale_exporter::k8s::genericnode::{
     AllocatedResources, GenericNode, GenericNodeSpec, GenericNodeStatus,
 };
 use slurmscale_exporter::k8s::nodeset::{
-    ControllerRef, NodeSetPartition, NodeSetStatus, PodTemplate, ScalingMode, TemplateMetadata,
-    v1alpha1, v1beta1,
+    ControllerRef, NodeSetPartition, NodeSetStatus, PodTemplate, ScalingMode, SlurmdContainer,
+    TemplateMetadata, v1alpha1, v1beta1,
 };
 use support::{kube_client, namespace, unique};
 
@@ -181,6 +181,14 @@ where
     assert_eq!(scale.spec.and_then(|s| s.replicas), Some(3));
 }
 
+/// The slurmd container with the resources the node shape falls back on.
+fn slurmd() -> SlurmdContainer {
+    serde_json::from_value(json!({
+        "resources": {"limits": {"cpu": "4", "memory": "8Gi", "nvidia.com/gpu": "1"}}
+    }))
+    .unwrap()
+}
+
 #[tokio::test]
 async fn our_types_read_and_write_objects_under_the_official_crds() {
     let client = kube_client().await;
@@ -207,6 +215,8 @@ async fn our_types_read_and_write_objects_under_the_official_crds() {
                 config: Some("MaxTime=60".into()),
             }),
             template: template(),
+            extra_conf: Some("CPUs=4 RealMemory=8000 Features=ib".into()),
+            slurmd: Some(slurmd()),
         },
     );
     ours.status = Some(full_status(None));
@@ -261,6 +271,9 @@ async fn our_types_read_and_write_objects_under_the_official_crds() {
                 config: None,
             }),
             template: template(),
+            extra_conf: Some("CPUs=4 RealMemory=8000 Features=ib".into()),
+            slurmd: Some(slurmd()),
+            ordinal_padding: Some(2),
         },
     );
     ours.status = Some(full_status(Some(2)));

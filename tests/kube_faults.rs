@@ -261,7 +261,8 @@ async fn conflict_on_scale_reads_again_and_decides_again() {
 }
 
 /// 429 with `Retry-After: 3` on the scale patch: the next request to the NodeSet comes no
-/// sooner than 3 s later, and succeeds.
+/// sooner than 3 s later, and succeeds. The client retried it, so no reconcile failed — but
+/// the pushback is counted, for a dashboard to see pressure before it becomes an outage.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn throttled_scale_waits_as_long_as_the_server_asks() {
     let _turn = turn("22.05").await;
@@ -309,6 +310,24 @@ async fn throttled_scale_waits_as_long_as_the_server_asks() {
     );
     assert_eq!(next.method, Method::PATCH, "{all}");
     assert_eq!(next.status, Some(200), "the retry did not succeed:\n{all}");
+    let m = a.metrics().await;
+    assert_eq!(
+        m.get(
+            "slurmscale_kubernetes_pushback_responses_total",
+            &[("code", "429")]
+        ),
+        Some(1.0),
+        "the 429 is counted though the client retried it"
+    );
+    assert_eq!(
+        m.get(
+            "slurmscale_kubernetes_pushback_responses_total",
+            &[("code", "503")]
+        ),
+        Some(0.0),
+        "every pushback code is exported from the start"
+    );
+    assert_eq!(error_count(&m, "throttled"), 0.0, "no reconcile failed");
     s.teardown(&cluster).await;
 }
 

@@ -535,7 +535,7 @@ async fn every_dashboard_and_alert_query_returns_data_from_a_real_prometheus() {
         .iter()
         .flat_map(|g| g["rules"].as_array().unwrap())
         .collect();
-    assert_eq!(evaluated.len(), 9, "{rules}");
+    assert_eq!(evaluated.len(), 10, "{rules}");
     for r in evaluated {
         assert_eq!(
             r["health"], "ok",

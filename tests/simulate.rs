@@ -51,7 +51,12 @@ fn json_rows_carry_every_policy_with_the_documented_keys() {
     );
     for r in rows {
         assert_eq!(r["jobs"], 10);
-        assert_eq!(r.as_object().unwrap().len(), 12, "{r}");
+        assert_eq!(r.as_object().unwrap().len(), 13, "{r}");
+        assert_eq!(
+            r["not_replayed"],
+            serde_json::json!({}),
+            "every record replayed"
+        );
         let (total, busy, idle) = (
             r["node_hours"].as_f64().unwrap(),
             r["busy_node_hours"].as_f64().unwrap(),
@@ -191,6 +196,31 @@ fn partition_picks_the_jobs_a_nodeset_would_serve() {
     );
 }
 
+/// Archive logs hold records of which nothing is known (every field −1, SWF's "unknown"):
+/// they are jobs no replay can place, skipped and counted, not a malformed trace.
+#[test]
+fn records_of_unknown_fields_are_counted_not_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    let unknown = "-1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1\n";
+    let trace = swf(dir.path(), &unknown.repeat(3));
+    let out = simulate(&["--trace", &trace, "--policies", "builtin,static", "--json"]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("not replayed: 3 job(s): submit time unknown (SWF −1)"),
+        "said on stderr, with --json too: {stderr}"
+    );
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for r in rows.as_array().unwrap() {
+        assert_eq!(r["jobs"], 10);
+        assert_eq!(
+            r["not_replayed"],
+            serde_json::json!({"submit time unknown (SWF −1)": 3}),
+            "{r}"
+        );
+    }
+}
+
 #[test]
 fn a_bad_line_names_file_line_and_field_unless_skipped() {
     let dir = tempfile::tempdir().unwrap();
@@ -205,6 +235,10 @@ fn a_bad_line_names_file_line_and_field_unless_skipped() {
         err.contains("small.swf:14") && err.contains("run time"),
         "{err}"
     );
+    assert!(
+        err.contains("--skip-bad-lines"),
+        "the error names the flag that passes over such lines: {err}"
+    );
 
     let out = simulate(&["--trace", &trace, "--json", "--skip-bad-lines"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -212,6 +246,11 @@ fn a_bad_line_names_file_line_and_field_unless_skipped() {
         text(&out.stderr).contains("skipped 1 malformed line"),
         "{}",
         text(&out.stderr)
+    );
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        rows[0]["not_replayed"]["malformed line (--skip-bad-lines)"],
+        1
     );
 }
 

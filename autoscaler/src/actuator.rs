@@ -14,7 +14,7 @@
 //! Rate limiting (429 with `Retry-After`) and 503/504 are retried by the client, which waits
 //! as long as the server asks; those retries run within the same deadlines.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
@@ -23,7 +23,10 @@ use kube::core::GroupVersionKind;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource};
 use serde_json::{Value, json};
-use slurmscale_exporter::k8s::nodeset::partition_of;
+use slurmscale_exporter::k8s::nodeset::{
+    NODE_SHAPE_ANNOTATION, features, partition_of, template_shape, v1beta1,
+};
+use slurmscale_exporter::model::demand::Shape;
 use tracing::warn;
 
 use crate::crd::{NodeSetAutoscaler, NodeSetAutoscalerStatus, ScaleTargetRef};
@@ -59,6 +62,41 @@ pub struct Target {
     pub partition: String,
     /// The label selector of its pods (`status.selector`), to find them on nodes.
     pub selector: Option<String>,
+    /// What a NodeSet says of its pods' nodes (nothing, for other kinds of target).
+    pub nodes: NodeFacts,
+}
+
+/// What a NodeSet says of the nodes its pods register: the shape its
+/// `slurmscale.io/node-shape` annotation sets, the shape its pod template implies, the
+/// features and how its pods' ordinals are written (for [`crate::records`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NodeFacts {
+    pub shape: Shape,
+    pub template_shape: Shape,
+    pub features: Vec<String>,
+    pub ordinal_padding: u32,
+}
+
+impl NodeFacts {
+    /// From a NodeSet's name, annotations and spec (either version).
+    pub fn of_nodeset(
+        name: &str,
+        annotations: Option<&BTreeMap<String, String>>,
+        spec: Option<&Value>,
+    ) -> Self {
+        let spec: v1beta1::NodeSetSpec = spec
+            .and_then(|s| serde_json::from_value(s.clone()).ok())
+            .unwrap_or_default();
+        Self {
+            shape: annotations
+                .and_then(|a| a.get(NODE_SHAPE_ANNOTATION))
+                .map(|s| Shape::parse(s))
+                .unwrap_or_default(),
+            template_shape: template_shape(spec.extra_conf.as_deref(), spec.slurmd.as_ref()),
+            features: features(name, spec.extra_conf.as_deref()),
+            ordinal_padding: spec.ordinal_padding.unwrap_or(0),
+        }
+    }
 }
 
 /// The annotation slurm-operator reads to choose which NodeSet pods go first on scale-in.
@@ -285,6 +323,11 @@ impl Kubernetes for Actuator {
                 .and_then(|s| s.get("selector"))
                 .and_then(Value::as_str)
                 .map(String::from),
+            nodes: if target.kind == "NodeSet" {
+                NodeFacts::of_nodeset(&target.name, object.metadata.annotations.as_ref(), spec)
+            } else {
+                NodeFacts::default()
+            },
         })
     }
 

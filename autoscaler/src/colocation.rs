@@ -319,11 +319,12 @@ impl<'a> Sides<'a> {
         }
     }
 
-    /// Idle serving nodes beyond what Slurm needs and keeps, when idle nodes go back.
-    fn idle_surplus(&self, bounds: &ColocationBounds, slurm_need: u64) -> u64 {
-        if !bounds.release_idle {
+    /// Idle serving nodes beyond what Slurm may need and keeps, when idle nodes go back;
+    /// none while Slurm's need is open-ended (`None`: new jobs may be missing from the list).
+    fn idle_surplus(&self, bounds: &ColocationBounds, slurm_need: Option<u64>) -> u64 {
+        let Some(slurm_need) = slurm_need.filter(|_| bounds.release_idle) else {
             return 0;
-        }
+        };
         let idle = self
             .serving
             .iter()
@@ -364,7 +365,9 @@ pub fn plan(
         (_, Err(why)) => return frozen(p, format!("no rebalancing: {why}")),
     };
     let sides = Sides::of(pool);
-    let slurm_need = s.busy_nodes.saturating_add(s.demand.nodes);
+    // The rule every scaler follows while the job list catches up with Slurm: grow Slurm to
+    // what it certainly needs, give up nothing it may need.
+    let slurm_need = s.certain_need();
     // Where the pods would land decides which nodes to take, not only how many.
     let placed = place_pods(pool, pods, &sides.candidates);
     let needs = Needs {
@@ -372,7 +375,7 @@ pub fn plan(
         slurm: slurm_need,
     };
     p.needs = Some(needs);
-    let wanted = needs.kubernetes + sides.idle_surplus(bounds, slurm_need);
+    let wanted = needs.kubernetes + sides.idle_surplus(bounds, s.possible_need());
     let cooled = |t: Option<SystemTime>| {
         t.is_none_or(|t| now.duration_since(t).unwrap_or_default() >= bounds.cooldown)
     };
@@ -560,6 +563,8 @@ mod tests {
                 nodes: demand,
                 ..Default::default()
             },
+            shape: Default::default(),
+            shape_source: "unknown",
             as_of: SystemTime::UNIX_EPOCH,
         })
     }
@@ -859,6 +864,67 @@ mod tests {
         );
         assert_eq!(p.resume, ["s1"]);
         assert_eq!(p.replicas, 4);
+    }
+
+    /// While the job list catches up with Slurm, pending jobs may already run on the nodes
+    /// Slurm has: the pool grows Slurm only for what it certainly needs, and hands none of
+    /// its idle nodes to Kubernetes while jobs may be missing from the list.
+    #[test]
+    fn a_job_list_catching_up_grows_slurm_only_for_certain_work() {
+        let pool = vec![
+            node(0, slurm_node(true)),
+            node(1, slurm_node(false)),
+            node(2, None),
+            node(3, None),
+        ];
+        let catching_up = |maybe_started_nodes: u64, open_ended: bool| -> Signals {
+            Ok(PartitionSignals {
+                busy_nodes: 1,
+                total_nodes: 10,
+                demand: Demand {
+                    nodes: 3,
+                    maybe_started_nodes,
+                    open_ended,
+                    ..Default::default()
+                },
+                shape: Default::default(),
+                shape_source: "unknown",
+                as_of: SystemTime::UNIX_EPOCH,
+            })
+        };
+        let plan_for = |signals: &Signals, bounds: &ColocationBounds| {
+            plan(
+                bounds,
+                &pool,
+                &[],
+                signals,
+                Ok(()),
+                2,
+                &ColocationHistory::default(),
+                t(0),
+            )
+        };
+        // All three pending nodes' worth of jobs may have started: nothing to grow for.
+        let p = plan_for(&catching_up(3, false), &bounds());
+        assert_eq!(p.replicas, 2, "{:?}", p.steps);
+        assert_eq!(p.needs.unwrap().slurm, 1);
+        // One node's worth may have started: two are certainly needed beyond the busy one.
+        let p = plan_for(&catching_up(1, false), &bounds());
+        assert_eq!(p.replicas, 3, "{:?}", p.steps);
+        // Idle nodes go back to Kubernetes only when the list is complete.
+        let releasing = ColocationBounds {
+            release_idle: true,
+            ..bounds()
+        };
+        let p = plan_for(&catching_up(3, true), &releasing);
+        assert!(p.drain.is_empty(), "{:?}", p.steps);
+        let idle = |nodes| {
+            catching_up(0, false).map(|mut s| {
+                s.demand.nodes = nodes;
+                s
+            })
+        };
+        assert!(plan_for(&idle(0), &releasing).drain == ["s1"]);
     }
 
     #[test]

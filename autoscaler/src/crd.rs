@@ -136,6 +136,22 @@ pub struct NodeSetAutoscalerSpec {
     /// cannot tell, such as GPUs when slurm.conf's AccountingStorageTRES leaves them out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_shape: Option<NodeShapeSpec>,
+    /// Slurm node records for the NodeSet's pods, kept while no pod runs. `None` (default):
+    /// none. `Future`: one `State=FUTURE` record per ordinal below `maxReplicas`, named as
+    /// the pods are (`<nodeset>-<ordinal>`), with the NodeSet's features and node shape —
+    /// what a Slinky partition (nodes by `NodeSet=` feature only) needs to accept jobs and
+    /// show its size at zero pods. Created (by `scontrol create`, or REST from v0.0.44),
+    /// never deleted; a pod's `slurmd -Z` joins its record.
+    #[serde(default)]
+    pub node_records: NodeRecords,
+}
+
+/// Which Slurm node records the autoscaler keeps for the NodeSet's pods.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+pub enum NodeRecords {
+    #[default]
+    None,
+    Future,
 }
 
 /// One node of the NodeSet; what is left out comes from the partition.
@@ -250,6 +266,27 @@ pub struct NodeSetAutoscalerStatus {
     pub observed_generation: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub colocation: Option<ColocationStatus>,
+    /// The node shape pending jobs are packed onto (`4 CPUs, 8 GiB`) and where it came
+    /// from: `NodeSetAutoscaler` (spec.nodeShape), `NodeSet annotation`, `partition` (its
+    /// nodes), `pod template` (the NodeSet's slurmd `--conf` or resources: all a Slinky
+    /// partition with no pod has), or `unknown` (each job counts its own nodes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_shape: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_records: Option<NodeRecordsStatus>,
+}
+
+/// The node records kept for the NodeSet.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeRecordsStatus {
+    /// Records wanted (one per ordinal below `maxReplicas`) and those slurmctld has.
+    pub wanted: u32,
+    pub existing: u32,
+    /// Why some are missing, when they cannot be made. Always written (null when all is
+    /// well): a merge patch that left it out would keep an old message.
+    #[serde(default)]
+    pub message: Option<String>,
 }
 
 impl NodeSetAutoscalerSpec {

@@ -13,11 +13,12 @@ use kube::core::Status;
 use slurmscale_exporter::k8s::watch::KubeSnapshot;
 use slurmscale_exporter::slurm::ApiVersion;
 
-use crate::actuator::{Kubernetes, Target};
+use crate::actuator::{Kubernetes, NodeFacts, Target};
 use crate::colocation::PendingPod;
 use crate::crd::{NodeSetAutoscaler, NodeSetAutoscalerStatus, ScaleTargetRef};
 use crate::error::{Error, Result};
 use crate::pool::PoolReader;
+use crate::records::Record;
 use crate::slurm_nodes::{SlurmNodes, drain_reason};
 
 /// Everything the fake holds; change it through [`Fake::with`].
@@ -51,6 +52,7 @@ pub struct FakeTarget {
     /// The partition annotation; without it, the target's name.
     pub partition: Option<String>,
     pub selector: Option<String>,
+    pub nodes: NodeFacts,
 }
 
 /// One write the controller made.
@@ -66,6 +68,10 @@ pub enum Write {
     },
     Resume {
         node: String,
+    },
+    /// A Slurm node record, as `scontrol create` takes it.
+    Create {
+        conf: String,
     },
     /// Pods on these nodes got the deletion cost that makes them go first.
     MarkToGo {
@@ -132,6 +138,7 @@ impl Kubernetes for Fake {
             scaling_mode: t.scaling_mode.clone(),
             partition: t.partition.clone().unwrap_or_else(|| target.name.clone()),
             selector: t.selector.clone(),
+            nodes: t.nodes.clone(),
         })
     }
 
@@ -221,6 +228,8 @@ fn merge_status(old: &mut NodeSetAutoscalerStatus, patch: &NodeSetAutoscalerStat
         conditions,
         observed_generation,
         colocation,
+        node_shape,
+        node_records,
     } = patch;
     fn set<T: Clone>(old: &mut Option<T>, new: &Option<T>) {
         if new.is_some() {
@@ -232,6 +241,8 @@ fn merge_status(old: &mut NodeSetAutoscalerStatus, patch: &NodeSetAutoscalerStat
     set(&mut old.last_scale_time, last_scale_time);
     set(&mut old.last_decision, last_decision);
     set(&mut old.observed_generation, observed_generation);
+    set(&mut old.node_shape, node_shape);
+    set(&mut old.node_records, node_records);
     if !conditions.is_empty() {
         old.conditions.clone_from(conditions);
     }
@@ -264,6 +275,13 @@ impl SlurmNodes for Fake {
             .push(Write::Resume { node: node.into() });
         Ok(())
     }
+
+    async fn create(&self, _: &str, _: ApiVersion, record: &Record) -> Result<()> {
+        self.world().writes.push(Write::Create {
+            conf: record.conf.clone(),
+        });
+        Ok(())
+    }
 }
 
 impl PoolReader for Fake {
@@ -283,7 +301,7 @@ impl PoolReader for Fake {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crd::{ColocationStatus, LastDecision};
+    use crate::crd::{ColocationStatus, LastDecision, NodeRecordsStatus};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
     use serde_json::Value;
 
@@ -335,6 +353,12 @@ mod tests {
             conditions: vec![condition("False")],
             observed_generation: Some(4),
             colocation: Some(coloc(&["drain c1"])),
+            node_shape: Some("4 CPUs (pod template)".into()),
+            node_records: Some(NodeRecordsStatus {
+                wanted: 4,
+                existing: 2,
+                message: Some("no CPUs".into()),
+            }),
         };
         let sparse = NodeSetAutoscalerStatus {
             desired_replicas: Some(1),
@@ -345,6 +369,12 @@ mod tests {
             last_decision: Some(decision(1)),
             conditions: vec![condition("True")],
             colocation: Some(coloc(&["resume c2"])),
+            // A message gone is cleared, not kept.
+            node_records: Some(NodeRecordsStatus {
+                wanted: 4,
+                existing: 4,
+                message: None,
+            }),
             ..Default::default()
         };
         for (old, patch) in [

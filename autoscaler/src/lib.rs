@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod plan;
 pub mod policy;
 pub mod pool;
+pub mod records;
 pub mod simulate;
 pub mod slurm_nodes;
 

@@ -8,7 +8,7 @@ use std::fmt;
 use std::time::SystemTime;
 
 /// What a planner intends for one NodeSetAutoscaler now, and why.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Plan {
     /// Replicas the target should have once the plan is carried out.
     pub replicas: u64,
@@ -38,6 +38,30 @@ pub struct Plan {
     pub revisit: Option<SystemTime>,
     /// A colocated pool's needs, for its status and metrics.
     pub needs: Option<Needs>,
+    /// Node records to create for the target's pods ([`crate::records`]), or why the
+    /// missing ones cannot be made now.
+    pub records: Result<Vec<crate::records::Record>, String>,
+}
+
+impl Default for Plan {
+    fn default() -> Self {
+        Self {
+            replicas: 0,
+            reason: Reason::default(),
+            steps: Vec::new(),
+            frozen: false,
+            drain: Vec::new(),
+            resume: Vec::new(),
+            release: Vec::new(),
+            recommendation: 0,
+            limited: false,
+            unsatisfiable_jobs: 0,
+            active: false,
+            revisit: None,
+            needs: None,
+            records: Ok(Vec::new()),
+        }
+    }
 }
 
 /// Nodes each side of a colocated pool needs now.

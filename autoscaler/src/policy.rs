@@ -159,21 +159,19 @@ pub fn decide(
     let active = wanted > 0 || s.demand.open_ended;
     // With nothing to do the recommendation is the idle size; the idle timeout (and the
     // down window) decide when it is acted on.
-    let recommend = |demand| {
+    let recommend = |need: u64| {
         if active {
-            desired_nodes(busy, demand, bounds.min, bounds.max)
+            desired_nodes(busy, need.saturating_sub(busy), bounds.min, bounds.max)
         } else {
             bounds.idle
         }
     };
-    // A job list kept incrementally may be behind slurmctld (`Demand::maybe_started_nodes`,
-    // `Demand::open_ended`): grow only to what is certainly wanted, shrink only to what may
-    // be wanted — never while new jobs may be missing.
-    let grow_to = recommend(s.demand.floor_nodes());
-    let shrink_to = if s.demand.open_ended {
-        current.max(grow_to)
-    } else {
-        recommend(demand)
+    // A job list kept incrementally may be behind slurmctld: grow only to what is certainly
+    // needed, shrink only to what may be needed — never while new jobs may be missing.
+    let grow_to = recommend(s.certain_need());
+    let shrink_to = match s.possible_need() {
+        Some(need) => recommend(need),
+        None => current.max(grow_to),
     };
     let recommendation = if current < grow_to {
         grow_to
@@ -326,6 +324,8 @@ mod tests {
                 nodes: demand,
                 ..Default::default()
             },
+            shape: Default::default(),
+            shape_source: "unknown",
             as_of: SystemTime::UNIX_EPOCH,
         })
     }

@@ -1,4 +1,5 @@
-//! Draining and resuming Slurm nodes — the only Slurm writes slurmscale makes — behind the
+//! Draining and resuming Slurm nodes, and creating the records of a NodeSet's nodes
+//! ([`crate::records`]) — the only Slurm writes slurmscale makes — behind the
 //! [`SlurmNodes`] trait, so the controller's colocated path runs on an in-memory Slurm in
 //! tests and the demo. [`SlurmNodeWriters`] does it for real: REST `POST node/{name}` on
 //! v0.0.40+; Slurm 22.05 (v0.0.38) has no node update endpoint, so there it runs
@@ -21,6 +22,7 @@ use slurmscale_exporter::slurm::{ApiVersion, SlurmClient};
 use crate::colocation::DRAIN_PREFIX;
 use crate::error::{Error, Result};
 use crate::leader::Leadership;
+use crate::records::Record;
 
 /// How to run `scontrol` for clusters whose REST API cannot update nodes.
 #[derive(Clone, Debug, Default)]
@@ -49,6 +51,14 @@ pub trait SlurmNodes: Send + Sync + 'static {
         version: ApiVersion,
         node: &str,
     ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Creates the node record `record` in `cluster` (see [`crate::records`]).
+    fn create(
+        &self,
+        cluster: &str,
+        version: ApiVersion,
+        record: &Record,
+    ) -> impl Future<Output = Result<()>> + Send;
 }
 
 /// A shared one works too.
@@ -70,6 +80,15 @@ impl<S: SlurmNodes> SlurmNodes for Arc<S> {
         node: &str,
     ) -> impl Future<Output = Result<()>> + Send {
         (**self).resume(cluster, version, node)
+    }
+
+    fn create(
+        &self,
+        cluster: &str,
+        version: ApiVersion,
+        record: &Record,
+    ) -> impl Future<Output = Result<()>> + Send {
+        (**self).create(cluster, version, record)
     }
 }
 
@@ -123,6 +142,13 @@ impl SlurmNodes for SlurmNodeWriters {
             .fence("Slurm node resume", writer.resume(version, node))
             .await
     }
+
+    async fn create(&self, cluster: &str, version: ApiVersion, record: &Record) -> Result<()> {
+        let writer = self.get(cluster)?;
+        self.leadership
+            .fence("Slurm node record", writer.create(version, record))
+            .await
+    }
 }
 
 pub struct SlurmNodeWriter {
@@ -142,7 +168,7 @@ impl SlurmNodeWriter {
     /// DRAIN with `slurmscale: <why>`.
     pub async fn drain(&self, version: ApiVersion, node: &str, why: &str) -> Result<()> {
         let reason = drain_reason(why);
-        if version == ApiVersion::V0038 {
+        if !version.updates_nodes() {
             return self
                 .scontrol(&[
                     &format!("nodename={node}"),
@@ -159,7 +185,7 @@ impl SlurmNodeWriter {
     }
 
     pub async fn resume(&self, version: ApiVersion, node: &str) -> Result<()> {
-        if version == ApiVersion::V0038 {
+        if !version.updates_nodes() {
             return self
                 .scontrol(&[&format!("nodename={node}"), "state=resume"])
                 .await;
@@ -174,7 +200,24 @@ impl SlurmNodeWriter {
             .await?)
     }
 
+    /// Creates a node record: REST `new/node` where the API has it (v0.0.44, Slurm 25.11
+    /// on), else `scontrol create`.
+    pub async fn create(&self, version: ApiVersion, record: &Record) -> Result<()> {
+        if version.creates_nodes() {
+            return Ok(self
+                .client
+                .post_json(version, "new/node/", &json!({"node_conf": record.conf}))
+                .await?);
+        }
+        let words: Vec<&str> = record.conf.split_ascii_whitespace().collect();
+        self.scontrol_do("create", &words).await
+    }
+
     async fn scontrol(&self, args: &[&str]) -> Result<()> {
+        self.scontrol_do("update", args).await
+    }
+
+    async fn scontrol_do(&self, verb: &str, args: &[&str]) -> Result<()> {
         let bin = self
             .scontrol
             .bin
@@ -182,7 +225,7 @@ impl SlurmNodeWriter {
             .unwrap_or_else(|| "scontrol".into());
         let mut cmd = tokio::process::Command::new(&bin);
         // Killed if the lease runs out first (the future is dropped), not left to write later.
-        cmd.arg("update")
+        cmd.arg(verb)
             .args(args)
             .env_remove("SLURM_JWT")
             .kill_on_drop(true);
@@ -201,7 +244,7 @@ impl SlurmNodeWriter {
             Err(Error::Target(
                 args[0].to_string(),
                 format!(
-                    "scontrol update failed: {}",
+                    "scontrol {verb} failed: {}",
                     String::from_utf8_lossy(&out.stderr).trim()
                 ),
             ))

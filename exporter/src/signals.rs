@@ -18,8 +18,71 @@ pub struct PartitionSignals {
     /// Nodes configured in the partition, FUTURE ones included.
     pub total_nodes: u64,
     pub demand: Demand,
+    /// The node shape demand was packed onto, and where its CPUs came from
+    /// ([`ShapeHints::source`]).
+    pub shape: Shape,
+    pub shape_source: &'static str,
     /// When the oldest of the data used was confirmed by slurmrestd.
     pub as_of: SystemTime,
+}
+
+/// What may say the shape of a partition's nodes besides the partition itself, strongest
+/// first: what a site set (a NodeSetAutoscaler's `spec.nodeShape`, a NodeSet's annotation),
+/// then the partition's own nodes, then the pod template of the NodeSet that adds them —
+/// all a Slinky partition with no pod yet has.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ShapeHints {
+    pub set: Shape,
+    /// Who set `set`, for reports (`NodeSetAutoscaler`, `NodeSet annotation`).
+    pub set_by: &'static str,
+    pub template: Shape,
+}
+
+impl ShapeHints {
+    /// The shape over `partition`'s own, and where its CPUs come from: `set_by`,
+    /// `partition`, `pod template`, or `unknown` (each job then counts its own nodes).
+    pub fn resolve(&self, partition: Shape) -> (Shape, &'static str) {
+        let shape = self.template.or(partition).or(self.set);
+        let source = if self.set.cpus.is_some() {
+            self.set_by
+        } else if partition.cpus.is_some() {
+            "partition"
+        } else if self.template.cpus.is_some() {
+            "pod template"
+        } else {
+            "unknown"
+        };
+        (shape, source)
+    }
+}
+
+impl PartitionSignals {
+    /// Nodes Slurm certainly needs: its busy nodes and those its pending work needs, less
+    /// what jobs that may have started since the job list was last exact would take
+    /// ([`Demand::floor_nodes`]). Every scaler grows Slurm only this far, so no node is
+    /// added or kept back from Kubernetes for work that may already run.
+    pub fn certain_need(&self) -> u64 {
+        self.busy_nodes.saturating_add(self.demand.floor_nodes())
+    }
+
+    /// What `slurm_nodeset_desired_nodes` publishes for a NodeSet of at most `max` nodes
+    /// (`None`: no bound): the nodes Slurm certainly needs, capped, never below its busy
+    /// ones. KEDA scales on this, so while the job list catches up it asks for no node that
+    /// work which may already run would take (its scale-down stabilization absorbs the dip).
+    pub fn published_desired(&self, max: Option<u64>) -> u64 {
+        desired_nodes(
+            self.busy_nodes,
+            self.certain_need() - self.busy_nodes,
+            0,
+            max.unwrap_or(u64::MAX),
+        )
+    }
+
+    /// Nodes Slurm may need: all its pending work counted. Every scaler gives up nothing
+    /// below this, and nothing at all (`None`) while new jobs may be missing from the list.
+    pub fn possible_need(&self) -> Option<u64> {
+        (!self.demand.open_ended).then(|| self.busy_nodes.saturating_add(self.demand.nodes))
+    }
 }
 
 /// Why the data cannot be trusted for a decision.
@@ -84,14 +147,15 @@ fn trusted<T>(
 }
 
 /// The partition's signals, if jobs, nodes and partitions are all good and younger than
-/// `max_age`. Jobs needing more than `max_nodes` (default: the partition's size) are
-/// unsatisfiable, not demand. Demand is packed onto the partition's free room and new nodes
-/// of its shape, where `shape` (a NodeSetAutoscaler's or NodeSet's) overrides it.
+/// `max_age`. Jobs needing more than `max_nodes` (a NodeSet's bound; none: any size may
+/// come) are unsatisfiable, not demand — never the partition's size, which for a Slinky
+/// partition is just the pods there are now. Demand is packed onto the partition's free room
+/// and new nodes of the shape `hints` resolve to.
 pub fn partition_signals(
     snap: &ClusterSnapshot,
     partition: &str,
     max_nodes: Option<u64>,
-    shape: Shape,
+    hints: &ShapeHints,
     origins: &[Origin],
     now: SystemTime,
     max_age: Duration,
@@ -118,12 +182,14 @@ pub fn partition_signals(
         .filter(|n| n.busy())
         .filter(|n| n.partitions.iter().any(|np| &**np == partition))
         .count() as u64;
-    let limit = max_nodes.unwrap_or(p.total_nodes);
-    let room = Room::new(partition, nodes, Shape::of(p, nodes).or(shape));
+    let (shape, shape_source) = hints.resolve(Shape::of(p, nodes));
+    let room = Room::new(partition, nodes, shape);
     Ok(PartitionSignals {
         busy_nodes,
         total_nodes: p.total_nodes,
-        demand: demand_of(jobs, partition, Some(limit), Some(&room), origins),
+        demand: demand_of(jobs, partition, max_nodes, Some(&room), origins),
+        shape,
+        shape_source,
         as_of,
     })
 }

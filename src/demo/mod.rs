@@ -26,9 +26,8 @@ use slurmscale_autoscaler::leader::Leadership;
 use slurmscale_autoscaler::metrics as autoscaler_metrics;
 use slurmscale_exporter::k8s::watch::KubeSnapshot;
 use slurmscale_exporter::metrics::{MetricsOptions, Out, render};
-use slurmscale_exporter::model::demand::Shape;
 use slurmscale_exporter::server::{self, AppState, Page};
-use slurmscale_exporter::signals::{partition_signals, stale_after};
+use slurmscale_exporter::signals::{ShapeHints, partition_signals, stale_after};
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -197,7 +196,7 @@ impl Demo {
             &snap,
             BURST,
             None,
-            Shape::default(),
+            &ShapeHints::default(),
             &slurmscale_exporter::model::origin::Origin::ALL,
             now,
             stale_after(INTERVAL),
@@ -247,6 +246,8 @@ impl Demo {
                 Write::Drain { node, reason } => self.sim.pool.drain(&node, Some(&reason)),
                 Write::Resume { node } => self.sim.pool.drain(&node, None),
                 Write::MarkToGo { nodes } => self.sim.pool.mark(&nodes),
+                // The demo's autoscalers keep no node records.
+                Write::Create { .. } => {}
                 Write::Event {
                     autoscaler,
                     warning,

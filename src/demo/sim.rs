@@ -794,6 +794,7 @@ fn nodeset(name: &str, [replicas, pods, ready, busy]: [u64; 4], max: u64) -> Nod
         cluster: Some(CLUSTER.into()),
         max_nodes: Some(max),
         shape: Default::default(),
+        template_shape: Default::default(),
     }
 }
 

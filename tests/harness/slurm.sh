@@ -3,6 +3,7 @@
 # node and slurmrestd with JWT auth.
 #
 #   slurm.sh FLAVOR start | stop | status | env | node-up NODE | node-down NODE
+#                   | pod-up slinky-N [CONF [SLURMD ARGS...]] | pod-down slinky-N [down|delete]
 #                   | restd-stop | restd-start   (take slurmrestd away and back, for fault tests)
 #                   | ctld-stop | ctld-start     (stop slurmctld, as a restart or upgrade would, and
 #                                                 start it again from its saved state)
@@ -14,7 +15,9 @@
 #
 # Partitions: `cpu` (c1-c4, default), `gpu` (g1-g2, four fake gres/gpu each) and `elastic`
 # (e1-e8, two fake GPUs each, State=FUTURE: no slurmd until a test "scales them up" with
-# node-up, which is what a NodeSet pod would do in a real deployment).
+# node-up, which is what a NodeSet pod would do in a real deployment); and `slinky`, built as
+# Slinky builds a NodeSet's partition — no node lines, `NodeSet=slinky Feature=slinky`, nodes
+# that exist only once a pod's `slurmd -Z` registers them (pod-up / pod-down).
 #
 # `env` prints sourceable exports: SLURM_REST_URL, SLURM_USER, SLURM_CLUSTER and SLURM_JWT (what
 # `slurmscale exporter` reads), the token file and HS256 key as HARNESS_JWT_FILE and
@@ -51,6 +54,8 @@ jwt_user=slurm # SlurmUser: an operator for node updates without slurmdbd
 cpu_nodes=(c1 c2 c3 c4)
 gpu_nodes=(g1 g2)
 elastic_nodes=(e1 e2 e3 e4 e5 e6 e7 e8)
+# Names a Slinky NodeSet `slinky` gives its pods (slinky-0 ...), as many as the harness can run.
+slinky_max=16
 all_nodes=("${cpu_nodes[@]}" "${gpu_nodes[@]}" "${elastic_nodes[@]}")
 
 slurm() { SLURM_CONF="$conf" "$bin/$1" "${@:2}"; }
@@ -136,10 +141,27 @@ EOF
       esac
       i=$((i + 1))
     done
+    # Slinky's node model: no node lines, a NodeSet by feature, and pods whose `slurmd -Z`
+    # registers a dynamic node carrying that feature (`pod-up`).
+    echo "MaxNodeCount=64"
+    [ "$flavor" = 22.05 ] && echo "TreeWidth=65533"
+    echo "NodeSet=slinky Feature=slinky"
+    echo "PartitionName=slinky Nodes=slinky MaxTime=INFINITE State=UP"
     echo "PartitionName=cpu Nodes=c[1-4] Default=YES MaxTime=INFINITE State=UP"
     echo "PartitionName=gpu Nodes=g[1-2] MaxTime=INFINITE State=UP"
     echo "PartitionName=elastic Nodes=e[1-8] MaxTime=INFINITE State=UP"
   } >"$conf"
+  # Each pod's slurmd runs in its own UTS and mount namespaces, under its node name, with
+  # this hosts file: Slurm binds a slurmd to the address its host name resolves to, so every
+  # pod gets its own loopback address at the shared SlurmdPort, as pods get their own IPs,
+  # and slurmctld (started with the same file) reaches each by name, as through a
+  # headless Service. The machine's own entries stay (slurmctld binds to its host's
+  # address). Nothing outside the run dir changes.
+  {
+    cat /etc/hosts
+    local i
+    for i in $(seq 0 $((slinky_max - 1))); do echo "127.0.1.$((i + 1)) slinky-$i"; done
+  } >"$dir/etc/hosts"
   {
     echo "NodeName=g[1-2] Name=gpu File=$dir/dev/nvidia[0-3]"
     echo "NodeName=e[1-8] Name=gpu File=$dir/dev/nvidia[0-1]"
@@ -183,10 +205,21 @@ start_slurmrestd() {
   echo $! >"$pids/slurmrestd"
 }
 
+# Runs "$@" (a daemon) in namespaces of its own: a mount namespace where /etc/hosts is the
+# run's hosts file, and with `--hostname NAME` also a UTS namespace with that host name.
+# Only ever run in the background (`in_own_namespaces … &`): it execs, so $! is the daemon.
+in_own_namespaces() {
+  local name="" uts=()
+  if [ "$1" = --hostname ]; then name=$2 uts=(--uts) && shift 2; fi
+  exec unshare --mount "${uts[@]}" -- sh -c '
+    [ -z "$1" ] || hostname "$1"
+    mount --bind "$2" /etc/hosts && shift 2 && exec "$@"' sh "$name" "$dir/etc/hosts" "$@"
+}
+
 start_slurmctld() {
   # Without -c it recovers jobs, nodes and reservations from StateSaveLocation, as a restart
   # after an upgrade or a crash does.
-  SLURM_CONF="$conf" "$dir/bin/slurmctld" -D -i -f "$conf" >>"$dir/log/slurmctld.out" 2>&1 &
+  SLURM_CONF="$conf" in_own_namespaces "$dir/bin/slurmctld" -D -i -f "$conf" >>"$dir/log/slurmctld.out" 2>&1 &
   echo $! >"$pids/slurmctld"
   wait_for 30 "slurmctld $flavor (log: $dir/log/slurmctld.log)" slurm scontrol ping
 }
@@ -247,6 +280,7 @@ export SLURM_CONF=$conf
 export SLURM_BIN=$bin
 export SLURM_HARNESS="$HARNESS_DIR/slurm.sh $flavor"
 export SLURM_ELASTIC_NODES="${elastic_nodes[*]}"
+export SLURM_SLINKY_PARTITION=slinky
 EOF
 }
 
@@ -284,6 +318,40 @@ node_up() {
   wait_for 30 "node $n to register (log: $dir/log/slurmd-$n.log)" node_ready "$n"
 }
 
+# A Slinky NodeSet pod: `slurmd -Z` registering (or joining the record of) node NAME with
+# the NodeSet's feature and shape, extra slurmd arguments after the --conf text.
+pod_up() {
+  local n=$1 nconf=${2:-"Feature=slinky CPUs=4 RealMemory=8000"}
+  running || die "Slurm $flavor is not running"
+  [[ "$n" =~ ^slinky-([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" -lt $slinky_max ] ||
+    die "a pod's node is slinky-0 ... slinky-$((slinky_max - 1)), not $n"
+  pid_alive "$pids/slurmd-$n" && return 0
+  mkdir -p "$dir/spool/$n"
+  local stepd=() shim="$dir/bin/srcaddr.so"
+  [ "$flavor" = 22.05 ] && stepd=(-d "$dir/bin/slurmstepd")
+  [ -f "$shim" ] || gcc -shared -fPIC -O2 -o "$shim" "$HARNESS_DIR/srcaddr.c" -ldl ||
+    die "cannot build $HARNESS_DIR/srcaddr.c (gcc comes with tests/harness/deps.sh)"
+  # The pod's own address (its hosts line), for what it listens on and connects from.
+  SLURM_CONF="$conf" LD_PRELOAD="$shim" SLURMSCALE_SOURCE_ADDR="$(awk -v n="$n" '$2 == n {print $1}' "$dir/etc/hosts")" \
+    in_own_namespaces --hostname "$n" \
+    "$dir/bin/slurmd" -D -Z -N "$n" --conf "$nconf" -f "$conf" "${stepd[@]}" "${@:3}" \
+    >>"$dir/log/slurmd-$n.out" 2>&1 &
+  echo $! >"$pids/slurmd-$n"
+}
+
+# The pod goes, as slurm-operator's preStop has it: the node DOWN ("Pod is terminating"),
+# and with `delete` (operator 1.1 and before) its record deleted; then slurmd stops.
+pod_down() {
+  local n=$1 how=${2:-down}
+  running || die "Slurm $flavor is not running"
+  if [ -n "$(slurm squeue -h -w "$n" -o '%A' 2>/dev/null)" ]; then
+    die "$n still runs jobs; the operator deletes a pod only once its node is drained"
+  fi
+  slurm scontrol update nodename="$n" state=down reason="Pod is terminating" >/dev/null 2>&1 || true
+  [ "$how" = delete ] && { slurm scontrol delete nodename="$n" || die "could not delete $n"; }
+  stop_pidfile "$pids/slurmd-$n"
+}
+
 node_down() {
   local n=$1
   running || die "Slurm $flavor is not running"
@@ -307,6 +375,8 @@ case "$cmd" in
   restd-stop) stop_pidfile "$pids/slurmrestd" ;;
   restd-start) running || die "Slurm $flavor is not running"; ensure_slurmrestd ;;
   node-down) node_down "${3:?node name}" ;;
+  pod-up) pod_up "${3:?node name}" "${@:4}" ;;
+  pod-down) pod_down "${3:?node name}" "${4:-down}" ;;
   # SIGTERM: slurmctld saves its state and exits; slurmd and slurmrestd stay up, as they do
   # while a site restarts its controller.
   ctld-stop) running || die "Slurm $flavor is not running"; stop_pidfile "$pids/slurmctld" ;;

@@ -4,7 +4,7 @@
 //! says what it would do. A scale patch that meets a concurrent change (409) is planned
 //! again on the re-read target.
 
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 use super::{Observation, Seam, plan};
 use crate::actuator::Kubernetes;
@@ -59,7 +59,15 @@ pub struct Memory {
     frozen: bool,
     /// Its effects, so a dry run reports each intention once.
     intent: Option<Intent>,
+    /// When node records were last asked for, and the last failure said in an Event.
+    records_asked: Option<std::time::SystemTime>,
+    records_failure: Option<String>,
 }
+
+/// Missing node records are asked for again no sooner than this: slurmctld 22.05 answers
+/// `scontrol create` with success even when it refuses, so only later polls tell, and
+/// asking at every poll would only repeat the same refusal.
+const RECORDS_RETRY: std::time::Duration = std::time::Duration::from_secs(30);
 
 #[derive(Debug, PartialEq)]
 struct Intent {
@@ -96,6 +104,9 @@ pub async fn act<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         replicas: before,
         acted: false,
     };
+    if mode == Mode::Act {
+        keep_records(seam, nsa, obs, &plan, memory).await;
+    }
     let (plan, outcome) = match mode {
         Mode::Act => apply(seam, nsa, obs, plan).await?,
         Mode::DryRun => {
@@ -209,6 +220,56 @@ async fn move_nodes<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         kube.event(nsa, false, "Release", note).await;
     }
     Ok(())
+}
+
+/// Creates the node records the plan lists. A failure is said in an Event (once until it
+/// changes) and never holds up the scaling that follows: the records are asked for again
+/// after [`RECORDS_RETRY`].
+async fn keep_records<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
+    seam: &Seam<K, S, P>,
+    nsa: &NodeSetAutoscaler,
+    obs: &Observation,
+    plan: &Plan,
+    memory: &mut Memory,
+) {
+    let Ok(records) = &plan.records else { return };
+    let version = obs.records.as_ref().and_then(|r| r.slurm_api);
+    let (Some(version), false) = (version, records.is_empty()) else {
+        return;
+    };
+    let since = memory
+        .records_asked
+        .and_then(|t| obs.now.duration_since(t).ok());
+    if since.is_some_and(|s| s < RECORDS_RETRY) {
+        return;
+    }
+    memory.records_asked = Some(obs.now);
+    let cluster = obs.cluster.clone().unwrap_or_default();
+    let mut made = Vec::new();
+    for r in records {
+        if let Err(e) = seam.slurm.create(&cluster, version, r).await {
+            let note = format!("cannot create the Slurm node record {}: {e}", r.name);
+            warn!(autoscaler = %super::key(nsa), "{note}");
+            if memory.records_failure.as_deref() != Some(note.as_str()) {
+                seam.kubernetes
+                    .event(nsa, true, "NodeRecordsFailed", note.clone())
+                    .await;
+                memory.records_failure = Some(note);
+            }
+            break;
+        }
+        made.push(r.name.as_str());
+    }
+    if !made.is_empty() {
+        let note = format!(
+            "asked slurmctld for {} node record(s) ({}), State=FUTURE: {}",
+            made.len(),
+            made.join(","),
+            records[0].conf.split_once(' ').map_or("", |(_, tail)| tail)
+        );
+        info!(autoscaler = %super::key(nsa), "{note}");
+        seam.kubernetes.event(nsa, false, "NodeRecords", note).await;
+    }
 }
 
 /// A dry run says once what it would do, each time the intention changes.

@@ -3,26 +3,27 @@
 //! pods that want room, the planners' memory and the time. Reads only; what is read here is
 //! all a planner may look at, which is what keeps planners pure.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, SystemTime};
 
 use kube::ResourceExt;
 use slurmscale_exporter::k8s::ledger::Owner;
 use slurmscale_exporter::k8s::watch::KubeSnapshot;
-use slurmscale_exporter::model::demand::{Demand, Shape};
+use slurmscale_exporter::model::demand::Demand;
 use slurmscale_exporter::model::origin::Origin;
 use slurmscale_exporter::model::{Node, NodeBase, NodeFlags, NodeWork};
-use slurmscale_exporter::signals::{PartitionSignals, Untrusted, partition_signals};
+use slurmscale_exporter::signals::{PartitionSignals, ShapeHints, Untrusted, partition_signals};
 use slurmscale_exporter::slurm::ApiVersion;
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
 use super::Controller;
 use crate::actuator::{Kubernetes, Target};
 use crate::colocation::{self, ColocationHistory, PendingPod, PoolNode, SlurmNode};
-use crate::crd::{ColocationSpec, NodeSetAutoscaler, NodeSetAutoscalerSpec};
+use crate::crd::{ColocationSpec, NodeRecords, NodeSetAutoscaler, NodeSetAutoscalerSpec};
 use crate::error::{Error, Result};
 use crate::policy::{Bounds, History, Signals};
 use crate::pool::PoolReader;
+use crate::records;
 use crate::slurm_nodes::SlurmNodes;
 
 /// What planners remember between reconciles.
@@ -45,8 +46,21 @@ pub struct Observation {
     pub signals: Signals,
     /// Colocated autoscalers: the pool.
     pub pool: Option<PoolView>,
+    /// Autoscalers that keep node records (`spec.nodeRecords`): what there is.
+    pub records: Option<RecordsView>,
     /// The planners' memory, lent by the loop for the reconcile.
     pub memory: Memory,
+}
+
+/// The node records of the target's pods, as slurmctld has them.
+#[derive(Clone, Debug)]
+pub struct RecordsView {
+    /// One per ordinal below `maxReplicas`, named as the pods are.
+    pub wanted: Vec<String>,
+    /// The node names slurmctld has in the partition (records and registered nodes).
+    pub existing: BTreeSet<String>,
+    /// The slurmrestd API version (unknown until it answered).
+    pub slurm_api: Option<ApiVersion>,
 }
 
 /// A colocated pool as observed.
@@ -90,11 +104,22 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         }
         None => Some(Bounds::from(spec).max),
     };
-    let shape = spec
+    // What the site set (the autoscaler's spec over the NodeSet's annotation), then the
+    // partition's nodes, then the NodeSet's pod template.
+    let set = target.nodes.shape.or(spec
         .node_shape
         .as_ref()
         .map(|s| s.shape())
-        .unwrap_or_default();
+        .unwrap_or_default());
+    let shape = ShapeHints {
+        set,
+        set_by: if spec.node_shape.as_ref().is_some_and(|s| s.cpus.is_some()) {
+            "NodeSetAutoscaler"
+        } else {
+            "NodeSet annotation"
+        },
+        template: target.nodes.template_shape,
+    };
     let origins: &[Origin] = if spec.slurm.origins.is_empty() {
         &Origin::ALL
     } else {
@@ -109,6 +134,21 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         .as_ref()
         .map_err(Clone::clone)
         .and_then(|s| signals(s, &partitions, &ask, now, ctl.cfg.stale_after));
+    let records = (spec.node_records != NodeRecords::None).then(|| {
+        let wanted = records::names(
+            &spec.scale_target_ref.name,
+            target.nodes.ordinal_padding,
+            Bounds::from(spec).max,
+        );
+        let snap = snapshot.as_deref().ok();
+        RecordsView {
+            existing: snap.map_or_else(BTreeSet::new, |s| {
+                records::existing(s, &partitions[0], wanted.len() + 1024)
+            }),
+            slurm_api: snap.and_then(|s| s.api_version),
+            wanted,
+        }
+    });
     let pool = match &spec.colocation {
         None => None,
         Some(col) => {
@@ -127,6 +167,7 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         cluster,
         signals,
         pool,
+        records,
         memory: Memory::default(),
     })
 }
@@ -162,7 +203,7 @@ fn partitions(spec: &NodeSetAutoscalerSpec, target: &Target) -> Vec<String> {
 struct Ask<'a> {
     /// Jobs needing more nodes than this are unsatisfiable.
     max_nodes: Option<u64>,
-    shape: Shape,
+    shape: ShapeHints,
     origins: &'a [Origin],
 }
 
@@ -179,7 +220,7 @@ fn signals(
             snap,
             p,
             ask.max_nodes,
-            ask.shape,
+            &ask.shape,
             ask.origins,
             now,
             stale_after,
@@ -197,6 +238,9 @@ fn signals(
                     unsatisfiable_jobs: m.demand.unsatisfiable_jobs + s.demand.unsatisfiable_jobs,
                     ..m.demand
                 },
+                // The first partition's shape stands for the NodeSet's nodes.
+                shape: m.shape,
+                shape_source: m.shape_source,
                 as_of: m.as_of.min(s.as_of),
             },
         });

@@ -4,12 +4,14 @@
 
 use std::time::SystemTime;
 
+use super::observe::RecordsView;
 use super::{Memory, Observation, Outcome};
 use crate::actuator::Target;
 use crate::colocation::{self, ColocationBounds};
 use crate::crd::NodeSetAutoscalerSpec;
 use crate::plan::Plan;
 use crate::policy::{self, Bounds};
+use crate::records::{self, Record};
 
 /// Targets no planner can serve, and why: a NodeSet in `scalingMode: DaemonSet` runs one pod
 /// per matching node and ignores replicas.
@@ -19,8 +21,34 @@ pub fn refusal(target: &Target) -> Option<&'static str> {
     )
 }
 
-/// The plan for now.
+/// The plan for now: the planner's, and whatever policy it is, the node records the spec
+/// keeps.
 pub fn plan(spec: &NodeSetAutoscalerSpec, obs: &Observation) -> Plan {
+    let mut plan = planned(spec, obs);
+    if let Some(view) = &obs.records {
+        plan.records = missing_records(spec, obs, view);
+    }
+    plan
+}
+
+/// The records `view` lacks, made with the NodeSet's features and the node shape demand is
+/// packed onto; nothing while the Slurm data cannot be trusted (what exists is not known).
+fn missing_records(
+    spec: &NodeSetAutoscalerSpec,
+    obs: &Observation,
+    view: &RecordsView,
+) -> Result<Vec<Record>, String> {
+    let Ok(signals) = &obs.signals else {
+        return Ok(Vec::new());
+    };
+    let features = match &obs.target.nodes.features[..] {
+        [] => std::slice::from_ref(&spec.scale_target_ref.name),
+        f => f,
+    };
+    records::missing(&view.wanted, &view.existing, features, &signals.shape)
+}
+
+fn planned(spec: &NodeSetAutoscalerSpec, obs: &Observation) -> Plan {
     match (&spec.colocation, &obs.pool) {
         (Some(col), Some(pool)) => colocation::plan(
             &ColocationBounds::from(col),

@@ -11,7 +11,9 @@ use kube::ResourceExt;
 
 use super::{Observation, Outcome, PoolView};
 use crate::actuator::Kubernetes;
-use crate::crd::{ColocationStatus, LastDecision, NodeSetAutoscaler, NodeSetAutoscalerStatus};
+use crate::crd::{
+    ColocationStatus, LastDecision, NodeRecordsStatus, NodeSetAutoscaler, NodeSetAutoscalerStatus,
+};
 use crate::error::{Error, Result};
 use crate::metrics::{AutoscalerMetrics, ColocationRow};
 use crate::plan::{Plan, Reason};
@@ -88,6 +90,7 @@ pub fn status(
             last_plan: plan.steps.clone(),
         }
     });
+    let signals = obs.signals.as_ref().ok();
     NodeSetAutoscalerStatus {
         current_replicas: Some(replicas(outcome.replicas)),
         desired_replicas: Some(replicas(plan.replicas)),
@@ -96,6 +99,12 @@ pub fn status(
         conditions,
         observed_generation: nsa.metadata.generation,
         colocation,
+        node_shape: signals.map(|s| format!("{} ({})", s.shape, s.shape_source)),
+        node_records: obs.records.as_ref().map(|r| NodeRecordsStatus {
+            wanted: count(r.wanted.len()),
+            existing: count(r.wanted.iter().filter(|n| r.existing.contains(*n)).count()),
+            message: plan.records.as_ref().err().cloned(),
+        }),
     }
 }
 

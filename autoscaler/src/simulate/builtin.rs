@@ -17,21 +17,17 @@ use std::time::{Duration, SystemTime};
 
 use kube::runtime::reflector::{self, store::Writer};
 use kube::runtime::watcher;
-use slurmscale_exporter::model::{
-    Gres, Jobs, Node, NodeBase, NodeFlags, NodeState, Partition, PendingClass, PendingJob,
-};
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 use tokio::sync::watch;
 
 use super::Scaler;
 use super::cluster::{Cluster, Counts};
+use super::view::{CLUSTER, PARTITION, SlurmView};
 use crate::controller::{Controller, ControllerConfig, Seam};
 use crate::crd::{NodeSetAutoscaler, NodeSetAutoscalerSpec};
 use crate::fakes::{Fake, FakeTarget, World, Write};
 use crate::leader::Leadership;
 
-const CLUSTER: &str = "simulated";
-const PARTITION: &str = "sim";
 const NAMESPACE: &str = "slurm";
 /// The real autoscaler's default `--interval`.
 const POLL: i64 = 2;
@@ -53,13 +49,8 @@ pub struct Builtin {
     snapshots: watch::Sender<Arc<ClusterSnapshot>>,
     now_ms: Arc<AtomicU64>,
     _autoscalers: Writer<NodeSetAutoscaler>,
-    /// Every node slot as /nodes would show it; changed in place (nothing else holds it
-    /// between reconciles).
-    nodes: Arc<Vec<Node>>,
-    /// The pending jobs of the last reconcile.
-    jobs: Arc<Jobs>,
-    partitions: Arc<Vec<Partition>>,
-    partition_list: Arc<[Arc<str>]>,
+    /// What slurmrestd shows, as of the last reconcile.
+    view: SlurmView,
     /// What the policy read at the last reconcile, and when that was.
     seen: Option<(Counts, u32)>,
     last: Option<i64>,
@@ -68,69 +59,6 @@ pub struct Builtin {
     /// Reconcile at every poll instead of fast-forwarding (tests compare both).
     every_poll: bool,
     desired: u32,
-}
-
-fn node(i: u32, cluster: &Cluster) -> Node {
-    let shape = cluster.shape;
-    let gres = |count| {
-        (shape.gpus > 0)
-            .then(|| Gres {
-                name: Arc::from("gpu"),
-                kind: Arc::from(""),
-                count,
-            })
-            .into_iter()
-            .collect()
-    };
-    let mut n = Node {
-        name: format!("{PARTITION}-{i}"),
-        state: NodeState {
-            base: NodeBase::Future,
-            flags: NodeFlags::default(),
-        },
-        partitions: vec![Arc::from(PARTITION)],
-        cpus: shape.cpus.into(),
-        alloc_cpus: 0,
-        memory_bytes: shape.memory_mib << 20,
-        alloc_memory_bytes: 0,
-        free_memory_bytes: None,
-        gres: gres(shape.gpus.into()),
-        gres_used: gres(0),
-        reason: String::new(),
-        reason_set_by: String::new(),
-    };
-    update(&mut n, i, cluster);
-    n
-}
-
-/// Brings one node's Slurm view up to date: absent nodes (off, booting) are FUTURE.
-fn update(n: &mut Node, i: u32, cluster: &Cluster) {
-    match cluster.node_view(i) {
-        None => {
-            n.state.base = NodeBase::Future;
-            n.state.flags = NodeFlags::default();
-            n.alloc_cpus = 0;
-            n.alloc_memory_bytes = 0;
-        }
-        Some((cpus, mem, gpus, draining)) => {
-            n.state.base = match cpus {
-                0 => NodeBase::Idle,
-                c if c >= cluster.shape.cpus => NodeBase::Allocated,
-                _ => NodeBase::Mixed,
-            };
-            n.state.flags = if draining {
-                NodeFlags::DRAIN
-            } else {
-                NodeFlags::default()
-            };
-            n.alloc_cpus = cpus.into();
-            n.alloc_memory_bytes = mem << 20;
-            if let Some(g) = n.gres_used.first_mut() {
-                g.count = gpus.into();
-            }
-        }
-    }
-    n.free_memory_bytes = Some(n.memory_bytes - n.alloc_memory_bytes);
 }
 
 /// The simulated NodeSet's replicas as its scale subresource shows them.
@@ -189,8 +117,6 @@ impl Builtin {
                 concurrency: 1,
             },
         );
-        let max = cluster.max_nodes();
-        let shape = cluster.shape;
         Self {
             rt: tokio::runtime::Builder::new_current_thread()
                 .build()
@@ -200,20 +126,7 @@ impl Builtin {
             snapshots,
             now_ms,
             _autoscalers: writer,
-            nodes: Arc::new((0..max).map(|i| node(i, cluster)).collect()),
-            jobs: Arc::new(Jobs::default()),
-            partitions: Arc::new(vec![Partition {
-                name: Arc::from(PARTITION),
-                state: "UP".into(),
-                total_nodes: max.into(),
-                total_cpus: u64::from(max) * u64::from(shape.cpus),
-                total_memory_bytes: (shape.memory_mib > 0)
-                    .then(|| u64::from(max) * (shape.memory_mib << 20)),
-                total_gpus: Some(u64::from(max) * u64::from(shape.gpus)),
-                max_nodes_per_job: None,
-                node_list: format!("{PARTITION}-[0-{}]", max.saturating_sub(1)),
-            }]),
-            partition_list: Arc::from(vec![Arc::from(PARTITION)]),
+            view: SlurmView::new(cluster),
             seen: None,
             last: None,
             wake: Some(0),
@@ -222,47 +135,12 @@ impl Builtin {
         }
     }
 
-    fn pending(&self, cluster: &Cluster) -> Jobs {
-        let reason: Arc<str> = Arc::from("Resources");
-        let mb = |mib: u64| mib << 20;
-        Jobs {
-            pending: cluster
-                .queue()
-                .enumerate()
-                .map(|(k, j)| PendingJob {
-                    id: k as u64,
-                    partitions: self.partition_list.clone(),
-                    class: PendingClass::Schedulable,
-                    reason: reason.clone(),
-                    tasks: 1,
-                    throttled: 0,
-                    nodes: j.nodes.into(),
-                    cpus: u64::from(j.cpus_per_node) * u64::from(j.nodes),
-                    gpus: u64::from(j.gpus_per_node) * u64::from(j.nodes),
-                    memory_bytes: mb(j.memory_mib_per_node) * u64::from(j.nodes),
-                    whole_node: j.whole_nodes(&cluster.shape),
-                    submit_time: Some(j.submit),
-                    origin: slurmscale_exporter::model::origin::Origin::Batch,
-                })
-                .collect(),
-            ..Jobs::default()
-        }
-    }
-
-    /// One reconcile at `t` on the node and job data held now; returns the replicas asked.
+    /// One reconcile at `t` on what the view shows; returns the replicas asked.
     fn reconcile(&mut self, t: i64) -> Option<u64> {
         let at = SystemTime::UNIX_EPOCH + Duration::from_secs(t.max(0) as u64);
         self.now_ms.store(t.max(0) as u64 * 1000, Ordering::Relaxed);
-        let took = Duration::from_millis(1);
-        let mut snap = ClusterSnapshot::new(CLUSTER, "simulated://");
-        snap.nodes.succeed(at, took, None);
-        snap.nodes.data = Some(self.nodes.clone());
-        snap.jobs.succeed(at, took, None);
-        snap.jobs.data = Some(self.jobs.clone());
-        snap.partitions.succeed(at, took, None);
-        snap.partitions.data = Some(self.partitions.clone());
-        snap.collected_at = Some(at);
-        self.snapshots.send_replace(Arc::new(snap));
+        self.snapshots
+            .send_replace(Arc::new(self.view.snapshot(at)));
         self.rt.block_on(self.controller.reconcile_all());
         // Let go of the node list so the next change is made in place.
         self.snapshots
@@ -312,7 +190,8 @@ impl Scaler for Builtin {
         if !due && !self.every_poll {
             return None;
         }
-        // The poll before this one read what the last reconcile read: replay it.
+        // The poll before this one read what the last reconcile read (the view is synced
+        // only here): replay it.
         if let Some(last) = self.last
             && last < now - POLL
             && !self.every_poll
@@ -320,14 +199,7 @@ impl Scaler for Builtin {
             self.reconcile(now - POLL);
         }
         set_replicas(&self.target, cluster.replicas().into());
-        let touched = cluster.take_touched();
-        {
-            let nodes = Arc::make_mut(&mut self.nodes);
-            for i in touched {
-                update(&mut nodes[i as usize], i, cluster);
-            }
-        }
-        self.jobs = Arc::new(self.pending(cluster));
+        self.view.sync(cluster);
         self.seen = Some(inputs);
         let asked = self.reconcile(now)?;
         // The next poll reads the new replicas.

@@ -103,8 +103,10 @@ pub struct Counts {
     pub busy: u32,
     /// Jobs waiting.
     pub pending: u32,
-    /// Nodes the waiting jobs ask for, summed job by job (what the exporter reports).
-    pub pending_nodes: u64,
+    /// Nodes the waiting jobs ask for, summed job by job: it moves whenever the queue
+    /// changes, so a scaler can tell its demand may have. Not the demand itself: that is
+    /// what the exporter publishes, packed ([`super::view::SlurmView`]).
+    pub pending_job_nodes: u64,
 }
 
 impl Counts {
@@ -137,8 +139,14 @@ pub struct Cluster {
     next_submit: usize,
     /// Since when something changed that backfill has not looked at.
     dirty: Option<i64>,
-    /// Node slots whose Slurm view changed since the last [`Cluster::take_touched`].
+    /// Node slots whose Slurm view changed, in order, from the `touched_from`-th change
+    /// on; each reader keeps its own place in it ([`Cluster::touched_since`]). Cut when it
+    /// grows past a few times the node count: a reader left behind rereads every slot.
     touched: Vec<u32>,
+    touched_from: u64,
+    /// Counts every change of what slurmrestd would show (a node's state, the queue), so a
+    /// view knows when what it worked out is out of date.
+    changes: u64,
     pub counts: Counts,
     pub outcomes: Vec<Outcome>,
     finished: usize,
@@ -186,6 +194,8 @@ impl Cluster {
             next_submit: 0,
             dirty: None,
             touched: Vec::new(),
+            touched_from: 0,
+            changes: 0,
             counts: Counts::default(),
             outcomes: vec![Outcome::default(); n],
             finished: 0,
@@ -285,8 +295,9 @@ impl Cluster {
             let j = self.next_submit;
             self.next_submit += 1;
             self.queue.insert(j);
+            self.changes += 1;
             self.counts.pending += 1;
-            self.counts.pending_nodes += u64::from(job.nodes);
+            self.counts.pending_job_nodes += u64::from(job.nodes);
             changed = true;
         }
         if changed {
@@ -319,9 +330,29 @@ impl Cluster {
         since.div_euclid(i) * i + if since.rem_euclid(i) == 0 { 0 } else { i }
     }
 
-    /// Node slots whose Slurm view (state, allocation, drain) changed since the last call.
-    pub fn take_touched(&mut self) -> Vec<u32> {
-        std::mem::take(&mut self.touched)
+    /// Node slots whose Slurm view (state, allocation, drain) changed since a reader's
+    /// `cursor` (0 at first), and its new cursor; `None` when the record no longer reaches
+    /// back that far and every slot must be read again.
+    pub fn touched_since(&self, cursor: u64) -> (Option<&[u32]>, u64) {
+        let end = self.touched_from + self.touched.len() as u64;
+        let since = cursor
+            .checked_sub(self.touched_from)
+            .map(|i| &self.touched[i as usize..]);
+        (since, end)
+    }
+
+    /// How many changes of what slurmrestd would show there have been so far.
+    pub fn changes(&self) -> u64 {
+        self.changes
+    }
+
+    fn touch(&mut self, nodes: &[u32]) {
+        if self.touched.len() > 4 * self.nodes.len() {
+            self.touched_from += self.touched.len() as u64;
+            self.touched.clear();
+        }
+        self.touched.extend_from_slice(nodes);
+        self.changes += 1;
     }
 
     /// The main scheduler: starts jobs in priority order until one does not fit.
@@ -491,11 +522,11 @@ impl Cluster {
             job.memory_mib_per_node,
             job.gpus_per_node,
         );
-        let (run, limit, job_nodes) = (job.run as i64, job.limit as i64, job.nodes);
+        let (run, limit) = (job.run as i64, job.limit as i64);
         self.counts.pending -= 1;
-        self.counts.pending_nodes -= u64::from(job_nodes);
+        self.counts.pending_job_nodes -= u64::from(job.nodes);
         let mut start = now;
-        self.touched.extend_from_slice(&nodes);
+        self.touch(&nodes);
         for &i in &nodes {
             if self.nodes[i as usize].power == Power::Off {
                 // Power saving: the scheduler picked a powered-down node; it resumes.
@@ -543,7 +574,7 @@ impl Cluster {
             job.memory_mib_per_node,
             job.gpus_per_node,
         );
-        self.touched.extend_from_slice(&run.nodes);
+        self.touch(&run.nodes);
         for &i in &run.nodes {
             let n = &mut self.nodes[i as usize];
             if n.free_cpus > 0 && !n.draining {
@@ -574,7 +605,7 @@ impl Cluster {
     /// A node is asked for: it boots (or, for a static partition, is simply there).
     fn power_on(&mut self, i: u32, now: i64, at_once: bool) {
         self.counts.provisioned += 1;
-        self.touched.push(i);
+        self.touch(&[i]);
         let ready_at = now + self.cfg.boot;
         let n = &mut self.nodes[i as usize];
         n.idle_since = now;
@@ -593,7 +624,7 @@ impl Cluster {
 
     fn node_up(&mut self, i: u32, now: i64) {
         let elastic = !matches!(self.mode, Mode::PowerSave { .. });
-        self.touched.push(i);
+        self.touch(&[i]);
         let n = &mut self.nodes[i as usize];
         n.power = Power::Up;
         if !n.jobs.is_empty() {
@@ -611,7 +642,7 @@ impl Cluster {
     }
 
     fn power_off(&mut self, i: u32) {
-        self.touched.push(i);
+        self.touch(&[i]);
         let n = &mut self.nodes[i as usize];
         debug_assert!(n.jobs.is_empty());
         if n.free_cpus > 0 {
@@ -653,7 +684,7 @@ impl Cluster {
                     if n.free_cpus > 0 {
                         self.free.insert((n.free_cpus, i));
                     }
-                    self.touched.push(i);
+                    self.touch(&[i]);
                     undrained = true;
                     have += 1;
                 }
@@ -700,7 +731,7 @@ impl Cluster {
             if n.free_cpus > 0 {
                 self.free.remove(&(n.free_cpus, i));
             }
-            self.touched.push(i);
+            self.touch(&[i]);
         }
     }
 

@@ -15,6 +15,7 @@ pub mod rivals;
 pub mod sacct;
 pub mod swf;
 pub mod trace;
+pub mod view;
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -175,6 +176,8 @@ struct Timeline {
     origin: i64,
     width: i64,
     points: Vec<Point>,
+    /// Where the demand it samples comes from: what the exporter would publish.
+    view: view::SlurmView,
 }
 
 impl Timeline {
@@ -184,10 +187,11 @@ impl Timeline {
             let b = ((t - self.origin) / self.width) as usize;
             while self.points.len() <= b {
                 let time = self.origin + self.points.len() as i64 * self.width;
+                self.view.sync(c);
                 self.points.push(Point {
                     time,
                     pending_jobs: c.counts.pending,
-                    demand_nodes: c.counts.pending_nodes,
+                    demand_nodes: self.view.signals().demand.nodes,
                     desired,
                     ..Point::default()
                 });
@@ -270,6 +274,7 @@ pub fn run_policy(
         origin: start,
         width,
         points: Vec::new(),
+        view: view::SlurmView::new(&cluster),
     };
     let mut stats = Stats::default();
     // Every step moves time forward: what is due at `now` was done in the last step.

@@ -2,6 +2,7 @@
 //! timeline as CSV and as an SVG plot of provisioned against busy nodes, one panel per
 //! policy on one time axis, so the idle capacity each leaves is visible at a glance.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::Serialize;
@@ -29,6 +30,10 @@ pub struct Row {
     /// Of `idle_node_hours`, those while jobs waited (table only).
     #[serde(skip)]
     pub idle_waiting_node_hours: f64,
+    /// Records of the trace that are not among `jobs`, by reason (never ran, unknown
+    /// submit time, another partition, too big, malformed and passed over): the same for
+    /// every policy, so a script sees what the figures leave out.
+    pub not_replayed: BTreeMap<String, u64>,
 }
 
 /// The `q` quantile of sorted values (nearest rank).
@@ -57,6 +62,7 @@ impl Row {
             bounded_slowdown_mean: s.bounded_slowdown_mean,
             scale_ups: s.scale_ups,
             scale_downs: s.scale_downs,
+            not_replayed: BTreeMap::new(),
             utilization: if s.node_seconds > 0.0 {
                 s.cpu_seconds / (s.node_seconds * f64::from(node_cpus))
             } else {
@@ -315,6 +321,7 @@ mod tests {
             "bounded_slowdown_mean",
             "scale_ups",
             "scale_downs",
+            "not_replayed",
         ];
         want.sort();
         let mut keys = keys;

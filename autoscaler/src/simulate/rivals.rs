@@ -17,10 +17,9 @@
 
 use std::collections::VecDeque;
 
-use slurmscale_exporter::signals::desired_nodes;
-
 use super::Scaler;
 use super::cluster::Cluster;
+use super::view::SlurmView;
 
 /// What the trigger reads.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -55,6 +54,8 @@ pub struct Keda {
     /// The HPA's recommendations of the last `HPA_DOWN_WINDOW` seconds.
     recommendations: VecDeque<(i64, u32)>,
     desired: u32,
+    /// What the exporter reads of the partition (made at the first scrape that needs it).
+    view: Option<SlurmView>,
 }
 
 impl Keda {
@@ -73,18 +74,25 @@ impl Keda {
             last_active: None,
             recommendations: VecDeque::new(),
             desired: 0,
+            view: None,
         }
     }
 
-    fn metric(&self, c: &Cluster) -> f64 {
+    /// What Prometheus holds now (the last scrape).
+    #[cfg(test)]
+    pub(super) fn sample(&self) -> f64 {
+        self.sample
+    }
+
+    /// The metric as Prometheus would scrape it from the exporter now.
+    fn metric(&mut self, c: &Cluster) -> f64 {
         match self.trigger {
             Trigger::PendingJobs { .. } => c.counts.pending.into(),
-            Trigger::DesiredNodes => desired_nodes(
-                c.counts.busy.into(),
-                c.counts.pending_nodes,
-                0,
-                c.max_nodes().into(),
-            ) as f64,
+            Trigger::DesiredNodes => {
+                let view = self.view.get_or_insert_with(|| SlurmView::new(c));
+                view.sync(c);
+                view.published_desired() as f64
+            }
         }
     }
 

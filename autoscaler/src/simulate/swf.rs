@@ -6,7 +6,8 @@
 //! requested processors (8, or allocated (5) when 8 is −1), requested time (9, or the run
 //! time), requested memory (10, KB per processor), the partition (16, named by the header's
 //! `; Partition: N name` lines where it has them) and the recorded wait (3). Jobs that never
-//! ran (run time ≤ 0) or have no size are counted as skipped, as the archive advises.
+//! ran (run time ≤ 0), have no size or no known submit time are counted as skipped, as the
+//! archive advises; a line that is not 18 numbers is malformed.
 
 use std::collections::HashMap;
 use std::io::BufRead;
@@ -142,12 +143,17 @@ fn job(
     let memory_kb = int(MEMORY)?;
     let wait = int(WAIT)?;
     let partition = int(PARTITION)?;
+    // −1 is the format's "unknown": some archive logs keep records of which they know
+    // nothing, which no replay can place in time. Any other negative time is malformed.
+    if submit == -1 {
+        return Err(Skip("submit time unknown (SWF −1)"));
+    }
     if submit < 0 {
         return Err(Bad(error(
             path,
             n,
             SUBMIT.1,
-            format!("field 2 is {submit}: a job needs a submit time"),
+            format!("field 2 is {submit}: a submit time is seconds from the log's start"),
         )));
     }
     if run <= 0 {
@@ -253,6 +259,29 @@ mod tests {
     }
 
     #[test]
+    fn records_of_unknown_fields_are_skipped_and_counted() {
+        // Archive logs hold records whose every field is −1; a −1 submit time alone is enough.
+        let p = parse_text(
+            &format!(
+                "{HEADER}-1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1\n\
+                 2 -1 0 50 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1\n\
+                 3 10 0 50 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1\n"
+            ),
+            false,
+        )
+        .unwrap();
+        assert_eq!(p.requests.len(), 1);
+        assert_eq!(p.skipped.get("submit time unknown (SWF −1)"), Some(&2));
+        // Another negative time is not SWF's "unknown": malformed.
+        let e = parse_text(
+            &format!("{HEADER}4 -7 0 50 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1\n"),
+            false,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("t.swf:4: submit time"), "{e}");
+    }
+
+    #[test]
     fn a_malformed_line_names_the_file_line_and_field() {
         let text = format!(
             "{HEADER}1 10 0 50 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1\n\
@@ -269,6 +298,7 @@ mod tests {
         assert_eq!((*line, *field), (5, "run time"));
         assert_eq!(file, Path::new("t.swf"));
         assert!(e.to_string().contains("t.swf:5"), "{e}");
+        assert!(e.to_string().contains("--skip-bad-lines"), "{e}");
         // With --skip-bad-lines both bad lines are counted and the good one is kept.
         let p = parse_text(&text, true).unwrap();
         assert_eq!((p.requests.len(), p.bad_lines), (1, 2));

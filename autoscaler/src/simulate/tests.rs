@@ -342,3 +342,33 @@ fn an_empty_trace_is_an_error() {
     let e = super::run(&Policy::ALL, Vec::new(), &opts, None).unwrap_err();
     assert!(e.to_string().contains("no jobs"), "{e}");
 }
+
+#[test]
+fn keda_desired_reads_the_demand_the_exporter_publishes() {
+    // Eight 2-CPU jobs wait on an elastic partition with no node up: summed job by job they
+    // ask for 8 nodes, but packed onto 16-CPU nodes — as `slurm_nodeset_desired_nodes`
+    // publishes them — they need one. KEDA's trigger and the timeline read that one.
+    let jobs: Vec<_> = (0..8).map(|_| job(0, 100, 100, 1, 2)).collect();
+    let mut c = Cluster::new(
+        CPU16,
+        16,
+        Mode::Elastic,
+        SchedConfig::default(),
+        Arc::from(jobs),
+        0,
+    );
+    c.advance(0);
+    assert_eq!((c.counts.pending, c.counts.pending_job_nodes), (8, 8));
+    let mut view = view::SlurmView::new(&c);
+    view.sync(&c);
+    assert_eq!(view.signals().demand.nodes, 1);
+    assert_eq!(view.published_desired(), 1);
+    let mut keda = rivals::Keda::new(rivals::Trigger::DesiredNodes, 16, rivals::TOLERANCE, 0);
+    assert_eq!(keda.look(0, &mut c), None, "scraped at 0, polled at 1");
+    assert_eq!(
+        keda.sample(),
+        1.0,
+        "the scraped metric is the packed demand"
+    );
+    assert_eq!(keda.look(1, &mut c), Some(1), "KEDA activates the NodeSet");
+}

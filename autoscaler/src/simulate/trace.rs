@@ -210,10 +210,26 @@ impl Parsed {
         }
     }
 
-    /// A malformed line: an error, or counted with `skip_bad`.
+    /// A malformed line: an error that says how to pass over such lines, or counted with
+    /// `skip_bad`.
     pub fn bad(&mut self, skip_bad: bool, e: Error) -> Result<()> {
         if !skip_bad {
-            return Err(e);
+            return Err(match e {
+                Error::Trace {
+                    file,
+                    line,
+                    field,
+                    message,
+                } => Error::Trace {
+                    file,
+                    line,
+                    field,
+                    message: format!(
+                        "{message} (--skip-bad-lines passes over malformed lines and counts them)"
+                    ),
+                },
+                e => e,
+            });
         }
         self.bad_lines += 1;
         self.first_bad_line.get_or_insert_with(|| e.to_string());

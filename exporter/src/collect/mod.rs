@@ -36,11 +36,6 @@ use crate::slurm::fetch::{self, Outcome};
 use crate::slurm::{ApiVersion, Endpoint, SlurmClient};
 use crate::snapshot::{ClusterSnapshot, EndpointState};
 
-/// `update_time` is sent this far behind the start of the previous fetch: slurmctld's change
-/// times have one-second granularity and the two clocks may disagree a little.
-const UPDATE_TIME_MARGIN: i64 = 5;
-/// However quiet the cluster, fetch partitions in full at least this often.
-const FULL_REFRESH: Duration = Duration::from_secs(300);
 /// A standby's health poll.
 pub const STANDBY_PING: Duration = Duration::from_secs(30);
 /// The most single-job reads one jobs step makes (the budget usually allows fewer).
@@ -88,7 +83,7 @@ type Timed<T> = (Instant, Duration, Result<Outcome<T>>);
 enum Done {
     Ping(Instant, Duration, Result<Outcome<Ping>>),
     Jobs(Box<JobTracker>, Box<JobsDone>),
-    Partitions(Instant, Duration, i64, Result<Outcome<Vec<Partition>>>),
+    Partitions(Instant, Duration, Result<Outcome<Vec<Partition>>>),
 }
 
 struct JobsDone {
@@ -112,8 +107,6 @@ pub struct Poller {
     /// Nodes are read in the jobs lane, at their own pace.
     nodes_pace: Pace,
     busy: BTreeSet<Lane>,
-    /// `update_time` for partitions, and when they were last fetched in full.
-    partitions_since: Option<(i64, Instant)>,
     tx: watch::Sender<Arc<ClusterSnapshot>>,
     changed: Arc<Notify>,
 }
@@ -145,7 +138,6 @@ impl Poller {
             paces: BTreeMap::new(),
             nodes_pace: Pace::default(),
             busy: BTreeSet::new(),
-            partitions_since: None,
             tx,
             changed,
         };
@@ -254,17 +246,14 @@ impl Poller {
                 let r = fetch::ping(&client, version).await;
                 Done::Ping(started, started.elapsed(), r)
             }),
-            Lane::Partitions => {
-                let since = self
-                    .partitions_since
-                    .filter(|(_, full)| full.elapsed() < FULL_REFRESH)
-                    .map(|(t, _)| t);
-                let request_start = jobs::unix_now() - UPDATE_TIME_MARGIN;
-                Box::pin(async move {
-                    let r = fetch::partitions(&client, version, since).await;
-                    Done::Partitions(started, started.elapsed(), request_start, r)
-                })
-            }
+            // Always in full: a node joining or leaving a partition (a Slinky pod's `slurmd -Z`
+            // registering, its record deleted) moves no `update_time`, so a conditional read
+            // would keep the old membership and size; and an "unchanged" answer costs
+            // slurmrestd within a few percent of a full one (benches README).
+            Lane::Partitions => Box::pin(async move {
+                let r = fetch::partitions(&client, version).await;
+                Done::Partitions(started, started.elapsed(), r)
+            }),
             Lane::Jobs => {
                 // Out only while its lane runs, which is not now.
                 let Some(mut tracker) = self.tracker.take() else {
@@ -317,13 +306,11 @@ impl Poller {
                 seen.apply(&cluster, &mut self.snapshot.ping, Endpoint::Ping, took, r);
             }
 
-            Done::Partitions(started, took, request_start, r) => {
+            Done::Partitions(started, took, r) => {
                 self.busy.remove(&Lane::Partitions);
                 let pace = self.paces.entry(Lane::Partitions).or_default();
                 pace.done_every(started, pace::cost(took, &r), budget, interval);
                 self.snapshot.partitions.cadence = pace.gap();
-                let ok = r.is_ok();
-                let fresh = matches!(r, Ok(Outcome::Fresh { .. }));
                 seen.apply(
                     &cluster,
                     &mut self.snapshot.partitions,
@@ -331,15 +318,6 @@ impl Poller {
                     took,
                     r,
                 );
-                match (ok, fresh) {
-                    (false, _) => self.partitions_since = None,
-                    (true, true) => self.partitions_since = Some((request_start, Instant::now())),
-                    (true, false) => {
-                        if let Some((t, _)) = self.partitions_since.as_mut() {
-                            *t = request_start;
-                        }
-                    }
-                }
             }
             Done::Jobs(tracker, d) => {
                 self.busy.remove(&Lane::Jobs);

@@ -9,6 +9,7 @@
 // attribute to clippy; it is not.
 #![allow(clippy::duplicated_attributes)]
 
+pub mod client;
 pub mod crd;
 pub mod genericnode;
 pub mod ledger;

@@ -101,6 +101,15 @@ impl From<ScalingMode> for String {
     }
 }
 
+/// The slurmd container of a NodeSet's pods (`spec.slurmd`); only its resources are read, as
+/// a last hint of the node shape.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
+pub struct SlurmdContainer {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
+}
+
 /// Labels and annotations of the pod template: the `pod-deletion-cost` steering and the
 /// partition mapping read them.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
@@ -163,6 +172,14 @@ pub mod v1beta1 {
         pub partition: Option<NodeSetPartition>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub template: Option<PodTemplate>,
+        /// slurmd's `--conf`: the node's features and shape as Slurm registers them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub extra_conf: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub slurmd: Option<SlurmdContainer>,
+        /// Digits a pod's ordinal is padded to in its name (`slinky-007`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub ordinal_padding: Option<u32>,
     }
 }
 
@@ -208,6 +225,10 @@ pub mod v1alpha1 {
         pub partition: Option<NodeSetPartition>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub template: Option<PodTemplate>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub extra_conf: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub slurmd: Option<SlurmdContainer>,
     }
 }
 
@@ -217,7 +238,8 @@ pub const PARTITION_ANNOTATION: &str = "slurmscale.io/partition";
 /// Annotation naming the Slurm cluster (the `cluster` label) a NodeSet belongs to; needed only
 /// when the exporter reads several clusters.
 pub const CLUSTER_ANNOTATION: &str = "slurmscale.io/cluster";
-/// Annotation capping the nodes a NodeSet should have (default: the partition's size).
+/// Annotation capping the nodes a NodeSet should have (default: a NodeSetAutoscaler's
+/// `maxReplicas`, else no bound).
 pub const MAX_NODES_ANNOTATION: &str = "slurmscale.io/max-nodes";
 /// Annotation giving the shape of the nodes a NodeSet adds (`cpus=32,memory=128Gi,gpus=8`),
 /// for packing demand where the partition cannot tell (default: the partition's own).
@@ -232,6 +254,73 @@ pub fn partition_of(annotations: Option<&BTreeMap<String, String>>, name: &str) 
         .filter(|p| !p.is_empty())
         .unwrap_or(name)
         .to_string()
+}
+
+/// The words of slurmd's `--conf` (`CPUs=4 RealMemory=8000 Features=a,b Gres=gpu:2`), by
+/// key as Slurm spells it, case-insensitively.
+fn conf_value<'a>(conf: &'a str, keys: &[&str]) -> Option<&'a str> {
+    conf.split_ascii_whitespace()
+        .filter_map(|w| w.split_once('='))
+        .find(|(k, _)| keys.iter().any(|key| k.eq_ignore_ascii_case(key)))
+        .map(|(_, v)| v)
+}
+
+/// GPUs in a `Gres=` value: `gpu:4`, `gpu:a100:4`, `gpu:2,nic:1`.
+fn conf_gpus(gres: &str) -> Option<u64> {
+    gres.split(',')
+        .filter(|g| g.starts_with("gpu"))
+        .map(|g| g.rsplit(':').next().and_then(|n| n.parse::<u64>().ok()))
+        .sum()
+}
+
+/// The shape a NodeSet's pods register with, as far as its spec tells: slurmd's `--conf`
+/// (`CPUs=`, else sockets × cores × threads; `RealMemory=` MiB; GPUs of `Gres=`), else the
+/// slurmd container's resource limits (or requests: whole CPUs, memory, `nvidia.com/gpu`).
+/// The last hint of all: a registered node says better, and a site can say it outright.
+pub fn template_shape(extra_conf: Option<&str>, slurmd: Option<&SlurmdContainer>) -> Shape {
+    let conf = extra_conf.unwrap_or_default();
+    let num = |keys: &[&str]| conf_value(conf, keys).and_then(|v| v.parse::<u64>().ok());
+    let cpus = num(&["CPUs", "Procs"]).or_else(|| {
+        let (s, c, t) = (
+            num(&["Sockets"])?,
+            num(&["CoresPerSocket"])?,
+            num(&["ThreadsPerCore"]).unwrap_or(1),
+        );
+        Some(s * c * t)
+    });
+    let resources = slurmd.and_then(|c| c.resources.as_ref());
+    let resource = |name: &str| {
+        let r = resources?;
+        [&r.limits, &r.requests]
+            .into_iter()
+            .flatten()
+            .find_map(|m| m.get(name))
+            .and_then(|q| super::quantity::parse(&q.0))
+    };
+    Shape {
+        cpus: cpus.or_else(|| resource("cpu").map(|c| c.floor() as u64).filter(|c| *c > 0)),
+        memory_bytes: num(&["RealMemory"])
+            .map(|mib| mib << 20)
+            .or_else(|| resource("memory").map(|b| b as u64)),
+        gpus: conf_value(conf, &["Gres"])
+            .and_then(conf_gpus)
+            .or_else(|| resource("nvidia.com/gpu").map(|g| g as u64)),
+    }
+}
+
+/// The features a NodeSet's pods register with: the NodeSet's name (slurm-operator's
+/// `NodeSet=<name> Feature=<name>` line selects its pods by it) and those of its `--conf`.
+pub fn features(name: &str, extra_conf: Option<&str>) -> Vec<String> {
+    let mut all = vec![name.to_string()];
+    for f in conf_value(extra_conf.unwrap_or_default(), &["Features", "Feature"])
+        .into_iter()
+        .flat_map(|v| v.split(','))
+    {
+        if !f.is_empty() && !all.iter().any(|a| a == f) {
+            all.push(f.to_string());
+        }
+    }
+    all
 }
 
 /// A NodeSet of either version, as the exporter and autoscaler see it.
@@ -251,6 +340,9 @@ pub struct NodeSetView {
     pub max_nodes: Option<u64>,
     /// From [`NODE_SHAPE_ANNOTATION`]; what it leaves out comes from the partition.
     pub shape: Shape,
+    /// From the pod template ([`template_shape`]): what neither the annotation nor the
+    /// partition's nodes tell, as while it has none.
+    pub template_shape: Shape,
 }
 
 impl NodeSetView {
@@ -260,6 +352,7 @@ impl NodeSetView {
         replicas: Option<i32>,
         status: Option<&NodeSetStatus>,
         scaling_mode: Option<ScalingMode>,
+        template_shape: Shape,
     ) -> Self {
         let annotation = |k: &str| {
             meta.annotations
@@ -281,6 +374,7 @@ impl NodeSetView {
             replicas,
             status: status.cloned().unwrap_or_default(),
             scaling_mode,
+            template_shape,
         }
     }
 
@@ -300,6 +394,7 @@ impl From<&v1beta1::NodeSet> for NodeSetView {
             n.spec.replicas,
             n.status.as_ref(),
             n.spec.scaling_mode.clone(),
+            template_shape(n.spec.extra_conf.as_deref(), n.spec.slurmd.as_ref()),
         )
     }
 }
@@ -312,6 +407,80 @@ impl From<&v1alpha1::NodeSet> for NodeSetView {
             n.spec.replicas,
             n.status.as_ref(),
             None,
+            template_shape(n.spec.extra_conf.as_deref(), n.spec.slurmd.as_ref()),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ResourceRequirements;
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+    fn container(limits: &[(&str, &str)], requests: &[(&str, &str)]) -> SlurmdContainer {
+        let map = |kv: &[(&str, &str)]| {
+            (!kv.is_empty()).then(|| {
+                kv.iter()
+                    .map(|(k, v)| (k.to_string(), Quantity(v.to_string())))
+                    .collect()
+            })
+        };
+        SlurmdContainer {
+            resources: Some(ResourceRequirements {
+                limits: map(limits),
+                requests: map(requests),
+                ..Default::default()
+            }),
+        }
+    }
+
+    #[test]
+    fn the_pod_templates_shape_comes_from_slurmds_conf_then_its_resources() {
+        let conf = "Features=a100,ib CPUs=64 RealMemory=512000 Gres=gpu:a100:8,nic:1";
+        assert_eq!(
+            template_shape(Some(conf), None),
+            Shape {
+                cpus: Some(64),
+                memory_bytes: Some(512_000 << 20),
+                gpus: Some(8)
+            }
+        );
+        // Sockets × cores × threads when CPUs is not given; resources fill what --conf lacks.
+        let slurmd = container(&[("cpu", "3500m"), ("memory", "16Gi")], &[]);
+        assert_eq!(
+            template_shape(
+                Some("Sockets=2 CoresPerSocket=8 ThreadsPerCore=2"),
+                Some(&slurmd)
+            ),
+            Shape {
+                cpus: Some(32),
+                memory_bytes: Some(16 << 30),
+                gpus: None
+            }
+        );
+        // Resources alone: whole CPUs of the limit (requests where no limit), GPUs.
+        let slurmd = container(
+            &[("nvidia.com/gpu", "4")],
+            &[("cpu", "8"), ("memory", "1Gi")],
+        );
+        assert_eq!(
+            template_shape(None, Some(&slurmd)),
+            Shape {
+                cpus: Some(8),
+                memory_bytes: Some(1 << 30),
+                gpus: Some(4)
+            }
+        );
+        assert_eq!(template_shape(Some("Weight=10"), None), Shape::default());
+    }
+
+    #[test]
+    fn features_are_the_nodesets_name_and_those_its_pods_register() {
+        assert_eq!(features("gpu", None), ["gpu"]);
+        assert_eq!(
+            features("gpu", Some("CPUs=4 Features=a100,gpu,ib")),
+            ["gpu", "a100", "ib"]
+        );
     }
 }

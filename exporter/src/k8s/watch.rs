@@ -54,7 +54,7 @@ fn update(health: &Health, resource: &'static str, f: impl FnOnce(&mut WatchHeal
 }
 
 /// The resources watched, each reported from the start (unprobed until asked).
-const RESOURCES: [&str; 3] = ["genericnodes", "nodes", "nodesets"];
+const RESOURCES: [&str; 4] = ["genericnodes", "nodes", "nodesetautoscalers", "nodesets"];
 
 /// Everything the Kubernetes metric families read.
 #[derive(Clone, Debug, Default)]
@@ -65,7 +65,22 @@ pub struct KubeSnapshot {
     pub malformed: BTreeMap<(String, Malformed), u64>,
     /// Node name → allocatable.
     pub capacity: BTreeMap<String, Capacity>,
+    /// (namespace, NodeSet) → the `maxReplicas` of the NodeSetAutoscaler that scales it.
+    pub autoscaled: BTreeMap<(String, String), u64>,
     pub watches: BTreeMap<&'static str, WatchHealth>,
+}
+
+impl KubeSnapshot {
+    /// The most nodes a NodeSet may have: its `slurmscale.io/max-nodes` annotation, else
+    /// the `maxReplicas` of a NodeSetAutoscaler that targets it, else no bound. Never how
+    /// many nodes its partition has now: a Slinky partition at zero pods has none.
+    pub fn max_nodes(&self, ns: &NodeSetView) -> Option<u64> {
+        ns.max_nodes.or_else(|| {
+            self.autoscaled
+                .get(&(ns.namespace.clone(), ns.name.clone()))
+                .copied()
+        })
+    }
 }
 
 #[derive(Clone)]
@@ -79,6 +94,7 @@ enum NodeSets {
 pub struct KubeSource {
     nodes: Store<Node>,
     genericnodes: Store<DynamicObject>,
+    autoscalers: Store<DynamicObject>,
     nodesets: Arc<Mutex<NodeSets>>,
     health: Health,
     ledger: LedgerConfig,
@@ -126,6 +142,22 @@ impl KubeSource {
             stop.clone(),
         ));
 
+        // NodeSetAutoscalers bound the NodeSets they scale: read, never required (an
+        // exporter-only install has no such CRD).
+        let gvk = GroupVersionKind::gvk("slurmscale.io", "v1alpha1", "NodeSetAutoscaler");
+        let resource = ApiResource::from_gvk_with_plural(&gvk, "nodesetautoscalers");
+        let writer = reflector::store::Writer::new(resource.clone());
+        let autoscalers = writer.as_reader();
+        tokio::spawn(watch_when_served(
+            Api::<DynamicObject>::all_with(client.clone(), &resource),
+            writer,
+            "nodesetautoscalers",
+            trim_autoscaler,
+            health.clone(),
+            changed.clone(),
+            stop.clone(),
+        ));
+
         let nodesets = Arc::new(Mutex::new(NodeSets::None));
         tokio::spawn(watch_nodesets(
             client,
@@ -137,6 +169,7 @@ impl KubeSource {
         Self {
             nodes,
             genericnodes,
+            autoscalers,
             nodesets,
             health,
             ledger,
@@ -183,6 +216,25 @@ impl KubeSource {
                 }
             }
         }
+        snap.autoscaled = self
+            .autoscalers
+            .state()
+            .iter()
+            .filter_map(|a| {
+                let target = a.data.pointer("/spec/scaleTargetRef")?;
+                let kind = target.get("kind").and_then(|k| k.as_str());
+                if kind.is_some_and(|k| k != "NodeSet") {
+                    return None;
+                }
+                Some((
+                    (
+                        a.metadata.namespace.clone()?,
+                        target.get("name")?.as_str()?.to_string(),
+                    ),
+                    a.data.pointer("/spec/maxReplicas")?.as_u64()?,
+                ))
+            })
+            .collect();
         snap.nodesets = match &*self.nodesets.lock().unwrap_or_else(|e| e.into_inner()) {
             NodeSets::None => Vec::new(),
             NodeSets::Beta(s) => s
@@ -283,6 +335,22 @@ fn trim_genericnode(cfg: &LedgerConfig) -> impl FnMut(&mut DynamicObject) + Send
             ..Default::default()
         };
     }
+}
+
+/// Keeps only what bounds a NodeSet: the target and `maxReplicas`.
+fn trim_autoscaler(o: &mut DynamicObject) {
+    let spec = o.data.get("spec");
+    o.data = serde_json::json!({"spec": {
+        "scaleTargetRef": spec.and_then(|s| s.get("scaleTargetRef")),
+        "maxReplicas": spec.and_then(|s| s.get("maxReplicas")),
+    }});
+    o.metadata = kube::api::ObjectMeta {
+        name: o.metadata.name.take(),
+        namespace: o.metadata.namespace.take(),
+        uid: o.metadata.uid.take(),
+        resource_version: o.metadata.resource_version.take(),
+        ..Default::default()
+    };
 }
 
 fn probe_failed(health: &Health, resource: &'static str, e: &kube::Error) {

@@ -19,6 +19,7 @@ pub mod demand;
 pub mod exporter;
 pub mod genericnode;
 pub mod jobs;
+pub mod kubernetes;
 pub mod nodes;
 pub mod nodeset;
 pub mod partitions;
@@ -335,13 +336,14 @@ pub fn collect_all(out: &mut Out, snapshots: &[Arc<ClusterSnapshot>], opts: &Met
 }
 
 /// The part of `/metrics` that depends on the scrape time: how old each snapshot and each
-/// endpoint's data is.
+/// endpoint's data is, and how the Kubernetes API server has been answering.
 pub fn render_ages(snapshots: &[Arc<ClusterSnapshot>], now: SystemTime) -> String {
     let mut out = Out::new();
     for snap in snapshots {
         out.set_cluster(&snap.cluster);
         exporter::ages(&mut out, snap, now);
     }
+    kubernetes::collect(&mut out);
     out.encode()
 }
 

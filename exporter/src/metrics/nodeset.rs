@@ -1,7 +1,8 @@
 //! Slinky NodeSets: replicas as asked and as running, the Slurm node states the operator
 //! reports, and the number of nodes each NodeSet should have now
 //! (`slurm_nodeset_desired_nodes`): busy nodes of its partition plus the node demand of
-//! schedulable pending jobs, capped at its maximum — the one number KEDA scales on
+//! schedulable pending jobs, capped at its own maximum (never at the nodes its partition has
+//! now: a Slinky partition at zero pods has none) — the one number KEDA scales on
 //! (`AverageValue`, target 1), computed by the same function the built-in autoscaler uses.
 //!
 //! The desired series is always present. When the Slurm data behind it cannot be trusted
@@ -13,7 +14,7 @@ use std::time::SystemTime;
 
 use super::{MetricsOptions, Out};
 use crate::k8s::watch::KubeSnapshot;
-use crate::signals::{cluster_of, desired_nodes, partition_signals, stale_after};
+use crate::signals::{ShapeHints, cluster_of, partition_signals, stale_after};
 use crate::snapshot::ClusterSnapshot;
 
 pub fn collect(
@@ -84,12 +85,18 @@ pub fn collect(
         let part = [id[0], id[1], ("partition", ns.partition.as_str())];
         let snap = slurm.iter().find(|s| *s.cluster == *cluster);
         let max_age = stale_after(opts.interval);
+        let max = k.max_nodes(ns);
+        let hints = ShapeHints {
+            set: ns.shape,
+            set_by: "NodeSet annotation",
+            template: ns.template_shape,
+        };
         let signals = snap.map(|s| {
             partition_signals(
                 s,
                 &ns.partition,
-                ns.max_nodes,
-                ns.shape,
+                max,
+                &hints,
                 &crate::model::origin::Origin::ALL,
                 now,
                 max_age,
@@ -97,7 +104,6 @@ pub fn collect(
         });
         let (desired, stale) = match signals {
             Some(Ok(s)) => {
-                let max = ns.max_nodes.unwrap_or(s.total_nodes);
                 out.gauge(
                     "slurm_nodeset_busy_nodes",
                     "Nodes of the NodeSet's partition running work.",
@@ -110,19 +116,15 @@ pub fn collect(
                     &part,
                     s.demand.nodes as f64,
                 );
-                out.gauge(
-                    "slurm_nodeset_max_nodes",
-                    "The most nodes the NodeSet may have.",
-                    &part,
-                    max as f64,
-                );
-                // What is certainly wanted: while the job list catches up with Slurm, jobs
-                // that may have started are not counted on top of their busy nodes (KEDA's
-                // scale-down stabilization absorbs the dip; an overshoot would be paid for).
-                (
-                    desired_nodes(s.busy_nodes, s.demand.floor_nodes(), 0, max),
-                    false,
-                )
+                if let Some(max) = max {
+                    out.gauge(
+                        "slurm_nodeset_max_nodes",
+                        "The most nodes the NodeSet may have: its slurmscale.io/max-nodes annotation, else the maxReplicas of the NodeSetAutoscaler scaling it (absent: no bound).",
+                        &part,
+                        max as f64,
+                    );
+                }
+                (s.published_desired(max), false)
             }
             // Hold what it has: never a reason to scale down.
             _ => (ns.spec_replicas(), true),

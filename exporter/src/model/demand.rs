@@ -43,8 +43,9 @@ impl Shape {
         Self {
             cpus: per(partition.total_cpus),
             memory_bytes: partition.total_memory_bytes.and_then(per),
+            // A partition with no nodes (a Slinky NodeSet's at zero pods) tells nothing.
             gpus: match partition.total_gpus {
-                Some(g) => Some(g.checked_div(n).unwrap_or(0)),
+                Some(g) => g.checked_div(n),
                 None => up_gpus(),
             },
         }

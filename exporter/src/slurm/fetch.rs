@@ -109,9 +109,8 @@ pub async fn nodes(client: &SlurmClient, version: ApiVersion) -> Result<Outcome<
 pub async fn partitions(
     client: &SlurmClient,
     version: ApiVersion,
-    since: Option<i64>,
 ) -> Result<Outcome<Vec<Partition>>> {
-    fetch(client, version, Endpoint::Partitions, since, move |b| {
+    fetch(client, version, Endpoint::Partitions, None, move |b| {
         version.decode_partitions(b)
     })
     .await

@@ -91,6 +91,16 @@ impl ApiVersion {
         !matches!(self, Self::V0040 | Self::V0041)
     }
 
+    /// `POST node/{name}` (drain, resume) exists: v0.0.40 on. Slurm 22.05 has no node write.
+    pub fn updates_nodes(self) -> bool {
+        self != Self::V0038
+    }
+
+    /// `POST new/node/` creates node records: v0.0.44 (Slurm 25.11) on.
+    pub fn creates_nodes(self) -> bool {
+        self >= Self::V0044
+    }
+
     pub fn decode_ping(self, b: &[u8]) -> serde_json::Result<Decoded<Ping>> {
         match self {
             Self::V0038 => wire::v0038::decode_ping(b),

@@ -1,0 +1,218 @@
+//! What slurmrestd would show of the simulated partition: its nodes, its pending jobs and
+//! the partition, as the exporter's model holds them. Everything that reads Slurm in a
+//! replay reads this — the builtin controller its snapshots, the `keda-desired` rival and
+//! the timeline the demand the exporter would publish — so a rival cannot see a demand the
+//! real metric does not give.
+//!
+//! The view is kept in step with the [`Cluster`] incrementally: only node slots whose state
+//! changed are rewritten, and the published figures are worked out again only when
+//! something changed since they were last asked for.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use slurmscale_exporter::model::origin::Origin;
+use slurmscale_exporter::model::{
+    Gres, Jobs, Node, NodeBase, NodeFlags, NodeState, Partition, PendingClass, PendingJob,
+};
+use slurmscale_exporter::signals::{PartitionSignals, ShapeHints, partition_signals};
+use slurmscale_exporter::snapshot::ClusterSnapshot;
+
+use super::cluster::Cluster;
+
+/// The cluster and partition names the replay's Slurm has.
+pub const CLUSTER: &str = "simulated";
+pub const PARTITION: &str = "sim";
+
+pub struct SlurmView {
+    /// Every node slot as /nodes would show it; changed in place (nothing else holds it
+    /// between snapshots).
+    nodes: Arc<Vec<Node>>,
+    jobs: Arc<Jobs>,
+    partitions: Arc<Vec<Partition>>,
+    partition_list: Arc<[Arc<str>]>,
+    /// Where it is in the cluster's record of changed node slots.
+    cursor: u64,
+    /// The cluster's change count the jobs and `signals` were made at.
+    synced: Option<u64>,
+    signals: Option<PartitionSignals>,
+}
+
+impl SlurmView {
+    pub fn new(cluster: &Cluster) -> Self {
+        let max = cluster.max_nodes();
+        let shape = cluster.shape;
+        Self {
+            nodes: Arc::new((0..max).map(|i| node(i, cluster)).collect()),
+            jobs: Arc::new(Jobs::default()),
+            partitions: Arc::new(vec![Partition {
+                name: Arc::from(PARTITION),
+                state: "UP".into(),
+                total_nodes: max.into(),
+                total_cpus: u64::from(max) * u64::from(shape.cpus),
+                total_memory_bytes: (shape.memory_mib > 0)
+                    .then(|| u64::from(max) * (shape.memory_mib << 20)),
+                total_gpus: Some(u64::from(max) * u64::from(shape.gpus)),
+                max_nodes_per_job: None,
+                node_list: format!("{PARTITION}-[0-{}]", max.saturating_sub(1)),
+            }]),
+            partition_list: Arc::from(vec![Arc::from(PARTITION)]),
+            cursor: 0,
+            synced: None,
+            signals: None,
+        }
+    }
+
+    /// Brings the view up to the cluster's present state.
+    pub fn sync(&mut self, cluster: &Cluster) {
+        if self.synced == Some(cluster.changes()) {
+            return;
+        }
+        let (touched, cursor) = cluster.touched_since(self.cursor);
+        let nodes = Arc::make_mut(&mut self.nodes);
+        match touched {
+            Some(slots) => slots
+                .iter()
+                .for_each(|&i| update(&mut nodes[i as usize], i, cluster)),
+            None => {
+                (0..cluster.max_nodes()).for_each(|i| update(&mut nodes[i as usize], i, cluster))
+            }
+        }
+        self.cursor = cursor;
+        self.jobs = Arc::new(pending(cluster, &self.partition_list));
+        self.synced = Some(cluster.changes());
+        self.signals = None;
+    }
+
+    /// A snapshot of every endpoint, all confirmed at `at`.
+    pub fn snapshot(&self, at: SystemTime) -> ClusterSnapshot {
+        let took = Duration::from_millis(1);
+        let mut snap = ClusterSnapshot::new(CLUSTER, "simulated://");
+        snap.nodes.succeed(at, took, None);
+        snap.nodes.data = Some(self.nodes.clone());
+        snap.jobs.succeed(at, took, None);
+        snap.jobs.data = Some(self.jobs.clone());
+        snap.partitions.succeed(at, took, None);
+        snap.partitions.data = Some(self.partitions.clone());
+        snap.collected_at = Some(at);
+        snap
+    }
+
+    /// The partition's signals as the exporter works them out (busy nodes, packed demand),
+    /// for the cluster as last synced.
+    pub fn signals(&mut self) -> &PartitionSignals {
+        if self.signals.is_none() {
+            let at = SystemTime::UNIX_EPOCH;
+            let signals = partition_signals(
+                &self.snapshot(at),
+                PARTITION,
+                None,
+                &ShapeHints::default(),
+                &Origin::ALL,
+                at,
+                Duration::MAX,
+            )
+            .expect("the simulated partition's data is always fresh and whole");
+            self.signals = Some(signals);
+        }
+        self.signals.as_ref().expect("worked out above")
+    }
+
+    /// What the exporter's `slurm_nodeset_desired_nodes` would publish now for a NodeSet
+    /// that may grow to the whole partition.
+    pub fn published_desired(&mut self) -> u64 {
+        let max = self.partitions[0].total_nodes;
+        self.signals().published_desired(Some(max))
+    }
+}
+
+fn node(i: u32, cluster: &Cluster) -> Node {
+    let shape = cluster.shape;
+    let gres = |count| {
+        (shape.gpus > 0)
+            .then(|| Gres {
+                name: Arc::from("gpu"),
+                kind: Arc::from(""),
+                count,
+            })
+            .into_iter()
+            .collect()
+    };
+    let mut n = Node {
+        name: format!("{PARTITION}-{i}"),
+        state: NodeState {
+            base: NodeBase::Future,
+            flags: NodeFlags::default(),
+        },
+        partitions: vec![Arc::from(PARTITION)],
+        cpus: shape.cpus.into(),
+        alloc_cpus: 0,
+        memory_bytes: shape.memory_mib << 20,
+        alloc_memory_bytes: 0,
+        free_memory_bytes: None,
+        gres: gres(shape.gpus.into()),
+        gres_used: gres(0),
+        reason: String::new(),
+        reason_set_by: String::new(),
+    };
+    update(&mut n, i, cluster);
+    n
+}
+
+/// Brings one node's Slurm view up to date: absent nodes (off, booting) are FUTURE.
+fn update(n: &mut Node, i: u32, cluster: &Cluster) {
+    match cluster.node_view(i) {
+        None => {
+            n.state.base = NodeBase::Future;
+            n.state.flags = NodeFlags::default();
+            n.alloc_cpus = 0;
+            n.alloc_memory_bytes = 0;
+        }
+        Some((cpus, mem, gpus, draining)) => {
+            n.state.base = match cpus {
+                0 => NodeBase::Idle,
+                c if c >= cluster.shape.cpus => NodeBase::Allocated,
+                _ => NodeBase::Mixed,
+            };
+            n.state.flags = if draining {
+                NodeFlags::DRAIN
+            } else {
+                NodeFlags::default()
+            };
+            n.alloc_cpus = cpus.into();
+            n.alloc_memory_bytes = mem << 20;
+            if let Some(g) = n.gres_used.first_mut() {
+                g.count = gpus.into();
+            }
+        }
+    }
+    n.free_memory_bytes = Some(n.memory_bytes - n.alloc_memory_bytes);
+}
+
+/// The waiting jobs as /jobs would list them: all schedulable, in priority order.
+fn pending(cluster: &Cluster, partitions: &Arc<[Arc<str>]>) -> Jobs {
+    let reason: Arc<str> = Arc::from("Resources");
+    let mb = |mib: u64| mib << 20;
+    Jobs {
+        pending: cluster
+            .queue()
+            .enumerate()
+            .map(|(k, j)| PendingJob {
+                id: k as u64,
+                partitions: partitions.clone(),
+                class: PendingClass::Schedulable,
+                reason: reason.clone(),
+                tasks: 1,
+                throttled: 0,
+                nodes: j.nodes.into(),
+                cpus: u64::from(j.cpus_per_node) * u64::from(j.nodes),
+                gpus: u64::from(j.gpus_per_node) * u64::from(j.nodes),
+                memory_bytes: mb(j.memory_mib_per_node) * u64::from(j.nodes),
+                whole_node: j.whole_nodes(&cluster.shape),
+                submit_time: Some(j.submit),
+                origin: Origin::Batch,
+            })
+            .collect(),
+        ..Jobs::default()
+    }
+}

@@ -1,0 +1,613 @@
+//! Slinky's own node model, on both real Slurms. The harness's `slinky` partition is built as
+//! slurm-operator builds a NodeSet's: no node lines, `NodeSet=slinky Feature=slinky`, and
+//! nodes that exist only once a pod's `slurmd -Z` registers one (`slurm.sh pod-up`, each pod
+//! under its own name and loopback address, as pods have their own IPs); a pod that goes
+//! leaves its record DOWN (operator 1.2 on) or deletes it (1.1 and before) (`pod-down`).
+//!
+//! What is checked: the exporter's partition size and CPUs follow pods joining and leaving
+//! within two polls (a registration moves no partition `update_time`); what each Slurm does
+//! with a job submitted at zero pods; that node records kept by the autoscaler
+//! (`spec.nodeRecords: Future`) make scaling from zero work on both, with the shape taken
+//! from the NodeSet's pod template while no node exists; that a job larger than the
+//! NodeSet's `maxReplicas` is never scaled for; and that `slurm_nodeset_desired_nodes`, which
+//! KEDA follows, asks for the nodes a job needs from zero.
+//!
+//! Tests of one Slurm take turns on its `slinky` partition; the two Slurms run side by side.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::json;
+use slurmscale_autoscaler::crd::NodeSetAutoscaler;
+use slurmscale_exporter::k8s::nodeset::v1beta1;
+use support::{Metrics, Process, SlurmCluster, kube_client, kubeconfig_path, namespace};
+
+const PARTITION: &str = "slinky";
+/// The pod names the harness can run (`slinky-0` … `slinky-15`).
+const PODS: usize = 16;
+
+static TURN_2205: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+static TURN_2411: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+async fn turn(flavor: &str) -> tokio::sync::MutexGuard<'static, ()> {
+    match flavor {
+        "24.11" => TURN_2411.lock().await,
+        _ => TURN_2205.lock().await,
+    }
+}
+
+/// The notes of the Events of `reason` in `ns`.
+async fn events(client: &kube::Client, ns: &str, reason: &str) -> Vec<String> {
+    let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), ns);
+    api.list(&Default::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some(reason))
+        .filter_map(|e| e.note)
+        .collect()
+}
+
+/// The partition as a fresh Slinky install has it: no job, no pod, no record, and no
+/// NodeSetAutoscaler of this Slurm left by an earlier test to make records.
+async fn reset(cluster: &SlurmCluster) {
+    let client = kube_client().await;
+    let nsas: Api<NodeSetAutoscaler> = Api::all(client.clone());
+    for n in nsas
+        .list(&Default::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+    {
+        let ns = n.metadata.namespace.clone().unwrap_or_default();
+        if ns.starts_with("slinky-") && n.spec.slurm.cluster.as_deref() == Some(&cluster.name) {
+            let _ = Api::<NodeSetAutoscaler>::namespaced(client.clone(), &ns)
+                .delete("slinky", &Default::default())
+                .await;
+        }
+    }
+    let c = cluster.clone();
+    tokio::task::spawn_blocking(move || {
+        let _ = c
+            .cmd("scancel")
+            .args(["--user=root", "--partition", PARTITION])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline && !c.run("squeue", &["-h", "-p", PARTITION]).is_empty() {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        for i in 0..PODS {
+            let name = format!("slinky-{i}");
+            let _ = std::process::Command::new("bash")
+                .arg(support::repo_root().join("tests/harness/slurm.sh"))
+                .args([&c.flavor, "pod-down", &name, "delete"])
+                .output();
+            // Records nobody's pod registered (FUTURE) are not seen by pod-down.
+            let _ = c
+                .cmd("scontrol")
+                .args(["delete", &format!("nodename={name}")])
+                .output();
+        }
+    })
+    .await
+    .unwrap();
+}
+
+fn pod(cluster: &SlurmCluster, args: &[&str]) {
+    cluster.harness(args);
+}
+
+/// Nodes and CPUs slurmctld has in the partition (`scontrol show partition`), FUTURE
+/// records included.
+fn partition_size(cluster: &SlurmCluster) -> (u64, u64) {
+    let out = cluster.run("scontrol", &["-o", "show", "partition", PARTITION]);
+    let field = |k: &str| {
+        out.split_whitespace()
+            .find_map(|w| w.strip_prefix(k))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("TotalNodes="), field("TotalCPUs="))
+}
+
+fn registered(cluster: &SlurmCluster, node: &str) -> bool {
+    let state = cluster.run("sinfo", &["-h", "-N", "-n", node, "-o", "%T"]);
+    matches!(
+        state.trim(),
+        "idle" | "mixed" | "allocated" | "idle*" | "completing"
+    )
+}
+
+fn exporter(cluster: &SlurmCluster, kube: bool) -> Process {
+    let key = cluster.key_file.to_string_lossy().into_owned();
+    let kubeconfig = kubeconfig_path().to_string_lossy().into_owned();
+    let mut args = vec!["exporter", "--interval", "1s", "--jwt-key-file", &key];
+    if kube {
+        args.extend(["--kubeconfig", &kubeconfig]);
+    } else {
+        args.push("--no-kubernetes");
+    }
+    Process::start(
+        &args,
+        &[
+            ("SLURM_REST_URL", &cluster.url),
+            ("SLURM_USER", &cluster.user),
+            ("SLURM_CLUSTER", &cluster.name),
+        ],
+    )
+}
+
+fn partition_metric(m: &Metrics, name: &str) -> f64 {
+    m.get(name, &[("partition", PARTITION)]).unwrap_or(-1.0)
+}
+
+/// Waits for `check` on the process's metrics; how long it took.
+async fn metrics_until(
+    p: &Process,
+    what: &str,
+    within: Duration,
+    check: impl Fn(&Metrics) -> bool,
+) -> Duration {
+    let start = Instant::now();
+    let ok = support::wait_until(within, || async { check(&p.metrics().await) }).await;
+    if !ok {
+        let m = p.metrics().await;
+        let view: Vec<String> =
+            m.0.iter()
+                .filter(|(_, l, _)| l.iter().any(|(_, v)| v == PARTITION))
+                .map(|(n, l, v)| format!("{n}{l:?} {v}"))
+                .collect();
+        panic!(
+            "{what}: not within {within:?}\n{}\nlogs:\n{}",
+            view.join("\n"),
+            p.logs()
+        );
+    }
+    start.elapsed()
+}
+
+/// A pod's node joining or leaving moves no partition `update_time`: the exporter must still
+/// show the partition's size and CPUs within two polls, as pods register, are deleted (the
+/// record goes, operator 1.1) or leave their record DOWN (operator 1.2) and come back.
+async fn partition_follows_pods(flavor: &str) {
+    let _turn = turn(flavor).await;
+    let cluster = SlurmCluster::get(flavor);
+    reset(&cluster).await;
+    let e = exporter(&cluster, false);
+    e.wait_ready(Duration::from_secs(30)).await;
+    metrics_until(&e, "an empty partition", Duration::from_secs(5), |m| {
+        partition_metric(m, "slurm_partition_nodes") == 0.0
+    })
+    .await;
+    // Two polls at --interval 1s, and a little for the scrape and the registration's RPC.
+    let two_polls = Duration::from_secs(3);
+    let mut joins = Vec::new();
+    for (i, pods) in [(0, 1.0), (1, 2.0)] {
+        let name = format!("slinky-{i}");
+        pod(&cluster, &["pod-up", &name]);
+        let c = cluster.clone();
+        assert!(
+            support::wait_until(Duration::from_secs(30), || {
+                let c = c.clone();
+                let name = name.clone();
+                async move { registered(&c, &name) }
+            })
+            .await,
+            "{name} did not register on {flavor}"
+        );
+        joins.push(
+            metrics_until(
+                &e,
+                &format!("{name} counted in its partition"),
+                two_polls,
+                |m| {
+                    partition_metric(m, "slurm_partition_nodes") == pods
+                        && partition_metric(m, "slurm_partition_cpus") == pods * 4.0
+                },
+            )
+            .await,
+        );
+    }
+    // Deleted with its record (operator 1.1 and before).
+    pod(&cluster, &["pod-down", "slinky-1", "delete"]);
+    metrics_until(&e, "a deleted record leaves", two_polls, |m| {
+        partition_metric(m, "slurm_partition_nodes") == 1.0
+            && partition_metric(m, "slurm_partition_cpus") == 4.0
+    })
+    .await;
+    // Its record left DOWN (operator 1.2 on): still in the partition, not usable.
+    pod(&cluster, &["pod-down", "slinky-0"]);
+    metrics_until(&e, "a lingering DOWN record", two_polls, |m| {
+        partition_metric(m, "slurm_partition_nodes") == 1.0
+            && partition_metric(m, "slurm_partition_nodes_down") == 1.0
+            && partition_metric(m, "slurm_partition_nodes_usable_idle") == 0.0
+    })
+    .await;
+    // The next pod of that name takes its record back.
+    pod(&cluster, &["pod-up", "slinky-0"]);
+    metrics_until(
+        &e,
+        "the lingering record back",
+        Duration::from_secs(30),
+        |m| {
+            partition_metric(m, "slurm_partition_nodes") == 1.0
+                && partition_metric(m, "slurm_partition_nodes_down") == 0.0
+                && partition_metric(m, "slurm_partition_nodes_usable_idle") == 1.0
+        },
+    )
+    .await;
+    eprintln!(
+        "Slurm {flavor}: a pod's node counted in its partition after {joins:?} (2 polls = 2 s)"
+    );
+    drop(e);
+    reset(&cluster).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partition_follows_pods_on_22_05() {
+    partition_follows_pods("22.05").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partition_follows_pods_on_24_11() {
+    partition_follows_pods("24.11").await;
+}
+
+/// At zero pods the partition has no node: Slurm 22.05 accepts a job and leaves it pending
+/// (`PartitionConfig`), 24.11 refuses it at submit. The exporter reads a NodeSet without a
+/// bound as asking for the job's nodes (KEDA's metric is not capped at the zero nodes there
+/// are), and a NodeSetAutoscaler's `maxReplicas` becomes its bound.
+async fn submit_at_zero(flavor: &str) {
+    let _turn = turn(flavor).await;
+    let cluster = SlurmCluster::get(flavor);
+    reset(&cluster).await;
+    let out = cluster
+        .cmd("sbatch")
+        .args(["--parsable", "-o", "/dev/null", "-p", PARTITION, "-N", "2"])
+        .args(["--wrap", "sleep 60"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    match flavor {
+        "22.05" => assert!(out.status.success(), "22.05 accepts it: {stderr}"),
+        _ => {
+            assert!(!out.status.success(), "24.11 refuses a job at zero nodes");
+            assert!(
+                stderr.contains("Requested node configuration is not available"),
+                "{stderr}"
+            );
+            reset(&cluster).await;
+            return;
+        }
+    }
+    let client = kube_client().await;
+    let ns = namespace(&client, "slinky-zero").await;
+    let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
+    let spec = v1beta1::NodeSetSpec {
+        replicas: Some(0),
+        extra_conf: Some("CPUs=4 RealMemory=8000".into()),
+        ..Default::default()
+    };
+    nodesets
+        .create(
+            &PostParams::default(),
+            &v1beta1::NodeSet::new("slinky", spec),
+        )
+        .await
+        .unwrap();
+    let e = exporter(&cluster, true);
+    e.wait_ready(Duration::from_secs(30)).await;
+    let series = |m: &Metrics, name: &str| {
+        m.get(
+            name,
+            &[
+                ("namespace", &ns),
+                ("nodeset", "slinky"),
+                ("partition", PARTITION),
+            ],
+        )
+    };
+    metrics_until(&e, "desired 2 from zero", Duration::from_secs(10), |m| {
+        series(m, "slurm_nodeset_desired_nodes") == Some(2.0)
+            && series(m, "slurm_nodeset_desired_nodes_stale") == Some(0.0)
+            && series(m, "slurm_nodeset_max_nodes").is_none()
+    })
+    .await;
+    // A NodeSetAutoscaler of at most 1 replica: the 2-node job can never run there.
+    let nsa: NodeSetAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler",
+        "metadata": {"name": "slinky"},
+        "spec": {"scaleTargetRef": {"name": "slinky"}, "maxReplicas": 1}
+    }))
+    .unwrap();
+    Api::<NodeSetAutoscaler>::namespaced(client.clone(), &ns)
+        .create(&PostParams::default(), &nsa)
+        .await
+        .unwrap();
+    metrics_until(&e, "bounded by maxReplicas", Duration::from_secs(10), |m| {
+        series(m, "slurm_nodeset_max_nodes") == Some(1.0)
+            && series(m, "slurm_nodeset_desired_nodes") == Some(0.0)
+    })
+    .await;
+    drop(e);
+    reset(&cluster).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_at_zero_pods_on_22_05() {
+    submit_at_zero("22.05").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_at_zero_pods_on_24_11() {
+    submit_at_zero("24.11").await;
+}
+
+/// The test's slurm-operator: follows the NodeSet's replicas with pods, the lowest free
+/// ordinal first on the way up and the highest on the way down (a pod whose node still runs
+/// a job stays, as the operator drains before deleting), leaving the record DOWN (1.2).
+fn operate(client: kube::Client, ns: String, cluster: SlurmCluster) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let api: Api<v1beta1::NodeSet> = Api::namespaced(client, &ns);
+        let mut up: BTreeSet<usize> = BTreeSet::new();
+        loop {
+            let Ok(nodeset) = api.get("slinky").await else {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                continue;
+            };
+            let want = nodeset.spec.replicas.unwrap_or(0).clamp(0, PODS as i32) as usize;
+            while up.len() < want {
+                let i = (0..PODS).find(|i| !up.contains(i)).unwrap();
+                let c = cluster.clone();
+                tokio::task::spawn_blocking(move || c.harness(&["pod-up", &format!("slinky-{i}")]))
+                    .await
+                    .unwrap();
+                up.insert(i);
+            }
+            while up.len() > want {
+                let i = *up.iter().next_back().unwrap();
+                let c = cluster.clone();
+                let ok = tokio::task::spawn_blocking(move || {
+                    std::process::Command::new("bash")
+                        .arg(support::repo_root().join("tests/harness/slurm.sh"))
+                        .args([&c.flavor, "pod-down", &format!("slinky-{i}")])
+                        .status()
+                        .is_ok_and(|s| s.success())
+                })
+                .await
+                .unwrap();
+                if !ok {
+                    break;
+                }
+                up.remove(&i);
+            }
+            let status = json!({"status": {"replicas": up.len(), "readyReplicas": up.len(), "selector": "app=slinky", "nodeSetHash": "test"}});
+            let _ = api
+                .patch_status("slinky", &PatchParams::default(), &Patch::Merge(status))
+                .await;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    })
+}
+
+/// Scaling a Slinky NodeSet from zero with records kept by the autoscaler: the records give
+/// the partition its size at zero pods (24.11 then accepts the job), the shape comes from the
+/// NodeSet's pod template until a node registers, the NodeSet grows for the job and its pods
+/// join their records; once idle it goes back to zero, the records stay (DOWN, as the pods
+/// left them), and the next job scales it up again from them. A job larger than
+/// `maxReplicas` is never scaled for.
+async fn scale_from_zero_with_records(flavor: &str) {
+    let _turn = turn(flavor).await;
+    let cluster = SlurmCluster::get(flavor);
+    reset(&cluster).await;
+    let client = kube_client().await;
+    let ns = namespace(&client, "slinky-records").await;
+    let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
+    let spec = v1beta1::NodeSetSpec {
+        replicas: Some(0),
+        extra_conf: Some("CPUs=4 RealMemory=8000".into()),
+        ..Default::default()
+    };
+    nodesets
+        .create(
+            &PostParams::default(),
+            &v1beta1::NodeSet::new("slinky", spec),
+        )
+        .await
+        .unwrap();
+    let autoscalers: Api<NodeSetAutoscaler> = Api::namespaced(client.clone(), &ns);
+    let nsa: NodeSetAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler",
+        "metadata": {"name": "slinky"},
+        "spec": {
+            "scaleTargetRef": {"name": "slinky"},
+            "slurm": {"cluster": cluster.name},
+            "maxReplicas": 3, "idleTimeoutSeconds": 6,
+            "scaleDown": {"stabilizationWindowSeconds": 4, "maxStep": 8},
+            "nodeRecords": "Future",
+        }
+    }))
+    .unwrap();
+    autoscalers
+        .create(&PostParams::default(), &nsa)
+        .await
+        .unwrap();
+    let scontrol = cluster.bin.join("scontrol").to_string_lossy().into_owned();
+    let conf = cluster.conf.to_string_lossy().into_owned();
+    let lease = namespace(&client, "slinky-lease").await;
+    let a = support::autoscaler(
+        &cluster,
+        &lease,
+        &["--scontrol", &scontrol, "--scontrol-conf", &conf],
+    );
+    let operator = operate(client.clone(), ns.clone(), cluster.clone());
+    let status = async || autoscalers.get("slinky").await.ok().and_then(|n| n.status);
+    let replicas = async || {
+        nodesets
+            .get("slinky")
+            .await
+            .ok()
+            .and_then(|n| n.spec.replicas)
+            .unwrap_or(-1)
+    };
+    support::elastic::eventually(
+        "three FUTURE records in the partition, shaped by the pod template",
+        Duration::from_secs(30),
+        &a,
+        async || {
+            let c = cluster.clone();
+            let size = tokio::task::spawn_blocking(move || partition_size(&c))
+                .await
+                .unwrap();
+            let s = status().await.unwrap_or_default();
+            size == (3, 12)
+                && s.node_records.as_ref().is_some_and(|r| (r.wanted, r.existing) == (3, 3))
+                // Once the records exist, the partition has their shape.
+                && s.node_shape.as_deref() == Some("4 CPUs, 7.8 GiB (partition)")
+        },
+    )
+    .await;
+    // Before they existed the partition had no node: the shape came from the pod template.
+    let made = events(&client, &ns, "NodeRecords").await;
+    assert!(
+        made.iter().any(|n| n.contains("slinky-0,slinky-1,slinky-2")
+            && n.contains("Feature=slinky CPUs=4 RealMemory=8000 State=FUTURE")),
+        "{made:?}"
+    );
+
+    // Now 24.11 accepts a job at zero pods too.
+    let sent = Instant::now();
+    let job = cluster.submit(&[
+        "-p",
+        PARTITION,
+        "-N",
+        "2",
+        "--exclusive",
+        "--wrap",
+        "sleep 4",
+    ]);
+    support::elastic::eventually(
+        "the NodeSet scaled to 2 for the job",
+        Duration::from_secs(20),
+        &a,
+        async || replicas().await == 2,
+    )
+    .await;
+    let scaled = sent.elapsed();
+    support::elastic::eventually(
+        "the job runs on the pods' nodes",
+        Duration::from_secs(40),
+        &a,
+        async || {
+            let state = cluster.run("squeue", &["-h", "-j", &job, "-o", "%T %N"]);
+            state.starts_with("RUNNING slinky-[0-1]") || state.trim().is_empty()
+        },
+    )
+    .await;
+    let ran = sent.elapsed();
+    // A job larger than maxReplicas: refused at submit where the partition is only the 3
+    // records, or pending and never scaled for.
+    let out = cluster
+        .cmd("sbatch")
+        .args([
+            "--parsable",
+            "-o",
+            "/dev/null",
+            "-p",
+            PARTITION,
+            "-N",
+            "4",
+            "--exclusive",
+        ])
+        .args(["--wrap", "sleep 1"])
+        .output()
+        .unwrap();
+    let big_accepted = out.status.success();
+    eprintln!(
+        "Slurm {flavor}: a 4-node job on 3 records {}",
+        if big_accepted {
+            "is accepted and pends".to_string()
+        } else {
+            format!(
+                "is refused: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )
+        }
+    );
+    // Idle (the big job, if any, counts as unsatisfiable): back to zero; the pods' records
+    // stay DOWN, the autoscaler keeps them.
+    support::elastic::eventually(
+        "back to zero when idle",
+        Duration::from_secs(60),
+        &a,
+        async || replicas().await == 0,
+    )
+    .await;
+    if big_accepted {
+        // Reported as never able to start, and not scaled for.
+        let m = a.metrics().await;
+        assert_eq!(
+            m.get(
+                "slurmscale_autoscaler_unsatisfiable_jobs",
+                &[("namespace", &ns), ("autoscaler", "slinky")]
+            ),
+            Some(1.0),
+            "the 4-node job is reported as unsatisfiable"
+        );
+        assert_eq!(
+            replicas().await,
+            0,
+            "never scaled for a job beyond maxReplicas"
+        );
+        let _ = cluster
+            .cmd("scancel")
+            .args(["--user=root", "--partition", PARTITION])
+            .status();
+    }
+    let c = cluster.clone();
+    let size = tokio::task::spawn_blocking(move || partition_size(&c))
+        .await
+        .unwrap();
+    assert_eq!(size, (3, 12), "the records outlive the pods");
+    // The next job scales up again from the lingering records.
+    let job = cluster.submit(&[
+        "-p",
+        PARTITION,
+        "-N",
+        "1",
+        "--exclusive",
+        "--wrap",
+        "sleep 2",
+    ]);
+    support::elastic::eventually(
+        "a job again runs from zero",
+        Duration::from_secs(40),
+        &a,
+        async || {
+            let state = cluster.run("squeue", &["-h", "-j", &job, "-o", "%T"]);
+            state.trim() == "RUNNING" || state.trim().is_empty()
+        },
+    )
+    .await;
+    eprintln!(
+        "Slurm {flavor}: sbatch -> /scale 2 in {scaled:?}, job running in {ran:?} (pods register in the harness in about a second)"
+    );
+    let _ = autoscalers.delete("slinky", &Default::default()).await;
+    operator.abort();
+    drop(a);
+    reset(&cluster).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scale_from_zero_with_node_records_on_22_05() {
+    scale_from_zero_with_records("22.05").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scale_from_zero_with_node_records_on_24_11() {
+    scale_from_zero_with_records("24.11").await;
+}
