@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a bare Debian bookworm machine (as root): installs what is
-# missing, builds (once, cached) the kube-apiserver and Slurm 24.11, checks formatting and
-# lints, builds the container image, starts the real servers, runs every test against them
-# (the image's among them) and stops the servers.
+# missing, builds (once, cached) Kubernetes with KEDA and the slurm-operator, and Slurm 24.11,
+# checks formatting and lints, builds the container image, starts the real servers, runs
+# every test against them (the image's among them) and stops the servers.
 #
 # Caches live outside the clone (default /var/cache/slurmscale, including the cargo target
 # dir unless CARGO_TARGET_DIR is set), so a second run only builds what changed.
@@ -19,9 +19,9 @@ phase() { # report the previous phase's time, announce the next
   return 0
 }
 
-phase "prerequisites (apt, kube-apiserver build, Slurm 24.11 build, kubectl/helm)"
+phase "prerequisites (apt, Kubernetes/KEDA/slurm-operator build, Slurm 24.11 build, kubectl/helm)"
 tests/harness/deps.sh
-tests/harness/build-kube-apiserver.sh
+tests/harness/build-go-stack.sh
 tests/harness/build-slurm-24.11.sh
 PATH="$(tests/harness/tools.sh):$PATH"
 export PATH

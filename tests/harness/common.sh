@@ -1,7 +1,7 @@
 # Shared settings for the harness scripts (sourced, not run).
 #
-# Everything slow to make (the kube-apiserver binary, the Slurm 24.11 build, the
-# cargo target dir) lives in one cache outside the clone so a second run reuses it;
+# Everything slow to make (the Kubernetes binaries of build-go-stack.sh, the Slurm 24.11
+# build, the cargo target dir) lives in one cache outside the clone so a second run reuses it;
 # everything a run creates (configs, keys, logs, pid files) lives in a run dir that
 # `stop` removes.
 
@@ -15,7 +15,6 @@ HARNESS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 SLURM_2411_VERSION=24.11.5
 SLURM_2411_PREFIX="${SLURM_2411_PREFIX:-$SLURMSCALE_CACHE/slurm-$SLURM_2411_VERSION}"
-KUBE_APISERVER_BIN="${KUBE_APISERVER_BIN:-$SLURMSCALE_CACHE/kube-apiserver-v1.20.2/kube-apiserver}"
 
 say() { printf '[harness] %s\n' "$*" >&2; }
 die() { printf '[harness] error: %s\n' "$*" >&2; exit 1; }
@@ -34,22 +33,37 @@ wait_for() {
   done
 }
 
-# True when the pid recorded in $1 is alive.
-pid_alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
-
-# Stop the process whose pid we recorded in $1 (TERM, then KILL), and forget it.
-# We only ever signal pids we wrote down ourselves.
-stop_pidfile() {
-  local f=$1 pid
-  [ -s "$f" ] || { rm -f "$f"; return 0; }
-  pid=$(cat "$f")
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  rm -f "$f"
+# True when process $1 runs. A zombie does not: our daemons outlive the script that started
+# them, and whoever reaps orphans here may take a second to do it.
+proc_alive() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }
+  [ "${stat%% *}" != Z ]
 }
+
+# True when the pid recorded in $1 is alive.
+pid_alive() { [ -s "$1" ] && proc_alive "$(cat "$1")"; }
+
+# Stop the processes whose pids we recorded in the files given (TERM to all at once, then
+# KILL what is left after 5 s), and forget them. We only ever signal pids we wrote down.
+stop_pidfiles() {
+  # (not `pids`: the scripts name their pid dir so)
+  local f pid procs=() left
+  for f in "$@"; do
+    [ -s "$f" ] && pid=$(cat "$f") && proc_alive "$pid" && kill -TERM "$pid" 2>/dev/null && procs+=("$pid")
+  done
+  for _ in $(seq 50); do
+    left=()
+    for pid in "${procs[@]}"; do proc_alive "$pid" && left+=("$pid"); done
+    [ ${#left[@]} -eq 0 ] && break
+    sleep 0.1
+  done
+  for pid in "${procs[@]}"; do proc_alive "$pid" && kill -KILL "$pid" 2>/dev/null; done
+  rm -f "$@"
+}
+
+stop_pidfile() { stop_pidfiles "$1"; }
 
 # The Debian archive this machine's apt is configured with: `apt_archive main` prints the
 # URI serving the release's own suite, `apt_archive security` the one serving its

@@ -7,10 +7,8 @@ need_root
 packages=(
   # Slurm 22.05 from Debian (never the *-emulator packages: they divert the daemons)
   munge slurmctld slurmd slurmrestd slurm-client slurm-wlm-basic-plugins slurm-wlm-jwt-plugin
-  # kube-apiserver build (Debian's Go) and its runtime
-  golang-go rsync make golang-github-modern-go-reflect2-dev etcd-server
-  # Slurm 24.11 build
-  build-essential pkg-config libmunge-dev libjwt-dev libjson-c-dev libhttp-parser-dev
+  # Slurm 24.11 build (the Kubernetes binaries are built with the machine's own Go 1.26)
+  build-essential make pkg-config libmunge-dev libjwt-dev libjson-c-dev libhttp-parser-dev
   libyaml-dev liblz4-dev libssl-dev
   # scripts, certificates, metric and rule linting, a real Prometheus
   openssl curl jq xz-utils unzip dpkg-dev prometheus

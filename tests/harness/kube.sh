@@ -1,50 +1,102 @@
 #!/usr/bin/env bash
-# A real kube-apiserver v1.20.2 (built by build-kube-apiserver.sh) with Debian's etcd, both on
-# 127.0.0.1, fresh certificates and an empty etcd per start, and the CRDs the tests need.
+# A current Kubernetes on 127.0.0.1, from the binaries build-go-stack.sh caches: etcd 3.6,
+# kube-apiserver, kube-controller-manager and kube-scheduler 1.37, and kwok's fake Nodes
+# (Pods there become Running without a kubelet). Fresh certificates and an empty etcd per
+# start, and the CRDs the tests need. On request, KEDA (operator + external metrics API) and
+# the Slinky slurm-operator.
 #
 #   kube.sh start | stop | status | env | apiserver-stop | apiserver-start
+#   kube.sh keda-start | keda-stop | operator-start | operator-stop
 #
-# There is no kubelet, scheduler or controller-manager: pods stay Pending, which is all the
-# tests need (they play the operator themselves). Only pids this script recorded are signalled.
+# SLURMSCALE_KUBE_WITH="keda slurm-operator" (either or both) makes `start` start those too.
+#
+# What tests can rely on:
+# * kwok's Nodes (kwok-node-0, ...; SLURMSCALE_KWOK_NODES of them, default 1) carry kwok's
+#   usual taint kwok.x-k8s.io/node=fake:NoSchedule and label type=kwok. A Pod runs there when
+#   it tolerates that taint or names the Node in spec.nodeName. The scheduler places Pods on
+#   kwok Nodes only, so a Pod that opts in to neither stays Pending (Unschedulable), and Nodes
+#   a test creates stay the test's: nobody binds to them, and the node lifecycle controller is
+#   off, so nothing taints them or evicts from them for want of a kubelet.
+# * After apiserver-start, the scheduler, controllers and kwok resume on their own within
+#   about 30 s (their watches back off while the API server is away).
+# * Ports: SLURMSCALE_KUBE_PORT_BASE (default 18000) plus fixed offsets below 1000, so a
+#   second copy (tests/run.sh: 21000) runs beside the first. Only the slurm-operator's
+#   slurmrestd is fixed: DEBUG=1 makes it http://localhost:6820, and nothing moves it.
+#   Everything listens on 127.0.0.1 but KEDA's adapter's own /metrics (base + 84), which
+#   has no address flag.
+# Only pids this script recorded are ever signalled.
 source "$(dirname "$0")/common.sh"
+source "$HARNESS_DIR/go-stack/paths.sh"
 need_root
 
 dir="$SLURMSCALE_RUN/kube"
-pids="$dir/pids"
-pki="$dir/pki"
-# SLURMSCALE_KUBE_PORT_BASE moves all three (a second copy beside the test one).
+pids="$dir/pids" pki="$dir/pki" logs="$dir/log"
 kube_base=${SLURMSCALE_KUBE_PORT_BASE:-18000}
+# Below the kernel's ephemeral range (32768 and up), where an outgoing connection could hold
+# a port before we bind it.
+if [ "$kube_base" -lt 1024 ] || [ $((kube_base + 1000)) -gt 32768 ]; then
+  die "SLURMSCALE_KUBE_PORT_BASE=$kube_base: every port is base + 0..999 and must stay within 1024..32767"
+fi
 etcd_port=$((kube_base + 379)) etcd_peer_port=$((kube_base + 380)) api_port=$((kube_base + 443))
+kcm_port=$((kube_base + 257)) sched_port=$((kube_base + 259))
+keda_metrics_port=$((kube_base + 80)) keda_probe_port=$((kube_base + 81)) keda_grpc_port=$((kube_base + 666))
+adapter_port=$((kube_base + 444)) adapter_metrics_port=$((kube_base + 84))
+operator_probe_port=$((kube_base + 82)) operator_metrics_port=$((kube_base + 83))
 api_url="https://127.0.0.1:$api_port"
 kubeconfig="$dir/kubeconfig"
+kwok_nodes=${SLURMSCALE_KWOK_NODES:-1}
+# kwok hands out fake Pod IPs and Services get ClusterIPs; there is no kube-proxy, so keep both
+# on loopback: nothing that dials one by mistake reaches a real network.
+pod_cidr=127.1.0.0/16 service_cidr=127.2.0.0/16
 repo_root="$(cd "$HARNESS_DIR/../.." && pwd)"
 # CRDs installed at start: ours generated from Rust types (NodeSet with both versions,
 # GenericNode, NodeSetAutoscaler, ...), all checked in under tests/crds and charts/.
 crd_files=("$repo_root"/tests/crds/*.yaml "$repo_root"/charts/slurmscale/crds/*.yaml)
+base_procs=(kube-controller-manager kube-scheduler kwok)
 
-make_certs() {
-  mkdir -p "$pki"
-  cd "$pki"
-  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=slurmscale-test-ca" \
-    -keyout ca.key -out ca.crt 2>/dev/null
-  # issue NAME SUBJECT [EXTENSIONS]
-  issue() {
-    openssl req -newkey rsa:2048 -nodes -subj "$2" -keyout "$1.key" -out "$1.csr" 2>/dev/null
-    openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
-      -extfile <(printf '%s\n' "${3:-basicConstraints=CA:FALSE}") -out "$1.crt" 2>/dev/null
-  }
-  issue apiserver "/CN=kube-apiserver" \
-    "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc
-extendedKeyUsage=serverAuth"
-  issue admin "/O=system:masters/CN=slurmscale-test-admin" "extendedKeyUsage=clientAuth"
-  openssl genrsa -out sa.key 2048 2>/dev/null
-  openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
-  chmod 0600 ./*.key
-  cd - >/dev/null
+# issue NAME SUBJECT EXTENSIONS [CA]: an EC key pair signed by CA (default: the cluster CA).
+# EC rather than RSA: a dozen RSA keys are a second of a start on a busy 2-core machine.
+issue() {
+  local ca=${4:-ca}
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "$2" \
+    -keyout "$pki/$1.key" -out "$pki/$1.csr" 2>/dev/null
+  openssl x509 -req -in "$pki/$1.csr" -CA "$pki/$ca.crt" -CAkey "$pki/$ca.key" -CAcreateserial -days 2 \
+    -extfile <(printf '%s\n' "$3") -out "$pki/$1.crt" 2>/dev/null
 }
 
+new_ca() {
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj "/CN=$2" \
+    -keyout "$pki/$1.key" -out "$pki/$1.crt" 2>/dev/null
+}
+
+make_certs() {
+  mkdir -p "$pki/keda"
+  new_ca ca slurmscale-test-ca
+  # The aggregation layer's own CA, as kubeadm does: extension API servers (KEDA's) trust
+  # only requests that carry the front-proxy client certificate.
+  new_ca front-proxy-ca slurmscale-test-front-proxy-ca
+  issue apiserver "/CN=kube-apiserver" "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc
+extendedKeyUsage=serverAuth"
+  issue admin "/O=system:masters/CN=slurmscale-test-admin" "extendedKeyUsage=clientAuth"
+  # Their own users, so the bootstrap RBAC roles apply as in a real cluster.
+  issue kcm "/CN=system:kube-controller-manager" "extendedKeyUsage=clientAuth"
+  issue scheduler "/CN=system:kube-scheduler" "extendedKeyUsage=clientAuth"
+  issue front-proxy-client "/CN=front-proxy-client" "extendedKeyUsage=clientAuth" front-proxy-ca
+  # KEDA's operator <-> adapter gRPC is mutual TLS with one key pair, and the aggregator
+  # checks the adapter's serving cert against <service>.<namespace>.svc.
+  issue keda "/CN=keda" "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:keda-operator.keda.svc,DNS:keda-metrics-apiserver.keda.svc
+extendedKeyUsage=serverAuth,clientAuth"
+  cp "$pki/ca.crt" "$pki/keda/ca.crt"
+  cp "$pki/keda.crt" "$pki/keda/tls.crt"
+  cp "$pki/keda.key" "$pki/keda/tls.key"
+  openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$pki/sa.key"
+  openssl pkey -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
+  chmod 0600 "$pki"/*.key "$pki"/keda/tls.key
+}
+
+# write_kubeconfig FILE USER: a kubeconfig for the client certificate $pki/USER.crt.
 write_kubeconfig() {
-  cat >"$kubeconfig" <<EOF
+  cat >"$1" <<EOF
 apiVersion: v1
 kind: Config
 clusters:
@@ -53,16 +105,16 @@ clusters:
     server: $api_url
     certificate-authority: $pki/ca.crt
 users:
-- name: admin
+- name: $2
   user:
-    client-certificate: $pki/admin.crt
-    client-key: $pki/admin.key
+    client-certificate: $pki/$2.crt
+    client-key: $pki/$2.key
 contexts:
 - name: harness
-  context: {cluster: harness, user: admin, namespace: default}
+  context: {cluster: harness, user: $2, namespace: default}
 current-context: harness
 EOF
-  chmod 0600 "$kubeconfig"
+  chmod 0600 "$1"
 }
 
 api() { # curl as the admin user; extra args follow
@@ -71,13 +123,23 @@ api() { # curl as the admin user; extra args follow
 
 ready() { [ "$(api -o /dev/null -w '%{http_code}' "$api_url/readyz")" = 200 ]; }
 
+# create PATH [FILE]: POST one YAML object (stdin without FILE). One that exists already is
+# kept (409): the object a caller installed first wins.
+create() {
+  local code
+  code=$(api -o "$dir/api.out" -w '%{http_code}' -X POST -H 'Content-Type: application/yaml' \
+    --data-binary "@${2:--}" "$api_url$1")
+  case $code in
+    201 | 409) ;;
+    *) die "POST $1 ${2:-} failed ($code): $(head -c 600 "$dir/api.out")" ;;
+  esac
+}
+
+# install_crds FILE...: create them all, then wait until each is served.
 install_crds() {
-  local f code name
-  for f in "${crd_files[@]}"; do
-    [ -e "$f" ] || continue
-    code=$(api -o "$dir/crd.out" -w '%{http_code}' -X POST -H 'Content-Type: application/yaml' \
-      --data-binary "@$f" "$api_url/apis/apiextensions.k8s.io/v1/customresourcedefinitions")
-    [ "$code" = 201 ] || die "installing CRD $f failed ($code): $(head -c 600 "$dir/crd.out")"
+  local f name
+  for f in "$@"; do create /apis/apiextensions.k8s.io/v1/customresourcedefinitions "$f"; done
+  for f in "$@"; do
     name=$(awk '/^metadata:/{m=1} m && /^  name:/{print $2; exit}' "$f")
     wait_for 30 "CRD $name to be established" crd_established "$name"
   done
@@ -88,59 +150,315 @@ crd_established() {
     jq -e '.status.conditions[]? | select(.type=="Established" and .status=="True")' >/dev/null
 }
 
-start_apiserver() {
-  "$KUBE_APISERVER_BIN" \
-    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$api_port" --insecure-port=0 \
-    --etcd-servers="http://127.0.0.1:$etcd_port" \
-    --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" \
-    --client-ca-file="$pki/ca.crt" --authorization-mode=RBAC \
-    --disable-admission-plugins=ServiceAccount \
-    --service-account-issuer=https://kubernetes.default.svc \
-    --service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
-    --service-cluster-ip-range=10.96.0.0/16 --allow-privileged=true \
-    >>"$dir/log/kube-apiserver.log" 2>&1 &
-  echo $! >"$pids/kube-apiserver"
+# run NAME CMD...: start in the background, log to $logs/NAME.log, remember the pid.
+run() {
+  local name=$1
+  shift
+  "$@" >>"$logs/$name.log" 2>&1 &
+  echo $! >"$pids/$name"
 }
 
-running() { pid_alive "$pids/etcd" && pid_alive "$pids/kube-apiserver"; }
+need_bin() { [ -x "$1" ] || die "missing $1: run tests/harness/build-go-stack.sh $2"; }
 
-start() {
-  if running && ready; then
-    say "kube-apiserver already running ($api_url)"
-    return
-  fi
-  [ -x "$KUBE_APISERVER_BIN" ] || die "no kube-apiserver at $KUBE_APISERVER_BIN: run tests/harness/build-kube-apiserver.sh"
-  command -v etcd >/dev/null || die "etcd is missing: run tests/harness/deps.sh"
-  stop >/dev/null 2>&1 || true
-  mkdir -p "$dir/etcd" "$dir/log" "$pids"
-  make_certs
-  write_kubeconfig
+# wait_up SECS PROC WHAT CHECK...: wait_for CHECK, but fail at once, with the end of its log,
+# when PROC has exited (a port taken by another copy, a bad flag) instead of timing out.
+wait_up() {
+  local secs=$1 proc=$2 what=$3
+  shift 3
+  local deadline=$((SECONDS + secs))
+  until "$@" >/dev/null 2>&1; do
+    pid_alive "$pids/$proc" || die "$proc exited while waiting for $what: $(tail -n 3 "$logs/$proc.log")"
+    [ $SECONDS -lt $deadline ] || die "timed out after ${secs}s waiting for $what (log: $logs/$proc.log)"
+    sleep 0.2
+  done
+}
 
-  etcd --name harness --data-dir "$dir/etcd" \
+start_etcd() {
+  run etcd "$GOSTACK_ETCD_DIR/etcd" --name harness --data-dir "$dir/etcd" \
     --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
     --listen-peer-urls "http://127.0.0.1:$etcd_peer_port" \
     --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer_port" \
     --initial-cluster "harness=http://127.0.0.1:$etcd_peer_port" \
-    --unsafe-no-fsync >"$dir/log/etcd.log" 2>&1 &
-  echo $! >"$pids/etcd"
-  wait_for 30 "etcd (log: $dir/log/etcd.log)" curl -sf "http://127.0.0.1:$etcd_port/health"
+    --listen-metrics-urls "" --unsafe-no-fsync
+}
 
-  start_apiserver
-  wait_for 60 "kube-apiserver /readyz (log: $dir/log/kube-apiserver.log)" ready
-  install_crds
+start_apiserver() {
+  # --endpoint-reconciler-type=none: 1.37 refuses a loopback advertise address for the
+  # `kubernetes` Service's endpoints (nothing here needs them). The requestheader and
+  # proxy-client flags enable the aggregation layer (KEDA's external metrics API).
+  # --enable-aggregator-routing=false on purpose: with routing on, the aggregator dials a
+  # Service's endpoints, which may not hold loopback addresses; with it off, an ExternalName
+  # Service naming 127.0.0.1 works (keda_start).
+  # No ServiceAccount admission: it refuses a Pod until kube-controller-manager has made its
+  # namespace's `default` ServiceAccount, which under load (or for up to 30 s after an API
+  # server restart, while the controller's watch backs off) is later than a test creating a
+  # namespace and then a Pod. No Pod here runs anything that would use the token.
+  run kube-apiserver "$GOSTACK_KUBE_DIR/kube-apiserver" \
+    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$api_port" \
+    --disable-admission-plugins=ServiceAccount \
+    --endpoint-reconciler-type=none --etcd-servers="http://127.0.0.1:$etcd_port" \
+    --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" \
+    --client-ca-file="$pki/ca.crt" --authorization-mode=Node,RBAC \
+    --service-account-issuer=https://kubernetes.default.svc \
+    --service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
+    --service-cluster-ip-range="$service_cidr" --allow-privileged=true \
+    --requestheader-client-ca-file="$pki/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
+    --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+    --requestheader-extra-headers-prefix=X-Remote-Extra- \
+    --proxy-client-cert-file="$pki/front-proxy-client.crt" --proxy-client-key-file="$pki/front-proxy-client.key" \
+    --enable-aggregator-routing=false
+}
+
+start_kcm() {
+  # Every default controller (deployments, replica sets, HPA, garbage collector, namespaces,
+  # service accounts, ...) but the node lifecycle one: with no kubelet behind the Nodes tests
+  # create, it would taint them unreachable after a minute and evict their Pods.
+  # kwok keeps its own Nodes Ready. HPA re-evaluates every 5 s, for tests.
+  run kube-controller-manager "$GOSTACK_KUBE_DIR/kube-controller-manager" \
+    --kubeconfig="$dir/kcm.kubeconfig" --authentication-kubeconfig="$dir/kcm.kubeconfig" \
+    --authorization-kubeconfig="$dir/kcm.kubeconfig" \
+    --bind-address=127.0.0.1 --secure-port="$kcm_port" --leader-elect=false \
+    --controllers='*,-node-lifecycle-controller' --use-service-account-credentials=true \
+    --service-account-private-key-file="$pki/sa.key" --root-ca-file="$pki/ca.crt" \
+    --cluster-signing-cert-file="$pki/ca.crt" --cluster-signing-key-file="$pki/ca.key" \
+    --horizontal-pod-autoscaler-sync-period=5s
+}
+
+start_scheduler() {
+  # Only kwok's Nodes (label type=kwok) are candidates: a Node a test creates is never given
+  # a Pod behind the test's back.
+  cat >"$dir/scheduler.yaml" <<EOF
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection: {kubeconfig: $dir/scheduler.kubeconfig}
+leaderElection: {leaderElect: false}
+profiles:
+- schedulerName: default-scheduler
+  pluginConfig:
+  - name: NodeAffinity
+    args:
+      addedAffinity:
+        requiredDuringSchedulingIgnoredDuringExecution:
+          nodeSelectorTerms:
+          - matchExpressions: [{key: type, operator: In, values: [kwok]}]
+EOF
+  run kube-scheduler "$GOSTACK_KUBE_DIR/kube-scheduler" --config="$dir/scheduler.yaml" \
+    --authentication-kubeconfig="$dir/scheduler.kubeconfig" \
+    --authorization-kubeconfig="$dir/scheduler.kubeconfig" \
+    --bind-address=127.0.0.1 --secure-port="$sched_port"
+}
+
+start_kwok() {
+  local cfg=() f
+  for f in "$GOSTACK_KWOK_DIR"/stages/*.yaml; do cfg+=(--config="$f"); done
+  # Only Nodes annotated kwok.x-k8s.io/node=fake are kwok's. HOME: kwok reads ~/.kwok.
+  # It opens no port (no --server-address).
+  mkdir -p "$dir/kwok-home"
+  HOME="$dir/kwok-home" run kwok "$GOSTACK_KWOK_DIR/kwok" --kubeconfig="$kubeconfig" "${cfg[@]}" \
+    --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+    --cidr="$pod_cidr" --node-ip=127.0.0.1 --node-lease-duration-seconds=40
+}
+
+kwok_node_names() { local i; for ((i = 0; i < kwok_nodes; i++)); do printf 'kwok-node-%s ' "$i"; done; }
+
+create_kwok_nodes() {
+  local n taint='[{"key":"kwok.x-k8s.io/node","value":"fake","effect":"NoSchedule"}]'
+  for n in $(kwok_node_names); do
+    create /api/v1/nodes <<EOF
+apiVersion: v1
+kind: Node
+metadata:
+  name: $n
+  annotations: {kwok.x-k8s.io/node: fake}
+  labels: {kubernetes.io/hostname: $n, type: kwok}
+spec:
+  taints: $taint
+status:
+  allocatable: {cpu: "64", memory: 512Gi, pods: "250"}
+  capacity: {cpu: "64", memory: 512Gi, pods: "250"}
+EOF
+    # The API server adds node.kubernetes.io/not-ready to a new Node; the node lifecycle
+    # controller, which is off, would lift it once kwok reports Ready. Only kwok's stays.
+    api -f -o /dev/null -X PATCH -H 'Content-Type: application/merge-patch+json' \
+      -d "{\"spec\":{\"taints\":$taint}}" "$api_url/api/v1/nodes/$n" || die "untainting $n failed"
+  done
+}
+
+node_ready() {
+  api "$api_url/api/v1/nodes/$1" |
+    jq -e '.status.conditions[]? | select(.type=="Ready" and .status=="True")' >/dev/null
+}
+
+running() {
+  local p
+  for p in etcd kube-apiserver "${base_procs[@]}"; do pid_alive "$pids/$p" || return 1; done
+}
+
+write_env() {
   cat >"$dir/env" <<EOF
 export KUBECONFIG=$kubeconfig
 export KUBE_API_URL=$api_url
+export KUBE_VERSION=$KUBE_VERSION
+export HARNESS_KUBE_PKI=$pki
+export HARNESS_KWOK_NODES="$(kwok_node_names | sed 's/ $//')"
+export HARNESS_KEDA_VERSION=$KEDA_VERSION
+export HARNESS_KEDA_CRDS=$GOSTACK_KEDA_DIR/crds
+export HARNESS_KEDA_METRICS_URL=http://127.0.0.1:$keda_metrics_port/metrics
+export HARNESS_KEDA_ADAPTER_URL=https://127.0.0.1:$adapter_port
+export HARNESS_SLURM_OPERATOR_VERSION=$SLURM_OPERATOR_VERSION
+export HARNESS_SLURM_OPERATOR_CRDS=$GOSTACK_SLURM_OPERATOR_DIR/crds
+export HARNESS_SLURM_OPERATOR_METRICS_URL=http://127.0.0.1:$operator_metrics_port/metrics
+export HARNESS_SLURM_OPERATOR_RESTD_URL=http://127.0.0.1:6820
 EOF
-  say "kube-apiserver up: $api_url (KUBECONFIG=$kubeconfig)"
+}
+
+start() {
+  if running && ready; then
+    say "Kubernetes already running ($api_url)"
+  else
+    start_base
+  fi
+  local extra
+  for extra in ${SLURMSCALE_KUBE_WITH:-}; do
+    case "$extra" in
+      keda) keda_start ;;
+      slurm-operator) operator_start ;;
+      *) die "SLURMSCALE_KUBE_WITH: unknown '$extra' (keda, slurm-operator)" ;;
+    esac
+  done
+}
+
+start_base() {
+  need_bin "$GOSTACK_ETCD_DIR/etcd" etcd
+  need_bin "$GOSTACK_KUBE_DIR/kube-apiserver" kube
+  need_bin "$GOSTACK_KWOK_DIR/kwok" kwok
+  stop >/dev/null 2>&1 || true
+  mkdir -p "$dir/etcd" "$logs" "$pids"
+  # die exits the script: leave no process behind, but keep the logs to read.
+  trap 'if [ $? -ne 0 ]; then stop_processes; say "start failed; processes stopped, logs kept in $logs"; fi' EXIT
+  start_etcd # comes up while the certificates are made
+  make_certs
+  write_kubeconfig "$kubeconfig" admin
+  write_kubeconfig "$dir/kcm.kubeconfig" kcm
+  write_kubeconfig "$dir/scheduler.kubeconfig" scheduler
+  wait_up 30 etcd "etcd /health" curl -sf "http://127.0.0.1:$etcd_port/health"
+  start_apiserver
+  wait_up 60 kube-apiserver "kube-apiserver /readyz" ready
+  # The clients connect while the CRDs are installed.
+  start_kcm
+  start_scheduler
+  start_kwok
+  install_crds "${crd_files[@]}"
+  create_kwok_nodes
+  local n
+  for n in $(kwok_node_names); do
+    wait_up 30 kwok "kwok to make $n Ready" node_ready "$n"
+  done
+  wait_up 30 kube-controller-manager "kube-controller-manager /healthz" \
+    curl -skf "https://127.0.0.1:$kcm_port/healthz"
+  wait_up 30 kube-scheduler "kube-scheduler /healthz" \
+    curl -skf "https://127.0.0.1:$sched_port/healthz"
+  write_env
+  trap - EXIT
+  say "Kubernetes $KUBE_VERSION up: $api_url (KUBECONFIG=$kubeconfig)"
+}
+
+# KEDA's operator and metrics adapter, as the admin user outside the cluster (no pods, no
+# RBAC objects), and the APIService v1beta1.external.metrics.k8s.io pointing at the adapter.
+keda_start() {
+  need_bin "$GOSTACK_KEDA_DIR/keda" keda
+  running || die "Kubernetes is not running: run tests/harness/kube.sh start"
+  if pid_alive "$pids/keda-operator" && pid_alive "$pids/keda-adapter"; then return; fi
+  keda_stop >/dev/null 2>&1
+  # Its controllers give up on kinds that are not served yet when they start.
+  install_crds "$GOSTACK_KEDA_DIR"/crds/*.yaml
+  create /api/v1/namespaces <<<'{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "keda"}}'
+  # KEDA_CLUSTER_OBJECT_NAMESPACE/POD_NAMESPACE stand in for the pod's service-account files;
+  # WATCH_NAMESPACE must be set, empty is all namespaces.
+  KEDA_CLUSTER_OBJECT_NAMESPACE=keda POD_NAMESPACE=keda WATCH_NAMESPACE="" \
+    run keda-operator "$GOSTACK_KEDA_DIR/keda" --kubeconfig="$kubeconfig" \
+    --metrics-bind-address="127.0.0.1:$keda_metrics_port" \
+    --health-probe-bind-address="127.0.0.1:$keda_probe_port" \
+    --metrics-service-bind-address="127.0.0.1:$keda_grpc_port" \
+    --cert-dir="$pki/keda" --enable-cert-rotation=false --leader-elect=false --zap-log-level=info
+  # The adapter's controller-runtime client reads only $KUBECONFIG (or in-cluster config).
+  # Its own /metrics (--port) binds every interface: it has no address flag.
+  KUBECONFIG="$kubeconfig" KEDA_CLUSTER_OBJECT_NAMESPACE=keda POD_NAMESPACE=keda WATCH_NAMESPACE="" \
+    run keda-adapter "$GOSTACK_KEDA_DIR/keda-adapter" \
+    --lister-kubeconfig="$kubeconfig" --authentication-kubeconfig="$kubeconfig" \
+    --authorization-kubeconfig="$kubeconfig" \
+    --bind-address=127.0.0.1 --secure-port="$adapter_port" --port="$adapter_metrics_port" \
+    --tls-cert-file="$pki/keda/tls.crt" --tls-private-key-file="$pki/keda/tls.key" \
+    --client-ca-file="$pki/ca.crt" --cert-dir="$pki/keda" \
+    --metrics-service-address="127.0.0.1:$keda_grpc_port" \
+    --metrics-service-grpc-authority=keda-operator.keda.svc --zap-log-level=info
+  # The APIService names a Service. For a ClusterIP Service the aggregator wants ready
+  # endpoints (which may not hold 127.0.0.1) before it calls the APIService Available; an
+  # ExternalName Service naming 127.0.0.1 needs none, and the aggregator dials
+  # 127.0.0.1:<APIService port>, checking the cert as keda-metrics-apiserver.keda.svc.
+  create /api/v1/namespaces/keda/services <<'EOF'
+apiVersion: v1
+kind: Service
+metadata: {name: keda-metrics-apiserver, namespace: keda}
+spec: {type: ExternalName, externalName: 127.0.0.1}
+EOF
+  create /apis/apiregistration.k8s.io/v1/apiservices <<EOF
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1beta1.external.metrics.k8s.io}
+spec:
+  group: external.metrics.k8s.io
+  version: v1beta1
+  groupPriorityMinimum: 100
+  versionPriority: 100
+  service: {name: keda-metrics-apiserver, namespace: keda, port: $adapter_port}
+  caBundle: $(base64 -w0 "$pki/ca.crt")
+EOF
+  wait_up 90 keda-adapter "KEDA's external metrics API (see also $logs/keda-operator.log)" \
+    api -f "$api_url/apis/external.metrics.k8s.io/v1beta1"
+  say "KEDA $KEDA_VERSION up (external.metrics.k8s.io served by 127.0.0.1:$adapter_port)"
+}
+
+keda_stop() {
+  # An APIService nobody answers breaks discovery for every client: remove it first.
+  if [ -f "$pki/admin.crt" ]; then
+    api -o /dev/null -X DELETE \
+      "$api_url/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.external.metrics.k8s.io" 2>/dev/null || true
+  fi
+  stop_pidfiles "$pids/keda-adapter" "$pids/keda-operator"
+}
+
+# The slurm-operator (NodeSet v1beta1), as the admin user. Its CRDs are installed unless one
+# of the same name is (our NodeSet CRD, with both versions, stays), plus prometheus-operator's
+# ServiceMonitor CRD: its Controller reconciler fails while that kind is unknown.
+operator_start() {
+  need_bin "$GOSTACK_SLURM_OPERATOR_DIR/manager" slurm-operator
+  running || die "Kubernetes is not running: run tests/harness/kube.sh start"
+  pid_alive "$pids/slurm-operator" && return
+  install_crds "$GOSTACK_SLURM_OPERATOR_DIR"/crds/*.yaml
+  # DEBUG=1: slurmrestd is http://localhost:6820 instead of the RestApi's Service (no
+  # cluster DNS here). The operator still waits for the RestApi's Deployment to have a ready
+  # replica, which kwok provides when its pod template tolerates kwok's taint.
+  DEBUG=1 run slurm-operator "$GOSTACK_SLURM_OPERATOR_DIR/manager" --kubeconfig="$kubeconfig" \
+    --health-addr="127.0.0.1:$operator_probe_port" --metrics-addr="127.0.0.1:$operator_metrics_port" \
+    --leader-elect=false
+  wait_up 30 slurm-operator "slurm-operator /readyz" \
+    curl -sf "http://127.0.0.1:$operator_probe_port/readyz"
+  say "slurm-operator $SLURM_OPERATOR_VERSION up (slurmrestd expected at http://127.0.0.1:6820)"
+}
+
+stop_processes() {
+  # Everything that talks to etcd first (at once: each takes a moment), etcd last.
+  stop_pidfiles "$pids"/slurm-operator "$pids"/keda-adapter "$pids"/keda-operator "$pids"/kwok \
+    "$pids"/kube-scheduler "$pids"/kube-controller-manager "$pids"/kube-apiserver
+  stop_pidfile "$pids/etcd"
 }
 
 stop() {
   [ -d "$dir" ] || return 0
-  stop_pidfile "$pids/kube-apiserver"
-  stop_pidfile "$pids/etcd"
+  stop_processes
   rm -rf "$dir"
-  say "kube-apiserver stopped"
+  say "Kubernetes stopped"
 }
 
 case "${1:-}" in
@@ -148,13 +466,18 @@ case "${1:-}" in
   stop) stop ;;
   status) running && ready && echo "running: $api_url" || { echo "stopped"; exit 1; } ;;
   # The API server alone, stopped and started again on the same etcd (what a control-plane
-  # upgrade or a crash looks like to its clients); CRDs and objects survive.
-  apiserver-stop) running || die "kube-apiserver is not running"; stop_pidfile "$pids/kube-apiserver" ;;
+  # upgrade or a crash looks like to its clients); CRDs and objects survive, and the other
+  # components reconnect by themselves.
+  apiserver-stop) running || die "Kubernetes is not running"; stop_pidfile "$pids/kube-apiserver" ;;
   apiserver-start)
     pid_alive "$pids/etcd" || die "etcd is not running: run tests/harness/kube.sh start"
     pid_alive "$pids/kube-apiserver" || start_apiserver
-    wait_for 60 "kube-apiserver /readyz (log: $dir/log/kube-apiserver.log)" ready
+    wait_up 60 kube-apiserver "kube-apiserver /readyz" ready
     ;;
-  env) [ -f "$dir/env" ] || die "kube-apiserver is not running: run tests/harness/kube.sh start"; cat "$dir/env" ;;
-  *) die "usage: kube.sh start|stop|status|env|apiserver-stop|apiserver-start" ;;
+  keda-start) keda_start ;;
+  keda-stop) keda_stop ;;
+  operator-start) operator_start ;;
+  operator-stop) stop_pidfile "$pids/slurm-operator" ;;
+  env) [ -f "$dir/env" ] || die "Kubernetes is not running: run tests/harness/kube.sh start"; cat "$dir/env" ;;
+  *) die "usage: kube.sh start|stop|status|env|apiserver-stop|apiserver-start|keda-start|keda-stop|operator-start|operator-stop" ;;
 esac

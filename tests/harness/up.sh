@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Everything the end-to-end tests need, from a bare machine: Debian packages, the cached
-# kube-apiserver and Slurm 24.11 builds, then both real Slurms and the kube-apiserver.
+# Kubernetes (build-go-stack.sh) and Slurm 24.11 builds, then both real Slurms and Kubernetes.
 # Idempotent: what is installed, built or running already is reused.
 source "$(dirname "$0")/common.sh"
 need_root
 
 "$HARNESS_DIR/deps.sh"
-"$HARNESS_DIR/build-kube-apiserver.sh"
+"$HARNESS_DIR/build-go-stack.sh"
 "$HARNESS_DIR/build-slurm-24.11.sh"
 "$HARNESS_DIR/slurm.sh" 22.05 start
 "$HARNESS_DIR/slurm.sh" 24.11 start

@@ -210,16 +210,17 @@ pub fn mint_hs256(key: &[u8], user: &str, iat: i64, exp: i64) -> String {
     .expect("HS256 signing")
 }
 
-/// An official CRD from the folder beside the project (../shared/crds/for-kube-1.20: the
-/// published CRDs with what kube 1.20 rejects removed), or $SLURMSCALE_OFFICIAL_CRDS.
+/// An official CRD, unmodified, from the folder beside the project (../shared/crds: the
+/// published CRDs, CEL rules and all, which the harness's kube-apiserver 1.37 takes as they
+/// are), or $SLURMSCALE_OFFICIAL_CRDS.
 pub fn official_crd_path(file: &str) -> PathBuf {
     let candidates = [
         std::env::var_os("SLURMSCALE_OFFICIAL_CRDS").map(PathBuf::from),
-        Some(repo_root().join("../shared/crds/for-kube-1.20")),
-        Some(PathBuf::from("/work/shared/crds/for-kube-1.20")),
+        Some(repo_root().join("../shared/crds")),
+        Some(PathBuf::from("/work/shared/crds")),
     ];
     candidates.into_iter().flatten().map(|d| d.join(file)).find(|p| p.is_file()).unwrap_or_else(|| {
-        panic!("official CRD {file} not found: set SLURMSCALE_OFFICIAL_CRDS to the folder holding the for-kube-1.20 CRDs")
+        panic!("official CRD {file} not found: set SLURMSCALE_OFFICIAL_CRDS to the folder holding the official CRDs")
     })
 }
 
