@@ -423,6 +423,16 @@ pub enum TraceFormat {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+pub enum PodFormatArg {
+    /// openb when the header has cpu_milli and creation_time, else the generic CSV.
+    Auto,
+    /// Alibaba's GPU-cluster pod list (`openb_pod_list_*.csv`).
+    Openb,
+    /// name,submit_s,run_s,cpus,memory_mib,gpus[,priority], in any order, with a header.
+    Csv,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Workload {
     /// The demo's burst-partition jobs (`--seed`, `--duration`).
     Demo,
@@ -480,13 +490,29 @@ pub struct SimulateArgs {
     /// From asking for a node to its slurmd taking jobs (pod start + registration).
     #[arg(long, default_value = "90s", value_parser = duration)]
     pub boot_time: Duration,
-    /// Policies to compare.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "builtin,keda,keda-desired,power-save,static"
-    )]
-    pub policies: Vec<slurmscale_autoscaler::simulate::Policy>,
+    /// Policies to compare: of a NodeSet (default builtin,keda,keda-desired,power-save,static),
+    /// or with --pods, ways of sharing the pool (default builtin,static,static-best,
+    /// slurm-first,first-come,oracle).
+    #[arg(long, value_delimiter = ',')]
+    pub policies: Vec<String>,
+    /// A Kubernetes pod log to replay with the jobs on one pool shared by Slurm and
+    /// Kubernetes (--max-nodes nodes of --node-cpus, --node-memory, --node-gpus): Alibaba's
+    /// openb pod list or a CSV of name,submit_s,run_s,cpus,memory_mib,gpus[,priority].
+    #[arg(long)]
+    pub pods: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "auto")]
+    pub pod_format: PodFormatArg,
+    /// The moment of the pod log (seconds or an offset such as 100d from its start) laid on
+    /// the start of the job replay (default: its first pod).
+    #[arg(long)]
+    pub pods_from: Option<slurmscale_autoscaler::simulate::trace::When>,
+    /// Replay each pod this many times (a fraction thins the log), to load the pool's
+    /// Kubernetes side as a site's would be.
+    #[arg(long, default_value_t = 1.0)]
+    pub pods_scale: f64,
+    /// With --pods: the share of the pool Slurm holds at the start, and always under `static`.
+    #[arg(long, default_value_t = 0.5)]
+    pub split: f64,
     /// A NodeSetAutoscaler manifest whose spec `builtin` runs (default: the CRD's defaults,
     /// scale to zero, maxReplicas = --max-nodes).
     #[arg(long)]

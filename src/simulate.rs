@@ -10,10 +10,11 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result, bail};
 use slurmscale_autoscaler::crd::NodeSetAutoscaler;
+use slurmscale_autoscaler::simulate::trace::TraceJob;
 use slurmscale_autoscaler::simulate::trace::{self, Format, NodeShape, Parsed, Request, Slice};
-use slurmscale_autoscaler::simulate::{self, Options, report};
+use slurmscale_autoscaler::simulate::{self, Options, Policy, report};
 
-use crate::cli::{SimulateArgs, TraceFormat};
+use crate::cli::{PodFormatArg, SimulateArgs, TraceFormat};
 use crate::demo::sim::Simulation;
 
 /// The key of lines passed over with --skip-bad-lines in the JSON rows' `not_replayed`.
@@ -97,8 +98,20 @@ fn autoscaler_spec(path: &Path) -> Result<NodeSetAutoscaler> {
         .with_context(|| format!("{}: not a NodeSetAutoscaler manifest", path.display()))
 }
 
-pub fn run(args: SimulateArgs) -> Result<()> {
-    let (mut parsed, name) = load(&args)?;
+/// The jobs to replay, as the trace, the slice and the node shape leave them.
+struct Input {
+    name: String,
+    jobs: Vec<TraceJob>,
+    shape: NodeShape,
+    max_nodes: u32,
+    /// What the figures leave out, by reason (said on stderr as well).
+    not_replayed: BTreeMap<String, u64>,
+}
+
+/// Reads the trace (or generates the workload), keeps the partitions and slice asked for,
+/// fits the jobs to the node shape, and says on stderr what was left out and why.
+fn input(args: &SimulateArgs, policies: &[String]) -> Result<Input> {
+    let (mut parsed, name) = load(args)?;
     let quiet = args.json;
     let say = |s: String| {
         if !quiet {
@@ -211,12 +224,43 @@ pub fn run(args: SimulateArgs) -> Result<()> {
             String::new()
         },
         args.boot_time.as_secs(),
-        args.policies
-            .iter()
-            .map(|p| p.as_str())
-            .collect::<Vec<_>>()
-            .join(","),
+        policies.join(","),
     ));
+    Ok(Input {
+        name,
+        jobs,
+        shape,
+        max_nodes,
+        not_replayed,
+    })
+}
+
+pub fn run(args: SimulateArgs) -> Result<()> {
+    if args.pods.is_some() {
+        return run_shared(args);
+    }
+    let policies: Vec<String> = if args.policies.is_empty() {
+        Policy::ALL.iter().map(|p| p.as_str().to_string()).collect()
+    } else {
+        args.policies.clone()
+    };
+    let parsed_policies = policies
+        .iter()
+        .map(|p| p.parse::<Policy>().map_err(anyhow::Error::msg))
+        .collect::<Result<Vec<Policy>>>()?;
+    let Input {
+        name,
+        jobs,
+        shape,
+        max_nodes,
+        not_replayed,
+    } = input(&args, &policies)?;
+    let quiet = args.json;
+    let say = |s: String| {
+        if !quiet {
+            eprintln!("{s}");
+        }
+    };
 
     let mut opts = Options::new(shape, max_nodes);
     opts.sched.boot = args.boot_time.as_secs() as i64;
@@ -227,7 +271,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         opts.autoscaler = autoscaler_spec(path)?.spec;
     }
 
-    let total = (jobs.len() * args.policies.len()) as u64;
+    let total = (jobs.len() * parsed_policies.len()) as u64;
     let progress = Arc::new(AtomicU64::new(0));
     let bar = if quiet {
         indicatif::ProgressBar::hidden()
@@ -253,7 +297,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
                 }
             })
         };
-        let runs = simulate::run(&args.policies, jobs, &opts, Some(progress.clone()));
+        let runs = simulate::run(&parsed_policies, jobs, &opts, Some(progress.clone()));
         bar.finish_and_clear();
         let _ = ticker.join();
         runs
@@ -306,6 +350,198 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         ];
         for p in written {
             say(format!("wrote {}", p.display()));
+        }
+    }
+    Ok(())
+}
+
+/// `--pods`: the job log and a pod log on one pool shared by Slurm and Kubernetes, under
+/// each way of sharing it.
+fn run_shared(args: SimulateArgs) -> Result<()> {
+    use slurmscale_autoscaler::simulate::pods::{self, Alignment, PodFormat};
+    use slurmscale_autoscaler::simulate::{shared, shared_report};
+
+    let policies: Vec<String> = if args.policies.is_empty() {
+        shared::POLICIES.iter().map(|p| p.to_string()).collect()
+    } else {
+        args.policies.clone()
+    };
+    let Input {
+        name,
+        jobs,
+        shape,
+        max_nodes,
+        mut not_replayed,
+    } = input(&args, &policies)?;
+    let quiet = args.json;
+    let path = args.pods.as_deref().context("--pods")?;
+    let format = match args.pod_format {
+        PodFormatArg::Auto => pods::detect(path)?,
+        PodFormatArg::Openb => PodFormat::Openb,
+        PodFormatArg::Csv => PodFormat::Csv,
+    };
+    let parsed = pods::read(path, format, args.skip_bad_lines)?;
+    if parsed.bad_lines > 0 {
+        eprintln!(
+            "skipped {} malformed pod line(s) (--skip-bad-lines); the first: {}",
+            parsed.bad_lines,
+            parsed.first_bad_line.as_deref().unwrap_or("?")
+        );
+        not_replayed.insert(format!("pods: {MALFORMED}"), parsed.bad_lines);
+    }
+    for (why, n) in &parsed.skipped {
+        eprintln!("not replayed: {n} pod(s): {why}");
+        not_replayed.insert(format!("pods: {why}"), *n);
+    }
+    if parsed.ran_to_end > 0 {
+        eprintln!(
+            "{} pod(s) still ran at the pod log's end: replayed as running until then",
+            parsed.ran_to_end
+        );
+    }
+    let first_pod = parsed
+        .pods
+        .first()
+        .map(|p| p.submit)
+        .context("the pod log has no pod to replay")?;
+    let align = Alignment {
+        from: args.pods_from.map_or(first_pod, |w| w.resolve(first_pod)),
+        scale: args.pods_scale,
+    };
+    if !(align.scale > 0.0 && align.scale.is_finite()) {
+        bail!("--pods-scale must be above 0");
+    }
+    let start = jobs[0].submit;
+    let until = jobs[jobs.len() - 1].submit + 1;
+    let (pods, too_big) = pods::select(&parsed.pods, align, start, until, &shape);
+    if !too_big.is_empty() {
+        let shown: Vec<&str> = too_big.iter().take(5).map(String::as_str).collect();
+        eprintln!(
+            "cannot run {} pod(s): larger than a node of the pool (e.g. {}{})",
+            too_big.len(),
+            shown.join(", "),
+            if too_big.len() > shown.len() {
+                ", …"
+            } else {
+                ""
+            }
+        );
+        not_replayed.insert("pods: larger than a node".into(), too_big.len() as u64);
+    }
+    if pods.is_empty() {
+        bail!(
+            "{}: no pod falls in the job replay's {:.1} days from pod-log time {} (--pods-from)",
+            path.display(),
+            (until - start) as f64 / 86400.0,
+            align.from
+        );
+    }
+    let split = (args.split.clamp(0.0, 1.0) * f64::from(max_nodes)).round() as u32;
+    if !quiet {
+        eprintln!(
+            "with {} pods of {} from pod-log second {} (×{}), on a pool of {max_nodes} nodes shared by Slurm and Kubernetes ({split} Slurm's at the start)",
+            pods.len(),
+            path.display(),
+            align.from,
+            align.scale
+        );
+    }
+    let mut opts = shared::SharedOptions::new(shape, max_nodes, split);
+    opts.sched.boot = args.boot_time.as_secs() as i64;
+    if let Some(path) = &args.autoscaler {
+        let mut spec = autoscaler_spec(path)?.spec;
+        if spec.colocation.is_none() {
+            spec.colocation = shared::default_spec(max_nodes).colocation;
+        }
+        opts.autoscaler = spec;
+    }
+    let total = shared::runs_for(&policies, max_nodes) as u64;
+    let progress = Arc::new(AtomicU64::new(0));
+    let bar = if quiet {
+        indicatif::ProgressBar::hidden()
+    } else {
+        let bar = indicatif::ProgressBar::new(total);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{elapsed:>4} [{bar:40}] {pos}/{len} replays, eta {eta}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+        bar
+    };
+    let started = Instant::now();
+    let runs = std::thread::scope(|s| {
+        let ticker = {
+            let (bar, progress) = (bar.clone(), progress.clone());
+            s.spawn(move || {
+                while !bar.is_finished() {
+                    bar.set_position(progress.load(Ordering::Relaxed));
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            })
+        };
+        let runs = shared::run(&policies, jobs, pods, &opts, Some(&progress));
+        bar.finish_and_clear();
+        let _ = ticker.join();
+        runs
+    })?;
+    let took = started.elapsed();
+    let mut rows = shared_report::rows(&runs);
+    for r in &mut rows {
+        r.not_replayed.clone_from(&not_replayed);
+        if r.starved_jobs + r.starved_pods > 0 {
+            eprintln!(
+                "{}: {} job(s) and {} pod(s) never got room (their waits count until the replay ended)",
+                r.policy, r.starved_jobs, r.starved_pods
+            );
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        print!("{}", shared_report::table(&rows));
+        eprintln!(
+            "replayed {} ways of sharing in {:.1}s",
+            total,
+            took.as_secs_f64()
+        );
+    }
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
+        let write = |file: String, text: String| -> Result<PathBuf> {
+            let path = dir.join(file);
+            std::fs::write(&path, text).with_context(|| format!("{}", path.display()))?;
+            Ok(path)
+        };
+        let title = format!(
+            "{name} + {}: a pool of {max_nodes} × {} CPUs{}",
+            trace_name(path),
+            shape.cpus,
+            if shape.gpus > 0 {
+                format!(", {} GPUs", shape.gpus)
+            } else {
+                String::new()
+            }
+        );
+        let written = [
+            write(
+                format!("{name}.shared.timeline.csv"),
+                shared_report::csv(&runs),
+            )?,
+            write(
+                format!("{name}.shared.svg"),
+                shared_report::svg(&title, &runs, &rows),
+            )?,
+            write(
+                format!("{name}.shared.json"),
+                serde_json::to_string_pretty(&rows)? + "\n",
+            )?,
+        ];
+        if !quiet {
+            for p in written {
+                eprintln!("wrote {}", p.display());
+            }
         }
     }
     Ok(())

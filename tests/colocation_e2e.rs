@@ -338,7 +338,6 @@ async fn setup_with(cluster: &SlurmCluster, decorate: impl Fn(&str) -> Value) ->
             "minReplicas": 0, "maxReplicas": 4,
             "colocation": {
                 "pool": pool.name, "minSlurmNodes": 2, "cooldownSeconds": 3,
-                "releaseIdleSlurmNodes": false,
                 "podSelector": {"app": format!("web-{}", pool.name)},
             },
         }

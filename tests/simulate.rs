@@ -291,3 +291,109 @@ fn the_demo_workload_replays_without_a_trace() {
     let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(rows[0]["jobs"].as_u64().unwrap() > 50);
 }
+
+/// A generic pod log: twelve pods of 3.5 CPUs, two minutes apart, columns in their own order.
+fn pod_csv(dir: &Path, extra: &str) -> String {
+    let mut s = String::from("priority,name,submit_s,run_s,cpus,memory_mib,gpus\n");
+    for i in 0..12 {
+        s.push_str(&format!("{},web-{i},{},900,3.5,2048,0\n", i % 2, i * 40));
+    }
+    s.push_str(extra);
+    let path = dir.join("pods.csv");
+    std::fs::write(&path, s).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+#[test]
+fn a_shared_pool_replays_both_logs_under_every_way_of_sharing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (trace, pods) = (swf(dir.path(), ""), pod_csv(dir.path(), ""));
+    let out_dir = dir.path().join("out");
+    let out = simulate(&[
+        "--trace",
+        &trace,
+        "--pods",
+        &pods,
+        "--json",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    let rows = rows.as_array().unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r["policy"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "builtin",
+            "static",
+            "static-best",
+            "slurm-first",
+            "first-come",
+            "oracle"
+        ]
+    );
+    let row = |name: &str| rows.iter().find(|r| r["policy"] == name).unwrap();
+    for r in rows {
+        for key in [
+            "stranded_node_hours",
+            "slurm_node_hours",
+            "kubernetes_node_hours",
+            "idle_node_hours",
+            "slurm_wait_p95_s",
+            "slurm_bounded_slowdown_mean",
+            "pod_wait_p95_s",
+            "evictions",
+            "jobs_killed",
+            "gap_closed",
+        ] {
+            assert!(r.get(key).is_some(), "{key} in {r}");
+        }
+        assert_eq!(r["jobs"], 10, "{r}");
+        assert_eq!(r["pods"], 12, "{r}");
+    }
+    let b = row("builtin");
+    assert_eq!(
+        (b["jobs_killed"].as_u64(), b["evictions"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert_eq!(b["pod_hours_lost"].as_f64(), Some(0.0));
+    // Every pod ran: none is larger than a node, and the replay ends when both logs are done.
+    assert_eq!(b["starved_pods"], 0, "{b}");
+    let stranded = |name: &str| row(name)["stranded_node_hours"].as_f64().unwrap();
+    assert!(stranded("static-best") <= stranded("static"));
+    for file in [
+        "small.shared.timeline.csv",
+        "small.shared.svg",
+        "small.shared.json",
+    ] {
+        let body = std::fs::read_to_string(out_dir.join(file)).unwrap_or_default();
+        assert!(!body.is_empty(), "{file} written");
+    }
+}
+
+#[test]
+fn a_bad_pod_line_names_file_line_and_field_and_big_pods_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = swf(dir.path(), "");
+    let pods = pod_csv(dir.path(), "1,broken,100,900,many,2048,0\n");
+    let out = simulate(&["--trace", &trace, "--pods", &pods, "--json"]);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("pods.csv:14") && err.contains("cpus"),
+        "file, line and column: {err}"
+    );
+
+    // Four SWF CPUs a node: a 6-CPU pod fits no node, and is said by name.
+    let pods = pod_csv(dir.path(), "0,giant,100,900,6,2048,0\n");
+    let out = simulate(&["--trace", &trace, "--pods", &pods, "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("cannot run 1 pod(s)") && err.contains("giant"),
+        "{err}"
+    );
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows[0]["not_replayed"]["pods: larger than a node"], 1);
+}

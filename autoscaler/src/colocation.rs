@@ -27,9 +27,10 @@ pub const DRAIN_PREFIX: &str = "slurmscale:";
 pub struct PoolNode {
     pub k8s_node: String,
     pub slurm_node: String,
-    /// Allocatable CPU cores and memory bytes of the Kubernetes node.
+    /// Allocatable CPU cores, memory bytes and GPUs (`nvidia.com/gpu`) of the Kubernetes node.
     pub cpu: f64,
     pub memory: f64,
+    pub gpu: f64,
     /// The Kubernetes node's labels, for pods' node selectors.
     pub labels: BTreeMap<String, String>,
     /// Its taints that keep pods off unless tolerated.
@@ -37,6 +38,7 @@ pub struct PoolNode {
     /// What Kubernetes holds there now (from the ledger).
     pub k8s_cpu: f64,
     pub k8s_memory: f64,
+    pub k8s_gpu: f64,
     /// The node as Slurm sees it; `None` when Slurm does not have it (no NodeSet pod there).
     pub slurm: Option<SlurmNode>,
 }
@@ -62,8 +64,10 @@ pub struct SlurmNode {
 #[derive(Clone, Debug, PartialEq)]
 pub struct PendingPod {
     pub name: String,
+    /// Requests: CPU cores, memory bytes, GPUs (`nvidia.com/gpu`).
     pub cpu: f64,
     pub memory: f64,
+    pub gpu: f64,
     pub placement: Placement,
 }
 
@@ -219,43 +223,49 @@ pub fn place_pods<'a>(
     candidates: &[&'a PoolNode],
 ) -> PodPlacement<'a> {
     let room = |n: &PoolNode| {
-        (
+        [
             (n.cpu - n.k8s_cpu).max(0.0),
             (n.memory - n.k8s_memory).max(0.0),
-        )
+            (n.gpu - n.k8s_gpu).max(0.0),
+        ]
     };
-    let mut bins: Vec<(&PoolNode, f64, f64)> = pool
+    let mut bins: Vec<(&PoolNode, [f64; 3])> = pool
         .iter()
         .filter(|n| n.slurm.is_none())
-        .map(|n| {
-            let (c, m) = room(n);
-            (n, c, m)
-        })
+        .map(|n| (n, room(n)))
         .collect();
     let ours = pool
         .iter()
         .filter(|n| n.slurm.as_ref().is_some_and(|s| s.drained_by_us));
     let mut spare: Vec<&PoolNode> = ours.chain(candidates.iter().copied()).collect();
     let mut pods: Vec<&PendingPod> = pods.iter().collect();
-    pods.sort_by(|a, b| b.cpu.total_cmp(&a.cpu).then(b.memory.total_cmp(&a.memory)));
+    pods.sort_by(|a, b| {
+        (b.gpu.total_cmp(&a.gpu))
+            .then(b.cpu.total_cmp(&a.cpu))
+            .then(b.memory.total_cmp(&a.memory))
+    });
     let mut taken = Vec::new();
     for p in pods {
-        let fits =
-            |n: &PoolNode, c: f64, m: f64| c >= p.cpu && m >= p.memory && p.placement.allows(n);
-        if let Some(bin) = bins.iter_mut().find(|(n, c, m)| fits(n, *c, *m)) {
-            bin.1 -= p.cpu;
-            bin.2 -= p.memory;
+        let ask = [p.cpu, p.memory, p.gpu];
+        let fits = |n: &PoolNode, r: &[f64; 3]| {
+            r.iter().zip(&ask).all(|(have, want)| have >= want) && p.placement.allows(n)
+        };
+        let take = |r: &mut [f64; 3]| {
+            r.iter_mut()
+                .zip(&ask)
+                .for_each(|(have, want)| *have -= want)
+        };
+        if let Some(bin) = bins.iter_mut().find(|(n, r)| fits(n, r)) {
+            take(&mut bin.1);
             continue;
         }
-        let Some(i) = spare.iter().position(|n| {
-            let (c, m) = room(n);
-            fits(n, c, m)
-        }) else {
+        let Some(i) = spare.iter().position(|n| fits(n, &room(n))) else {
             continue;
         };
         let n = spare.remove(i);
-        let (c, m) = room(n);
-        bins.push((n, c - p.cpu, m - p.memory));
+        let mut r = room(n);
+        take(&mut r);
+        bins.push((n, r));
         taken.push(n);
     }
     PodPlacement { taken }
@@ -455,7 +465,11 @@ fn reclaim(
             n.k8s_node, n.slurm_node
         ));
     }
-    p.replicas = replicas.saturating_sub(p.release.len() as u64);
+    // From the pods bound, not `spec.replicas`: pods still waiting for a node would
+    // otherwise absorb the drop (the operator removes unbound pods first) and leave the
+    // marked ones in place; and Slurm's growth they stand for yields to Kubernetes' need.
+    let bound = (sides.serving.len() + sides.ours_empty.len() + sides.ours_busy.len()) as u64;
+    p.replicas = replicas.min(bound).saturating_sub(p.release.len() as u64);
     let short = wanted.saturating_sub(p.release.len() as u64 + sides.ours_busy.len() as u64);
     let allowed = (sides.serving.len() as u64).saturating_sub(bounds.min_slurm);
     let for_pods = placed
@@ -538,10 +552,12 @@ mod tests {
             slurm_node: format!("s{i}"),
             cpu: 8.0,
             memory: 32.0,
+            gpu: 0.0,
             labels: BTreeMap::from([("pool".to_string(), "a".to_string())]),
             taints: Vec::new(),
             k8s_cpu: if slurm.is_some() { 0.0 } else { 6.0 },
             k8s_memory: 0.0,
+            k8s_gpu: 0.0,
             slurm,
         }
     }
@@ -585,6 +601,7 @@ mod tests {
                 name: format!("p{i}"),
                 cpu: 6.0,
                 memory: 1.0,
+                gpu: 0.0,
                 placement: Placement::default(),
             })
             .collect()

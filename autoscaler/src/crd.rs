@@ -183,10 +183,6 @@ impl NodeShapeSpec {
     }
 }
 
-fn yes() -> bool {
-    true
-}
-
 /// The colocated pool and the rules for sharing it.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -208,8 +204,9 @@ pub struct ColocationSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cooldown_seconds: Option<u32>,
     /// Idle Slurm nodes go back to Kubernetes (down to `minSlurmNodes`) even when Kubernetes
-    /// is not asking (default true).
-    #[serde(default = "yes")]
+    /// is not asking (default false: an idle node a pod asks for is drained at once, and
+    /// giving it away unasked only brings it back for the next job; see the README's replay).
+    #[serde(default)]
     pub release_idle_slurm_nodes: bool,
     /// Only pending pods with these labels count as Kubernetes demand (default: every
     /// unschedulable pod that fits a pool node).

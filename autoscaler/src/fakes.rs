@@ -17,7 +17,7 @@ use crate::actuator::{Kubernetes, NodeFacts, Target};
 use crate::colocation::PendingPod;
 use crate::crd::{NodeSetAutoscaler, NodeSetAutoscalerStatus, ScaleTargetRef};
 use crate::error::{Error, Result};
-use crate::pool::PoolReader;
+use crate::pool::{NodeSetPod, PoolReader};
 use crate::records::Record;
 use crate::slurm_nodes::{SlurmNodes, drain_reason};
 
@@ -26,9 +26,8 @@ use crate::slurm_nodes::{SlurmNodes, drain_reason};
 pub struct World {
     /// Scale targets by name (namespaces are not told apart).
     pub targets: BTreeMap<String, FakeTarget>,
-    /// Per pod selector: the nodes its pods run on, and whether the pod there still serves
-    /// (false once marked to go).
-    pub pods: BTreeMap<String, BTreeMap<String, bool>>,
+    /// Per pod selector: the nodes its pods are bound to, and how each stands.
+    pub pods: BTreeMap<String, BTreeMap<String, NodeSetPod>>,
     /// Pods Kubernetes cannot place (pod selectors are not applied to them).
     pub unschedulable: Vec<PendingPod>,
     /// The GenericNode ledger and Node capacity; `None`: nothing watches them.
@@ -184,8 +183,8 @@ impl Kubernetes for Fake {
             .or_default();
         let mut marked = 0;
         for node in nodes {
-            if let Some(serving) = pods.get_mut(node) {
-                *serving = false;
+            if let Some(pod) = pods.get_mut(node) {
+                *pod = NodeSetPod::Marked;
                 marked += 1;
             }
         }
@@ -289,7 +288,7 @@ impl PoolReader for Fake {
         self.world().ledger.clone()
     }
 
-    async fn pod_nodes(&self, _: &str, selector: &str) -> Result<BTreeMap<String, bool>> {
+    async fn pod_nodes(&self, _: &str, selector: &str) -> Result<BTreeMap<String, NodeSetPod>> {
         Ok(self.world().pods.get(selector).cloned().unwrap_or_default())
     }
 

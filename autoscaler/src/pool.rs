@@ -16,20 +16,36 @@ use crate::actuator::POD_DELETION_COST;
 use crate::colocation::{PendingPod, Placement, Requirement, Toleration};
 use crate::error::Result;
 
+/// The resource name of GPUs in requests, allocatable and the ledger.
+pub const GPU: &str = "nvidia.com/gpu";
+
+/// A NodeSet pod bound to a pool node, as the planner reads it. Ordered so that where
+/// several are bound to one node, the one that holds it most wins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum NodeSetPod {
+    /// Being deleted: the node is on its way to Kubernetes.
+    Terminating,
+    /// Carries the deletion cost that makes it go first when replicas next drop. Only a
+    /// mark followed by the drop hands the node over: the planner tells the two apart.
+    Marked,
+    /// Runs slurmd for the partition.
+    Serving,
+}
+
 /// What the colocation planner reads of Kubernetes besides the target.
 pub trait PoolReader: Send + Sync + 'static {
     /// The GenericNode ledger, Node capacity and the health of their watches; `None` when
     /// nothing watches them.
     fn ledger(&self) -> Option<KubeSnapshot>;
 
-    /// Nodes running a pod of `selector`: true when one there still serves (is not marked
-    /// to go). This, not Slurm, says which pool nodes Slurm holds: a node is Slurm's from
-    /// its pod's start until the pod is marked.
+    /// Nodes a pod of `selector` is bound to, and how it stands. This, not Slurm, says
+    /// which pool nodes Slurm holds: a node is Slurm's from its pod's binding until the pod
+    /// is marked and replicas drop below it.
     fn pod_nodes(
         &self,
         namespace: &str,
         selector: &str,
-    ) -> impl Future<Output = Result<BTreeMap<String, bool>>> + Send;
+    ) -> impl Future<Output = Result<BTreeMap<String, NodeSetPod>>> + Send;
 
     /// Unschedulable pods with these labels, with what they request and where they may go.
     fn unschedulable_pods(
@@ -48,7 +64,7 @@ impl<P: PoolReader> PoolReader for std::sync::Arc<P> {
         &self,
         namespace: &str,
         selector: &str,
-    ) -> impl Future<Output = Result<BTreeMap<String, bool>>> + Send {
+    ) -> impl Future<Output = Result<BTreeMap<String, NodeSetPod>>> + Send {
         (**self).pod_nodes(namespace, selector)
     }
 
@@ -98,7 +114,11 @@ impl PoolReader for KubePool {
         self.watch.as_ref().map(KubeSource::snapshot)
     }
 
-    async fn pod_nodes(&self, namespace: &str, selector: &str) -> Result<BTreeMap<String, bool>> {
+    async fn pod_nodes(
+        &self,
+        namespace: &str,
+        selector: &str,
+    ) -> Result<BTreeMap<String, NodeSetPod>> {
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
         let mut out = BTreeMap::new();
         for pod in self
@@ -108,13 +128,20 @@ impl PoolReader for KubePool {
             let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) else {
                 continue;
             };
-            let leaving = pod.metadata.deletion_timestamp.is_some()
-                || pod
-                    .metadata
-                    .annotations
-                    .as_ref()
-                    .is_some_and(|a| a.contains_key(POD_DELETION_COST));
-            *out.entry(node).or_insert(false) |= !leaving;
+            let state = if pod.metadata.deletion_timestamp.is_some() {
+                NodeSetPod::Terminating
+            } else if pod
+                .metadata
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.contains_key(POD_DELETION_COST))
+            {
+                NodeSetPod::Marked
+            } else {
+                NodeSetPod::Serving
+            };
+            let held = out.entry(node).or_insert(state);
+            *held = (*held).max(state);
         }
         Ok(out)
     }
@@ -155,19 +182,20 @@ fn unschedulable(pod: &Pod) -> bool {
         })
 }
 
-/// A pod as the planner sees it: its containers' CPU and memory requests and its placement.
+/// A pod as the planner sees it: its containers' CPU, memory and GPU requests and its
+/// placement.
 fn pending_pod(pod: Pod) -> PendingPod {
-    let (mut cpu, mut memory) = (0.0, 0.0);
+    let (mut cpu, mut memory, mut gpu) = (0.0, 0.0, 0.0);
     for c in pod.spec.iter().flat_map(|s| s.containers.iter()) {
         if let Some(req) = c.resources.as_ref().and_then(|r| r.requests.as_ref()) {
-            cpu += req
-                .get("cpu")
-                .and_then(|q| quantity::parse(&q.0))
-                .unwrap_or(0.0);
-            memory += req
-                .get("memory")
-                .and_then(|q| quantity::parse(&q.0))
-                .unwrap_or(0.0);
+            let get = |k: &str| {
+                req.get(k)
+                    .and_then(|q| quantity::parse(&q.0))
+                    .unwrap_or(0.0)
+            };
+            cpu += get("cpu");
+            memory += get("memory");
+            gpu += get(GPU);
         }
     }
     PendingPod {
@@ -178,6 +206,7 @@ fn pending_pod(pod: Pod) -> PendingPod {
         ),
         cpu,
         memory,
+        gpu,
         placement: placement(pod.spec.as_ref()),
     }
 }

@@ -69,7 +69,7 @@ fn autoscalers() -> [NodeSetAutoscaler; 2] {
                 "slurm": {"cluster": CLUSTER, "partitions": [POOL]},
                 "maxReplicas": POOL_NODES,
                 "colocation": {"pool": CLUSTER, "minSlurmNodes": POOL_NODES / 2,
-                               "cooldownSeconds": 30, "releaseIdleSlurmNodes": false},
+                               "cooldownSeconds": 30},
             }),
         ),
     ]

@@ -751,8 +751,8 @@ impl Simulation {
                 nodeset(BURST, burst, BURST_MAX as u64),
                 nodeset(POOL, pool, POOL_NODES as u64),
             ],
-            ledger,
-            capacity,
+            ledger: ledger.into(),
+            capacity: capacity.into(),
             ..Default::default()
         };
         for r in ["nodes", "genericnodes", "nodesets"] {
@@ -806,6 +806,7 @@ pub fn selector(nodeset: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use slurmscale_autoscaler::pool::NodeSetPod;
     use slurmscale_exporter::k8s::ledger::Owner;
 
     fn run(seed: u64, ticks: u64) -> Simulation {
@@ -912,7 +913,7 @@ mod tests {
         );
         assert_eq!(n.alloc_cpus, 0, "no job starts on a drained node");
         s.pool.mark(std::slice::from_ref(&k8s_node));
-        assert!(!s.pool.pod_nodes()[&k8s_node], "marked: no longer serving");
+        assert_eq!(s.pool.pod_nodes()[&k8s_node], NodeSetPod::Marked);
         s.pool.scale(7);
         s.step();
         assert_eq!((s.pool.held(), s.pool.waiting()), (7, 1));

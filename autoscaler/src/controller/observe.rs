@@ -22,7 +22,7 @@ use crate::colocation::{self, ColocationHistory, PendingPod, PoolNode, SlurmNode
 use crate::crd::{ColocationSpec, NodeRecords, NodeSetAutoscaler, NodeSetAutoscalerSpec};
 use crate::error::{Error, Result};
 use crate::policy::{Bounds, History, Signals};
-use crate::pool::PoolReader;
+use crate::pool::{NodeSetPod, PoolReader};
 use crate::records;
 use crate::slurm_nodes::SlurmNodes;
 
@@ -271,11 +271,12 @@ async fn pool<P: PoolReader>(
             "has no status.selector, so its pods cannot be found on the pool's nodes".into(),
         )
     })?;
-    let serving = reader
+    let pods = reader
         .pod_nodes(&nsa.namespace().unwrap_or_default(), selector)
         .await?;
     let name = col.pool.as_deref().unwrap_or(cluster);
-    let nodes = pool_nodes(&kube, name, &serving, snap, partition);
+    let held = slurm_held(&pods, target.replicas, snap, &kube);
+    let nodes = pool_nodes(&kube, name, &held, snap, partition);
     Ok(PoolView {
         nodes,
         pods: reader.unschedulable_pods(&col.pod_selector).await?,
@@ -298,17 +299,79 @@ fn watches_trusted(kube: &KubeSnapshot) -> Result<(), String> {
         })
 }
 
-/// The pool's nodes. Slurm holds a node while a serving pod of the NodeSet runs there; a
-/// node it holds that Slurm does not know (yet) is held but not ours to drain. A node whose
-/// capacity is unknown cannot be accounted for: left out.
+/// The nodes Slurm holds: those a NodeSet pod is bound to, less those on their way to
+/// Kubernetes — a terminating pod's, and a marked pod's while replicas are below the pods
+/// bound (slurm-operator removes marked pods first). A mark with no drop behind it (replicas
+/// rose again before the operator acted) hands nothing over: that node is still Slurm's,
+/// and left as "leaving" it would belong to neither side for good. Of several marked pods,
+/// those on nodes drained empty are taken to go first.
+fn slurm_held(
+    pods: &BTreeMap<String, NodeSetPod>,
+    replicas: u64,
+    snap: &ClusterSnapshot,
+    kube: &KubeSnapshot,
+) -> BTreeSet<String> {
+    let bound = pods
+        .values()
+        .filter(|p| **p != NodeSetPod::Terminating)
+        .count() as u64;
+    let mut going = bound.saturating_sub(replicas) as usize;
+    let mut held: BTreeSet<String> = pods
+        .iter()
+        .filter(|(_, p)| **p == NodeSetPod::Serving)
+        .map(|(n, _)| n.clone())
+        .collect();
+    let mut marked: Vec<&String> = pods
+        .iter()
+        .filter(|(_, p)| **p == NodeSetPod::Marked)
+        .map(|(n, _)| n)
+        .collect();
+    if going < marked.len() {
+        let aliases: std::collections::HashMap<&str, &str> = kube
+            .ledger
+            .iter()
+            .map(|l| (l.name.as_str(), l.alias.as_str()))
+            .collect();
+        let drained_empty: BTreeSet<&str> = snap
+            .nodes
+            .data
+            .as_deref()
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .filter(|n| n.state.drain() && !n.busy())
+            .map(|n| n.name.as_str())
+            .collect();
+        let empty_drained = |k8s: &str| aliases.get(k8s).is_some_and(|a| drained_empty.contains(a));
+        marked.sort_by_key(|n| !empty_drained(n));
+    }
+    for n in marked {
+        if going > 0 {
+            going -= 1;
+        } else {
+            held.insert(n.clone());
+        }
+    }
+    held
+}
+
+/// The pool's nodes. Slurm holds a node while a pod of the NodeSet is bound there and not on
+/// its way out ([`slurm_held`]); a node it holds that Slurm does not know (yet) is held but
+/// not ours to drain. A node whose capacity is unknown cannot be accounted for: left out.
 fn pool_nodes(
     kube: &KubeSnapshot,
     pool: &str,
-    serving: &BTreeMap<String, bool>,
+    held: &BTreeSet<String>,
     snap: &ClusterSnapshot,
     partition: &str,
 ) -> Vec<PoolNode> {
-    let slurm_nodes = snap.nodes.data.as_deref().map_or(&[][..], Vec::as_slice);
+    let slurm_nodes: std::collections::HashMap<&str, &Node> = snap
+        .nodes
+        .data
+        .as_deref()
+        .map_or(&[][..], Vec::as_slice)
+        .iter()
+        .map(|n| (n.name.as_str(), n))
+        .collect();
     let running_on = snap.jobs.data.as_ref().map(|j| &j.running_on);
     let work = |n: &str| {
         running_on
@@ -321,9 +384,8 @@ fn pool_nodes(
         .filter(|l| l.cluster == pool)
         .filter_map(|ln| {
             let cap = kube.capacity.get(&ln.name)?;
-            let held = serving.get(&ln.name).copied().unwrap_or(false);
-            let slurm = held.then(|| {
-                slurm_nodes.iter().find(|n| n.name == ln.alias).map_or(
+            let slurm = held.contains(&ln.name).then(|| {
+                slurm_nodes.get(ln.alias.as_str()).map_or(
                     SlurmNode {
                         unavailable: true,
                         ..Default::default()
@@ -336,10 +398,12 @@ fn pool_nodes(
                 slurm_node: ln.alias.clone(),
                 cpu: cap.get("cpu").unwrap_or(0.0),
                 memory: cap.get("memory").unwrap_or(0.0),
+                gpu: cap.get(crate::pool::GPU).unwrap_or(0.0),
                 labels: cap.labels.clone(),
                 taints: cap.taints.clone(),
                 k8s_cpu: ln.held(Owner::Kubernetes, "cpu"),
                 k8s_memory: ln.held(Owner::Kubernetes, "memory"),
+                k8s_gpu: ln.held(Owner::Kubernetes, crate::pool::GPU),
                 slurm,
             })
         })

@@ -31,6 +31,10 @@ use super::trace::{NodeShape, TraceJob};
 pub enum Mode {
     /// A NodeSet: `replicas` nodes, set by a scaling policy.
     Elastic,
+    /// A NodeSet on a pool shared with Kubernetes: which node slots it holds is decided
+    /// outside ([`Cluster::provide`], [`Cluster::retire`]), as its pods land on and leave
+    /// the pool's nodes, and its nodes can be drained and resumed by name.
+    Pool,
     /// Slurm power saving: every node allocatable, powered down after `suspend_after` idle.
     PowerSave { suspend_after: i64 },
     /// Every node up all the time.
@@ -49,6 +53,8 @@ struct Node {
     power: Power,
     /// Accepts no new jobs; goes away when its last job ends.
     draining: bool,
+    /// DRAINed by the autoscaler (pools): accepts no new jobs, stays when empty.
+    drained: bool,
     free_cpus: u32,
     free_mem: u64,
     free_gpus: u32,
@@ -91,6 +97,33 @@ impl Default for SchedConfig {
             boot: 90,
         }
     }
+}
+
+/// A node as slurmrestd shows it: what is allocated, and who drains it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeView {
+    pub alloc_cpus: u32,
+    pub alloc_memory_mib: u64,
+    pub alloc_gpus: u32,
+    pub drain: Option<DrainedBy>,
+}
+
+/// Who set a node's DRAIN.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DrainedBy {
+    /// slurm-operator, removing the node's pod once its jobs end.
+    Operator,
+    /// The autoscaler, handing the node to Kubernetes (reason `slurmscale: …`).
+    Autoscaler,
+}
+
+/// A node slot as a pool sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slot {
+    Off,
+    Booting,
+    Idle,
+    Busy,
 }
 
 /// Counters that change with every event, kept up to date so a policy or the statistics
@@ -169,6 +202,7 @@ impl Cluster {
         let node = Node {
             power: Power::Off,
             draining: false,
+            drained: false,
             free_cpus: shape.cpus,
             free_mem: shape.memory_mib,
             free_gpus: shape.gpus,
@@ -212,7 +246,7 @@ impl Cluster {
                 c.replicas = max_nodes;
             }
             Mode::PowerSave { .. } => c.replicas = max_nodes,
-            Mode::Elastic => {}
+            Mode::Elastic | Mode::Pool => {}
         }
         c
     }
@@ -577,7 +611,8 @@ impl Cluster {
         self.touch(&run.nodes);
         for &i in &run.nodes {
             let n = &mut self.nodes[i as usize];
-            if n.free_cpus > 0 && !n.draining {
+            let allocatable = !n.draining && !n.drained;
+            if n.free_cpus > 0 && allocatable {
                 self.free.remove(&(n.free_cpus, i));
             }
             n.free_cpus += cpus;
@@ -596,7 +631,7 @@ impl Cluster {
                     self.suspends.push(Reverse((now + suspend_after, i)));
                 }
             }
-            if !n.draining {
+            if allocatable {
                 self.free.insert((n.free_cpus, i));
             }
         }
@@ -636,7 +671,7 @@ impl Cluster {
                 self.suspends.push(Reverse((now + suspend_after, i)));
             }
         }
-        if elastic && n.free_cpus > 0 {
+        if elastic && n.free_cpus > 0 && !n.drained {
             self.free.insert((n.free_cpus, i));
         }
     }
@@ -650,6 +685,7 @@ impl Cluster {
         }
         n.power = Power::Off;
         n.draining = false;
+        n.drained = false;
         self.counts.provisioned -= 1;
         self.off.insert(i);
     }
@@ -735,19 +771,116 @@ impl Cluster {
         }
     }
 
-    /// The Slurm view of every node slot, for a snapshot: `None` for nodes that do not exist
-    /// (off or still booting), else (allocated CPUs, allocated memory MiB, allocated GPUs,
-    /// draining).
-    pub fn node_view(&self, i: u32) -> Option<(u32, u64, u32, bool)> {
+    /// The Slurm view of a node slot, for a snapshot: `None` for nodes that do not exist
+    /// (off or still booting).
+    pub fn node_view(&self, i: u32) -> Option<NodeView> {
         let n = &self.nodes[i as usize];
-        (n.power == Power::Up).then(|| {
-            (
-                self.shape.cpus - n.free_cpus,
-                self.shape.memory_mib - n.free_mem,
-                self.shape.gpus - n.free_gpus,
-                n.draining,
-            )
+        (n.power == Power::Up).then(|| NodeView {
+            alloc_cpus: self.shape.cpus - n.free_cpus,
+            alloc_memory_mib: self.shape.memory_mib - n.free_mem,
+            alloc_gpus: self.shape.gpus - n.free_gpus,
+            drain: if n.drained {
+                Some(DrainedBy::Autoscaler)
+            } else if n.draining {
+                Some(DrainedBy::Operator)
+            } else {
+                None
+            },
         })
+    }
+
+    /// Where slot `i` stands, for a pool's bookkeeping.
+    pub fn slot(&self, i: u32) -> Slot {
+        let n = &self.nodes[i as usize];
+        match n.power {
+            Power::Off => Slot::Off,
+            Power::Booting { .. } => Slot::Booting,
+            Power::Up if n.jobs.is_empty() => Slot::Idle,
+            Power::Up => Slot::Busy,
+        }
+    }
+
+    /// Pools: slot `i` holds a NodeSet pod from the start, its node up at once.
+    pub fn provide_now(&mut self, i: u32, now: i64) {
+        if self.nodes[i as usize].power != Power::Off {
+            return;
+        }
+        self.off.remove(&i);
+        self.replicas += 1;
+        self.power_on(i, now, true);
+    }
+
+    /// The nodes the first waiting job needs, if a job waits.
+    pub fn head_nodes(&self) -> Option<u32> {
+        self.queue.first().map(|&j| self.jobs[j].nodes)
+    }
+
+    /// The submit time of the first waiting job.
+    pub fn oldest_pending(&self) -> Option<i64> {
+        self.queue.first().map(|&j| self.jobs[j].submit)
+    }
+
+    /// The jobs running on slot `i` and when the last of them reaches its time limit.
+    pub fn node_work(&self, i: u32) -> (u64, Option<i64>) {
+        let n = &self.nodes[i as usize];
+        let free_at = n
+            .jobs
+            .iter()
+            .filter_map(|&j| self.running[j].as_ref().map(|r| r.expected_end))
+            .max();
+        (n.jobs.len() as u64, free_at)
+    }
+
+    /// Pools: slot `i` gets a NodeSet pod; its slurmd registers `boot` seconds later.
+    pub fn provide(&mut self, i: u32, now: i64) {
+        if self.nodes[i as usize].power != Power::Off {
+            return;
+        }
+        self.off.remove(&i);
+        self.replicas += 1;
+        self.scale_ups += 1;
+        self.power_on(i, now, false);
+    }
+
+    /// Pools: the NodeSet pod on slot `i` goes, as slurm-operator removes one: at once when
+    /// its node runs nothing, else once its last job ends (the node drains meanwhile).
+    pub fn retire(&mut self, i: u32) {
+        let n = &mut self.nodes[i as usize];
+        if n.power == Power::Off || n.draining {
+            return;
+        }
+        self.replicas -= 1;
+        self.scale_downs += 1;
+        if n.jobs.is_empty() {
+            self.power_off(i);
+            return;
+        }
+        n.draining = true;
+        if n.free_cpus > 0 && !n.drained {
+            self.free.remove(&(n.free_cpus, i));
+        }
+        self.touch(&[i]);
+    }
+
+    /// Pools: DRAIN (`true`) or RESUME (`false`) slot `i`'s Slurm node, as the autoscaler
+    /// asks; a drained node runs its jobs out and stays.
+    pub fn drain(&mut self, i: u32, on: bool, now: i64) {
+        let n = &mut self.nodes[i as usize];
+        if n.drained == on || n.power == Power::Off {
+            return;
+        }
+        let indexed = n.power == Power::Up && !n.draining && n.free_cpus > 0;
+        n.drained = on;
+        if indexed && on {
+            self.free.remove(&(n.free_cpus, i));
+        } else if indexed {
+            self.free.insert((n.free_cpus, i));
+            self.dirty.get_or_insert(now);
+        }
+        self.touch(&[i]);
+        if !on {
+            self.schedule(now);
+        }
     }
 
     /// When job `j` started (or will, once its nodes are up), if it has been scheduled.
@@ -777,7 +910,7 @@ impl Cluster {
         for (i, n) in self.nodes.iter().enumerate() {
             let indexed = self.free.contains(&(n.free_cpus, i as u32));
             let allocatable = match n.power {
-                Power::Up => !n.draining,
+                Power::Up => !n.draining && !n.drained,
                 Power::Booting { .. } => matches!(self.mode, Mode::PowerSave { .. }),
                 Power::Off => false,
             };

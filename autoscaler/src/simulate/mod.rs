@@ -10,9 +10,13 @@
 
 pub mod builtin;
 pub mod cluster;
+pub mod kube;
+pub mod pods;
 pub mod report;
 pub mod rivals;
 pub mod sacct;
+pub mod shared;
+pub mod shared_report;
 pub mod swf;
 pub mod trace;
 pub mod view;

@@ -13,12 +13,13 @@ use std::time::{Duration, SystemTime};
 
 use slurmscale_exporter::model::origin::Origin;
 use slurmscale_exporter::model::{
-    Gres, Jobs, Node, NodeBase, NodeFlags, NodeState, Partition, PendingClass, PendingJob,
+    Gres, Jobs, Node, NodeBase, NodeFlags, NodeState, NodeWork, Partition, PendingClass, PendingJob,
 };
 use slurmscale_exporter::signals::{PartitionSignals, ShapeHints, partition_signals};
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
-use super::cluster::Cluster;
+use super::cluster::{Cluster, DrainedBy};
+use crate::slurm_nodes::drain_reason;
 
 /// The cluster and partition names the replay's Slurm has.
 pub const CLUSTER: &str = "simulated";
@@ -84,10 +85,31 @@ impl SlurmView {
         self.signals = None;
     }
 
+    /// The jobs as /jobs would list them with the work on each node (which running jobs,
+    /// until when): what colocation ranks nodes to drain by.
+    pub fn jobs_with_running(&self, cluster: &Cluster) -> Jobs {
+        let mut jobs = (*self.jobs).clone();
+        for (i, node) in self.nodes.iter().enumerate() {
+            let (count, free_at) = cluster.node_work(i as u32);
+            if count > 0 {
+                jobs.running_on.insert(
+                    Arc::from(node.name.as_str()),
+                    NodeWork {
+                        jobs: count,
+                        free_at,
+                    },
+                );
+            }
+        }
+        jobs
+    }
+
     /// A snapshot of every endpoint, all confirmed at `at`.
     pub fn snapshot(&self, at: SystemTime) -> ClusterSnapshot {
         let took = Duration::from_millis(1);
         let mut snap = ClusterSnapshot::new(CLUSTER, "simulated://");
+        // Node writes (drains, resumes) go to the in-memory Slurm whatever the version.
+        snap.api_version = Some(slurmscale_exporter::slurm::ApiVersion::V0042);
         snap.nodes.succeed(at, took, None);
         snap.nodes.data = Some(self.nodes.clone());
         snap.jobs.succeed(at, took, None);
@@ -168,21 +190,25 @@ fn update(n: &mut Node, i: u32, cluster: &Cluster) {
             n.alloc_cpus = 0;
             n.alloc_memory_bytes = 0;
         }
-        Some((cpus, mem, gpus, draining)) => {
-            n.state.base = match cpus {
+        Some(v) => {
+            n.state.base = match v.alloc_cpus {
                 0 => NodeBase::Idle,
                 c if c >= cluster.shape.cpus => NodeBase::Allocated,
                 _ => NodeBase::Mixed,
             };
-            n.state.flags = if draining {
-                NodeFlags::DRAIN
-            } else {
-                NodeFlags::default()
+            n.state.flags = match v.drain {
+                Some(_) => NodeFlags::DRAIN,
+                None => NodeFlags::default(),
             };
-            n.alloc_cpus = cpus.into();
-            n.alloc_memory_bytes = mem << 20;
+            n.reason = match v.drain {
+                Some(DrainedBy::Autoscaler) => drain_reason("capacity for Kubernetes"),
+                Some(DrainedBy::Operator) => "slurm-operator: scale-in".into(),
+                None => String::new(),
+            };
+            n.alloc_cpus = v.alloc_cpus.into();
+            n.alloc_memory_bytes = v.alloc_memory_mib << 20;
             if let Some(g) = n.gres_used.first_mut() {
-                g.count = gpus.into();
+                g.count = v.alloc_gpus.into();
             }
         }
     }

@@ -60,11 +60,12 @@ const RESOURCES: [&str; 4] = ["genericnodes", "nodes", "nodesetautoscalers", "no
 #[derive(Clone, Debug, Default)]
 pub struct KubeSnapshot {
     pub nodesets: Vec<NodeSetView>,
-    pub ledger: Vec<LedgerNode>,
+    /// Shared, as the capacity is: a colocated autoscaler reads them on every reconcile.
+    pub ledger: Arc<Vec<LedgerNode>>,
     /// Skipped GenericNodes by (cluster label, reason).
     pub malformed: BTreeMap<(String, Malformed), u64>,
     /// Node name → allocatable.
-    pub capacity: BTreeMap<String, Capacity>,
+    pub capacity: Arc<BTreeMap<String, Capacity>>,
     /// (namespace, NodeSet) → the `maxReplicas` of the NodeSetAutoscaler that scales it.
     pub autoscaled: BTreeMap<(String, String), u64>,
     pub watches: BTreeMap<&'static str, WatchHealth>,
@@ -186,15 +187,17 @@ impl KubeSource {
                 .clone(),
             ..Default::default()
         };
-        snap.capacity = self
-            .nodes
-            .state()
-            .iter()
-            .filter_map(|n| Some((n.metadata.name.clone()?, Capacity::of(n))))
-            .collect();
+        snap.capacity = Arc::new(
+            self.nodes
+                .state()
+                .iter()
+                .filter_map(|n| Some((n.metadata.name.clone()?, Capacity::of(n))))
+                .collect(),
+        );
+        let mut ledger = Vec::new();
         for obj in self.genericnodes.state() {
             match ledger::parse(&obj, &self.ledger) {
-                Ok(node) => snap.ledger.push(node),
+                Ok(node) => ledger.push(node),
                 Err(reason) => {
                     let name = obj.metadata.name.clone().unwrap_or_default();
                     let cluster = obj
@@ -216,6 +219,7 @@ impl KubeSource {
                 }
             }
         }
+        snap.ledger = Arc::new(ledger);
         snap.autoscaled = self
             .autoscalers
             .state()

@@ -20,7 +20,7 @@ struct Pool {
 
 pub fn collect(out: &mut Out, k: &KubeSnapshot, _: &MetricsOptions) {
     let mut pools: BTreeMap<&str, Pool> = BTreeMap::new();
-    for n in &k.ledger {
+    for n in k.ledger.iter() {
         out.set_cluster(&n.cluster);
         let id = [("node", n.name.as_str()), ("alias", n.alias.as_str())];
         out.info(

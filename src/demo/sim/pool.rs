@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use slurmscale_autoscaler::colocation::{PendingPod, Placement};
+use slurmscale_autoscaler::pool::NodeSetPod as PodState;
 use slurmscale_exporter::k8s::ledger::{Capacity, LedgerNode, Owner};
 
 use super::{BOOT_SECONDS, CLUSTER, CPU_NODE, GIB, Rng, SimNode};
@@ -224,11 +225,18 @@ impl Pool {
         }
     }
 
-    /// Pool nodes running a NodeSet pod, and whether it still serves (is not marked).
-    pub fn pod_nodes(&self) -> BTreeMap<String, bool> {
+    /// Pool nodes running a NodeSet pod, and how it stands.
+    pub fn pod_nodes(&self) -> BTreeMap<String, PodState> {
         self.slots
             .iter()
-            .filter_map(|s| Some((s.k8s_node.clone(), !s.pod?.marked)))
+            .filter_map(|s| {
+                let state = if s.pod?.marked {
+                    PodState::Marked
+                } else {
+                    PodState::Serving
+                };
+                Some((s.k8s_node.clone(), state))
+            })
             .collect()
     }
 
@@ -241,6 +249,7 @@ impl Pool {
                 name: format!("web/{}", p.name),
                 cpu: WEB_CPU,
                 memory: WEB_MEMORY,
+                gpu: 0.0,
                 placement: Placement::default(),
             })
             .collect()

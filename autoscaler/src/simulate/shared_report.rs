@@ -1,0 +1,334 @@
+//! What a shared-pool replay shows: one row per way of sharing (a table for people, JSON for
+//! scripts), and a timeline as CSV and as an SVG with one panel per way of sharing — the
+//! nodes each side held, the idle ones, and the work waiting on each side.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::report::quantile;
+use super::shared::SharedRun;
+
+/// One row, with the keys scripts and our acceptance checks read: keep them.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SharedRow {
+    pub policy: String,
+    pub jobs: usize,
+    pub pods: usize,
+    pub stranded_node_hours: f64,
+    pub slurm_node_hours: f64,
+    pub kubernetes_node_hours: f64,
+    pub idle_node_hours: f64,
+    pub slurm_wait_p50_s: f64,
+    pub slurm_wait_p95_s: f64,
+    pub slurm_wait_p99_s: f64,
+    pub slurm_wait_max_s: f64,
+    pub slurm_bounded_slowdown_mean: f64,
+    pub pod_wait_p50_s: f64,
+    pub pod_wait_p95_s: f64,
+    pub pod_wait_p99_s: f64,
+    pub pod_wait_max_s: f64,
+    pub drains: u64,
+    pub handovers_to_kubernetes: u64,
+    pub handovers_to_slurm: u64,
+    pub evictions: u64,
+    pub pod_hours_lost: f64,
+    pub jobs_killed: u64,
+    pub job_hours_lost: f64,
+    /// Jobs and pods never placed when the replay stopped.
+    pub starved_jobs: usize,
+    pub starved_pods: usize,
+    /// `(static-best − this) ÷ (static-best − oracle)` in stranded node-hours; `None` where
+    /// either is missing from the run.
+    pub gap_closed: Option<f64>,
+    /// Records of either log left out, by reason.
+    pub not_replayed: BTreeMap<String, u64>,
+}
+
+impl SharedRow {
+    pub fn new(name: String, run: &SharedRun) -> Self {
+        let s = &run.stats;
+        let hours = |secs: f64| secs / 3600.0;
+        let q = |v: &[i64], p| quantile(v, p);
+        Self {
+            policy: name,
+            jobs: s.jobs,
+            pods: s.pods,
+            stranded_node_hours: hours(s.stranded_node_seconds),
+            slurm_node_hours: hours(s.slurm_node_seconds),
+            kubernetes_node_hours: hours(s.kube_node_seconds),
+            idle_node_hours: hours(s.idle_node_seconds),
+            slurm_wait_p50_s: q(&s.job_waits, 0.5),
+            slurm_wait_p95_s: q(&s.job_waits, 0.95),
+            slurm_wait_p99_s: q(&s.job_waits, 0.99),
+            slurm_wait_max_s: s.job_waits.last().copied().unwrap_or(0) as f64,
+            slurm_bounded_slowdown_mean: s.bounded_slowdown_mean,
+            pod_wait_p50_s: q(&s.pod_waits, 0.5),
+            pod_wait_p95_s: q(&s.pod_waits, 0.95),
+            pod_wait_p99_s: q(&s.pod_waits, 0.99),
+            pod_wait_max_s: s.pod_waits.last().copied().unwrap_or(0) as f64,
+            drains: s.drains,
+            handovers_to_kubernetes: s.to_kubernetes,
+            handovers_to_slurm: s.to_slurm,
+            evictions: s.evictions,
+            pod_hours_lost: hours(s.pod_seconds_lost),
+            jobs_killed: s.jobs_killed,
+            job_hours_lost: 0.0,
+            starved_jobs: s.starved_jobs,
+            starved_pods: s.starved_pods,
+            gap_closed: None,
+            not_replayed: BTreeMap::new(),
+        }
+    }
+}
+
+/// The rows of `runs` (named as they come), with the share of the gap each closes between
+/// `static-best` and `oracle` when both are there.
+pub fn rows(runs: &[(String, SharedRun)]) -> Vec<SharedRow> {
+    let mut rows: Vec<SharedRow> = runs
+        .iter()
+        .map(|(name, r)| SharedRow::new(name.clone(), r))
+        .collect();
+    let stranded = |name: &str| {
+        rows.iter()
+            .find(|r| r.policy == name)
+            .map(|r| r.stranded_node_hours)
+    };
+    if let (Some(best), Some(bound)) = (stranded("static-best"), stranded("oracle")) {
+        let gap = best - bound;
+        for r in &mut rows {
+            r.gap_closed = (gap > 0.0).then(|| (best - r.stranded_node_hours) / gap);
+        }
+    }
+    rows
+}
+
+fn human(secs: f64) -> String {
+    match secs {
+        s if s < 120.0 => format!("{s:.0}s"),
+        s if s < 7200.0 => format!("{:.0}m", s / 60.0),
+        s => format!("{:.1}h", s / 3600.0),
+    }
+}
+
+pub fn table(rows: &[SharedRow]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<17} {:>10} {:>10} {:>10} {:>9} {:>7} {:>7} {:>7} {:>8} {:>7} {:>7} {:>7} {:>6} {:>11} {:>6} {:>9} {:>6}",
+        "policy",
+        "stranded",
+        "slurm",
+        "k8s",
+        "idle",
+        "wait50",
+        "wait95",
+        "wait99",
+        "slowdown",
+        "pod50",
+        "pod95",
+        "pod99",
+        "drains",
+        "handovers",
+        "evict",
+        "pod-h lost",
+        "gap"
+    );
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "{:<17} {:>10.1} {:>10.1} {:>10.1} {:>9.1} {:>7} {:>7} {:>7} {:>8.2} {:>7} {:>7} {:>7} {:>6} {:>5}/{:<5} {:>6} {:>9.1} {:>6}",
+            r.policy,
+            r.stranded_node_hours,
+            r.slurm_node_hours,
+            r.kubernetes_node_hours,
+            r.idle_node_hours,
+            human(r.slurm_wait_p50_s),
+            human(r.slurm_wait_p95_s),
+            human(r.slurm_wait_p99_s),
+            r.slurm_bounded_slowdown_mean,
+            human(r.pod_wait_p50_s),
+            human(r.pod_wait_p95_s),
+            human(r.pod_wait_p99_s),
+            r.drains,
+            r.handovers_to_kubernetes,
+            r.handovers_to_slurm,
+            r.evictions,
+            r.pod_hours_lost,
+            r.gap_closed
+                .map_or("-".to_string(), |g| format!("{:.0}%", g * 100.0)),
+        );
+    }
+    out
+}
+
+/// The timeline as CSV: time, policy, nodes Slurm and Kubernetes held and idle (averages
+/// over the bucket starting at `time`), jobs and pods waiting at `time`.
+pub fn csv(runs: &[(String, SharedRun)]) -> String {
+    let mut out = String::from(
+        "time,policy,slurm_nodes,kubernetes_nodes,idle_nodes,jobs_waiting,pods_waiting\n",
+    );
+    for (name, r) in runs {
+        for p in &r.timeline {
+            let _ = writeln!(
+                out,
+                "{},{name},{:.3},{:.3},{:.3},{},{}",
+                p.time, p.slurm_nodes, p.kube_nodes, p.idle_nodes, p.jobs_waiting, p.pods_waiting
+            );
+        }
+    }
+    out
+}
+
+/// One panel per way of sharing: nodes Slurm held (blue) and Kubernetes held (green)
+/// stacked, idle nodes as a grey line, and below each panel the work waiting (jobs orange,
+/// pods purple) on its own scale.
+pub fn svg(title: &str, runs: &[(String, SharedRun)], rows: &[SharedRow]) -> String {
+    const W: f64 = 960.0;
+    const PANEL: f64 = 120.0;
+    const WAIT: f64 = 40.0;
+    const LEFT: f64 = 60.0;
+    const RIGHT: f64 = 20.0;
+    const TOP: f64 = 40.0;
+    let shown: Vec<&(String, SharedRun)> = runs
+        .iter()
+        .filter(|(_, r)| !r.timeline.is_empty())
+        .collect();
+    let t0 = shown
+        .iter()
+        .filter_map(|(_, r)| r.timeline.first())
+        .map(|p| p.time)
+        .min()
+        .unwrap_or(0);
+    let t1 = shown
+        .iter()
+        .filter_map(|(_, r)| r.timeline.last())
+        .map(|p| p.time)
+        .max()
+        .unwrap_or(t0 + 1)
+        .max(t0 + 1);
+    let ymax = shown
+        .iter()
+        .flat_map(|(_, r)| r.timeline.iter())
+        .map(|p| p.slurm_nodes + p.kube_nodes)
+        .fold(1.0_f64, f64::max)
+        .ceil();
+    let wmax = shown
+        .iter()
+        .flat_map(|(_, r)| r.timeline.iter())
+        .map(|p| f64::from(p.jobs_waiting.max(p.pods_waiting)))
+        .fold(1.0_f64, f64::max);
+    let step = PANEL + WAIT + 36.0;
+    let height = TOP + shown.len() as f64 * step + 30.0;
+    let x = |t: i64| LEFT + (t - t0) as f64 / (t1 - t0) as f64 * (W - LEFT - RIGHT);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{height}" viewBox="0 0 {W} {height}" font-family="sans-serif" font-size="12">"##
+    );
+    let _ = writeln!(s, r##"<rect width="100%" height="100%" fill="white"/>"##);
+    let _ = writeln!(
+        s,
+        r##"<text x="{LEFT}" y="22" font-size="15" font-weight="bold">{}</text>"##,
+        escape(title)
+    );
+    for (k, (name, r)) in shown.iter().enumerate() {
+        let top = TOP + k as f64 * step + 18.0;
+        let y = |v: f64| top + PANEL - v / ymax * PANEL;
+        let wy = |v: f64| top + PANEL + 8.0 + WAIT - v / wmax * WAIT;
+        let label = match rows.iter().find(|w| &w.policy == name) {
+            Some(w) => format!(
+                "{name}: {:.0} stranded node-hours, Slurm p95 wait {}, pod p95 {}",
+                w.stranded_node_hours,
+                human(w.slurm_wait_p95_s),
+                human(w.pod_wait_p95_s)
+            ),
+            None => name.clone(),
+        };
+        let _ = writeln!(
+            s,
+            r##"<text x="{LEFT}" y="{:.1}">{}</text>"##,
+            top - 5.0,
+            escape(&label)
+        );
+        let _ = writeln!(
+            s,
+            r##"<rect x="{LEFT}" y="{top:.1}" width="{:.1}" height="{PANEL}" fill="none" stroke="#999"/>"##,
+            W - LEFT - RIGHT
+        );
+        let _ = writeln!(
+            s,
+            r##"<text x="{:.1}" y="{:.1}" text-anchor="end">{ymax:.0}</text><text x="{:.1}" y="{:.1}" text-anchor="end">0</text>"##,
+            LEFT - 4.0,
+            top + 10.0,
+            LEFT - 4.0,
+            top + PANEL
+        );
+        let path = |f: &dyn Fn(&super::shared::SharedPoint) -> f64, yy: &dyn Fn(f64) -> f64| {
+            let mut d = String::new();
+            let mut last: Option<String> = None;
+            for p in &r.timeline {
+                let v = format!("{:.1}", yy(f(p)));
+                if last.as_deref() != Some(v.as_str()) {
+                    if let Some(prev) = &last {
+                        let _ = write!(d, " L{:.1},{prev}", x(p.time));
+                    }
+                    let _ = write!(d, " L{:.1},{v}", x(p.time));
+                    last = Some(v);
+                }
+            }
+            if let Some(prev) = last {
+                let _ = write!(d, " L{:.1},{prev}", x(t1));
+            }
+            d
+        };
+        let base = r.timeline[0].time;
+        let area = |f: &dyn Fn(&super::shared::SharedPoint) -> f64, fill: &str| {
+            format!(
+                r##"<path d="M{:.1},{:.1}{} L{:.1},{:.1} Z" fill="{fill}" stroke="none"/>"##,
+                x(base),
+                y(0.0),
+                path(f, &y),
+                x(t1),
+                y(0.0)
+            )
+        };
+        let line = |f: &dyn Fn(&super::shared::SharedPoint) -> f64,
+                    yy: &dyn Fn(f64) -> f64,
+                    color: &str| {
+            format!(
+                r##"<path d="M{}" fill="none" stroke="{color}" stroke-width="1"/>"##,
+                path(f, yy).trim_start().trim_start_matches('L')
+            )
+        };
+        // Stacked: Kubernetes on top of Slurm.
+        let _ = writeln!(s, "{}", area(&|p| p.slurm_nodes + p.kube_nodes, "#a1d99b"));
+        let _ = writeln!(s, "{}", area(&|p| p.slurm_nodes, "#9ecae1"));
+        let _ = writeln!(s, "{}", line(&|p| p.idle_nodes, &y, "#636363"));
+        let _ = writeln!(
+            s,
+            "{}",
+            line(&|p| f64::from(p.jobs_waiting), &wy, "#e6550d")
+        );
+        let _ = writeln!(
+            s,
+            "{}",
+            line(&|p| f64::from(p.pods_waiting), &wy, "#756bb1")
+        );
+    }
+    let bottom = height - 12.0;
+    let days = (t1 - t0) as f64 / 86400.0;
+    let _ = writeln!(
+        s,
+        r##"<text x="{LEFT}" y="{bottom}">blue: nodes Slurm holds · green: nodes Kubernetes holds · grey: idle nodes · below: jobs (orange) and pods (purple) waiting, up to {wmax:.0} · {days:.1} days</text>"##
+    );
+    s.push_str("</svg>\n");
+    s
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
