@@ -27,7 +27,7 @@ use slurmscale_exporter::k8s::nodeset::{
 };
 use support::{kube_client, namespace, unique};
 
-/// The official CRDs, trimmed for kube 1.20 (no CEL, no empty-string defaults).
+/// The official CRDs as published (CEL rules and defaults included: the test server is current).
 fn official(file: &str) -> CustomResourceDefinition {
     let path = support::official_crd_path(file);
     let text = std::fs::read_to_string(&path).expect("read CRD");

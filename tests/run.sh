@@ -49,7 +49,8 @@ apart=(autoscaler_e2e calibration)
 second=(env "SLURMSCALE_RUN=${SLURMSCALE_RUN:-/tmp/slurmscale-harness}-2" SLURMSCALE_PORT_BASE_2205=19800
   SLURMSCALE_PORT_BASE_2411=20800 SLURMSCALE_KUBE_PORT_BASE=21000)
 trap 'tests/harness/down.sh; "${second[@]}" tests/harness/down.sh' EXIT
-tests/harness/up.sh
+# KEDA (operator and metrics adapter) beside the first copy, for tests/keda.rs.
+SLURMSCALE_KUBE_WITH=keda tests/harness/up.sh
 "${second[@]}" tests/harness/up.sh
 
 phase "tests"

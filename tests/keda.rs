@@ -1,0 +1,158 @@
+//! KEDA for real: `examples/keda/scaledobject-metrics-api.yaml`, as shipped but for where the
+//! exporter listens and which NodeSet it scales, takes a NodeSet from zero to what a waiting
+//! job needs through the harness's KEDA (operator and metrics adapter behind the aggregation
+//! layer) and the HPA in its kube-controller-manager, reading our exporter's
+//! `slurm_nodeset_desired_nodes` from the real Slurm 24.11. `tests/run.sh` starts KEDA beside
+//! the first harness copy; alone: `tests/harness/kube.sh keda-start`.
+
+mod support;
+
+use std::time::Duration;
+
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde_json::json;
+use slurmscale_exporter::k8s::nodeset::v1beta1;
+use support::{Process, SlurmCluster, kube_client, kubeconfig_path, namespace, wait_until};
+
+/// The example, pointed at this test's exporter and NodeSet; nothing else changed.
+fn scaled_object(ns: &str, cluster: &str, url: &str) -> DynamicObject {
+    let path = support::repo_root().join("examples/keda/scaledobject-metrics-api.yaml");
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut so: serde_json::Value = serde_saphyr::from_str(&text).unwrap();
+    so["metadata"]["namespace"] = json!(ns);
+    let meta = &mut so["spec"]["triggers"][0]["metadata"];
+    meta["url"] = json!(url);
+    meta["valueLocation"] = json!(format!(
+        "slurm_nodeset_desired_nodes{{cluster=\"{cluster}\",namespace=\"{ns}\",nodeset=\"elastic\"}}"
+    ));
+    serde_json::from_value(so).unwrap()
+}
+
+#[tokio::test]
+async fn the_keda_example_scales_a_nodeset_from_zero_to_what_a_job_needs() {
+    let cluster = SlurmCluster::get("24.11");
+    cluster.reset_elastic();
+    let client = kube_client().await;
+    let served = client
+        .list_api_group_resources("external.metrics.k8s.io/v1beta1")
+        .await;
+    assert!(
+        served.is_ok(),
+        "KEDA's metrics adapter is not serving external.metrics.k8s.io ({served:?}): start it with tests/harness/kube.sh keda-start (tests/run.sh does)"
+    );
+    let ns = namespace(&client, "keda").await;
+    let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
+    let spec = v1beta1::NodeSetSpec {
+        replicas: Some(0),
+        ..Default::default()
+    };
+    nodesets
+        .create(
+            &PostParams::default(),
+            &v1beta1::NodeSet::new("elastic", spec),
+        )
+        .await
+        .unwrap();
+    // slurm-operator's part, without pods: the status follows spec.replicas (the HPA reads
+    // the current replicas and the pod selector from the scale subresource).
+    let operator = {
+        let nodesets = nodesets.clone();
+        tokio::spawn(async move {
+            loop {
+                if let Ok(set) = nodesets.get("elastic").await {
+                    let r = set.spec.replicas.unwrap_or(0);
+                    let status = json!({"status": {"replicas": r, "readyReplicas": r,
+                        "selector": "app.kubernetes.io/instance=elastic"}});
+                    let _ = nodesets
+                        .patch_status("elastic", &PatchParams::default(), &Patch::Merge(status))
+                        .await;
+                }
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+        })
+    };
+
+    let key = cluster.key_file.to_string_lossy().into_owned();
+    let kubeconfig = kubeconfig_path().to_string_lossy().into_owned();
+    let exporter = Process::start(
+        &[
+            "exporter",
+            "--interval",
+            "2s",
+            "--jwt-key-file",
+            &key,
+            "--kubeconfig",
+            &kubeconfig,
+        ],
+        &[
+            ("SLURM_REST_URL", &cluster.url),
+            ("SLURM_USER", &cluster.user),
+            ("SLURM_CLUSTER", &cluster.name),
+        ],
+    );
+    exporter.wait_ready(Duration::from_secs(60)).await;
+
+    let gvk = GroupVersionKind::gvk("keda.sh", "v1alpha1", "ScaledObject");
+    let scaled: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        &ns,
+        &ApiResource::from_gvk_with_plural(&gvk, "scaledobjects"),
+    );
+    let so = scaled_object(&ns, &cluster.name, &exporter.url("/metrics"));
+    scaled.create(&PostParams::default(), &so).await.unwrap();
+
+    // Nothing waits: KEDA keeps the NodeSet at its idle count, 0.
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let replicas = || async {
+        nodesets
+            .get("elastic")
+            .await
+            .ok()
+            .and_then(|s| s.spec.replicas)
+            .unwrap_or(0)
+    };
+    assert_eq!(replicas().await, 0, "idle: no node");
+
+    let job = cluster.submit(&[
+        "-p",
+        "elastic",
+        "-N",
+        "3",
+        "--exclusive",
+        "--wrap",
+        "sleep 600",
+    ]);
+    let at = std::time::Instant::now();
+    let reached = wait_until(Duration::from_secs(120), || async { replicas().await == 3 }).await;
+    let took = at.elapsed();
+    let _ = cluster.run("scancel", &[&job]);
+    operator.abort();
+    assert!(
+        reached,
+        "KEDA did not take the NodeSet to the 3 nodes a waiting job needs within 120 s (at {}); exporter says {:?}",
+        replicas().await,
+        exporter
+            .metrics()
+            .await
+            .get("slurm_nodeset_desired_nodes", &[("namespace", &ns)])
+    );
+    eprintln!("sbatch → 3 replicas through KEDA and the HPA: {took:.1?}");
+
+    // The tolerance the example sets reached the HPA KEDA made: this server honours it.
+    let hpa = Api::<HorizontalPodAutoscaler>::namespaced(client.clone(), &ns)
+        .get("keda-hpa-slurm-elastic-direct")
+        .await
+        .unwrap();
+    let up = hpa.spec.and_then(|s| s.behavior?.scale_up);
+    assert_eq!(
+        up.as_ref().and_then(|u| u.tolerance.clone()),
+        Some(Quantity("0".into())),
+        "{up:?}"
+    );
+    let _ = scaled
+        .delete("slurm-elastic-direct", &Default::default())
+        .await;
+}
