@@ -447,3 +447,44 @@ fn the_default_image_is_the_one_the_build_script_tags() {
         "ghcr.io/slurmscale/slurmscale:0.0.9-rc1"
     );
 }
+
+/// Every `apiVersion` enum in the chart's values schema (wherever it sits) lists exactly the
+/// slurmrestd versions the exporter speaks, plus `auto`: a version added to
+/// `slurm::versions` and forgotten in the chart would be refused by `helm install`.
+#[test]
+fn the_values_schema_offers_every_api_version_the_exporter_speaks() {
+    fn enums<'a>(v: &'a Value, out: &mut Vec<&'a Value>) {
+        match v {
+            Value::Object(m) => {
+                if let Some(e) = m.get("apiVersion").and_then(|a| a.get("enum")) {
+                    out.push(e);
+                }
+                m.values().for_each(|x| enums(x, out));
+            }
+            Value::Array(a) => a.iter().for_each(|x| enums(x, out)),
+            _ => {}
+        }
+    }
+    let text =
+        std::fs::read_to_string(repo_root().join("charts/slurmscale/values.schema.json")).unwrap();
+    let schema: Value = serde_json::from_str(&text).unwrap();
+    let mut found = Vec::new();
+    enums(&schema, &mut found);
+    assert!(!found.is_empty(), "the schema constrains apiVersion");
+    let mut want: Vec<&str> = slurmscale_exporter::slurm::ApiVersion::ALL
+        .iter()
+        .map(|v| v.as_str())
+        .collect();
+    want.push("auto");
+    want.sort();
+    for e in found {
+        let mut got: Vec<&str> = e
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        got.sort();
+        assert_eq!(got, want);
+    }
+}

@@ -26,6 +26,10 @@ pub enum Error {
     #[error("Slurm cluster {0:?} is not one this autoscaler reads")]
     UnknownCluster(String),
 
+    /// What Slurm is needed for cannot be read (yet): the reason, as a sentence.
+    #[error("no Slurm data to act on: {0}")]
+    NoSlurm(String),
+
     #[error(transparent)]
     Exporter(#[from] slurmscale_exporter::Error),
 
@@ -66,6 +70,7 @@ impl Error {
             Self::NotLeader(_) => "not_leader",
             Self::Target(..) => "target",
             Self::UnknownCluster(_) => "config",
+            Self::NoSlurm(_) => "slurm",
             Self::Exporter(e) => e.kind(),
             Self::Io { .. } => "io",
             Self::Trace { .. } | Self::Simulate(_) => "input",

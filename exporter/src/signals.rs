@@ -96,6 +96,9 @@ pub enum Untrusted {
     Stale(Endpoint, Duration),
     /// slurmctld does not know the partition.
     UnknownPartition(String),
+    /// The cluster is not one this process reads (`None`: the spec names none, and several
+    /// are read).
+    UnknownCluster(Option<String>),
 }
 
 impl Untrusted {
@@ -106,6 +109,7 @@ impl Untrusted {
             Self::Failing(..) => "failing",
             Self::Stale(..) => "stale",
             Self::UnknownPartition(_) => "unknown_partition",
+            Self::UnknownCluster(_) => "unknown_cluster",
         }
     }
 }
@@ -117,6 +121,10 @@ impl fmt::Display for Untrusted {
             Self::Failing(e, why) => write!(f, "{e} is failing: {why}"),
             Self::Stale(e, age) => write!(f, "{e} data is {}s old", age.as_secs()),
             Self::UnknownPartition(p) => write!(f, "Slurm has no partition {p:?}"),
+            Self::UnknownCluster(None) => {
+                write!(f, "no spec.slurm.cluster, and several clusters are read")
+            }
+            Self::UnknownCluster(Some(c)) => write!(f, "cluster {c:?} is not read by this process"),
         }
     }
 }

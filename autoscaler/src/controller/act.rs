@@ -189,11 +189,11 @@ async fn move_nodes<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     let kube = &seam.kubernetes;
     if !plan.drain.is_empty() || !plan.resume.is_empty() {
         let cluster = obs.cluster.clone().unwrap_or_default();
-        let version = obs
-            .pool
-            .as_ref()
-            .and_then(|p| p.slurm_api)
-            .ok_or_else(|| Error::UnknownCluster(cluster.clone()))?;
+        let version = obs.pool.as_ref().and_then(|p| p.slurm_api).ok_or_else(|| {
+            Error::NoSlurm(format!(
+                "slurmrestd of cluster {cluster:?} has not said which API version it speaks"
+            ))
+        })?;
         for node in &plan.drain {
             seam.slurm
                 .drain(&cluster, version, node, "capacity for Kubernetes")

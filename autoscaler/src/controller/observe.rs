@@ -152,8 +152,7 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     let pool = match &spec.colocation {
         None => None,
         Some(col) => {
-            let snap =
-                snapshot.map_err(|_| Error::UnknownCluster(cluster.clone().unwrap_or_default()))?;
+            let snap = snapshot.map_err(|why| Error::NoSlurm(why.to_string()))?;
             let scope = (
                 cluster.as_deref().unwrap_or_default(),
                 partitions[0].as_str(),
@@ -177,14 +176,11 @@ fn snapshot<K, S, P>(
     ctl: &Controller<K, S, P>,
     cluster: Option<&str>,
 ) -> Result<std::sync::Arc<ClusterSnapshot>, Untrusted> {
-    let cluster = cluster.ok_or_else(|| {
-        Untrusted::UnknownPartition("no spec.slurm.cluster, and several clusters are read".into())
-    })?;
-    let rx = ctl.clusters.get(cluster).ok_or_else(|| {
-        Untrusted::UnknownPartition(format!(
-            "cluster {cluster:?} is not read by this autoscaler"
-        ))
-    })?;
+    let cluster = cluster.ok_or(Untrusted::UnknownCluster(None))?;
+    let rx = ctl
+        .clusters
+        .get(cluster)
+        .ok_or_else(|| Untrusted::UnknownCluster(Some(cluster.to_string())))?;
     Ok(rx.borrow().clone())
 }
 
