@@ -362,8 +362,14 @@ node_down() {
     die "$n still runs jobs; not taking it down"
   fi
   stop_pidfile "$pids/slurmd-$n"
-  slurm scontrol update nodename="$n" state=future >/dev/null ||
-    die "could not return $n to FUTURE"
+  # The node was idle and up until now: a job the scheduler placed on it after the check would
+  # be left completing forever (seen once under load). Such a job keeps Slurm from returning
+  # the node to FUTURE: then slurmd comes back for it, and the node-down is refused as above.
+  if ! slurm scontrol update nodename="$n" state=future >/dev/null 2>&1 ||
+    [ -n "$(slurm squeue -h -w "$n" -o '%A' 2>/dev/null)" ]; then
+    start_slurmd "$n"
+    die "$n took a job while going down; its slurmd is back"
+  fi
 }
 
 case "$cmd" in
