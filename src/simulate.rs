@@ -92,6 +92,43 @@ fn trace_name(path: &Path) -> String {
         })
 }
 
+/// Runs `work` with a progress bar on stderr (hidden when `quiet`) that follows the counter
+/// `work` advances, up to `total`.
+fn with_progress<T>(
+    total: u64,
+    quiet: bool,
+    template: &str,
+    work: impl FnOnce(&Arc<AtomicU64>) -> T,
+) -> T {
+    let progress = Arc::new(AtomicU64::new(0));
+    let bar = if quiet {
+        indicatif::ProgressBar::hidden()
+    } else {
+        let bar = indicatif::ProgressBar::new(total);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(template)
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        bar
+    };
+    std::thread::scope(|s| {
+        let ticker = {
+            let (bar, progress) = (bar.clone(), progress.clone());
+            s.spawn(move || {
+                while !bar.is_finished() {
+                    bar.set_position(progress.load(Ordering::Relaxed));
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            })
+        };
+        let out = work(&progress);
+        bar.finish_and_clear();
+        let _ = ticker.join();
+        out
+    })
+}
+
 fn autoscaler_spec(path: &Path) -> Result<NodeSetAutoscaler> {
     let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
     serde_saphyr::from_str(&text)
@@ -272,36 +309,13 @@ pub fn run(args: SimulateArgs) -> Result<()> {
     }
 
     let total = (jobs.len() * parsed_policies.len()) as u64;
-    let progress = Arc::new(AtomicU64::new(0));
-    let bar = if quiet {
-        indicatif::ProgressBar::hidden()
-    } else {
-        let bar = indicatif::ProgressBar::new(total);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{elapsed:>4} [{bar:40}] {percent:>3}% of jobs × policies, eta {eta}",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-            .progress_chars("=> "),
-        );
-        bar
-    };
     let started = Instant::now();
-    let runs = std::thread::scope(|s| {
-        let ticker = {
-            let (bar, progress) = (bar.clone(), progress.clone());
-            s.spawn(move || {
-                while !bar.is_finished() {
-                    bar.set_position(progress.load(Ordering::Relaxed));
-                    std::thread::sleep(Duration::from_millis(200));
-                }
-            })
-        };
-        let runs = simulate::run(&parsed_policies, jobs, &opts, Some(progress.clone()));
-        bar.finish_and_clear();
-        let _ = ticker.join();
-        runs
-    })?;
+    let runs = with_progress(
+        total,
+        quiet,
+        "{elapsed:>4} [{bar:40}] {percent:>3}% of jobs × policies, eta {eta}",
+        |progress| simulate::run(&parsed_policies, jobs, &opts, Some(progress.clone())),
+    )?;
     let took = started.elapsed();
     let mut rows = report::rows(&runs, shape.cpus);
     for r in &mut rows {
@@ -456,36 +470,13 @@ fn run_shared(args: SimulateArgs) -> Result<()> {
         opts.autoscaler = spec;
     }
     let total = shared::runs_for(&policies, max_nodes) as u64;
-    let progress = Arc::new(AtomicU64::new(0));
-    let bar = if quiet {
-        indicatif::ProgressBar::hidden()
-    } else {
-        let bar = indicatif::ProgressBar::new(total);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{elapsed:>4} [{bar:40}] {pos}/{len} replays, eta {eta}",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-            .progress_chars("=> "),
-        );
-        bar
-    };
     let started = Instant::now();
-    let runs = std::thread::scope(|s| {
-        let ticker = {
-            let (bar, progress) = (bar.clone(), progress.clone());
-            s.spawn(move || {
-                while !bar.is_finished() {
-                    bar.set_position(progress.load(Ordering::Relaxed));
-                    std::thread::sleep(Duration::from_millis(200));
-                }
-            })
-        };
-        let runs = shared::run(&policies, jobs, pods, &opts, Some(&progress));
-        bar.finish_and_clear();
-        let _ = ticker.join();
-        runs
-    })?;
+    let runs = with_progress(
+        total,
+        quiet,
+        "{elapsed:>4} [{bar:40}] {pos}/{len} replays, eta {eta}",
+        |progress| shared::run(&policies, jobs, pods, &opts, Some(progress)),
+    )?;
     let took = started.elapsed();
     let mut rows = shared_report::rows(&runs);
     for r in &mut rows {
