@@ -514,24 +514,7 @@ async fn the_leader_serves_the_exporters_metrics_when_asked() {
     )
     .await;
     let (leader, standby) = if leads(&a).await { (&a, &b) } else { (&b, &a) };
-    let key = cluster.key_file.to_string_lossy().into_owned();
-    let kubeconfig = support::kubeconfig_path().to_string_lossy().into_owned();
-    let exporter = Process::start(
-        &[
-            "exporter",
-            "--interval",
-            "1s",
-            "--jwt-key-file",
-            &key,
-            "--kubeconfig",
-            &kubeconfig,
-        ],
-        &[
-            ("SLURM_REST_URL", &cluster.url),
-            ("SLURM_USER", &cluster.user),
-            ("SLURM_CLUSTER", &cluster.name),
-        ],
-    );
+    let exporter = support::exporter(&cluster, &support::kubeconfig_path());
     exporter.wait_ready(Duration::from_secs(30)).await;
     let same = [
         ("slurm_nodes", vec![]),

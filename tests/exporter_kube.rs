@@ -12,28 +12,9 @@ use serde_json::{Value, json};
 use slurmscale_exporter::k8s::genericnode::GenericNode;
 use slurmscale_exporter::k8s::nodeset::{v1alpha1, v1beta1};
 use support::{
-    Metrics, Process, SlurmCluster, kube_client, kubeconfig_path, namespace, unique, wait_until,
+    Metrics, Process, SlurmCluster, exporter, kube_client, kubeconfig_path, namespace, unique,
+    wait_until,
 };
-
-fn exporter(cluster: &SlurmCluster, kubeconfig: &str) -> Process {
-    let key = cluster.key_file.to_string_lossy().into_owned();
-    Process::start(
-        &[
-            "exporter",
-            "--interval",
-            "1s",
-            "--jwt-key-file",
-            &key,
-            "--kubeconfig",
-            kubeconfig,
-        ],
-        &[
-            ("SLURM_REST_URL", &cluster.url),
-            ("SLURM_USER", &cluster.user),
-            ("SLURM_CLUSTER", &cluster.name),
-        ],
-    )
-}
 
 /// Waits until `check` holds on the exporter's metrics; fails with the last scrape's view.
 async fn until(exporter: &Process, what: &str, check: impl Fn(&Metrics) -> bool) {
@@ -71,7 +52,7 @@ fn shares(slurm_cpu: &str, k8s_cpu: &str) -> Value {
 async fn the_genericnode_ledger_follows_the_apiserver() {
     let cluster = SlurmCluster::get("24.11");
     let client = kube_client().await;
-    let exporter = exporter(&cluster, kubeconfig_path().to_str().unwrap());
+    let exporter = exporter(&cluster, &kubeconfig_path());
     exporter.wait_ready(Duration::from_secs(30)).await;
 
     let pool = unique("pool");
@@ -285,7 +266,7 @@ async fn nodeset_desired_nodes_follow_slurm_demand() {
         .status();
     let client = kube_client().await;
     let ns = namespace(&client, "ns-desired").await;
-    let exporter = exporter(&cluster, kubeconfig_path().to_str().unwrap());
+    let exporter = exporter(&cluster, &kubeconfig_path());
     exporter.wait_ready(Duration::from_secs(30)).await;
 
     let beta: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
@@ -492,7 +473,7 @@ async fn the_rbac_example_is_sufficient() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("impersonate.kubeconfig");
         std::fs::write(&path, serde_json::to_vec(&kubeconfig).unwrap()).unwrap();
-        let exporter = exporter(&cluster, path.to_str().unwrap());
+        let exporter = exporter(&cluster, &path);
         if allowed {
             exporter.wait_ready(Duration::from_secs(30)).await;
             until(&exporter, "every watch up with the example RBAC", |m| {

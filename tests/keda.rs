@@ -15,7 +15,7 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::json;
 use slurmscale_exporter::k8s::nodeset::v1beta1;
-use support::{Process, SlurmCluster, kube_client, kubeconfig_path, namespace, wait_until};
+use support::{SlurmCluster, exporter, kube_client, kubeconfig_path, namespace, wait_until};
 
 /// The example, pointed at this test's exporter and NodeSet; nothing else changed.
 fn scaled_object(ns: &str, cluster: &str, url: &str) -> DynamicObject {
@@ -75,24 +75,7 @@ async fn the_keda_example_scales_a_nodeset_from_zero_to_what_a_job_needs() {
         })
     };
 
-    let key = cluster.key_file.to_string_lossy().into_owned();
-    let kubeconfig = kubeconfig_path().to_string_lossy().into_owned();
-    let exporter = Process::start(
-        &[
-            "exporter",
-            "--interval",
-            "2s",
-            "--jwt-key-file",
-            &key,
-            "--kubeconfig",
-            &kubeconfig,
-        ],
-        &[
-            ("SLURM_REST_URL", &cluster.url),
-            ("SLURM_USER", &cluster.user),
-            ("SLURM_CLUSTER", &cluster.name),
-        ],
-    );
+    let exporter = exporter(&cluster, &kubeconfig_path());
     exporter.wait_ready(Duration::from_secs(60)).await;
 
     let gvk = GroupVersionKind::gvk("keda.sh", "v1alpha1", "ScaledObject");

@@ -358,6 +358,29 @@ impl Process {
     }
 }
 
+/// `slurmscale exporter` against `cluster`, polling every second, watching Kubernetes through
+/// `kubeconfig` (the harness's, or a proxy's).
+pub fn exporter(cluster: &SlurmCluster, kubeconfig: &Path) -> Process {
+    let key = cluster.key_file.to_string_lossy().into_owned();
+    let kubeconfig = kubeconfig.to_string_lossy().into_owned();
+    Process::start(
+        &[
+            "exporter",
+            "--interval",
+            "1s",
+            "--jwt-key-file",
+            &key,
+            "--kubeconfig",
+            &kubeconfig,
+        ],
+        &[
+            ("SLURM_REST_URL", &cluster.url),
+            ("SLURM_USER", &cluster.user),
+            ("SLURM_CLUSTER", &cluster.name),
+        ],
+    )
+}
+
 /// `slurmscale autoscaler` against `cluster` and the harness's kube-apiserver, polling every
 /// second, with its Lease in `lease_ns` (so tests never share a leader).
 pub fn autoscaler(cluster: &SlurmCluster, lease_ns: &str, extra: &[&str]) -> Process {
