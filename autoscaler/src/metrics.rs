@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
-use slurmscale_exporter::metrics::{Out, unix_seconds};
+use slurmscale_exporter::metrics::{MetricsOptions, Out, PageInput, render, unix_seconds};
 
 use crate::plan::Reason;
 
@@ -197,30 +197,20 @@ pub fn page(
         &slurmscale_exporter::k8s::watch::KubeSnapshot,
     )>,
 ) -> slurmscale_exporter::server::Page {
-    let mut out = Out::new();
-    match exporter {
-        // Every family the exporter serves, from the same snapshots (its health included).
-        Some((opts, kube)) => {
-            slurmscale_exporter::metrics::collect_all(&mut out, &snapshots, opts);
-            slurmscale_exporter::metrics::genericnode::collect(&mut out, kube, opts);
-            slurmscale_exporter::metrics::nodeset::collect(
-                &mut out,
-                kube,
-                &snapshots,
-                opts,
-                std::time::SystemTime::now(),
-            );
-        }
-        None => {
-            for s in &snapshots {
-                out.set_cluster(&s.cluster);
-                slurmscale_exporter::metrics::exporter::collect(&mut out, s, &Default::default());
-            }
-        }
-    }
-    collect(&mut out, m);
+    // With the exporter: every family it serves, from the same snapshots; without, only the
+    // health of the Slurm polling.
+    let defaults = MetricsOptions::default();
+    let (opts, kube) = exporter.map_or((&defaults, None), |(o, k)| (o, Some(k)));
+    let input = PageInput {
+        snapshots: &snapshots,
+        kube,
+        opts,
+        now: std::time::SystemTime::now(),
+        health_only: exporter.is_none(),
+    };
+    let text = render(&input, |out| collect(out, m));
     slurmscale_exporter::server::Page {
-        text: out.encode().into(),
+        text: text.into(),
         snapshots,
     }
 }

@@ -2,7 +2,7 @@
 //! for a NodeSet that follows Slurm demand, [`crate::colocation::plan`] for a pool shared
 //! with Kubernetes) is a pure function that returns one [`Plan`]: every effect it intends and
 //! why. The controller's executor carries a plan out and its reporter explains it, whichever
-//! planner made it, so a new policy is a new planner and nothing else.
+//! planner made it, so a new policy is a new planner behind a [`crate::controller::Policy`].
 
 use std::fmt;
 use std::time::SystemTime;

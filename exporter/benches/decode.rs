@@ -17,7 +17,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde::de::IgnoredAny;
 use serde_json::{Value, json};
-use slurmscale_exporter::metrics::{self, MetricsOptions};
+use slurmscale_exporter::metrics::{self, MetricsOptions, PageInput};
 use slurmscale_exporter::slurm::ApiVersion;
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
@@ -153,10 +153,10 @@ fn child(shape: ApiVersion, jobs: &Path, nodes: &Path, parts: &Path) {
     );
     s.collected_at = Some(at);
     let snaps = [Arc::new(s)];
-    let text = metrics::render(&snaps, None, &MetricsOptions::default(), SystemTime::now());
-    let render = best_of(5, || {
-        metrics::render(&snaps, None, &MetricsOptions::default(), SystemTime::now())
-    });
+    let opts = MetricsOptions::default();
+    let page = || metrics::render(&PageInput::new(&snaps, &opts, SystemTime::now()), |_| {});
+    let text = page();
+    let render = best_of(5, page);
     let series = text.lines().filter(|l| !l.starts_with('#')).count();
     println!(
         "{} {} {} {series} {hwm}",

@@ -21,7 +21,7 @@ use serde_json::json;
 use slurmscale_exporter::k8s::ledger::LedgerConfig;
 use slurmscale_exporter::k8s::nodeset::v1beta1;
 use slurmscale_exporter::k8s::watch::KubeSource;
-use slurmscale_exporter::metrics::{self, MetricsOptions};
+use slurmscale_exporter::metrics::{self, MetricsOptions, PageInput};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -168,7 +168,11 @@ async fn child() {
     for _ in 0..5 {
         let t = Instant::now();
         let snap = source.snapshot();
-        let text = metrics::render(&[], Some(&snap), &opts, SystemTime::now());
+        let input = PageInput {
+            kube: Some(&snap),
+            ..PageInput::new(&[], &opts, SystemTime::now())
+        };
+        let text = metrics::render(&input, |_| {});
         best = best.min(t.elapsed());
         len = text.len();
     }

@@ -65,7 +65,14 @@ pub fn spawn_renderer(
             let (opts, kube) = (opts.clone(), kube.clone());
             let rendered = tokio::task::spawn_blocking(move || {
                 let kube = kube.map(|k| k.snapshot());
-                let text = metrics::render(&snapshots, kube.as_ref(), &opts, SystemTime::now());
+                let input = metrics::PageInput {
+                    snapshots: &snapshots,
+                    kube: kube.as_ref(),
+                    opts: &opts,
+                    now: SystemTime::now(),
+                    health_only: false,
+                };
+                let text = metrics::render(&input, |_| {});
                 Page {
                     text: Bytes::from(text),
                     snapshots,

@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
-use slurmscale_exporter::metrics::{self, MetricsOptions};
+use slurmscale_exporter::metrics::{self, MetricsOptions, PageInput};
 use slurmscale_exporter::slurm::ApiVersion;
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
@@ -165,7 +165,7 @@ fn decode_everything(bytes: &[u8]) {
             per_owner: true,
             ..Default::default()
         };
-        let _ = metrics::render(&[Arc::new(s)], None, &opts, at);
+        let _ = metrics::render(&PageInput::new(&[Arc::new(s)], &opts, at), |_| {});
     }
 }
 

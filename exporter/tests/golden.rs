@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use slurmscale_exporter::metrics::{self, MetricsOptions, Out};
+use slurmscale_exporter::metrics::{self, MetricsOptions, Out, PageInput};
 use slurmscale_exporter::slurm::ApiVersion;
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
@@ -97,13 +97,14 @@ pub fn snapshot(version: ApiVersion) -> ClusterSnapshot {
 
 fn collect(version: ApiVersion) -> Out {
     let mut out = Out::new();
-    metrics::collect_all(
+    let opts = MetricsOptions {
+        per_owner: true,
+        ..Default::default()
+    };
+    let snapshots = [Arc::new(snapshot(version))];
+    metrics::collect(
         &mut out,
-        &[Arc::new(snapshot(version))],
-        &MetricsOptions {
-            per_owner: true,
-            ..Default::default()
-        },
+        &PageInput::new(&snapshots, &opts, SystemTime::now()),
     );
     out
 }
@@ -162,14 +163,14 @@ fn promtool_clean(text: &str) {
 }
 
 fn check_rendering(version: ApiVersion) {
+    let opts = MetricsOptions {
+        per_owner: true,
+        ..Default::default()
+    };
+    let snapshots = [Arc::new(snapshot(version))];
     let text = metrics::render(
-        &[Arc::new(snapshot(version))],
-        None,
-        &MetricsOptions {
-            per_owner: true,
-            ..Default::default()
-        },
-        SystemTime::now(),
+        &PageInput::new(&snapshots, &opts, SystemTime::now()),
+        |_| {},
     );
     promtool_clean(&text);
     let path = dir(version).join("metrics.prom");

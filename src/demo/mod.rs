@@ -25,7 +25,7 @@ use slurmscale_autoscaler::fakes::{Fake, FakeTarget, World, Write};
 use slurmscale_autoscaler::leader::Leadership;
 use slurmscale_autoscaler::metrics as autoscaler_metrics;
 use slurmscale_exporter::k8s::watch::KubeSnapshot;
-use slurmscale_exporter::metrics::{MetricsOptions, Out, render};
+use slurmscale_exporter::metrics::{MetricsOptions, PageInput, render};
 use slurmscale_exporter::server::{self, AppState, Page};
 use slurmscale_exporter::signals::{ShapeHints, partition_signals, stale_after};
 use slurmscale_exporter::snapshot::ClusterSnapshot;
@@ -180,17 +180,17 @@ impl Demo {
             per_owner: false,
             interval: INTERVAL,
         };
-        let mut page = render(std::slice::from_ref(&snap), Some(&kube), &opts, now);
-        let mut out = Out::new();
-        autoscaler_metrics::collect(
-            &mut out,
-            &self
-                .controller
-                .metrics
-                .lock()
-                .unwrap_or_else(|e| e.into_inner()),
-        );
-        page.push_str(&out.encode());
+        let input = PageInput {
+            snapshots: std::slice::from_ref(&snap),
+            kube: Some(&kube),
+            opts: &opts,
+            now,
+            health_only: false,
+        };
+        let page = render(&input, |out| {
+            let m = self.controller.metrics.lock();
+            autoscaler_metrics::collect(out, &m.unwrap_or_else(|e| e.into_inner()));
+        });
         // For the live line only: the demand the controller saw.
         let demand_nodes = partition_signals(
             &snap,

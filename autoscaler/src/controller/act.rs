@@ -1,12 +1,14 @@
 //! Stage three: the executor, the one place a [`Plan`] becomes writes — drains and resumes
 //! of Slurm nodes, pods marked to go, the scale patch — and the Events that say so. It is
 //! the only code that looks at leadership and dry run: a standby writes nothing, a dry run
-//! says what it would do. A scale patch that meets a concurrent change (409) is planned
-//! again on the re-read target.
+//! says what it would do. A scale patch that meets a concurrent change (409) fails here and
+//! the loop observes and plans again; the node moves already made are not made twice.
+
+use std::collections::BTreeSet;
 
 use tracing::{debug, info, warn};
 
-use super::{Observation, Seam, plan};
+use super::{Observation, Seam};
 use crate::actuator::Kubernetes;
 use crate::crd::NodeSetAutoscaler;
 use crate::error::{Error, Result};
@@ -88,16 +90,25 @@ impl Intent {
     }
 }
 
-/// Carries `plan` out as far as `mode` allows; returns the plan finally carried out (another
-/// after a 409) and what was done.
+/// The node moves carried out in one reconcile: when a 409 sends it round again, the new
+/// plan's moves that were already made are not made (nor announced) twice.
+#[derive(Debug, Default)]
+pub struct Moved {
+    drained: BTreeSet<String>,
+    resumed: BTreeSet<String>,
+    released: BTreeSet<String>,
+}
+
+/// Carries `plan` out as far as `mode` allows; returns what was done.
 pub async fn act<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     seam: &Seam<K, S, P>,
     nsa: &NodeSetAutoscaler,
-    obs: &mut Observation,
-    plan: Plan,
+    obs: &Observation,
+    plan: &Plan,
     mode: Mode,
     memory: &mut Memory,
-) -> Result<(Plan, Outcome)> {
+    moved: &mut Moved,
+) -> Result<Outcome> {
     let before = obs.target.replicas;
     let unchanged = Outcome {
         before,
@@ -105,15 +116,15 @@ pub async fn act<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         acted: false,
     };
     if mode == Mode::Act {
-        keep_records(seam, nsa, obs, &plan, memory).await;
+        keep_records(seam, nsa, obs, plan, memory).await;
     }
-    let (plan, outcome) = match mode {
-        Mode::Act => apply(seam, nsa, obs, plan).await?,
+    let outcome = match mode {
+        Mode::Act => apply(seam, nsa, obs, plan, moved).await?,
         Mode::DryRun => {
-            announce(&seam.kubernetes, nsa, before, &plan, memory).await;
-            (plan, unchanged)
+            announce(&seam.kubernetes, nsa, before, plan, memory).await;
+            unchanged
         }
-        Mode::Standby => (plan, unchanged),
+        Mode::Standby => unchanged,
     };
     if outcome.scaled().is_none() {
         debug!(autoscaler = %super::key(nsa), replicas = plan.replicas, reason = %plan.reason, "{}", plan.message());
@@ -129,41 +140,32 @@ pub async fn act<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
             .await;
     }
     memory.frozen = plan.frozen;
-    memory.intent = Some(Intent::of(&plan));
-    Ok((plan, outcome))
+    memory.intent = Some(Intent::of(plan));
+    Ok(outcome)
 }
 
 /// Every effect, in the order that keeps the pool consistent: drains and resumes, then the
-/// pods to go first, then the scale that removes them (or adds nodes).
+/// pods to go first, then the scale that removes them (or adds nodes). The scale carries the
+/// resource version read: a concurrent change fails it with a 409.
 async fn apply<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     seam: &Seam<K, S, P>,
     nsa: &NodeSetAutoscaler,
-    obs: &mut Observation,
-    mut plan: Plan,
-) -> Result<(Plan, Outcome)> {
-    move_nodes(seam, nsa, obs, &plan).await?;
+    obs: &Observation,
+    plan: &Plan,
+    moved: &mut Moved,
+) -> Result<Outcome> {
+    move_nodes(seam, nsa, obs, plan, moved).await?;
     let namespace = nsa.metadata.namespace.clone().unwrap_or_default();
-    let target_ref = &nsa.spec.scale_target_ref;
     let kube = &seam.kubernetes;
     if plan.replicas != obs.target.replicas {
         let version = obs.target.resource_version.as_deref();
-        match kube
-            .scale(&namespace, target_ref, plan.replicas, version)
-            .await
-        {
-            Ok(()) => {}
-            Err(e) if e.is_conflict() => {
-                // Someone else changed the scale since we read it: plan again on fresh data.
-                obs.target = kube.read(&namespace, target_ref).await?;
-                plan = plan::plan(&nsa.spec, obs);
-                if plan.replicas != obs.target.replicas {
-                    let version = obs.target.resource_version.as_deref();
-                    kube.scale(&namespace, target_ref, plan.replicas, version)
-                        .await?;
-                }
-            }
-            Err(e) => return Err(e),
-        }
+        kube.scale(
+            &namespace,
+            &nsa.spec.scale_target_ref,
+            plan.replicas,
+            version,
+        )
+        .await?;
     }
     let outcome = Outcome {
         before: obs.target.replicas,
@@ -175,7 +177,7 @@ async fn apply<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         let reason = if up { "ScaledUp" } else { "ScaledDown" };
         kube.event(nsa, false, reason, plan.message()).await;
     }
-    Ok((plan, outcome))
+    Ok(outcome)
 }
 
 /// A colocated pool's node moves: drains, resumes and the pods of released nodes marked to
@@ -185,39 +187,53 @@ async fn move_nodes<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     nsa: &NodeSetAutoscaler,
     obs: &Observation,
     plan: &Plan,
+    moved: &mut Moved,
 ) -> Result<()> {
     let kube = &seam.kubernetes;
-    if !plan.drain.is_empty() || !plan.resume.is_empty() {
+    let new = |nodes: &[String], done: &BTreeSet<String>| -> Vec<String> {
+        nodes
+            .iter()
+            .filter(|n| !done.contains(*n))
+            .cloned()
+            .collect()
+    };
+    let (drain, resume) = (
+        new(&plan.drain, &moved.drained),
+        new(&plan.resume, &moved.resumed),
+    );
+    if !drain.is_empty() || !resume.is_empty() {
         let cluster = obs.cluster.clone().unwrap_or_default();
         let version = obs.pool.as_ref().and_then(|p| p.slurm_api).ok_or_else(|| {
             Error::NoSlurm(format!(
                 "slurmrestd of cluster {cluster:?} has not said which API version it speaks"
             ))
         })?;
-        for node in &plan.drain {
+        for node in drain {
             seam.slurm
-                .drain(&cluster, version, node, "capacity for Kubernetes")
+                .drain(&cluster, version, &node, "capacity for Kubernetes")
                 .await?;
             let note = format!("drained {node} for Kubernetes (reason prefix slurmscale:)");
             kube.event(nsa, false, "Drain", note).await;
+            moved.drained.insert(node);
         }
-        for node in &plan.resume {
-            seam.slurm.resume(&cluster, version, node).await?;
+        for node in resume {
+            seam.slurm.resume(&cluster, version, &node).await?;
             let note = format!("resumed {node}: Slurm has demand again");
             kube.event(nsa, false, "Resume", note).await;
+            moved.resumed.insert(node);
         }
     }
-    if !plan.release.is_empty() {
+    let release = new(&plan.release, &moved.released);
+    if !release.is_empty() {
         let namespace = nsa.metadata.namespace.clone().unwrap_or_default();
         let selector = obs.target.selector.as_deref();
-        let marked = kube
-            .mark_pods_to_go(&namespace, selector, &plan.release)
-            .await?;
+        let marked = kube.mark_pods_to_go(&namespace, selector, &release).await?;
         let note = format!(
             "handing {} to Kubernetes ({marked} pod(s) marked to go first)",
-            plan.release.join(", ")
+            release.join(", ")
         );
         kube.event(nsa, false, "Release", note).await;
+        moved.released.extend(release);
     }
     Ok(())
 }

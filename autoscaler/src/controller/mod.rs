@@ -2,12 +2,13 @@
 //! published (every poll, seconds apart) or an autoscaler changes, and at least every resync:
 //!
 //! 1. [`observe`] gathers every input into one plain [`Observation`]: the target, the Slurm
-//!    signals of its partitions, for a colocated pool the ledger, its nodes and the pods that
-//!    want room, the planners' memory and the time;
-//! 2. [`plan`] hands it to a pure planner, which returns one [`Plan`](crate::plan::Plan) of
-//!    effects with reasons;
+//!    signals of its partitions, what the autoscaler's policy reads besides (for a colocated
+//!    pool the ledger, its nodes and the pods that want room) and the time;
+//! 2. [`plan`] hands it to the policy the spec picks ([`Policy`]), a pure planner with its own
+//!    memory, which returns one [`Plan`](crate::plan::Plan) of effects with reasons;
 //! 3. [`act`] carries the plan out through the seam — the only place writes happen, and so
-//!    the only place dry run and leadership are looked at;
+//!    the only place dry run and leadership are looked at. A scale that meets a concurrent
+//!    change (409) goes back to 1 once, on fresh data;
 //! 4. [`report`] fills the typed status, conditions and metrics from the plan and what was
 //!    done.
 //!
@@ -45,7 +46,8 @@ use crate::pool::{KubePool, PoolReader};
 use crate::slurm_nodes::{SlurmNodeWriters, SlurmNodes};
 
 pub use act::{Mode, Outcome};
-pub use observe::{Memory, Observation, PoolView};
+pub use observe::{Observation, PoolView};
+pub use plan::{Inputs, Policy};
 
 /// Where "now" comes from: the wall clock, or a simulation's.
 pub type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
@@ -82,7 +84,8 @@ pub struct ControllerConfig {
 /// Per-autoscaler memory between reconciles, one part per stage.
 #[derive(Default)]
 struct Entry {
-    memory: Memory,
+    /// The policy the spec picks, with what it remembers.
+    policy: Option<Box<dyn Policy>>,
     acted: act::Memory,
     reported: report::Memory,
     /// The last error reported as an Event, so each is reported once.
@@ -233,30 +236,50 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Controller<K, S, P> {
     ) -> Result<()> {
         let now = self.now();
         let kube = &self.seam.kubernetes;
-        let target = match observe::target(kube, nsa).await {
-            Ok(t) => t,
-            Err(e) => {
-                if leader {
-                    let status = report::unreachable(nsa, &e, now);
-                    report::write(kube, nsa, &mut entry.reported, status).await?;
+        let spec = &nsa.spec;
+        let current = entry.policy.take();
+        let policy = entry.policy.insert(plan::for_spec(spec, current));
+        let mode = Mode::of(leader, spec.dry_run || self.cfg.dry_run);
+        let mut moved = act::Moved::default();
+        let mut conflicts = 0;
+        let (obs, plan, outcome) = loop {
+            let target = match observe::target(kube, nsa).await {
+                Ok(t) => t,
+                Err(e) => {
+                    if leader {
+                        let status = report::unreachable(nsa, &e, now);
+                        report::write(kube, nsa, &mut entry.reported, status).await?;
+                    }
+                    return Err(e);
                 }
-                return Err(e);
+            };
+            if let Some(why) = plan::refusal(&target) {
+                let memory = (&mut entry.last_error, &mut entry.reported);
+                return self.refuse(nsa, memory, leader, &target, why).await;
+            }
+            let obs = observe::observe(self, nsa, policy.inputs(spec), target, now).await?;
+            let plan = plan::plan(policy.as_ref(), spec, &obs);
+            entry.revisit = plan.revisit;
+            policy.planned(spec, &plan, now);
+            match act::act(
+                &self.seam,
+                nsa,
+                &obs,
+                &plan,
+                mode,
+                &mut entry.acted,
+                &mut moved,
+            )
+            .await
+            {
+                // Someone changed the scale since we read it: observe and plan again, once.
+                Err(e) if e.is_conflict() && conflicts == 0 => conflicts += 1,
+                acted => break (obs, plan, acted?),
             }
         };
-        if let Some(why) = plan::refusal(&target) {
-            return self.refuse(nsa, entry, leader, &target, why).await;
+        if outcome.acted {
+            policy.acted(&plan, &outcome, now);
         }
-        let mut obs = observe::observe(self, nsa, target, now).await?;
-        // The planners' memory travels with the observation and comes back whatever happens.
-        obs.memory = std::mem::take(&mut entry.memory);
-        let first = plan::plan(&nsa.spec, &obs);
-        entry.revisit = first.revisit;
-        plan::remember_plan(&mut obs.memory, &nsa.spec, &first, now);
-        let mode = Mode::of(leader, nsa.spec.dry_run || self.cfg.dry_run);
-        let acted = act::act(&self.seam, nsa, &mut obs, first, mode, &mut entry.acted).await;
-        entry.memory = std::mem::take(&mut obs.memory);
-        let (plan, outcome) = acted?;
-        plan::remember_outcome(&mut entry.memory, &nsa.spec, &plan, &outcome, now);
         entry.last_error = None;
         report::metrics(&mut self.metrics(), nsa, &obs, &plan, &outcome);
         if leader {
@@ -270,7 +293,7 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Controller<K, S, P> {
     async fn refuse(
         &self,
         nsa: &NodeSetAutoscaler,
-        entry: &mut Entry,
+        (last_error, reported): (&mut Option<String>, &mut report::Memory),
         leader: bool,
         target: &Target,
         why: &str,
@@ -279,13 +302,13 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Controller<K, S, P> {
             return Ok(());
         }
         let kube = &self.seam.kubernetes;
-        if entry.last_error.as_deref() != Some(why) {
+        if last_error.as_deref() != Some(why) {
             kube.event(nsa, true, "DaemonSetScalingMode", why.into())
                 .await;
-            entry.last_error = Some(why.into());
+            *last_error = Some(why.into());
         }
         let status = report::refused(nsa, why, target.replicas, self.now());
-        report::write(kube, nsa, &mut entry.reported, status).await
+        report::write(kube, nsa, reported, status).await
     }
 
     /// Backs off from transient errors (429, 5xx, transport) exponentially; reports each

@@ -1,7 +1,8 @@
 //! Stage one: every input of a plan, gathered into one plain [`Observation`] — the target,
-//! the Slurm signals of its partitions, for a colocated pool the ledger, its nodes and the
-//! pods that want room, the planners' memory and the time. Reads only; what is read here is
-//! all a planner may look at, which is what keeps planners pure.
+//! the Slurm signals of its partitions, what the policy asks for besides (for a colocated
+//! pool the ledger, its nodes and the pods that want room) and the time. Reads only; what is
+//! read here and what a policy remembered itself is all it may look at, which is what keeps
+//! planning pure.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, SystemTime};
@@ -17,23 +18,15 @@ use slurmscale_exporter::slurm::ApiVersion;
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
 use super::Controller;
+use super::plan::Inputs;
 use crate::actuator::{Kubernetes, Target};
-use crate::colocation::{self, ColocationHistory, PendingPod, PoolNode, SlurmNode};
+use crate::colocation::{self, PendingPod, PoolNode, SlurmNode};
 use crate::crd::{ColocationSpec, NodeRecords, NodeSetAutoscaler, NodeSetAutoscalerSpec};
 use crate::error::{Error, Result};
-use crate::policy::{Bounds, History, Signals};
+use crate::policy::{Bounds, Signals};
 use crate::pool::{NodeSetPod, PoolReader};
 use crate::records;
 use crate::slurm_nodes::SlurmNodes;
-
-/// What planners remember between reconciles.
-#[derive(Clone, Debug, Default)]
-pub struct Memory {
-    /// The policy's recent recommendations and idle time.
-    pub history: History,
-    /// When a colocated pool's capacity last moved each way.
-    pub pool: ColocationHistory,
-}
 
 /// Everything a plan is made from.
 #[derive(Clone, Debug)]
@@ -48,8 +41,6 @@ pub struct Observation {
     pub pool: Option<PoolView>,
     /// Autoscalers that keep node records (`spec.nodeRecords`): what there is.
     pub records: Option<RecordsView>,
-    /// The planners' memory, lent by the loop for the reconcile.
-    pub memory: Memory,
 }
 
 /// The node records of the target's pods, as slurmctld has them.
@@ -84,10 +75,11 @@ pub async fn target<K: Kubernetes>(kube: &K, nsa: &NodeSetAutoscaler) -> Result<
     .await
 }
 
-/// Everything else; the loop lends the observation the planners' memory.
+/// Everything else the policy reads (`inputs`).
 pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     ctl: &Controller<K, S, P>,
     nsa: &NodeSetAutoscaler,
+    inputs: Inputs<'_>,
     target: Target,
     now: SystemTime,
 ) -> Result<Observation> {
@@ -95,15 +87,9 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     let cluster = ctl.cluster_of(nsa).map(String::from);
     let snapshot = snapshot(ctl, cluster.as_deref());
     let mut partitions = partitions(spec, &target);
-    // A pool is one partition's; a NodeSet following demand may serve several, and jobs
-    // it could never hold within maxReplicas are not its demand.
-    let max_nodes = match spec.colocation {
-        Some(_) => {
-            partitions.truncate(1);
-            None
-        }
-        None => Some(Bounds::from(spec).max),
-    };
+    if inputs.one_partition {
+        partitions.truncate(1);
+    }
     // What the site set (the autoscaler's spec over the NodeSet's annotation), then the
     // partition's nodes, then the NodeSet's pod template.
     let set = target.nodes.shape.or(spec
@@ -126,7 +112,7 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         &spec.slurm.origins
     };
     let ask = Ask {
-        max_nodes,
+        max_nodes: inputs.max_nodes,
         shape,
         origins,
     };
@@ -149,7 +135,7 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
             wanted,
         }
     });
-    let pool = match &spec.colocation {
+    let pool = match inputs.pool {
         None => None,
         Some(col) => {
             let snap = snapshot.map_err(|why| Error::NoSlurm(why.to_string()))?;
@@ -167,7 +153,6 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         signals,
         pool,
         records,
-        memory: Memory::default(),
     })
 }
 

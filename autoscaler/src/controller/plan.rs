@@ -1,19 +1,148 @@
-//! Stage two: the planner the spec asks for turns the observation into a [`Plan`]. Planners
-//! are pure functions of the observation; adding a policy is adding a planner and the spec
-//! field that selects it here. What planners remember for next time is recorded here too.
+//! Stage two: the scaling policy the spec asks for turns the observation into a [`Plan`].
+//! A policy is a [`Policy`]: a pure planner, what it reads beyond the target and Slurm's
+//! signals, and what it remembers between reconciles. [`for_spec`] is the one place the spec
+//! picks a policy, so a new policy is one type implementing the trait and one arm there.
+//! The node records a spec keeps are planned here for every policy.
 
 use std::time::SystemTime;
 
 use super::observe::RecordsView;
-use super::{Memory, Observation, Outcome};
+use super::{Observation, Outcome};
 use crate::actuator::Target;
-use crate::colocation::{self, ColocationBounds};
-use crate::crd::NodeSetAutoscalerSpec;
+use crate::colocation::{self, ColocationBounds, ColocationHistory};
+use crate::crd::{ColocationSpec, NodeSetAutoscalerSpec};
 use crate::plan::Plan;
-use crate::policy::{self, Bounds};
+use crate::policy::{self, Bounds, History};
 use crate::records::{self, Record};
 
-/// Targets no planner can serve, and why: a NodeSet in `scalingMode: DaemonSet` runs one pod
+/// A scaling policy and its memory. Planning is pure: everything it looks at is in the
+/// observation or in what it remembered itself.
+pub trait Policy: Send {
+    /// Its name; an autoscaler whose spec changes policy starts the new one afresh.
+    fn name(&self) -> &'static str;
+    /// What it needs observed besides the target and Slurm's signals.
+    fn inputs<'a>(&self, spec: &'a NodeSetAutoscalerSpec) -> Inputs<'a>;
+    /// The plan for now.
+    fn plan(&self, spec: &NodeSetAutoscalerSpec, obs: &Observation) -> Plan;
+    /// Right after planning, whatever happens next.
+    fn planned(&mut self, _spec: &NodeSetAutoscalerSpec, _plan: &Plan, _now: SystemTime) {}
+    /// Once a plan was carried out (not by a standby, not in a dry run).
+    fn acted(&mut self, _plan: &Plan, _outcome: &Outcome, _now: SystemTime) {}
+}
+
+/// What a policy reads.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Inputs<'a> {
+    /// Jobs needing more nodes than this are unsatisfiable, not demand.
+    pub max_nodes: Option<u64>,
+    /// Only the first partition counts.
+    pub one_partition: bool,
+    /// The colocated pool to read: its ledger, nodes and the pods that want room.
+    pub pool: Option<&'a ColocationSpec>,
+}
+
+/// The policy `spec` asks for. `current` carries on (with its memory) while the spec asks
+/// for the same one.
+pub fn for_spec(spec: &NodeSetAutoscalerSpec, current: Option<Box<dyn Policy>>) -> Box<dyn Policy> {
+    let wanted: Box<dyn Policy> = match spec.colocation {
+        Some(_) => Box::<SharePool>::default(),
+        None => Box::<FollowDemand>::default(),
+    };
+    match current {
+        Some(p) if p.name() == wanted.name() => p,
+        _ => wanted,
+    }
+}
+
+/// A NodeSet following its partitions' demand, within bounds ([`policy`]).
+#[derive(Default)]
+struct FollowDemand {
+    /// Recent recommendations and idle time, for the windows.
+    history: History,
+}
+
+impl Policy for FollowDemand {
+    fn name(&self) -> &'static str {
+        "demand"
+    }
+
+    fn inputs<'a>(&self, spec: &'a NodeSetAutoscalerSpec) -> Inputs<'a> {
+        // A NodeSet may serve several partitions; jobs it could never hold within
+        // maxReplicas are not its demand.
+        Inputs {
+            max_nodes: Some(Bounds::from(spec).max),
+            ..Inputs::default()
+        }
+    }
+
+    fn plan(&self, spec: &NodeSetAutoscalerSpec, obs: &Observation) -> Plan {
+        policy::decide(
+            &Bounds::from(spec),
+            &obs.signals,
+            obs.target.replicas,
+            &self.history,
+            obs.now,
+        )
+    }
+
+    /// The windows read every recommendation made.
+    fn planned(&mut self, spec: &NodeSetAutoscalerSpec, plan: &Plan, now: SystemTime) {
+        let keep = Bounds::from(spec).history_span();
+        self.history.record(plan, now, keep);
+    }
+}
+
+/// A pool of nodes shared with Kubernetes ([`colocation`]).
+#[derive(Default)]
+struct SharePool {
+    /// When capacity last moved each way, for the cooldown.
+    history: ColocationHistory,
+}
+
+impl Policy for SharePool {
+    fn name(&self) -> &'static str {
+        "colocation"
+    }
+
+    fn inputs<'a>(&self, spec: &'a NodeSetAutoscalerSpec) -> Inputs<'a> {
+        // A pool is one partition's.
+        Inputs {
+            max_nodes: None,
+            one_partition: true,
+            pool: spec.colocation.as_ref(),
+        }
+    }
+
+    fn plan(&self, spec: &NodeSetAutoscalerSpec, obs: &Observation) -> Plan {
+        let (Some(col), Some(pool)) = (&spec.colocation, &obs.pool) else {
+            // Not reached: observing with this policy's inputs reads the pool or fails.
+            return Plan {
+                replicas: obs.target.replicas,
+                reason: crate::plan::Reason::Frozen,
+                steps: vec!["the shared pool was not observed".into()],
+                frozen: true,
+                ..Plan::default()
+            };
+        };
+        colocation::plan(
+            &ColocationBounds::from(col),
+            &pool.nodes,
+            &pool.pods,
+            &obs.signals,
+            pool.ledger.as_ref().map(|_| ()).map_err(String::as_str),
+            obs.target.replicas,
+            &self.history,
+            obs.now,
+        )
+    }
+
+    /// The cooldown reads which way capacity last moved.
+    fn acted(&mut self, plan: &Plan, outcome: &Outcome, now: SystemTime) {
+        self.history.record(plan, outcome.before, now);
+    }
+}
+
+/// Targets no policy can serve, and why: a NodeSet in `scalingMode: DaemonSet` runs one pod
 /// per matching node and ignores replicas.
 pub fn refusal(target: &Target) -> Option<&'static str> {
     (target.scaling_mode.as_deref() == Some("DaemonSet")).then_some(
@@ -21,10 +150,10 @@ pub fn refusal(target: &Target) -> Option<&'static str> {
     )
 }
 
-/// The plan for now: the planner's, and whatever policy it is, the node records the spec
+/// The plan for now: the policy's, and whatever policy it is, the node records the spec
 /// keeps.
-pub fn plan(spec: &NodeSetAutoscalerSpec, obs: &Observation) -> Plan {
-    let mut plan = planned(spec, obs);
+pub fn plan(policy: &dyn Policy, spec: &NodeSetAutoscalerSpec, obs: &Observation) -> Plan {
+    let mut plan = policy.plan(spec, obs);
     if let Some(view) = &obs.records {
         plan.records = missing_records(spec, obs, view);
     }
@@ -46,53 +175,4 @@ fn missing_records(
         f => f,
     };
     records::missing(&view.wanted, &view.existing, features, &signals.shape)
-}
-
-fn planned(spec: &NodeSetAutoscalerSpec, obs: &Observation) -> Plan {
-    match (&spec.colocation, &obs.pool) {
-        (Some(col), Some(pool)) => colocation::plan(
-            &ColocationBounds::from(col),
-            &pool.nodes,
-            &pool.pods,
-            &obs.signals,
-            pool.ledger.as_ref().map(|_| ()).map_err(String::as_str),
-            obs.target.replicas,
-            &obs.memory.pool,
-            obs.now,
-        ),
-        _ => policy::decide(
-            &Bounds::from(spec),
-            &obs.signals,
-            obs.target.replicas,
-            &obs.memory.history,
-            obs.now,
-        ),
-    }
-}
-
-/// Right after planning, whatever happens next: the policy's windows read every
-/// recommendation it made.
-pub fn remember_plan(
-    memory: &mut Memory,
-    spec: &NodeSetAutoscalerSpec,
-    plan: &Plan,
-    now: SystemTime,
-) {
-    if spec.colocation.is_none() {
-        let bounds = Bounds::from(spec);
-        memory.history.record(plan, now, bounds.history_span());
-    }
-}
-
-/// Once carried out: a pool's cooldown reads which way capacity last moved.
-pub fn remember_outcome(
-    memory: &mut Memory,
-    spec: &NodeSetAutoscalerSpec,
-    plan: &Plan,
-    outcome: &Outcome,
-    now: SystemTime,
-) {
-    if spec.colocation.is_some() && outcome.acted {
-        memory.pool.record(plan, outcome.before, now);
-    }
 }

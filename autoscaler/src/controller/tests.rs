@@ -665,6 +665,14 @@ async fn a_pool_whose_scale_changed_meanwhile_plans_its_release_again() {
     // pod (the operator removes unbound pods first) and keep k2's. One fewer than the pods
     // that are bound is what frees k2.
     assert_eq!(scales(&writes), [3], "one pod fewer than the 4 bound");
+    let marks = writes
+        .iter()
+        .filter(|w| matches!(w, Write::MarkToGo { .. }))
+        .count();
+    assert_eq!(
+        marks, 1,
+        "observed and planned again, not marked again: {writes:?}"
+    );
     assert_eq!(rig.replicas(), 3);
     assert_eq!(rig.status().current_replicas, Some(3));
 }

@@ -4,10 +4,13 @@
 //! objects skipped as unreadable. `cluster` is the GenericNode's cluster-name label.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::SystemTime;
 
 use super::{MetricsOptions, Out};
 use crate::k8s::ledger::Owner;
 use crate::k8s::watch::KubeSnapshot;
+use crate::snapshot::ClusterSnapshot;
 
 const OWNERS: [Owner; 2] = [Owner::Slurm, Owner::Kubernetes];
 
@@ -18,7 +21,13 @@ struct Pool {
     capacity: BTreeMap<&'static str, f64>,
 }
 
-pub fn collect(out: &mut Out, k: &KubeSnapshot, _: &MetricsOptions) {
+pub fn collect(
+    out: &mut Out,
+    k: &KubeSnapshot,
+    _: &[Arc<ClusterSnapshot>],
+    _: &MetricsOptions,
+    _: SystemTime,
+) {
     let mut pools: BTreeMap<&str, Pool> = BTreeMap::new();
     for n in k.ledger.iter() {
         out.set_cluster(&n.cluster);

@@ -1,5 +1,7 @@
 //! Metric families: one module per family, all listed in [`FAMILIES`] — the one place to add
-//! one. A family renders from a published [`ClusterSnapshot`] and never calls Slurm.
+//! one. A family renders from a published [`ClusterSnapshot`] or from what the Kubernetes
+//! watchers hold, and never calls Slurm. Every `/metrics` page — the exporter's, the
+//! autoscaler's, the demo's — is composed by [`render`] from that list.
 //!
 //! Rendering happens once per new snapshot (see [`crate::server`]); scrapes serve the cached
 //! text plus a few age gauges computed at scrape time. Naming follows Slurm 25.11's native
@@ -43,19 +45,56 @@ impl Default for MetricsOptions {
     }
 }
 
-/// A family renders a cluster's snapshot into `out`.
-pub type Collect = fn(&mut Out, &ClusterSnapshot, &MetricsOptions);
+/// What a family renders from.
+#[derive(Clone, Copy)]
+pub enum Source {
+    /// Each Slurm cluster's snapshot in turn (the cluster label set).
+    Cluster(fn(&mut Out, &ClusterSnapshot, &MetricsOptions)),
+    /// What the Kubernetes watchers hold, with every cluster's snapshot (rendered only when
+    /// Kubernetes is watched).
+    Kubernetes(fn(&mut Out, &KubeSnapshot, &[Arc<ClusterSnapshot>], &MetricsOptions, SystemTime)),
+}
 
-/// Every Slurm metric family, in rendering order. The Kubernetes families
-/// ([`genericnode`], [`nodeset`]) render from the Kubernetes snapshot in [`render`].
-pub const FAMILIES: &[(&str, Collect)] = &[
-    ("exporter", exporter::collect),
-    ("nodes", nodes::collect),
-    ("partitions", partitions::collect),
-    ("jobs", jobs::collect),
-    ("demand", demand::collect),
-    ("scheduler", scheduler::collect),
+/// Every metric family, in rendering order.
+pub const FAMILIES: &[(&str, Source)] = &[
+    ("exporter", Source::Cluster(exporter::collect)),
+    ("nodes", Source::Cluster(nodes::collect)),
+    ("partitions", Source::Cluster(partitions::collect)),
+    ("jobs", Source::Cluster(jobs::collect)),
+    ("demand", Source::Cluster(demand::collect)),
+    ("scheduler", Source::Cluster(scheduler::collect)),
+    ("genericnode", Source::Kubernetes(genericnode::collect)),
+    ("nodeset", Source::Kubernetes(nodeset::collect)),
 ];
+
+/// What one page is rendered from.
+pub struct PageInput<'a> {
+    pub snapshots: &'a [Arc<ClusterSnapshot>],
+    /// The Kubernetes families render only when Kubernetes is watched.
+    pub kube: Option<&'a KubeSnapshot>,
+    pub opts: &'a MetricsOptions,
+    pub now: SystemTime,
+    /// Only the `exporter` family (how polling goes): a process that polls Slurm for its
+    /// own use and serves no Slurm families (the autoscaler without `--exporter`).
+    pub health_only: bool,
+}
+
+impl<'a> PageInput<'a> {
+    /// Every family of these snapshots; Kubernetes not watched.
+    pub fn new(
+        snapshots: &'a [Arc<ClusterSnapshot>],
+        opts: &'a MetricsOptions,
+        now: SystemTime,
+    ) -> Self {
+        Self {
+            snapshots,
+            kube: None,
+            opts,
+            now,
+            health_only: false,
+        }
+    }
+}
 
 /// Collects samples into metric families, written straight to exposition text (no per-series
 /// objects: a 10,000-node cluster renders 160,000 series in one pass). The current cluster's
@@ -309,28 +348,33 @@ fn parse_sample(line: &str) -> (Vec<(String, String)>, f64) {
     (labels, value.parse().unwrap_or(f64::NAN))
 }
 
-/// Renders every family for every cluster, and the Kubernetes families when Kubernetes is
-/// watched: the part of `/metrics` that changes only when a new snapshot is published.
-pub fn render(
-    snapshots: &[Arc<ClusterSnapshot>],
-    kube: Option<&KubeSnapshot>,
-    opts: &MetricsOptions,
-    now: SystemTime,
-) -> String {
+/// The part of a `/metrics` page that changes only when a new snapshot is published: the
+/// [`FAMILIES`] `input` asks for, then the process's own (`own`: the autoscaler's).
+pub fn render(input: &PageInput<'_>, own: impl FnOnce(&mut Out)) -> String {
     let mut out = Out::new();
-    collect_all(&mut out, snapshots, opts);
-    if let Some(kube) = kube {
-        genericnode::collect(&mut out, kube, opts);
-        nodeset::collect(&mut out, kube, snapshots, opts, now);
-    }
+    collect(&mut out, input);
+    own(&mut out);
     out.encode()
 }
 
-pub fn collect_all(out: &mut Out, snapshots: &[Arc<ClusterSnapshot>], opts: &MetricsOptions) {
-    for (_, family) in FAMILIES {
-        for snap in snapshots {
-            out.set_cluster(&snap.cluster);
-            family(out, snap, opts);
+/// The families of [`render`], into `out`.
+pub fn collect(out: &mut Out, input: &PageInput<'_>) {
+    let families = FAMILIES
+        .iter()
+        .filter(|(name, _)| !input.health_only || *name == "exporter");
+    for (_, source) in families {
+        match *source {
+            Source::Cluster(family) => {
+                for snap in input.snapshots {
+                    out.set_cluster(&snap.cluster);
+                    family(out, snap, input.opts);
+                }
+            }
+            Source::Kubernetes(family) => {
+                if let Some(kube) = input.kube {
+                    family(out, kube, input.snapshots, input.opts, input.now);
+                }
+            }
         }
     }
 }
