@@ -1,6 +1,7 @@
-//! `slurmscale`: one binary, one subcommand per role. Argument parsing and process wiring
-//! only; everything else lives in the `slurmscale-exporter` and `slurmscale-autoscaler`
-//! libraries so tests and the demo run the same code.
+//! `slurmscale`: one binary, one subcommand per role. Argument parsing and process wiring,
+//! plus the demo's simulated cluster and `simulate`'s command line; the exporter, the
+//! controller and the replay engine live in the `slurmscale-exporter` and
+//! `slurmscale-autoscaler` libraries, so tests, the demo and `simulate` run the same code.
 
 mod autoscaler;
 mod cli;

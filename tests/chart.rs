@@ -488,3 +488,40 @@ fn the_values_schema_offers_every_api_version_the_exporter_speaks() {
         assert_eq!(got, want);
     }
 }
+
+/// The API versions written out by hand for people — `--api-version`'s help, the README's
+/// flag table, the chart's values.yaml — name exactly the versions the exporter speaks
+/// (ranges like `v0.0.40-v0.0.45` spelled out), so none of them goes stale when
+/// `slurm::versions` gains one.
+#[test]
+fn every_hand_written_list_of_api_versions_names_what_the_exporter_speaks() {
+    let mut want: Vec<u32> = slurmscale_exporter::slurm::ApiVersion::ALL
+        .iter()
+        .map(|v| v.as_str()["v0.0.".len()..].parse().unwrap())
+        .collect();
+    want.sort();
+    for (file, marker) in [
+        ("src/cli.rs", "REST API version"),
+        ("README.md", "| `--api-version`"),
+        ("charts/slurmscale/values.yaml", "probes the newest version"),
+    ] {
+        let text = std::fs::read_to_string(repo_root().join(file)).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.contains(marker))
+            .unwrap_or_else(|| panic!("{file}: no line with {marker:?}"));
+        // Each `v0.0.NN`, and after a dash every minor up to it.
+        let (mut got, mut rest) = (Vec::<u32>::new(), line);
+        while let Some(i) = rest.find("v0.0.") {
+            let tail = &rest[i + "v0.0.".len()..];
+            let digits = tail.chars().take_while(char::is_ascii_digit).count();
+            let n: u32 = tail[..digits].parse().unwrap();
+            match got.last() {
+                Some(&lo) if matches!(rest[..i].trim(), "-" | "–") => got.extend(lo + 1..=n),
+                _ => got.push(n),
+            }
+            rest = &tail[digits..];
+        }
+        assert_eq!(got, want, "{file}: {line}");
+    }
+}

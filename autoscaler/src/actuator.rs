@@ -202,9 +202,10 @@ impl Actuator {
     }
 }
 
-/// Everything the controller reads and writes in Kubernetes. [`Actuator`] does it through
-/// the API server; `slurmscale demo` through a simulated NodeSet. Kept narrow on purpose:
-/// the controller's decisions depend on nothing else.
+/// Everything the controller reads and writes of its targets in Kubernetes (the pool's reads
+/// are [`crate::pool::PoolReader`]'s, Slurm's writes [`crate::slurm_nodes::SlurmNodes`]').
+/// [`Actuator`] does it through the API server; the demo, `simulate` and the unit tests
+/// through [`crate::fakes::Fake`]. Kept narrow on purpose: a fake stands in for all of it.
 pub trait Kubernetes: Send + Sync + 'static {
     /// Reads the target and its scale.
     fn read(

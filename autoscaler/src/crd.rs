@@ -12,8 +12,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use slurmscale_exporter::k8s::quantity;
 use slurmscale_exporter::model::demand::Shape;
+use slurmscale_exporter::quantity;
 
 /// What to scale: any resource with a scale subresource (a Slinky NodeSet by default).
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::api::{Api, ListParams};
-use slurmscale_exporter::k8s::quantity;
 use slurmscale_exporter::k8s::watch::{KubeSnapshot, KubeSource};
+use slurmscale_exporter::quantity;
 
 use crate::actuator::POD_DELETION_COST;
 use crate::colocation::{PendingPod, Placement, Requirement, Toleration};

@@ -4,14 +4,18 @@
 //! ([`slurm::wire`]) into the version-free [`model`], gathered by a per-cluster poller
 //! ([`collect`]) into an immutable [`snapshot::ClusterSnapshot`], and rendered by the metric
 //! families ([`metrics`]) that [`server`] serves. The autoscaler crate reads the same
-//! snapshots. Nothing in this crate writes to Slurm or Kubernetes.
+//! snapshots. The exporter writes to neither Slurm nor Kubernetes; the Slurm client's one
+//! write primitive ([`slurm::SlurmClient::post_json`]) is there for the autoscaler's node
+//! drains and resumes.
 
 pub mod collect;
 pub mod config;
 pub mod error;
+pub mod histogram;
 pub mod k8s;
 pub mod metrics;
 pub mod model;
+pub mod quantity;
 pub mod server;
 pub mod signals;
 pub mod slurm;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::error::Error;
-use crate::metrics::Histogram;
+use crate::histogram::Histogram;
 use crate::model::{Diag, Jobs, Node, Partition, Ping};
 use crate::slurm::{ApiVersion, Endpoint};
 
@@ -109,19 +109,22 @@ pub struct ClusterSnapshot {
     pub jobs_effort: JobsEffort,
 }
 
-/// Requests made to keep the job list current, since start.
+/// Requests made to keep the job list current: by one poll, or since start.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct JobsEffort {
+    /// Full `/jobs` lists.
     pub full_fetches: u64,
+    /// `/jobs/state` lists.
     pub state_fetches: u64,
+    /// Single-job reads.
     pub single_reads: u64,
 }
 
-impl JobsEffort {
-    pub fn add(&mut self, e: crate::collect::jobs::Effort) {
-        self.full_fetches += u64::from(e.full);
-        self.state_fetches += u64::from(e.states);
-        self.single_reads += u64::from(e.single_jobs);
+impl std::ops::AddAssign for JobsEffort {
+    fn add_assign(&mut self, e: Self) {
+        self.full_fetches += e.full_fetches;
+        self.state_fetches += e.state_fetches;
+        self.single_reads += e.single_reads;
     }
 }
 

@@ -178,8 +178,6 @@ fn partitions(spec: &NodeSetAutoscalerSpec, target: &Target) -> Vec<String> {
     }
 }
 
-/// The Slurm side of `partitions`, merged: busy nodes and demand add up, the oldest data
-/// counts. Jobs needing more than `max_nodes` are unsatisfiable, not demand.
 /// What an autoscaler asks of its partitions' pending work.
 struct Ask<'a> {
     /// Jobs needing more nodes than this are unsatisfiable.
@@ -188,6 +186,8 @@ struct Ask<'a> {
     origins: &'a [Origin],
 }
 
+/// The Slurm side of `partitions`, merged: busy nodes and demand add up, the oldest data
+/// counts. Jobs needing more than `ask.max_nodes` are unsatisfiable, not demand.
 fn signals(
     snap: &ClusterSnapshot,
     partitions: &[String],

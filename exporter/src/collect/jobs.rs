@@ -34,6 +34,7 @@ use crate::model::origin::OriginRules;
 use crate::model::{Diag, Jobs, Uncertainty};
 use crate::slurm::fetch::{self, Outcome};
 use crate::slurm::{ApiVersion, SlurmClient};
+use crate::snapshot::JobsEffort;
 
 /// However quiet the counters, read the whole list this often when the budget allows
 /// (a 304 when nothing changed): holds, releases and updates of pending jobs move no
@@ -115,14 +116,6 @@ pub enum Synced {
     Waiting,
 }
 
-/// What the step asked slurmrestd, for the exporter's own metrics.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Effort {
-    pub full: bool,
-    pub states: bool,
-    pub single_jobs: u32,
-}
-
 pub struct JobTracker {
     table: JobTable,
     has_table: bool,
@@ -195,8 +188,8 @@ impl JobTracker {
         version: ApiVersion,
         diag: Option<&Diag>,
         interval: Duration,
-    ) -> Result<(Synced, Effort)> {
-        let mut effort = Effort::default();
+    ) -> Result<(Synced, JobsEffort)> {
+        let mut effort = JobsEffort::default();
         let now_counters = diag.and_then(Counters::of);
         let resync_due = self.last_full.is_none_or(|t| t.elapsed() >= RESYNC);
         let Some(now_counters) = now_counters.filter(|_| self.has_table) else {
@@ -204,7 +197,7 @@ impl JobTracker {
             if !self.full.ready() {
                 return Ok((Synced::Waiting, effort));
             }
-            effort.full = true;
+            effort.full_fetches += 1;
             let synced = self.fetch_full(client, version, now_counters).await?;
             return Ok((synced, effort));
         };
@@ -238,7 +231,7 @@ impl JobTracker {
         // its turn comes, is far cheaper than the whole list.
         let unsure = self.uncertain.maybe_left > 0 || self.full_wanted == Some(BACKLOG);
         if unsure && version.has_job_states() && self.states.ready() {
-            effort.states = true;
+            effort.state_fetches += 1;
             self.resolve_with_states(client, version, &mut effort)
                 .await?;
             changed = true;
@@ -253,7 +246,7 @@ impl JobTracker {
                 why = self.full_wanted.unwrap_or("resync"),
                 "reading the whole job list"
             );
-            effort.full = true;
+            effort.full_fetches += 1;
             let synced = self.fetch_full(client, version, Some(now_counters)).await?;
             return Ok((synced, effort));
         }
@@ -270,7 +263,7 @@ impl JobTracker {
         &mut self,
         client: &SlurmClient,
         version: ApiVersion,
-        effort: &mut Effort,
+        effort: &mut JobsEffort,
     ) -> bool {
         let ids = self.table.held_after(self.reviewed, REVIEWS_PER_STEP);
         let started = Instant::now();
@@ -288,7 +281,7 @@ impl JobTracker {
             }
             self.reviewed = id;
         }
-        effort.single_jobs += n;
+        effort.single_reads += u64::from(n);
         self.single_cost_update((n, started.elapsed()));
         if changed {
             debug!(?ids, "a held job changed");
@@ -319,7 +312,7 @@ impl JobTracker {
         version: ApiVersion,
         d: &Counters,
         budget: u32,
-        effort: &mut Effort,
+        effort: &mut JobsEffort,
     ) -> Result<(u32, Duration)> {
         let started = Instant::now();
         let mut used = 0u32;
@@ -422,7 +415,7 @@ impl JobTracker {
             self.maybe_left = 0;
         }
         self.uncertain.maybe_left = self.maybe_left.min(unread_waiting);
-        effort.single_jobs += used;
+        effort.single_reads += u64::from(used);
         Ok((used, started.elapsed()))
     }
 
@@ -484,7 +477,7 @@ impl JobTracker {
         &mut self,
         client: &SlurmClient,
         version: ApiVersion,
-        effort: &mut Effort,
+        effort: &mut JobsEffort,
     ) -> Result<()> {
         let started = Instant::now();
         let Some(states) = fetch::job_states(client, version, &[]).await? else {
@@ -511,7 +504,7 @@ impl JobTracker {
             self.full_wanted = Some("many jobs unknown to the list");
         }
         for id in unknown.into_iter().take(16) {
-            effort.single_jobs += 1;
+            effort.single_reads += 1;
             if let Some(found) = fetch::job(client, version, id).await? {
                 self.table.merge(&found);
             }

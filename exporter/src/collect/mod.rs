@@ -27,14 +27,14 @@ use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use self::jobs::{Effort, JobTracker, Synced};
+use self::jobs::{JobTracker, Synced};
 pub use self::pace::{Budget, Pace};
 use crate::config::ClusterConfig;
 use crate::error::{Error, Result};
 use crate::model::{Diag, Node, Partition, Ping};
 use crate::slurm::fetch::{self, Outcome};
 use crate::slurm::{ApiVersion, Endpoint, SlurmClient};
-use crate::snapshot::{ClusterSnapshot, EndpointState};
+use crate::snapshot::{ClusterSnapshot, EndpointState, JobsEffort};
 
 /// A standby's health poll.
 pub const STANDBY_PING: Duration = Duration::from_secs(30);
@@ -91,7 +91,7 @@ struct JobsDone {
     /// Nodes, when their pace allowed: read first.
     nodes: Option<Timed<Vec<Node>>>,
     diag: (Duration, Result<Outcome<Diag>>),
-    jobs: (Duration, Result<(Synced, Effort)>),
+    jobs: (Duration, Result<(Synced, JobsEffort)>),
 }
 
 type LaneFuture = Pin<Box<dyn Future<Output = Done> + Send>>;
@@ -351,7 +351,7 @@ impl Poller {
                 self.snapshot.diag.cadence = pace.gap();
                 let (took, r) = d.jobs;
                 let r = r.map(|(synced, effort)| {
-                    self.snapshot.jobs_effort.add(effort);
+                    self.snapshot.jobs_effort += effort;
                     match synced {
                         Synced::Changed(jobs) => Some(Outcome::Fresh {
                             data: *jobs,

@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::DynamicObject;
 use serde_json::Value;
 
-use super::quantity;
+use crate::quantity;
 
 /// Where GenericNodes are and where in them the ledger lives.
 #[derive(Clone, Debug, PartialEq)]

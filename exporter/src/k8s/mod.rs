@@ -14,5 +14,4 @@ pub mod crd;
 pub mod genericnode;
 pub mod ledger;
 pub mod nodeset;
-pub mod quantity;
 pub mod watch;

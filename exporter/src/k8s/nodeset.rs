@@ -295,7 +295,7 @@ pub fn template_shape(extra_conf: Option<&str>, slurmd: Option<&SlurmdContainer>
             .into_iter()
             .flatten()
             .find_map(|m| m.get(name))
-            .and_then(|q| super::quantity::parse(&q.0))
+            .and_then(|q| crate::quantity::parse(&q.0))
     };
     Shape {
         cpus: cpus.or_else(|| resource("cpu").map(|c| c.floor() as u64).filter(|c| *c > 0)),

@@ -14,6 +14,7 @@ use std::fmt::Write;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use crate::histogram::Histogram;
 use crate::k8s::watch::KubeSnapshot;
 use crate::snapshot::ClusterSnapshot;
 
@@ -99,34 +100,6 @@ impl<'a> PageInput<'a> {
 /// Collects samples into metric families, written straight to exposition text (no per-series
 /// objects: a 10,000-node cluster renders 160,000 series in one pass). The current cluster's
 /// label comes first on every series.
-/// Observations counted per upper bound (not cumulative; [`Out::histogram`] sums them).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Histogram {
-    pub bounds: &'static [f64],
-    pub counts: Vec<u64>,
-    pub sum: f64,
-    pub count: u64,
-}
-
-impl Histogram {
-    pub fn new(bounds: &'static [f64]) -> Self {
-        Self {
-            bounds,
-            counts: vec![0; bounds.len()],
-            sum: 0.0,
-            count: 0,
-        }
-    }
-
-    pub fn observe(&mut self, v: f64) {
-        if let Some(i) = self.bounds.iter().position(|b| v <= *b) {
-            self.counts[i] += 1;
-        }
-        self.sum += v;
-        self.count += 1;
-    }
-}
-
 #[derive(Default)]
 pub struct Out {
     cluster: String,

@@ -59,9 +59,7 @@ impl Shape {
             let value = value.trim();
             match key.trim() {
                 "cpus" => shape.cpus = value.parse().ok(),
-                "memory" => {
-                    shape.memory_bytes = crate::k8s::quantity::parse(value).map(|b| b as u64)
-                }
+                "memory" => shape.memory_bytes = crate::quantity::parse(value).map(|b| b as u64),
                 "gpus" => shape.gpus = value.parse().ok(),
                 _ => {}
             }

@@ -18,7 +18,7 @@ use super::auth::TokenSource;
 use super::versions::{ApiVersion, Endpoint};
 use super::wire;
 use crate::error::{Error, Result};
-use crate::metrics::Histogram;
+use crate::histogram::Histogram;
 
 #[derive(Clone, Debug)]
 pub struct ClientOptions {
@@ -237,7 +237,8 @@ impl SlurmClient {
     }
 
     /// POSTs a JSON body to `/slurm/<version>/<path>` (node updates); succeeds only on 2xx
-    /// with no `errors[]`. Used by the autoscaler's actuator, never by the exporter.
+    /// with no `errors[]`. The autoscaler's Slurm node writes (`slurm_nodes`) use it; the
+    /// exporter never does.
     pub async fn post_json(
         &self,
         version: ApiVersion,

@@ -1,6 +1,9 @@
 //! The slurmrestd API versions we speak, newest first, and the one place that maps a version
-//! to its wire module. Adding v0.0.46 = a `wire/v0046.rs` module, one variant here, and
-//! golden tests.
+//! to its wire module ([`ApiVersion::wire`]). Adding v0.0.46 = a `wire/v0046.rs` module; here
+//! its variant, its place in `ALL`, its name in `as_str` and its arm in `wire` (plus a
+//! capability below if it changes one); golden answers; and the hand-written version lists
+//! (`--api-version`'s help, README, values.yaml, values.schema.json — tests/chart.rs checks
+//! them against `ALL`).
 
 use std::fmt;
 use std::str::FromStr;
@@ -101,98 +104,88 @@ impl ApiVersion {
         self >= Self::V0044
     }
 
-    pub fn decode_ping(self, b: &[u8]) -> serde_json::Result<Decoded<Ping>> {
+    /// The wire module of this version: the one place a version maps to its decoders.
+    fn wire(self) -> &'static Decoders {
         match self {
-            Self::V0038 => wire::v0038::decode_ping(b),
-            Self::V0040 => wire::v0040::decode_ping(b),
-            Self::V0041 => wire::v0041::decode_ping(b),
-            Self::V0042 => wire::v0042::decode_ping(b),
-            Self::V0043 => wire::v0043::decode_ping(b),
-            Self::V0044 => wire::v0044::decode_ping(b),
-            Self::V0045 => wire::v0045::decode_ping(b),
+            Self::V0038 => &decoders!(v0038, None),
+            Self::V0040 => &decoders!(v0040),
+            Self::V0041 => &decoders!(v0041),
+            Self::V0042 => &decoders!(v0042),
+            Self::V0043 => &decoders!(v0043),
+            Self::V0044 => &decoders!(v0044),
+            Self::V0045 => &decoders!(v0045),
         }
     }
 
+    pub fn decode_ping(self, b: &[u8]) -> serde_json::Result<Decoded<Ping>> {
+        (self.wire().ping)(b)
+    }
+
     pub fn decode_diag(self, b: &[u8]) -> serde_json::Result<Decoded<Diag>> {
-        match self {
-            Self::V0038 => wire::v0038::decode_diag(b),
-            Self::V0040 => wire::v0040::decode_diag(b),
-            Self::V0041 => wire::v0041::decode_diag(b),
-            Self::V0042 => wire::v0042::decode_diag(b),
-            Self::V0043 => wire::v0043::decode_diag(b),
-            Self::V0044 => wire::v0044::decode_diag(b),
-            Self::V0045 => wire::v0045::decode_diag(b),
-        }
+        (self.wire().diag)(b)
     }
 
     /// Decodes and aggregates `/jobs`; `per_owner` also counts jobs per user and account.
     pub fn decode_jobs(self, b: &[u8], per_owner: bool) -> serde_json::Result<Decoded<Jobs>> {
-        match self {
-            Self::V0038 => wire::v0038::decode_jobs(b, per_owner),
-            Self::V0040 => wire::v0040::decode_jobs(b, per_owner),
-            Self::V0041 => wire::v0041::decode_jobs(b, per_owner),
-            Self::V0042 => wire::v0042::decode_jobs(b, per_owner),
-            Self::V0043 => wire::v0043::decode_jobs(b, per_owner),
-            Self::V0044 => wire::v0044::decode_jobs(b, per_owner),
-            Self::V0045 => wire::v0045::decode_jobs(b, per_owner),
-        }
+        (self.wire().jobs)(b, per_owner)
     }
 
     /// Decodes `/jobs` or `/job/{id}` into records kept between polls.
     pub fn decode_job_table(self, b: &[u8]) -> serde_json::Result<Decoded<JobTable>> {
-        match self {
-            Self::V0038 => wire::v0038::decode_job_table(b),
-            Self::V0040 => wire::v0040::decode_job_table(b),
-            Self::V0041 => wire::v0041::decode_job_table(b),
-            Self::V0042 => wire::v0042::decode_job_table(b),
-            Self::V0043 => wire::v0043::decode_job_table(b),
-            Self::V0044 => wire::v0044::decode_job_table(b),
-            Self::V0045 => wire::v0045::decode_job_table(b),
-        }
+        (self.wire().job_table)(b)
     }
 
     /// Decodes `/jobs/state/` (v0.0.40 on); `None` where the API has no such endpoint.
     pub fn decode_job_states(self, b: &[u8]) -> Option<serde_json::Result<Decoded<JobStates>>> {
-        Some(match self {
-            Self::V0038 => return None,
-            Self::V0040 => wire::v0040::decode_job_states(b),
-            Self::V0041 => wire::v0041::decode_job_states(b),
-            Self::V0042 => wire::v0042::decode_job_states(b),
-            Self::V0043 => wire::v0043::decode_job_states(b),
-            Self::V0044 => wire::v0044::decode_job_states(b),
-            Self::V0045 => wire::v0045::decode_job_states(b),
-        })
+        self.wire().job_states.map(|decode| decode(b))
     }
 
     /// Whether slurmrestd serves `/jobs/state/` (job ids and states only) at this version.
     pub fn has_job_states(self) -> bool {
-        self != Self::V0038
+        self.wire().job_states.is_some()
     }
 
     pub fn decode_nodes(self, b: &[u8]) -> serde_json::Result<Decoded<Vec<Node>>> {
-        match self {
-            Self::V0038 => wire::v0038::decode_nodes(b),
-            Self::V0040 => wire::v0040::decode_nodes(b),
-            Self::V0041 => wire::v0041::decode_nodes(b),
-            Self::V0042 => wire::v0042::decode_nodes(b),
-            Self::V0043 => wire::v0043::decode_nodes(b),
-            Self::V0044 => wire::v0044::decode_nodes(b),
-            Self::V0045 => wire::v0045::decode_nodes(b),
-        }
+        (self.wire().nodes)(b)
     }
 
     pub fn decode_partitions(self, b: &[u8]) -> serde_json::Result<Decoded<Vec<Partition>>> {
-        match self {
-            Self::V0038 => wire::v0038::decode_partitions(b),
-            Self::V0040 => wire::v0040::decode_partitions(b),
-            Self::V0041 => wire::v0041::decode_partitions(b),
-            Self::V0042 => wire::v0042::decode_partitions(b),
-            Self::V0043 => wire::v0043::decode_partitions(b),
-            Self::V0044 => wire::v0044::decode_partitions(b),
-            Self::V0045 => wire::v0045::decode_partitions(b),
-        }
+        (self.wire().partitions)(b)
     }
 }
+
+type Decode<T> = fn(&[u8]) -> serde_json::Result<Decoded<T>>;
+
+/// One API version's decoders, each endpoint's answer into the model.
+struct Decoders {
+    ping: Decode<Ping>,
+    diag: Decode<Diag>,
+    jobs: fn(&[u8], bool) -> serde_json::Result<Decoded<Jobs>>,
+    job_table: Decode<JobTable>,
+    /// `None`: the version has no `/jobs/state/`.
+    job_states: Option<Decode<JobStates>>,
+    nodes: Decode<Vec<Node>>,
+    partitions: Decode<Vec<Partition>>,
+}
+
+/// The decoders of wire module `$m` (with `/jobs/state/` unless told `None`).
+macro_rules! decoders {
+    ($m:ident) => {
+        decoders!($m, Some(wire::$m::decode_job_states))
+    };
+    ($m:ident, $states:expr) => {
+        Decoders {
+            ping: wire::$m::decode_ping,
+            diag: wire::$m::decode_diag,
+            jobs: wire::$m::decode_jobs,
+            job_table: wire::$m::decode_job_table,
+            job_states: $states,
+            nodes: wire::$m::decode_nodes,
+            partitions: wire::$m::decode_partitions,
+        }
+    };
+}
+use decoders;
 
 impl fmt::Display for ApiVersion {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
