@@ -21,6 +21,9 @@
 //! Every request that is not cheap waits its turn in a [`Pace`]: a request that took `d`
 //! is not repeated for `d × (1/budget − 1)`, so slurmrestd spends at most `budget` of its
 //! time on each kind of request we make.
+//!
+//! The requests go through [`JobSource`] ([`Rest`] in production), so the decisions are
+//! unit-tested against a slurmctld in memory (`tests` below).
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant, SystemTime};
@@ -35,6 +38,7 @@ use crate::model::{Diag, Jobs, Uncertainty};
 use crate::slurm::fetch::{self, Outcome};
 use crate::slurm::{ApiVersion, SlurmClient};
 use crate::snapshot::JobsEffort;
+use std::future::Future;
 
 /// However quiet the counters, read the whole list this often when the budget allows
 /// (a 304 when nothing changed): holds, releases and updates of pending jobs move no
@@ -116,6 +120,56 @@ pub enum Synced {
     Waiting,
 }
 
+/// What the tracker asks slurmrestd: the seam between its decisions and the requests, which
+/// its unit tests fill with a slurmctld in memory.
+pub trait JobSource: Sync {
+    /// Whether `/jobs/state/` exists (v0.0.40 on).
+    fn has_job_states(&self) -> bool;
+    /// `/job/{id}`: the job (an array with its split tasks), `None` when slurmctld does not
+    /// know the id.
+    fn job(&self, id: u64) -> impl Future<Output = Result<Option<JobTable>>> + Send;
+    /// `/jobs/state/` of `only` these jobs (all when empty); `None` without the endpoint.
+    fn job_states(
+        &self,
+        only: &[u64],
+    ) -> impl Future<Output = Result<Option<Vec<StateEntry>>>> + Send;
+    /// The whole `/jobs`, or unchanged since `since` (unix seconds).
+    fn job_table(
+        &self,
+        since: Option<i64>,
+    ) -> impl Future<Output = Result<Outcome<JobTable>>> + Send;
+}
+
+/// slurmrestd at one API version.
+pub struct Rest<'a> {
+    pub client: &'a SlurmClient,
+    pub version: ApiVersion,
+}
+
+impl JobSource for Rest<'_> {
+    fn has_job_states(&self) -> bool {
+        self.version.has_job_states()
+    }
+
+    fn job(&self, id: u64) -> impl Future<Output = Result<Option<JobTable>>> + Send {
+        fetch::job(self.client, self.version, id)
+    }
+
+    fn job_states(
+        &self,
+        only: &[u64],
+    ) -> impl Future<Output = Result<Option<Vec<StateEntry>>>> + Send {
+        fetch::job_states(self.client, self.version, only)
+    }
+
+    fn job_table(
+        &self,
+        since: Option<i64>,
+    ) -> impl Future<Output = Result<Outcome<JobTable>>> + Send {
+        fetch::job_table(self.client, self.version, since)
+    }
+}
+
 pub struct JobTracker {
     table: JobTable,
     has_table: bool,
@@ -184,8 +238,7 @@ impl JobTracker {
     /// One step, with `/diag` already read (`None` when it failed or lacks the counters).
     pub async fn step(
         &mut self,
-        client: &SlurmClient,
-        version: ApiVersion,
+        src: &impl JobSource,
         diag: Option<&Diag>,
         interval: Duration,
     ) -> Result<(Synced, JobsEffort)> {
@@ -198,7 +251,7 @@ impl JobTracker {
                 return Ok((Synced::Waiting, effort));
             }
             effort.full_fetches += 1;
-            let synced = self.fetch_full(client, version, now_counters).await?;
+            let synced = self.fetch_full(src, now_counters).await?;
             return Ok((synced, effort));
         };
         // Counters first seen now (after a full list read without them): the baseline.
@@ -221,23 +274,20 @@ impl JobTracker {
         if !d.quiet() || outstanding {
             changed = true;
             let budget = self.singles_per_step(interval);
-            let used = self
-                .follow(client, version, &d, budget, &mut effort)
-                .await?;
+            let used = self.follow(src, &d, budget, &mut effort).await?;
             self.single_cost_update(used);
             self.counters = Some(now_counters);
         }
         // Which of the possibly-started jobs did start: `/jobs/state/` (v0.0.40 on), when
         // its turn comes, is far cheaper than the whole list.
         let unsure = self.uncertain.maybe_left > 0 || self.full_wanted == Some(BACKLOG);
-        if unsure && version.has_job_states() && self.states.ready() {
+        if unsure && src.has_job_states() && self.states.ready() {
             effort.state_fetches += 1;
-            self.resolve_with_states(client, version, &mut effort)
-                .await?;
+            self.resolve_with_states(src, &mut effort).await?;
             changed = true;
         }
         // Releases move no counter: a few held jobs are read again.
-        if self.review_held(client, version, &mut effort).await {
+        if self.review_held(src, &mut effort).await {
             changed = true;
         }
         // A full list, when wanted (or due) and its turn has come, settles everything.
@@ -247,7 +297,7 @@ impl JobTracker {
                 "reading the whole job list"
             );
             effort.full_fetches += 1;
-            let synced = self.fetch_full(client, version, Some(now_counters)).await?;
+            let synced = self.fetch_full(src, Some(now_counters)).await?;
             return Ok((synced, effort));
         }
         if changed {
@@ -259,18 +309,13 @@ impl JobTracker {
 
     /// Reads again the next [`REVIEWS_PER_STEP`] held jobs; whether any changed (released,
     /// started, gone). Never an error: a failed read ends the review until the next step.
-    async fn review_held(
-        &mut self,
-        client: &SlurmClient,
-        version: ApiVersion,
-        effort: &mut JobsEffort,
-    ) -> bool {
+    async fn review_held(&mut self, src: &impl JobSource, effort: &mut JobsEffort) -> bool {
         let ids = self.table.held_after(self.reviewed, REVIEWS_PER_STEP);
         let started = Instant::now();
         let (mut changed, mut n) = (false, 0);
         for &id in &ids {
             n += 1;
-            match self.read_again(client, version, id).await {
+            match self.read_again(src, id).await {
                 Ok(moved) => changed |= moved,
                 // Only a shortcut: the full read still comes, so a failure here costs the
                 // list nothing (the requests that keep it say so when slurmrestd fails).
@@ -308,8 +353,7 @@ impl JobTracker {
     /// to `/jobs/state/` or a full `/jobs`. Returns (requests, time they took).
     async fn follow(
         &mut self,
-        client: &SlurmClient,
-        version: ApiVersion,
+        src: &impl JobSource,
         d: &Counters,
         budget: u32,
         effort: &mut JobsEffort,
@@ -338,7 +382,7 @@ impl JobTracker {
                     break;
                 }
                 used += 1;
-                match fetch::job(client, version, id).await? {
+                match src.job(id).await? {
                     Some(found) => {
                         // `/diag` counts an array's tasks as submissions: so do we.
                         let mut submissions = 0;
@@ -390,7 +434,7 @@ impl JobTracker {
             self.checks
                 .extend(self.table.jobs().filter(|j| j.running()).map(|j| j.id));
         }
-        let per_request = if version.has_job_states() {
+        let per_request = if src.has_job_states() {
             STATES_PER_REQUEST
         } else {
             1
@@ -402,7 +446,7 @@ impl JobTracker {
         } else {
             while used < budget && !self.checks.is_empty() {
                 used += 1;
-                self.check_some(client, version).await?;
+                self.check_some(src).await?;
             }
         }
         // Waiting jobs not read again yet may be among those that left.
@@ -422,10 +466,10 @@ impl JobTracker {
     /// Reads again what one request can: on v0.0.40 on, the states of up to
     /// [`STATES_PER_REQUEST`] plain jobs at once (`/jobs/state/?job_id=…`); otherwise, and
     /// for arrays (whose pending tasks only the whole record tells), one `/job/{id}`.
-    async fn check_some(&mut self, client: &SlurmClient, version: ApiVersion) -> Result<()> {
+    async fn check_some(&mut self, src: &impl JobSource) -> Result<()> {
         let is_array =
             |t: &JobTable, id: u64| t.get(id).is_some_and(|j| !j.array_task_string.is_empty());
-        if version.has_job_states() {
+        if src.has_job_states() {
             let plain: Vec<u64> = self
                 .checks
                 .iter()
@@ -434,7 +478,7 @@ impl JobTracker {
                 .take(STATES_PER_REQUEST)
                 .collect();
             if !plain.is_empty() {
-                if let Some(states) = fetch::job_states(client, version, &plain).await? {
+                if let Some(states) = src.job_states(&plain).await? {
                     self.apply_states(&plain, &states);
                 }
                 for id in plain {
@@ -446,20 +490,15 @@ impl JobTracker {
         let Some(id) = self.checks.pop_first() else {
             return Ok(());
         };
-        self.read_again(client, version, id).await?;
+        self.read_again(src, id).await?;
         Ok(())
     }
 
     /// Reads job `id` again with `/job/{id}` and puts what it says in the table (gone when
     /// slurmctld no longer knows it); whether the table changed.
-    async fn read_again(
-        &mut self,
-        client: &SlurmClient,
-        version: ApiVersion,
-        id: u64,
-    ) -> Result<bool> {
+    async fn read_again(&mut self, src: &impl JobSource, id: u64) -> Result<bool> {
         let before = self.table.get(id).cloned();
-        let more = match fetch::job(client, version, id).await? {
+        let more = match src.job(id).await? {
             Some(found) => {
                 self.table.merge(&found);
                 found.len() > 1
@@ -475,12 +514,11 @@ impl JobTracker {
     /// `/jobs/state/` says which listed jobs changed state; new ids among them are read.
     async fn resolve_with_states(
         &mut self,
-        client: &SlurmClient,
-        version: ApiVersion,
+        src: &impl JobSource,
         effort: &mut JobsEffort,
     ) -> Result<()> {
         let started = Instant::now();
-        let Some(states) = fetch::job_states(client, version, &[]).await? else {
+        let Some(states) = src.job_states(&[]).await? else {
             return Ok(());
         };
         self.states.done(started, started.elapsed(), self.budget);
@@ -505,7 +543,7 @@ impl JobTracker {
         }
         for id in unknown.into_iter().take(16) {
             effort.single_reads += 1;
-            if let Some(found) = fetch::job(client, version, id).await? {
+            if let Some(found) = src.job(id).await? {
                 self.table.merge(&found);
             }
         }
@@ -538,14 +576,13 @@ impl JobTracker {
 
     async fn fetch_full(
         &mut self,
-        client: &SlurmClient,
-        version: ApiVersion,
+        src: &impl JobSource,
         counters: Option<Counters>,
     ) -> Result<Synced> {
         let started = Instant::now();
         let request_start = unix_now() - UPDATE_TIME_MARGIN;
         let since = self.since.filter(|_| self.has_table);
-        let result = fetch::job_table(client, version, since).await;
+        let result = src.job_table(since).await;
         let took = started.elapsed();
         let outcome = match result {
             Ok(o) => {
@@ -596,4 +633,353 @@ pub(super) fn unix_now() -> i64 {
         .duration_since(SystemTime::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The tracker's decisions against a slurmctld in memory: it keeps jobs and `/diag`'s
+    //! counters as the real one does (measured on 22.05 and 24.11: `scontrol requeue` counts a
+    //! completion and leaves the job pending; holds, releases and updates move no counter),
+    //! and answers `/job/{id}`, `/jobs/state/` and `/jobs` from them.
+
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::model::jobs::JobRecord;
+    use crate::model::{JobState, PendingClass};
+
+    #[derive(Clone, Debug)]
+    struct Job {
+        state: JobState,
+        reason: &'static str,
+        partition: &'static str,
+        hold: bool,
+    }
+
+    #[derive(Default)]
+    struct World {
+        jobs: BTreeMap<u64, Job>,
+        counters: Counters,
+        /// The requests answered, in order: `job`, `states`, `jobs`.
+        asked: Vec<&'static str>,
+    }
+
+    /// A slurmctld behind slurmrestd, with `/jobs/state/` (v0.0.40 on) or without (v0.0.38).
+    struct Slurmctld {
+        world: Mutex<World>,
+        states: bool,
+    }
+
+    impl Slurmctld {
+        fn new(states: bool) -> Self {
+            Self {
+                world: Mutex::default(),
+                states,
+            }
+        }
+
+        fn with<R>(&self, f: impl FnOnce(&mut World) -> R) -> R {
+            f(&mut self.world.lock().unwrap())
+        }
+
+        fn submit(&self, partition: &'static str) -> u64 {
+            self.with(|w| {
+                let id = w.jobs.keys().next_back().map_or(1, |m| m + 1);
+                let job = Job {
+                    state: JobState::Pending,
+                    reason: "Priority",
+                    partition,
+                    hold: false,
+                };
+                w.jobs.insert(id, job);
+                w.counters.submitted += 1;
+                id
+            })
+        }
+
+        fn set(&self, id: u64, f: impl FnOnce(&mut Job)) {
+            self.with(|w| f(w.jobs.get_mut(&id).unwrap()));
+        }
+
+        fn start(&self, id: u64) {
+            self.set(id, |j| (j.state, j.reason) = (JobState::Running, "None"));
+            self.with(|w| w.counters.started += 1);
+        }
+
+        fn complete(&self, id: u64) {
+            self.set(id, |j| (j.state, j.reason) = (JobState::Completed, "None"));
+            self.with(|w| w.counters.completed += 1);
+        }
+
+        fn requeue(&self, id: u64) {
+            self.set(id, |j| {
+                (j.state, j.reason) = (JobState::Pending, "BeginTime")
+            });
+            self.with(|w| w.counters.completed += 1);
+        }
+
+        fn diag(&self) -> Diag {
+            let c = self.with(|w| w.counters);
+            Diag {
+                jobs_submitted: Some(c.submitted),
+                jobs_started: Some(c.started),
+                jobs_completed: Some(c.completed),
+                jobs_canceled: Some(c.canceled),
+                jobs_failed: Some(c.failed),
+                ..Diag::default()
+            }
+        }
+
+        fn asked(&self) -> Vec<&'static str> {
+            self.with(|w| std::mem::take(&mut w.asked))
+        }
+
+        fn table<'a>(jobs: impl Iterator<Item = (&'a u64, &'a Job)>) -> JobTable {
+            let mut t = JobTable::default();
+            for (id, j) in jobs {
+                t.upsert(&JobRecord {
+                    id: *id,
+                    state: Some(j.state),
+                    reason: j.reason,
+                    partition: j.partition,
+                    hold: j.hold,
+                    nodes: Some(1),
+                    cpus: Some(1),
+                    ..JobRecord::default()
+                });
+            }
+            t
+        }
+    }
+
+    impl JobSource for Slurmctld {
+        fn has_job_states(&self) -> bool {
+            self.states
+        }
+
+        fn job(&self, id: u64) -> impl Future<Output = Result<Option<JobTable>>> + Send {
+            let found = self.with(|w| {
+                w.asked.push("job");
+                w.jobs
+                    .get_key_value(&id)
+                    .map(|j| Self::table([j].into_iter()))
+            });
+            std::future::ready(Ok(found))
+        }
+
+        fn job_states(
+            &self,
+            only: &[u64],
+        ) -> impl Future<Output = Result<Option<Vec<StateEntry>>>> + Send {
+            let states = self.states.then(|| {
+                self.with(|w| {
+                    w.asked.push("states");
+                    w.jobs
+                        .iter()
+                        .filter(|(id, _)| only.is_empty() || only.contains(id))
+                        .map(|(id, j)| StateEntry {
+                            id: *id,
+                            task: None,
+                            state: j.state,
+                        })
+                        .collect()
+                })
+            });
+            std::future::ready(Ok(states))
+        }
+
+        fn job_table(
+            &self,
+            _since: Option<i64>,
+        ) -> impl Future<Output = Result<Outcome<JobTable>>> + Send {
+            let data = self.with(|w| {
+                w.asked.push("jobs");
+                Self::table(w.jobs.iter())
+            });
+            std::future::ready(Ok(Outcome::Fresh {
+                data,
+                release: None,
+                last_update: None,
+            }))
+        }
+    }
+
+    const STEP: Duration = Duration::from_secs(1);
+
+    /// A tracker that has read the whole list once.
+    async fn tracker(slurm: &Slurmctld) -> JobTracker {
+        let mut t = JobTracker::new(false, Budget::default(), OriginRules::default());
+        let (synced, effort) = t.step(slurm, Some(&slurm.diag()), STEP).await.unwrap();
+        assert!(matches!(synced, Synced::Changed(_)));
+        assert_eq!(effort.full_fetches, 1);
+        slurm.asked();
+        t
+    }
+
+    /// One step; the list as it stands after it.
+    async fn step(t: &mut JobTracker, slurm: &Slurmctld) -> (Jobs, JobsEffort) {
+        let (_, effort) = t.step(slurm, Some(&slurm.diag()), STEP).await.unwrap();
+        (t.build(), effort)
+    }
+
+    fn count(jobs: &Jobs, partition: &str, state: JobState) -> u64 {
+        jobs.partitions
+            .get(partition)
+            .map_or(0, |c| c.by_state[state as usize])
+    }
+
+    #[tokio::test]
+    async fn quiet_counters_confirm_the_list_without_reading_a_job() {
+        let slurm = Slurmctld::new(true);
+        slurm.submit("cpu");
+        let mut t = tracker(&slurm).await;
+        let (synced, effort) = t.step(&slurm, Some(&slurm.diag()), STEP).await.unwrap();
+        assert!(matches!(synced, Synced::Unchanged), "{synced:?}");
+        assert_eq!(effort, JobsEffort::default());
+        assert!(slurm.asked().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_start_and_an_end_are_followed_with_single_reads() {
+        for states in [true, false] {
+            let slurm = Slurmctld::new(states);
+            let (a, b) = (slurm.submit("cpu"), slurm.submit("cpu"));
+            slurm.start(a);
+            let mut t = tracker(&slurm).await;
+            slurm.complete(a);
+            slurm.start(b);
+            let (jobs, effort) = step(&mut t, &slurm).await;
+            assert_eq!(
+                count(&jobs, "cpu", JobState::Running),
+                1,
+                "states: {states}"
+            );
+            assert_eq!(
+                count(&jobs, "cpu", JobState::Pending),
+                0,
+                "states: {states}"
+            );
+            assert!(jobs.uncertain.exact());
+            assert_eq!(effort.full_fetches, 0, "no whole list for two changes");
+            assert!(!slurm.asked().contains(&"jobs"));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_submit_burst_beyond_the_single_read_budget_is_caught_up_over_steps() {
+        let slurm = Slurmctld::new(true);
+        slurm.submit("cpu");
+        let mut t = tracker(&slurm).await;
+        for _ in 0..400 {
+            slurm.submit("cpu");
+        }
+        let (jobs, effort) = step(&mut t, &slurm).await;
+        // The first step's reads are few (the budget assumes 5 ms a read until measured):
+        // the list says new jobs may be missing, and demand is open-ended meanwhile.
+        let listed = count(&jobs, "cpu", JobState::Pending);
+        assert!(listed < 401, "{listed} listed after one step");
+        assert!(jobs.uncertain.unseen_new);
+        assert!(effort.single_reads > 0);
+        let mut steps = 1;
+        let mut jobs = jobs;
+        while !jobs.uncertain.exact() {
+            steps += 1;
+            assert!(steps <= 40, "still catching up after {steps} steps");
+            jobs = step(&mut t, &slurm).await.0;
+        }
+        assert_eq!(count(&jobs, "cpu", JobState::Pending), 401);
+        assert!(
+            !slurm.asked().contains(&"jobs"),
+            "found by id, without the whole list"
+        );
+    }
+
+    #[tokio::test]
+    async fn counters_that_reset_make_every_waiting_and_running_job_uncertain_until_read() {
+        let slurm = Slurmctld::new(false);
+        let (a, b) = (slurm.submit("cpu"), slurm.submit("cpu"));
+        slurm.start(a);
+        let mut t = tracker(&slurm).await;
+        // Midnight: the counters start again from zero, below what the tracker saw; b starts
+        // meanwhile, counted in the new counters only.
+        slurm.with(|w| w.counters = Counters::default());
+        slurm.start(b);
+        let (jobs, _) = step(&mut t, &slurm).await;
+        assert_eq!(count(&jobs, "cpu", JobState::Running), 2, "b read again");
+        assert_eq!(count(&jobs, "cpu", JobState::Pending), 0);
+        assert!(jobs.uncertain.exact(), "{:?}", jobs.uncertain);
+        // The new counters are the baseline: quiet again.
+        let (synced, _) = t.step(&slurm, Some(&slurm.diag()), STEP).await.unwrap();
+        assert!(matches!(synced, Synced::Unchanged), "{synced:?}");
+    }
+
+    #[tokio::test]
+    async fn a_requeued_job_is_demand_again() {
+        let slurm = Slurmctld::new(true);
+        let a = slurm.submit("cpu");
+        slurm.start(a);
+        let mut t = tracker(&slurm).await;
+        slurm.requeue(a);
+        let (jobs, effort) = step(&mut t, &slurm).await;
+        assert_eq!(count(&jobs, "cpu", JobState::Pending), 1);
+        assert_eq!(count(&jobs, "cpu", JobState::Running), 0);
+        assert_eq!(jobs.pending.len(), 1, "pending demand again");
+        assert_eq!(effort.full_fetches, 0);
+    }
+
+    #[tokio::test]
+    async fn a_released_job_is_seen_by_the_review_of_held_jobs() {
+        let slurm = Slurmctld::new(true);
+        let ids: Vec<u64> = (0..6).map(|_| slurm.submit("cpu")).collect();
+        for id in &ids {
+            slurm.set(*id, |j| (j.hold, j.reason) = (true, "JobHeldUser"));
+        }
+        let mut t = tracker(&slurm).await;
+        assert!(
+            t.build()
+                .pending
+                .iter()
+                .all(|p| p.class == PendingClass::Held)
+        );
+        // A release moves no counter; the review reads REVIEWS_PER_STEP held jobs a step,
+        // round the list.
+        slurm.set(ids[4], |j| (j.hold, j.reason) = (false, "Priority"));
+        let rounds = ids.len().div_ceil(REVIEWS_PER_STEP);
+        let mut seen = None;
+        for s in 1..=rounds {
+            let (jobs, _) = step(&mut t, &slurm).await;
+            let schedulable = jobs
+                .pending
+                .iter()
+                .filter(|p| p.class == PendingClass::Schedulable)
+                .count();
+            if schedulable == 1 {
+                seen = Some(s);
+                break;
+            }
+        }
+        assert!(seen.is_some(), "not seen within {rounds} steps");
+        assert!(
+            slurm.asked().iter().all(|r| *r == "job"),
+            "single reads only"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_update_moving_a_job_between_partitions_is_seen_when_the_job_is_read_again() {
+        let slurm = Slurmctld::new(false);
+        let (a, b) = (slurm.submit("cpu"), slurm.submit("cpu"));
+        let mut t = tracker(&slurm).await;
+        // `scontrol update partition=gpu` moves no counter; b's start does, and every job
+        // listed as waiting to run is read again — a among them. (From v0.0.40 that re-read
+        // is `/jobs/state/`, which tells states only: there a move waits for the next whole
+        // list, at most RESYNC away when the budget allows.)
+        slurm.set(a, |j| j.partition = "gpu");
+        slurm.start(b);
+        let (jobs, _) = step(&mut t, &slurm).await;
+        assert_eq!(count(&jobs, "gpu", JobState::Pending), 1);
+        assert_eq!(count(&jobs, "cpu", JobState::Pending), 0);
+        assert_eq!(count(&jobs, "cpu", JobState::Running), 1);
+    }
 }

@@ -275,7 +275,11 @@ impl Poller {
                         Ok(Outcome::Fresh { data, .. }) => Some(data),
                         _ => None,
                     };
-                    let jobs = tracker.step(&client, version, counters, interval).await;
+                    let rest = jobs::Rest {
+                        client: &client,
+                        version,
+                    };
+                    let jobs = tracker.step(&rest, counters, interval).await;
                     let took = started.elapsed();
                     Done::Jobs(
                         tracker,
