@@ -1,0 +1,187 @@
+//! Where a pending pod may go in the pool, as kube-scheduler would judge it for the pool's
+//! nodes: its size against what is free, its node selector and required node affinity, and
+//! its tolerations against the node's taints. The planner ([`super::plan`]) asks these
+//! predicates which Slurm nodes Kubernetes needs, and drains only nodes a pod could use.
+
+use std::collections::BTreeMap;
+
+use super::{PoolNode, Taint};
+
+/// A pending pod that could use the pool.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PendingPod {
+    pub name: String,
+    /// Requests: CPU cores, memory bytes, GPUs (`nvidia.com/gpu`).
+    pub cpu: f64,
+    pub memory: f64,
+    pub gpu: f64,
+    pub placement: Placement,
+}
+
+/// Where a pod may run: its `nodeSelector`, its required node affinity and its tolerations.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Placement {
+    pub node_selector: BTreeMap<String, String>,
+    /// Required node-affinity terms: a node must satisfy every requirement of one of them.
+    /// None at all: any node.
+    pub terms: Vec<Vec<Requirement>>,
+    pub tolerations: Vec<Toleration>,
+}
+
+/// One of a pod's `tolerations`, as the scheduler reads it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Toleration {
+    /// Empty with `Exists`: every taint.
+    pub key: String,
+    /// `Equal` (the default) or `Exists`.
+    pub operator: String,
+    pub value: String,
+    /// Empty: every effect.
+    pub effect: String,
+}
+
+impl Toleration {
+    fn tolerates(&self, t: &Taint) -> bool {
+        let effect = self.effect.is_empty() || self.effect == t.effect;
+        let key = self.key.is_empty() || self.key == t.key;
+        let value = match self.operator.as_str() {
+            "Exists" => true,
+            "" | "Equal" => !self.key.is_empty() && self.value == t.value,
+            _ => false,
+        };
+        effect && key && value
+    }
+}
+
+/// One `matchExpressions` (on labels) or `matchFields` (on `metadata.name`) entry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Requirement {
+    pub key: String,
+    pub operator: String,
+    pub values: Vec<String>,
+    /// A `matchFields` entry: `key` is a field of the node (only `metadata.name` exists).
+    pub field: bool,
+}
+
+impl Placement {
+    /// Whether the scheduler could put the pod on `node` (size aside).
+    pub fn allows(&self, node: &PoolNode) -> bool {
+        let (labels, name) = (&node.labels, node.k8s_node.as_str());
+        node.taints
+            .iter()
+            .all(|t| self.tolerations.iter().any(|o| o.tolerates(t)))
+            && self
+                .node_selector
+                .iter()
+                .all(|(k, v)| labels.get(k) == Some(v))
+            && (self.terms.is_empty()
+                || self
+                    .terms
+                    .iter()
+                    // As in Kubernetes, an empty term matches no node.
+                    .any(|t| !t.is_empty() && t.iter().all(|r| r.matches(name, labels))))
+    }
+}
+
+impl Requirement {
+    fn matches(&self, node: &str, labels: &BTreeMap<String, String>) -> bool {
+        let value = if self.field {
+            (self.key == "metadata.name").then_some(node)
+        } else {
+            labels.get(&self.key).map(String::as_str)
+        };
+        let number = |v: &str| v.parse::<i64>().ok();
+        let bound = self.values.first().and_then(|v| number(v));
+        match self.operator.as_str() {
+            "In" => value.is_some_and(|v| self.values.iter().any(|x| x == v)),
+            "NotIn" => value.is_none_or(|v| self.values.iter().all(|x| x != v)),
+            "Exists" => value.is_some(),
+            "DoesNotExist" => value.is_none(),
+            "Gt" => matches!((value.and_then(number), bound), (Some(v), Some(b)) if v > b),
+            "Lt" => matches!((value.and_then(number), bound), (Some(v), Some(b)) if v < b),
+            // An operator we do not know: assume the pod cannot use the node.
+            _ => false,
+        }
+    }
+}
+
+/// Where the pending pods would go: first onto the room Kubernetes already has in the pool,
+/// then onto Slurm nodes taken for it — our drains first, then `candidates` in drain order —
+/// each pod only where its size, node selector, required affinity and tolerations allow.
+/// Pods no pool node could take are left out: no rebalancing places them.
+pub struct PodPlacement<'a> {
+    /// Slurm nodes the pods need, in the order they were taken.
+    pub taken: Vec<&'a PoolNode>,
+}
+
+impl PodPlacement<'_> {
+    /// Nodes Kubernetes needs from Slurm.
+    pub fn need(&self) -> u64 {
+        self.taken.len() as u64
+    }
+}
+
+/// Places `pods` (largest first) as [`PodPlacement`] says.
+pub fn place_pods<'a>(
+    pool: &'a [PoolNode],
+    pods: &[PendingPod],
+    candidates: &[&'a PoolNode],
+) -> PodPlacement<'a> {
+    let room = |n: &PoolNode| {
+        [
+            (n.cpu - n.k8s_cpu).max(0.0),
+            (n.memory - n.k8s_memory).max(0.0),
+            (n.gpu - n.k8s_gpu).max(0.0),
+        ]
+    };
+    let mut bins: Vec<(&PoolNode, [f64; 3])> = pool
+        .iter()
+        .filter(|n| n.slurm.is_none())
+        .map(|n| (n, room(n)))
+        .collect();
+    let ours = pool
+        .iter()
+        .filter(|n| n.slurm.as_ref().is_some_and(|s| s.drained_by_us));
+    let mut spare: Vec<&PoolNode> = ours.chain(candidates.iter().copied()).collect();
+    let mut pods: Vec<&PendingPod> = pods.iter().collect();
+    pods.sort_by(|a, b| {
+        (b.gpu.total_cmp(&a.gpu))
+            .then(b.cpu.total_cmp(&a.cpu))
+            .then(b.memory.total_cmp(&a.memory))
+    });
+    let mut taken = Vec::new();
+    for p in pods {
+        let ask = [p.cpu, p.memory, p.gpu];
+        let fits = |n: &PoolNode, r: &[f64; 3]| {
+            r.iter().zip(&ask).all(|(have, want)| have >= want) && p.placement.allows(n)
+        };
+        let take = |r: &mut [f64; 3]| {
+            r.iter_mut()
+                .zip(&ask)
+                .for_each(|(have, want)| *have -= want)
+        };
+        if let Some(bin) = bins.iter_mut().find(|(n, r)| fits(n, r)) {
+            take(&mut bin.1);
+            continue;
+        }
+        let Some(i) = spare.iter().position(|n| fits(n, &room(n))) else {
+            continue;
+        };
+        let n = spare.remove(i);
+        let mut r = room(n);
+        take(&mut r);
+        bins.push((n, r));
+        taken.push(n);
+    }
+    PodPlacement { taken }
+}
+
+/// Nodes Kubernetes needs from Slurm for `pods`, any Slurm node of the pool being a
+/// candidate (for status and tests; [`plan`] places them in drain order).
+pub fn kubernetes_need(pool: &[PoolNode], pods: &[PendingPod]) -> u64 {
+    let candidates: Vec<&PoolNode> = pool
+        .iter()
+        .filter(|n| n.slurm.as_ref().is_some_and(|s| !s.drained_by_us))
+        .collect();
+    place_pods(pool, pods, &candidates).need()
+}
