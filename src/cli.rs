@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use slurmscale_autoscaler::simulate::formats::Format;
 use slurmscale_exporter::config::{self, AuthConfig, ClusterConfig, parse_duration};
 use slurmscale_exporter::slurm::{Secret, SigningAlgorithm};
 
@@ -413,16 +414,6 @@ pub struct AutoscalerArgs {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
-pub enum TraceFormat {
-    /// Standard Workload Format (Parallel Workloads Archive), plain or gzipped.
-    Swf,
-    /// `sacct --allocations --parsable2` with the columns the README lists.
-    Sacct,
-    /// Tell from the content.
-    Auto,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
 pub enum PodFormatArg {
     /// openb when the header has cpu_milli and creation_time, else the generic CSV.
     Auto,
@@ -458,8 +449,9 @@ pub struct SimulateArgs {
     /// The trace to replay: SWF (`.swf`, `.swf.gz`) or a sacct export (see the README).
     #[arg(long, conflicts_with = "workload")]
     pub trace: Option<PathBuf>,
-    #[arg(long, value_enum, default_value = "auto")]
-    pub format: TraceFormat,
+    /// The trace's format; `auto` tells it from the file's name or first line.
+    #[arg(long, default_value = "auto", value_parser = trace_format())]
+    pub format: Option<Format>,
     /// Generate the jobs instead of reading them.
     #[arg(long, value_enum)]
     pub workload: Option<Workload>,
@@ -545,4 +537,11 @@ pub struct SimulateArgs {
     /// `power-save`: Slurm's SuspendTime.
     #[arg(long, default_value = "600s", value_parser = duration)]
     pub suspend_time: Duration,
+}
+
+/// `--format`: `auto` (None) or the name of one of `simulate::formats`.
+fn trace_format() -> impl clap::builder::TypedValueParser<Value = Option<Format>> {
+    use clap::builder::TypedValueParser;
+    let names = Format::ALL.map(Format::name).into_iter().chain(["auto"]);
+    clap::builder::PossibleValuesParser::new(names).map(|s| s.parse().ok())
 }

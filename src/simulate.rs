@@ -10,11 +10,12 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result, bail};
 use slurmscale_autoscaler::crd::NodeSetAutoscaler;
+use slurmscale_autoscaler::simulate::formats;
 use slurmscale_autoscaler::simulate::trace::TraceJob;
-use slurmscale_autoscaler::simulate::trace::{self, Format, NodeShape, Parsed, Request, Slice};
+use slurmscale_autoscaler::simulate::trace::{self, NodeShape, Parsed, Request, Slice};
 use slurmscale_autoscaler::simulate::{self, Options, Policy, report};
 
-use crate::cli::{PodFormatArg, SimulateArgs, TraceFormat};
+use crate::cli::{PodFormatArg, SimulateArgs};
 use crate::demo::sim::Simulation;
 
 /// The key of lines passed over with --skip-bad-lines in the JSON rows' `not_replayed`.
@@ -65,11 +66,10 @@ fn load(args: &SimulateArgs) -> Result<(Parsed, String)> {
     match (&args.trace, args.workload) {
         (Some(path), None) => {
             let format = match args.format {
-                TraceFormat::Swf => Format::Swf,
-                TraceFormat::Sacct => Format::Sacct,
-                TraceFormat::Auto => trace::detect(path)?,
+                Some(f) => f,
+                None => formats::detect(path)?,
             };
-            let parsed = trace::read(path, format, args.skip_bad_lines)?;
+            let parsed = formats::read(path, format, args.skip_bad_lines)?;
             Ok((parsed, trace_name(path)))
         }
         (None, Some(_)) => Ok((

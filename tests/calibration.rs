@@ -23,7 +23,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use slurmscale_autoscaler::simulate::trace::{self, Format, NodeShape, Request, TraceJob};
+use slurmscale_autoscaler::simulate::formats::{self, Format};
+use slurmscale_autoscaler::simulate::trace::{NodeShape, Request, TraceJob};
 use slurmscale_autoscaler::simulate::{Options, Policy, run_policy};
 use support::SlurmCluster;
 
@@ -46,7 +47,7 @@ const BOOT: i64 = 2;
 /// The slice as both sides see it: compressed, limits in whole minutes, fitted to the nodes.
 fn jobs() -> Vec<TraceJob> {
     let path = support::repo_root().join(SLICE);
-    let parsed = trace::read(&path, Format::Swf, false).expect("the calibration slice parses");
+    let parsed = formats::read(&path, Format::Swf, false).expect("the calibration slice parses");
     let t0 = parsed.requests[0].submit;
     parsed
         .requests

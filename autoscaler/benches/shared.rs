@@ -8,14 +8,15 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use slurmscale_autoscaler::simulate::formats::{self, Format};
 use slurmscale_autoscaler::simulate::pods::{self, Alignment, PodFormat};
 use slurmscale_autoscaler::simulate::shared::{self, POLICIES, SharedOptions, Sharing};
-use slurmscale_autoscaler::simulate::trace::{self, Format, NodeShape, Slice, When};
+use slurmscale_autoscaler::simulate::trace::{self, NodeShape, Slice, When};
 
 fn main() {
     let traces = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces");
     let t = Instant::now();
-    let mut parsed = trace::read(
+    let mut parsed = formats::read(
         &traces.join("CEA-Curie-2011-2.1-cln.swf.gz"),
         Format::Swf,
         false,

@@ -10,7 +10,8 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use slurmscale_autoscaler::simulate::trace::{self, Format, NodeShape, Slice, When};
+use slurmscale_autoscaler::simulate::formats::{self, Format};
+use slurmscale_autoscaler::simulate::trace::{self, NodeShape, Slice, When};
 use slurmscale_autoscaler::simulate::{self, Options, Policy};
 
 fn peak_rss_mib() -> Option<f64> {
@@ -33,7 +34,7 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(100_000);
     let t = Instant::now();
-    let parsed = trace::read(&path, Format::Swf, false)
+    let parsed = formats::read(&path, Format::Swf, false)
         .unwrap_or_else(|e| panic!("{e} (set SLURMSCALE_TRACE to a trace)"));
     let read = t.elapsed();
     let shape = NodeShape {

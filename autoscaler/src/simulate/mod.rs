@@ -10,6 +10,7 @@
 
 pub mod builtin;
 pub mod cluster;
+pub mod formats;
 pub mod kube;
 pub mod pods;
 pub mod report;

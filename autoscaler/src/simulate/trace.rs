@@ -1,6 +1,6 @@
-//! Job traces: what a replay needs of each job, read from a Standard Workload Format log
-//! ([`swf`](super::swf)), a Slurm accounting export ([`sacct`](super::sacct)) or a
-//! generator, then fitted to the node shape of the partition being simulated.
+//! Job traces: what a replay needs of each job, read from a log in one of the
+//! [`formats`](super::formats) or made by a generator, then fitted to the node shape of the
+//! partition being simulated.
 //!
 //! Parsing and fitting are separate steps because a trace records what jobs asked for on
 //! *its* machine (processors, nodes, memory, GPUs) while the replay asks "what would they
@@ -237,12 +237,6 @@ impl Parsed {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    Swf,
-    Sacct,
-}
-
 /// Which part of a trace to replay.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Slice {
@@ -308,58 +302,6 @@ pub fn open(path: &Path) -> Result<Box<dyn BufRead>> {
     } else {
         Box::new(BufReader::with_capacity(1 << 16, f))
     })
-}
-
-/// SWF or sacct, from the name and, failing that, the first line that is not blank.
-pub fn detect(path: &Path) -> Result<Format> {
-    let name = path.to_string_lossy().to_ascii_lowercase();
-    if name.ends_with(".swf") || name.ends_with(".swf.gz") {
-        return Ok(Format::Swf);
-    }
-    let mut reader = open(path)?;
-    let mut line = String::new();
-    loop {
-        line.clear();
-        let n = reader.read_line(&mut line).map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        if n == 0 {
-            return Err(Error::Trace {
-                file: path.to_path_buf(),
-                line: 0,
-                field: "",
-                message: "the trace is empty".into(),
-            });
-        }
-        let l = line.trim();
-        if l.is_empty() {
-            continue;
-        }
-        if l.contains('|') {
-            return Ok(Format::Sacct);
-        }
-        if l.starts_with(';') || l.split_ascii_whitespace().count() == 18 {
-            return Ok(Format::Swf);
-        }
-        return Err(Error::Trace {
-            file: path.to_path_buf(),
-            line: 1,
-            field: "",
-            message: "neither SWF (18 numbers per line, ';' headers) nor sacct --parsable2 ('|' separated): give --format".into(),
-        });
-    }
-}
-
-/// Reads a trace file.
-pub fn read(path: &Path, format: Format, skip_bad: bool) -> Result<Parsed> {
-    let reader = open(path)?;
-    let mut parsed = match format {
-        Format::Swf => super::swf::parse(reader, path, skip_bad)?,
-        Format::Sacct => super::sacct::parse(reader, path, skip_bad)?,
-    };
-    parsed.requests.sort_by_key(|r| r.submit);
-    Ok(parsed)
 }
 
 /// The jobs to replay: the slice of `requests`, fitted to `shape`; the unfit by reason.
