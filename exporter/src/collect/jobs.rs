@@ -367,57 +367,9 @@ impl JobTracker {
             self.uncertain.unseen_new = true;
         }
         if self.uncertain.unseen_new {
-            let mut id = self
-                .next_id
-                .take()
-                .unwrap_or_else(|| self.table.max_id().map_or(1, |m| m + 1));
-            let mut misses = 0;
             // Half the reads at most: the other half re-reads what the new ids change
             // (an array whose tasks split off still lists them as pending).
-            let probe_budget = (budget / 2).max(2);
-            while misses < MISSES {
-                if used >= probe_budget {
-                    // More may follow: go on from here next time.
-                    self.next_id = Some(id);
-                    break;
-                }
-                used += 1;
-                match src.job(id).await? {
-                    Some(found) => {
-                        // `/diag` counts an array's tasks as submissions: so do we.
-                        let mut submissions = 0;
-                        for j in found.jobs() {
-                            if let Some(parent) = j.array_parent().filter(|p| *p != id) {
-                                // Until the array is read again it still counts this task
-                                // as pending: one that may have left.
-                                self.checks.insert(parent);
-                                if self.table.get(parent).is_some_and(|a| a.waiting_to_run()) {
-                                    self.maybe_left += 1;
-                                }
-                            } else {
-                                submissions += j.submissions();
-                            }
-                        }
-                        self.unfound = self
-                            .unfound
-                            .saturating_sub(i64::try_from(submissions).unwrap_or(i64::MAX));
-                        self.table.merge(&found);
-                        misses = 0;
-                    }
-                    None => misses += 1,
-                }
-                id += 1;
-            }
-            if misses >= MISSES {
-                debug!(unfound = self.unfound, next = id, "searched new job ids");
-                self.uncertain.unseen_new = false;
-                if self.unfound > 0 {
-                    // Submissions not found by id (ids skipped, federation...): only the
-                    // whole list can tell.
-                    self.full_wanted = Some("new jobs not found by id");
-                    self.uncertain.unseen_new = true;
-                }
-            }
+            used += self.search_new(src, (budget / 2).max(2)).await?;
         }
         // 2. Jobs that may have started or ended: those listed as waiting to run (and, when
         // jobs ended, those running) are read again.
@@ -461,6 +413,62 @@ impl JobTracker {
         self.uncertain.maybe_left = self.maybe_left.min(unread_waiting);
         effort.single_reads += u64::from(used);
         Ok((used, started.elapsed()))
+    }
+
+    /// Searches the ids after the highest known for new jobs with at most `budget` reads;
+    /// returns the reads made. Two ids in a row slurmctld does not know end the search;
+    /// submissions the counters reported and the search did not find ask for the whole list.
+    async fn search_new(&mut self, src: &impl JobSource, budget: u32) -> Result<u32> {
+        let mut used = 0u32;
+        let mut id = self
+            .next_id
+            .take()
+            .unwrap_or_else(|| self.table.max_id().map_or(1, |m| m + 1));
+        let mut misses = 0;
+        while misses < MISSES {
+            if used >= budget {
+                // More may follow: go on from here next time.
+                self.next_id = Some(id);
+                break;
+            }
+            used += 1;
+            match src.job(id).await? {
+                Some(found) => {
+                    // `/diag` counts an array's tasks as submissions: so do we.
+                    let mut submissions = 0;
+                    for j in found.jobs() {
+                        if let Some(parent) = j.array_parent().filter(|p| *p != id) {
+                            // Until the array is read again it still counts this task
+                            // as pending: one that may have left.
+                            self.checks.insert(parent);
+                            if self.table.get(parent).is_some_and(|a| a.waiting_to_run()) {
+                                self.maybe_left += 1;
+                            }
+                        } else {
+                            submissions += j.submissions();
+                        }
+                    }
+                    self.unfound = self
+                        .unfound
+                        .saturating_sub(i64::try_from(submissions).unwrap_or(i64::MAX));
+                    self.table.merge(&found);
+                    misses = 0;
+                }
+                None => misses += 1,
+            }
+            id += 1;
+        }
+        if misses >= MISSES {
+            debug!(unfound = self.unfound, next = id, "searched new job ids");
+            self.uncertain.unseen_new = false;
+            if self.unfound > 0 {
+                // Submissions not found by id (ids skipped, federation...): only the
+                // whole list can tell.
+                self.full_wanted = Some("new jobs not found by id");
+                self.uncertain.unseen_new = true;
+            }
+        }
+        Ok(used)
     }
 
     /// Reads again what one request can: on v0.0.40 on, the states of up to

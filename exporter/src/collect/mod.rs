@@ -323,69 +323,7 @@ impl Poller {
                     r,
                 );
             }
-            Done::Jobs(tracker, d) => {
-                self.busy.remove(&Lane::Jobs);
-                if let Some((started, took, r)) = d.nodes {
-                    self.nodes_pace
-                        .done_every(started, pace::cost(took, &r), budget, interval);
-                    self.snapshot.nodes.cadence = self.nodes_pace.gap();
-                    seen.apply(&cluster, &mut self.snapshot.nodes, Endpoint::Nodes, took, r);
-                }
-                let full_gap = tracker.full_gap();
-                self.tracker = Some(tracker);
-                let (diag_took, diag) = d.diag;
-                let counted = matches!(&diag, Ok(Outcome::Fresh { data, .. }) if data.jobs_submitted.is_some());
-                let diag_cost = pace::cost(diag_took, &diag);
-                seen.apply(
-                    &cluster,
-                    &mut self.snapshot.diag,
-                    Endpoint::Diag,
-                    diag_took,
-                    diag,
-                );
-                let pace = self.paces.entry(Lane::Jobs).or_default();
-                // The step itself is cheap; its full fetches keep their own pace.
-                pace.done_every(d.started, diag_cost, budget, interval);
-                // Without counters, only full fetches confirm the list: at their pace.
-                self.snapshot.jobs.cadence = if counted {
-                    pace.gap()
-                } else {
-                    full_gap.or(pace.gap())
-                };
-                self.snapshot.diag.cadence = pace.gap();
-                let (took, r) = d.jobs;
-                let r = r.map(|(synced, effort)| {
-                    self.snapshot.jobs_effort += effort;
-                    match synced {
-                        Synced::Changed(jobs) => Some(Outcome::Fresh {
-                            data: *jobs,
-                            release: None,
-                            last_update: None,
-                        }),
-                        Synced::Unchanged => Some(Outcome::Unchanged),
-                        Synced::Waiting => None,
-                    }
-                });
-                match r {
-                    Ok(None) => {}
-                    Ok(Some(o)) => seen.apply(
-                        &cluster,
-                        &mut self.snapshot.jobs,
-                        Endpoint::Jobs,
-                        took,
-                        Ok(o),
-                    ),
-                    Err(e) => seen.apply::<crate::model::Jobs>(
-                        &cluster,
-                        &mut self.snapshot.jobs,
-                        Endpoint::Jobs,
-                        took,
-                        Err(e),
-                    ),
-                }
-                self.snapshot.cycles += 1;
-                self.snapshot.collection_duration = Some(took);
-            }
+            Done::Jobs(tracker, d) => self.jobs_done(tracker, *d, &mut seen),
         }
         if seen.release.is_some() {
             self.snapshot.release = seen.release;
@@ -398,6 +336,75 @@ impl Poller {
             }
         }
         self.publish();
+    }
+
+    /// The jobs lane's step is back: nodes, `/diag` and the job list into the snapshot, and
+    /// the lane's pace from what `/diag` cost (the tracker paces its full reads itself).
+    fn jobs_done(&mut self, tracker: Box<JobTracker>, d: JobsDone, seen: &mut Seen) {
+        let (interval, budget) = (self.opts.interval, self.opts.budget);
+        let cluster = self.snapshot.cluster.clone();
+        self.busy.remove(&Lane::Jobs);
+        if let Some((started, took, r)) = d.nodes {
+            self.nodes_pace
+                .done_every(started, pace::cost(took, &r), budget, interval);
+            self.snapshot.nodes.cadence = self.nodes_pace.gap();
+            seen.apply(&cluster, &mut self.snapshot.nodes, Endpoint::Nodes, took, r);
+        }
+        let full_gap = tracker.full_gap();
+        self.tracker = Some(tracker);
+        let (diag_took, diag) = d.diag;
+        let counted =
+            matches!(&diag, Ok(Outcome::Fresh { data, .. }) if data.jobs_submitted.is_some());
+        let diag_cost = pace::cost(diag_took, &diag);
+        seen.apply(
+            &cluster,
+            &mut self.snapshot.diag,
+            Endpoint::Diag,
+            diag_took,
+            diag,
+        );
+        let pace = self.paces.entry(Lane::Jobs).or_default();
+        // The step itself is cheap; its full fetches keep their own pace.
+        pace.done_every(d.started, diag_cost, budget, interval);
+        // Without counters, only full fetches confirm the list: at their pace.
+        self.snapshot.jobs.cadence = if counted {
+            pace.gap()
+        } else {
+            full_gap.or(pace.gap())
+        };
+        self.snapshot.diag.cadence = pace.gap();
+        let (took, r) = d.jobs;
+        let r = r.map(|(synced, effort)| {
+            self.snapshot.jobs_effort += effort;
+            match synced {
+                Synced::Changed(jobs) => Some(Outcome::Fresh {
+                    data: *jobs,
+                    release: None,
+                    last_update: None,
+                }),
+                Synced::Unchanged => Some(Outcome::Unchanged),
+                Synced::Waiting => None,
+            }
+        });
+        match r {
+            Ok(None) => {}
+            Ok(Some(o)) => seen.apply(
+                &cluster,
+                &mut self.snapshot.jobs,
+                Endpoint::Jobs,
+                took,
+                Ok(o),
+            ),
+            Err(e) => seen.apply::<crate::model::Jobs>(
+                &cluster,
+                &mut self.snapshot.jobs,
+                Endpoint::Jobs,
+                took,
+                Err(e),
+            ),
+        }
+        self.snapshot.cycles += 1;
+        self.snapshot.collection_duration = Some(took);
     }
 
     async fn probe(&mut self) -> Result<ApiVersion> {
