@@ -44,6 +44,12 @@ phase "start real servers"
 # real time; against their own copy they run beside the rest, so the suite takes the time of
 # the longer half instead of the sum.
 apart=(autoscaler_e2e calibration)
+# Tests of the real Slinky slurm-operator (kube.sh operator-start: it manages the first copy's
+# Slurm 24.11). It reconciles every NodeSet in its cluster, its Controller's or not, and
+# rewrites their status within a second (other tests set NodeSet status themselves), and only
+# one can run on the machine (it dials 127.0.0.1:6820): so it runs on the first copy only,
+# after the rest of that copy's tests, and only while these run.
+with_operator=(operator)
 # Its ports stay below the kernel's ephemeral range (32768 and up here), where an outgoing
 # connection could hold a port a slurmd is about to bind.
 second=(env "SLURMSCALE_RUN=${SLURMSCALE_RUN:-/tmp/slurmscale-harness}-2" SLURMSCALE_PORT_BASE_2205=19800
@@ -58,7 +64,7 @@ shopt -s nullglob
 rest=()
 for f in tests/*.rs exporter/tests/*.rs autoscaler/tests/*.rs; do
   name=$(basename "$f" .rs)
-  [[ " ${apart[*]} " == *" $name "* ]] || rest+=(--test "$name")
+  [[ " ${apart[*]} ${with_operator[*]} " == *" $name "* ]] || rest+=(--test "$name")
 done
 apart_log=$(mktemp)
 "${second[@]}" cargo test --locked --no-fail-fast "${apart[@]/#/--test=}" >"$apart_log" 2>&1 &
@@ -66,6 +72,18 @@ apart_pid=$!
 status=0
 cargo test --workspace --locked --no-fail-fast --lib --bins "${rest[@]}" || status=1
 cargo test --workspace --locked --doc || status=1
+operator_tests=()
+for name in "${with_operator[@]}"; do
+  if [ -f "tests/$name.rs" ]; then operator_tests+=(--test "$name"); fi
+done
+if [ ${#operator_tests[@]} -gt 0 ]; then
+  if tests/harness/kube.sh operator-start; then
+    cargo test --locked --no-fail-fast "${operator_tests[@]}" || status=1
+  else
+    status=1
+  fi
+  tests/harness/kube.sh operator-stop || status=1
+fi
 wait "$apart_pid" || status=1
 say "the other half (${apart[*]}, on the second harness):"
 cat "$apart_log" && rm -f "$apart_log"

@@ -12,8 +12,8 @@ packages=(
   libyaml-dev liblz4-dev libssl-dev
   # scripts, certificates, metric and rule linting, a real Prometheus
   openssl curl jq xz-utils unzip dpkg-dev prometheus
-  # kubernetes-validate (tools.sh) lives in a virtualenv
-  python3-venv
+  # kubernetes-validate (tools.sh) lives in a virtualenv; slurmrestd-v0044.py (kube.sh)
+  python3 python3-venv
   # the container image: built with buildah (image.sh), run with podman on runc (crun fails
   # on this kind of machine's cgroups); the image ships Debian's CA bundle
   buildah podman runc ca-certificates

@@ -9,6 +9,13 @@
 #   kube.sh keda-start | keda-stop | operator-start | operator-stop
 #
 # SLURMSCALE_KUBE_WITH="keda slurm-operator" (either or both) makes `start` start those too.
+# The slurm-operator comes with what makes it manage the harness's real Slurm
+# (SLURMSCALE_OPERATOR_SLURM: 24.11, the default, which slurm.sh must have started; or `none`
+# for the operator alone): slurmrestd-v0044.py on 127.0.0.1:6820 (its fixed slurmrestd
+# address), a Controller and a RestApi in namespace slurm-operator, and operator-pods.sh,
+# which plays each NodeSet pod's slurmd. See operator_start. Mind that the operator
+# reconciles every NodeSet in the cluster, whichever Controller it names, and rewrites its
+# status within a second: tests/run.sh starts it only while the operator's own tests run.
 #
 # What tests can rely on:
 # * kwok's Nodes (kwok-node-0, ...; SLURMSCALE_KWOK_NODES of them, default 1) carry kwok's
@@ -42,6 +49,14 @@ kcm_port=$((kube_base + 257)) sched_port=$((kube_base + 259))
 keda_metrics_port=$((kube_base + 80)) keda_probe_port=$((kube_base + 81)) keda_grpc_port=$((kube_base + 666))
 adapter_port=$((kube_base + 444)) adapter_metrics_port=$((kube_base + 84))
 operator_probe_port=$((kube_base + 82)) operator_metrics_port=$((kube_base + 83))
+# Fixed, not from the base: DEBUG=1 makes the operator dial http://localhost:6820, and
+# nothing moves it. So one operator per machine (tests/run.sh: on the first copy only).
+operator_restd_port=6820
+# The operator's objects. The Controller's name is one no other test's NodeSet names in
+# controllerRef (they say `slurm`): the operator would make pods for those, and it gives up
+# reconciling a Controller when a NodeSet in another namespace names it.
+operator_ns=slurm-operator operator_controller=harness
+operator_slurm=${SLURMSCALE_OPERATOR_SLURM:-24.11}
 api_url="https://127.0.0.1:$api_port"
 kubeconfig="$dir/kubeconfig"
 kwok_nodes=${SLURMSCALE_KWOK_NODES:-1}
@@ -308,7 +323,11 @@ export HARNESS_KEDA_ADAPTER_URL=https://127.0.0.1:$adapter_port
 export HARNESS_SLURM_OPERATOR_VERSION=$SLURM_OPERATOR_VERSION
 export HARNESS_SLURM_OPERATOR_CRDS=$GOSTACK_SLURM_OPERATOR_DIR/crds
 export HARNESS_SLURM_OPERATOR_METRICS_URL=http://127.0.0.1:$operator_metrics_port/metrics
-export HARNESS_SLURM_OPERATOR_RESTD_URL=http://127.0.0.1:6820
+export HARNESS_SLURM_OPERATOR_RESTD_URL=http://127.0.0.1:$operator_restd_port
+export HARNESS_SLURM_OPERATOR_NAMESPACE=$operator_ns
+export HARNESS_SLURM_OPERATOR_CONTROLLER=$operator_controller
+export HARNESS_SLURM_OPERATOR_SLURM=$operator_slurm
+export HARNESS_SLURM_OPERATOR_LOG=$logs/slurm-operator.log
 EOF
 }
 
@@ -428,14 +447,40 @@ keda_stop() {
   stop_pidfiles "$pids/keda-adapter" "$pids/keda-operator"
 }
 
-# The slurm-operator (NodeSet v1beta1), as the admin user. Its CRDs are installed unless one
-# of the same name is (our NodeSet CRD, with both versions, stays), plus prometheus-operator's
-# ServiceMonitor CRD: its Controller reconciler fails while that kind is unknown.
+# apply PATH: create or update the YAML object on stdin (server-side apply; PATH names it).
+apply() {
+  local code
+  code=$(api -o "$dir/api.out" -w '%{http_code}' -X PATCH -H 'Content-Type: application/apply-patch+yaml' \
+    --data-binary @- "$api_url$1?fieldManager=harness&force=true")
+  case $code in
+    200 | 201) ;;
+    *) die "apply $1 failed ($code): $(head -c 600 "$dir/api.out")" ;;
+  esac
+}
+
+# The slurm-operator (NodeSet v1beta1), as the admin user, managing the real Slurm
+# $operator_slurm. Its CRDs are installed unless one of the same name is (our NodeSet CRD,
+# with both versions, stays), plus prometheus-operator's ServiceMonitor CRD: its Controller
+# reconciler fails while that kind is unknown.
 operator_start() {
   need_bin "$GOSTACK_SLURM_OPERATOR_DIR/manager" slurm-operator
   running || die "Kubernetes is not running: run tests/harness/kube.sh start"
-  pid_alive "$pids/slurm-operator" && return
+  case "$operator_slurm" in
+    24.11 | none) ;;
+    # Its slurmrestd serves v0.0.36-v0.0.38: no node update endpoint at all (the operator
+    # drains through POST node/{name}, v0.0.39 on), and states are strings, not arrays.
+    22.05) die "SLURMSCALE_OPERATOR_SLURM=22.05: the operator needs REST v0.0.44; Slurm 22.05 serves v0.0.38, which has no node update and other shapes; use 24.11" ;;
+    *) die "SLURMSCALE_OPERATOR_SLURM=$operator_slurm: 24.11 or none" ;;
+  esac
+  if pid_alive "$pids/slurm-operator" && { [ "$operator_slurm" = none ] ||
+    { pid_alive "$pids/slurmrestd-v0044" && pid_alive "$pids/operator-pods"; }; }; then
+    return
+  fi
+  operator_stop
+  # die exits the script: leave none of the three behind, but keep the logs to read.
+  trap 'if [ $? -ne 0 ]; then operator_stop; say "operator start failed; stopped, logs kept in $logs"; fi' EXIT
   install_crds "$GOSTACK_SLURM_OPERATOR_DIR"/crds/*.yaml
+  [ "$operator_slurm" = none ] || operator_slurm_objects
   # DEBUG=1: slurmrestd is http://localhost:6820 instead of the RestApi's Service (no
   # cluster DNS here). The operator still waits for the RestApi's Deployment to have a ready
   # replica, which kwok provides when its pod template tolerates kwok's taint.
@@ -444,12 +489,98 @@ operator_start() {
     --leader-elect=false
   wait_up 30 slurm-operator "slurm-operator /readyz" \
     curl -sf "http://127.0.0.1:$operator_probe_port/readyz"
-  say "slurm-operator $SLURM_OPERATOR_VERSION up (slurmrestd expected at http://127.0.0.1:6820)"
+  if [ "$operator_slurm" = none ]; then
+    trap - EXIT
+    say "slurm-operator $SLURM_OPERATOR_VERSION up (slurmrestd expected at http://127.0.0.1:$operator_restd_port)"
+    return
+  fi
+  KUBE_API_URL=$api_url HARNESS_KUBE_PKI=$pki \
+    run operator-pods "$HARNESS_DIR/operator-pods.sh" "$operator_ns" "$operator_slurm" "$dir/operator-pods"
+  # Ready once the operator has built its Slurm client (after the RestApi's Deployment is
+  # ready, ~10 s) and slurmrestd accepted its own token: a 200 in this proxy's log.
+  wait_up 60 slurm-operator "the operator's first answered call to slurmrestd (log: $logs/slurmrestd-v0044.log)" \
+    restd_served "$proxy_log_from"
+  trap - EXIT
+  say "slurm-operator $SLURM_OPERATOR_VERSION up, managing Slurm $operator_slurm through http://127.0.0.1:$operator_restd_port (Controller $operator_ns/$operator_controller)"
+}
+
+restd_served() { # a 200 in the proxy's log after its first $1 lines
+  tail -n "+$(($1 + 1))" "$logs/slurmrestd-v0044.log" | grep -q ' -> 200 '
+}
+
+restd_answers() { # any HTTP status (401 without a token): the proxy and slurmrestd are up
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$operator_restd_port/slurm/v0.0.44/ping")" != 000 ]
+}
+
+# The v0.0.44 proxy in front of Slurm $operator_slurm's slurmrestd, and what the operator
+# needs before it reconciles a NodeSet. Applied, not just created: after a Slurm restart the
+# key and ports are new.
+operator_slurm_objects() {
+  local env ctld_port
+  env=$("$HARNESS_DIR/slurm.sh" "$operator_slurm" env 2>/dev/null) ||
+    die "Slurm $operator_slurm is not running: start it first (tests/harness/slurm.sh $operator_slurm start), or set SLURMSCALE_OPERATOR_SLURM=none"
+  # SLURM_REST_URL, SLURM_CONF, SLURM_CLUSTER, HARNESS_JWT_KEY_FILE (not the token).
+  eval "$(grep -v '^export SLURM_JWT=' <<<"$env")"
+  ctld_port=$(awk -F= '$1 == "SlurmctldPort" {print $2}' "$SLURM_CONF")
+  # The log is appended to: operator_start reads what this start adds, after line $proxy_log_from.
+  proxy_log_from=0
+  if [ -f "$logs/slurmrestd-v0044.log" ]; then proxy_log_from=$(wc -l <"$logs/slurmrestd-v0044.log"); fi
+  run slurmrestd-v0044 python3 "$HARNESS_DIR/slurmrestd-v0044.py" "$operator_restd_port" "$SLURM_REST_URL"
+  wait_up 15 slurmrestd-v0044 "slurmrestd-v0044 on 127.0.0.1:$operator_restd_port (taken by another harness copy?)" \
+    restd_answers
+  create /api/v1/namespaces <<<"{\"apiVersion\": \"v1\", \"kind\": \"Namespace\", \"metadata\": {\"name\": \"$operator_ns\"}}"
+  # The JWT key: the exact bytes of slurmctld's key file (the operator mints HS256 tokens with
+  # it for user `slurm`, SlurmUser here). The auth/slurm key is required by the schema but
+  # unused: the harness's Slurm authenticates with munge.
+  apply "/api/v1/namespaces/$operator_ns/secrets/$operator_controller-jwt-key" <<EOF
+apiVersion: v1
+kind: Secret
+metadata: {name: $operator_controller-jwt-key, namespace: $operator_ns}
+data: {jwt_hs256.key: $(base64 -w0 "$HARNESS_JWT_KEY_FILE")}
+EOF
+  apply "/api/v1/namespaces/$operator_ns/secrets/$operator_controller-slurm-key" <<EOF
+apiVersion: v1
+kind: Secret
+metadata: {name: $operator_controller-slurm-key, namespace: $operator_ns}
+data: {slurm.key: $(head -c 32 /dev/urandom | base64 -w0)}
+EOF
+  # external: the operator deploys no slurmctld; NodeSet pods get --conf-server host:port.
+  apply "/apis/slinky.slurm.net/v1beta1/namespaces/$operator_ns/controllers/$operator_controller" <<EOF
+apiVersion: slinky.slurm.net/v1beta1
+kind: Controller
+metadata: {name: $operator_controller, namespace: $operator_ns}
+spec:
+  clusterName: $SLURM_CLUSTER
+  external: true
+  externalConfig: {host: 127.0.0.1, port: $ctld_port}
+  slurmKeyRef: {name: $operator_controller-slurm-key, key: slurm.key}
+  jwtHs256KeyRef: {name: $operator_controller-jwt-key, key: jwt_hs256.key}
+EOF
+  # The operator builds its Slurm client only once the RestApi's Deployment has a ready
+  # replica: a stand-in pod on kwok (the real slurmrestd is behind the proxy).
+  apply "/apis/slinky.slurm.net/v1beta1/namespaces/$operator_ns/restapis/$operator_controller" <<EOF
+apiVersion: slinky.slurm.net/v1beta1
+kind: RestApi
+metadata: {name: $operator_controller, namespace: $operator_ns}
+spec:
+  controllerRef: {name: $operator_controller, namespace: $operator_ns}
+  replicas: 1
+  slurmrestd: {image: harness/slurmrestd-v0044}
+  template:
+    spec:
+      tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, effect: NoSchedule}]
+EOF
+}
+
+operator_stop() {
+  # The pods' stand-in first: pods vanishing with the operator are no preStop.
+  stop_pidfiles "$pids/operator-pods" "$pids/slurm-operator"
+  stop_pidfile "$pids/slurmrestd-v0044"
 }
 
 stop_processes() {
   # Everything that talks to etcd first (at once: each takes a moment), etcd last.
-  stop_pidfiles "$pids"/slurm-operator "$pids"/keda-adapter "$pids"/keda-operator "$pids"/kwok \
+  stop_pidfiles "$pids"/operator-pods "$pids"/slurm-operator "$pids"/slurmrestd-v0044 "$pids"/keda-adapter "$pids"/keda-operator "$pids"/kwok \
     "$pids"/kube-scheduler "$pids"/kube-controller-manager "$pids"/kube-apiserver
   stop_pidfile "$pids/etcd"
 }
@@ -477,7 +608,7 @@ case "${1:-}" in
   keda-start) keda_start ;;
   keda-stop) keda_stop ;;
   operator-start) operator_start ;;
-  operator-stop) stop_pidfile "$pids/slurm-operator" ;;
+  operator-stop) operator_stop ;;
   env) [ -f "$dir/env" ] || die "Kubernetes is not running: run tests/harness/kube.sh start"; cat "$dir/env" ;;
   *) die "usage: kube.sh start|stop|status|env|apiserver-stop|apiserver-start|keda-start|keda-stop|operator-start|operator-stop" ;;
 esac

@@ -238,6 +238,11 @@ pub fn kubeconfig_path() -> PathBuf {
         .unwrap_or_else(|| panic!("{} lacks KUBECONFIG: restart the harness", path.display()))
 }
 
+/// A variable of the harness Kubernetes' env file (`$SLURMSCALE_RUN/kube/env`), if set.
+pub fn kube_env(key: &str) -> Option<String> {
+    read_env_file(&run_dir().join("kube/env"))?.remove(key)
+}
+
 /// A client for the harness kube-apiserver, as its admin.
 pub async fn kube_client() -> kube::Client {
     let path = kubeconfig_path();

@@ -1,0 +1,375 @@
+//! The real Slinky slurm-operator (v1.0.1) under the autoscaler, against the real Slurm 24.11:
+//! a job waits → the builtin autoscaler patches the NodeSet's `/scale` → the operator creates
+//! the pods → kwok runs them and the harness starts a real `slurmd -Z` for each under the
+//! pod's name (`tests/harness/operator-pods.sh`) → the job runs on them; idle → the
+//! autoscaler scales to zero → the operator drains the nodes through slurmrestd, waits, and
+//! deletes the pods → their nodes leave Slurm (v1.0.1's preStop deletes them) → the
+//! autoscaler keeps the node records for the next job.
+//!
+//! The operator speaks only v0.0.44; Slurm 24.11 serves up to v0.0.42, so the harness puts a
+//! path-rewriting proxy in front (`tests/harness/slurmrestd-v0044.py`: nothing in the JSON
+//! the operator reads differs between the two). Slurm 22.05's REST API has no node writes
+//! and other types: the operator cannot run against it. `tests/run.sh` starts the operator
+//! for this test only (it reconciles every NodeSet of the cluster); alone:
+//! `tests/harness/kube.sh operator-start`.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+use slurmscale_autoscaler::crd::NodeSetAutoscaler;
+use slurmscale_exporter::k8s::nodeset::v1beta1;
+use support::{SlurmCluster, kube_client, kube_env, namespace};
+
+const PARTITION: &str = "slinky";
+const SLURMD_PODS: &str = "app.kubernetes.io/name=slurmd";
+
+/// The harness can run one NodeSet's pods (`slinky-N`): the tests take turns.
+static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The operator's namespace and Controller, as `kube.sh operator-start` set them up; fails
+/// with what to run when the operator is not there.
+fn operator() -> (String, String) {
+    let hint = "the Slinky slurm-operator is not running: start it with \
+                `tests/harness/kube.sh operator-start` (tests/run.sh does, for this test)";
+    let ns = kube_env("HARNESS_SLURM_OPERATOR_NAMESPACE").expect(hint);
+    let controller = kube_env("HARNESS_SLURM_OPERATOR_CONTROLLER").expect(hint);
+    assert!(
+        std::net::TcpStream::connect("127.0.0.1:6820").is_ok(),
+        "{hint} (nothing answers on 127.0.0.1:6820)"
+    );
+    (ns, controller)
+}
+
+/// What slurmctld says of `node` (`scontrol --future show node`: FUTURE records too), or ""
+/// when it has no such node.
+fn node(cluster: &SlurmCluster, node: &str) -> String {
+    cluster
+        .cmd("scontrol")
+        .args(["--future", "-o", "show", "node", node])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .ok()
+        // "Node slinky-1 not found" comes on stdout too.
+        .filter(|out| out.starts_with("NodeName="))
+        .unwrap_or_default()
+}
+
+/// Waits for `check`, saying `what` and the autoscaler's log when it does not hold.
+async fn until(what: &str, within: Duration, a: &support::Process, check: impl AsyncFn() -> bool) {
+    support::elastic::eventually(what, within, a, check).await
+}
+
+/// NodeSet `slinky` as a site writes it for slurm-operator v1.0.1 (its pods tolerate kwok's
+/// nodes, where they run), at `replicas`.
+async fn nodeset(
+    client: &kube::Client,
+    ns: &str,
+    controller: &str,
+    replicas: i32,
+) -> Api<v1beta1::NodeSet> {
+    let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), ns);
+    let nodeset = json!({
+        "apiVersion": "slinky.slurm.net/v1beta1", "kind": "NodeSet",
+        "metadata": {"name": "slinky", "namespace": ns},
+        "spec": {
+            "controllerRef": {"name": controller, "namespace": ns},
+            "replicas": replicas,
+            "extraConf": "CPUs=4 RealMemory=8000",
+            "slurmd": {"image": "harness/slurmd"},
+            "logfile": {"image": "harness/logfile"},
+            "partition": {"enabled": false},
+            "template": {"spec": {"tolerations": [
+                {"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}
+            ]}},
+        }
+    });
+    nodesets
+        .patch(
+            "slinky",
+            &PatchParams::apply("slurmscale-test").force(),
+            &Patch::Apply(&nodeset),
+        )
+        .await
+        .unwrap();
+    nodesets
+}
+
+/// The operator's slurmd pods that are Running, by name.
+async fn running(pods: &Api<Pod>) -> Vec<String> {
+    let mut names: Vec<String> = pods
+        .list(&ListParams::default().labels(SLURMD_PODS))
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        .filter_map(|p| p.metadata.name)
+        .collect();
+    names.sort();
+    names
+}
+
+/// No NodeSet `slinky` (so no operator pod, no slurmd of ours), no job and no record in the
+/// partition, and no autoscaler of this Slurm left by another test.
+async fn reset(cluster: &SlurmCluster, ns: &str) {
+    let client = kube_client().await;
+    let nsas: Api<NodeSetAutoscaler> = Api::all(client.clone());
+    for n in nsas.list(&Default::default()).await.unwrap().items {
+        if n.spec.slurm.cluster.as_deref() == Some(&cluster.name) {
+            let at = n.metadata.namespace.clone().unwrap_or_default();
+            let name = n.metadata.name.clone().unwrap_or_default();
+            let _ = Api::<NodeSetAutoscaler>::namespaced(client.clone(), &at)
+                .delete(&name, &DeleteParams::default())
+                .await;
+        }
+    }
+    let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), ns);
+    let _ = nodesets.delete("slinky", &DeleteParams::default()).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let gone = support::wait_until(Duration::from_secs(90), || async {
+        pods.list(&ListParams::default().labels(SLURMD_PODS))
+            .await
+            .is_ok_and(|l| l.items.is_empty())
+    })
+    .await;
+    assert!(
+        gone,
+        "the operator's pods of an earlier NodeSet slinky did not go"
+    );
+    let c = cluster.clone();
+    tokio::task::spawn_blocking(move || {
+        let _ = c
+            .cmd("scancel")
+            .args(["--user=root", "--partition", PARTITION])
+            .status();
+        std::thread::sleep(Duration::from_secs(1));
+        for i in 0..16 {
+            let _ = c
+                .cmd("scontrol")
+                .args(["delete", &format!("nodename=slinky-{i}")])
+                .output();
+        }
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn the_real_operator_runs_the_pods_the_autoscaler_asks_for_and_drains_them_back_to_zero() {
+    let _turn = TURN.lock().await;
+    let (ns, controller) = operator();
+    let cluster = SlurmCluster::get("24.11");
+    reset(&cluster, &ns).await;
+    let client = kube_client().await;
+
+    let nodesets = nodeset(&client, &ns, &controller, 0).await;
+    let autoscalers: Api<NodeSetAutoscaler> = Api::namespaced(client.clone(), &ns);
+    let nsa: NodeSetAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler",
+        "metadata": {"name": "slinky"},
+        "spec": {
+            "scaleTargetRef": {"name": "slinky"},
+            "slurm": {"cluster": cluster.name},
+            "maxReplicas": 3, "idleTimeoutSeconds": 6,
+            "scaleDown": {"stabilizationWindowSeconds": 4, "maxStep": 8},
+            // 24.11 refuses a job for a NodeSet= partition without nodes: records first.
+            "nodeRecords": "Future",
+        }
+    }))
+    .unwrap();
+    autoscalers
+        .create(&PostParams::default(), &nsa)
+        .await
+        .unwrap();
+    let scontrol = cluster.bin.join("scontrol").to_string_lossy().into_owned();
+    let conf = cluster.conf.to_string_lossy().into_owned();
+    let lease = namespace(&client, "operator-lease").await;
+    let a = support::autoscaler(
+        &cluster,
+        &lease,
+        &["--scontrol", &scontrol, "--scontrol-conf", &conf],
+    );
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let running_pods = async || running(&pods).await;
+    let replicas = async || {
+        nodesets
+            .get("slinky")
+            .await
+            .ok()
+            .and_then(|n| n.spec.replicas)
+            .unwrap_or(-1)
+    };
+    until(
+        "the autoscaler's three FUTURE records",
+        Duration::from_secs(30),
+        &a,
+        async || (0..3).all(|i| node(&cluster, &format!("slinky-{i}")).contains("State=FUTURE")),
+    )
+    .await;
+
+    // A job for two nodes while there are none.
+    let sent = Instant::now();
+    let job = cluster.submit(&[
+        "-p",
+        PARTITION,
+        "-N",
+        "2",
+        "--exclusive",
+        "--wrap",
+        "sleep 8",
+    ]);
+    until(
+        "the autoscaler scales the NodeSet to 2",
+        Duration::from_secs(20),
+        &a,
+        async || replicas().await == 2,
+    )
+    .await;
+    let scaled = sent.elapsed();
+    until(
+        "the operator runs pods slinky-0 and slinky-1",
+        Duration::from_secs(30),
+        &a,
+        async || running_pods().await == ["slinky-0", "slinky-1"],
+    )
+    .await;
+    let pods_up = sent.elapsed();
+    until(
+        "the job runs on the pods' slurmds",
+        Duration::from_secs(45),
+        &a,
+        async || {
+            let state = cluster.run("squeue", &["-h", "-j", &job, "-o", "%T %N"]);
+            state.starts_with("RUNNING slinky-[0-1]") || state.trim().is_empty()
+        },
+    )
+    .await;
+    let ran = sent.elapsed();
+    // The operator reached Slurm through slurmrestd: it wrote its pod's identity on the node.
+    until(
+        "the operator's pod info on slinky-0",
+        Duration::from_secs(30),
+        &a,
+        async || node(&cluster, "slinky-0").contains(r#""podName":"slinky-0""#),
+    )
+    .await;
+
+    // Idle: back to zero. The operator drains each node (its reason, not ours), deletes the
+    // pod once the node is drained, and the pod's going takes the node out of Slurm.
+    let done = Instant::now();
+    let drained_by_operator = std::sync::atomic::AtomicBool::new(false);
+    until(
+        "the NodeSet back at 0 and the operator's pods gone",
+        Duration::from_secs(150),
+        &a,
+        async || {
+            if node(&cluster, "slinky-0").contains("Reason=slurm-operator:") {
+                drained_by_operator.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            replicas().await == 0 && running_pods().await.is_empty()
+        },
+    )
+    .await;
+    let back = done.elapsed();
+    assert!(
+        drained_by_operator.into_inner(),
+        "the operator drained slinky-0 (reason slurm-operator: …) before deleting its pod"
+    );
+    // Nothing of ours drained them: this autoscaler is not colocated.
+    let ours = a.logs().matches("drained slinky-").count();
+    assert_eq!(ours, 0, "the autoscaler drained a node itself");
+    // The next job finds its records again (the preStop deleted them).
+    until(
+        "the records made again for the next job",
+        Duration::from_secs(60),
+        &a,
+        async || (0..3).all(|i| !node(&cluster, &format!("slinky-{i}")).is_empty()),
+    )
+    .await;
+    println!(
+        "operator e2e (Slurm 24.11, slurm-operator v1.0.1): submit → /scale 2 in {:.1}s, pods \
+         Running in {:.1}s, job running in {:.1}s; job end → pods gone at 0 in {:.1}s",
+        scaled.as_secs_f64(),
+        pods_up.as_secs_f64(),
+        ran.as_secs_f64(),
+        back.as_secs_f64()
+    );
+    autoscalers
+        .delete("slinky", &DeleteParams::default())
+        .await
+        .unwrap();
+    nodesets
+        .delete("slinky", &DeleteParams::default())
+        .await
+        .unwrap();
+}
+
+/// What the colocation planner counts on (it marks the pod on the node it hands to
+/// Kubernetes, then lowers replicas by one): on a scale-in, the real operator removes the pod
+/// carrying our deletion cost, not the highest ordinal, after draining its node.
+#[tokio::test]
+async fn the_real_operator_removes_the_pod_we_mark_to_go_first() {
+    let _turn = TURN.lock().await;
+    let (ns, controller) = operator();
+    let cluster = SlurmCluster::get("24.11");
+    reset(&cluster, &ns).await;
+    let client = kube_client().await;
+    let nodesets = nodeset(&client, &ns, &controller, 3).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let all = ["slinky-0", "slinky-1", "slinky-2"];
+    let up = support::wait_until(Duration::from_secs(60), || async {
+        running(&pods).await == all && all.iter().all(|n| node(&cluster, n).contains("State=IDLE"))
+    })
+    .await;
+    assert!(
+        up,
+        "three pods and their idle nodes: {:?}",
+        running(&pods).await
+    );
+    pods.patch(
+        "slinky-1",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"annotations": {
+            slurmscale_autoscaler::actuator::POD_DELETION_COST: "-100000"
+        }}})),
+    )
+    .await
+    .unwrap();
+    // As the actuator scales: a merge patch of the scale subresource.
+    nodesets
+        .patch_scale(
+            "slinky",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 2}})),
+        )
+        .await
+        .unwrap();
+    let drained = std::sync::atomic::AtomicBool::new(false);
+    let went = support::wait_until(Duration::from_secs(90), || async {
+        if node(&cluster, "slinky-1").contains("Reason=slurm-operator:") {
+            drained.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        running(&pods).await == ["slinky-0", "slinky-2"] && node(&cluster, "slinky-1").is_empty()
+    })
+    .await;
+    assert!(
+        went,
+        "the marked pod slinky-1 should go, slinky-0 and slinky-2 stay: pods {:?}, slinky-1: {}",
+        running(&pods).await,
+        node(&cluster, "slinky-1")
+    );
+    assert!(
+        drained.into_inner(),
+        "the operator drained slinky-1 before deleting its pod"
+    );
+    assert!(node(&cluster, "slinky-2").contains("State=IDLE"));
+    nodesets
+        .delete("slinky", &DeleteParams::default())
+        .await
+        .unwrap();
+}
