@@ -451,7 +451,7 @@ pub struct SimulateArgs {
     pub trace: Option<PathBuf>,
     /// The trace's format; `auto` tells it from the file's name or first line.
     #[arg(long, default_value = "auto", value_parser = trace_format())]
-    pub format: Option<Format>,
+    pub format: TraceFormat,
     /// Generate the jobs instead of reading them.
     #[arg(long, value_enum)]
     pub workload: Option<Workload>,
@@ -539,9 +539,13 @@ pub struct SimulateArgs {
     pub suspend_time: Duration,
 }
 
-/// `--format`: `auto` (None) or the name of one of `simulate::formats`.
-fn trace_format() -> impl clap::builder::TypedValueParser<Value = Option<Format>> {
+/// `--format`: one of `simulate::formats`, or `None` for auto (a struct, not an `Option`,
+/// which clap would take for an optional flag).
+#[derive(Clone, Copy, Debug)]
+pub struct TraceFormat(pub Option<Format>);
+
+fn trace_format() -> impl clap::builder::TypedValueParser<Value = TraceFormat> {
     use clap::builder::TypedValueParser;
     let names = Format::ALL.map(Format::name).into_iter().chain(["auto"]);
-    clap::builder::PossibleValuesParser::new(names).map(|s| s.parse().ok())
+    clap::builder::PossibleValuesParser::new(names).map(|s| TraceFormat(s.parse().ok()))
 }

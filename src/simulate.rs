@@ -65,7 +65,7 @@ fn demo_workload(seed: u64, duration: Duration) -> Parsed {
 fn load(args: &SimulateArgs) -> Result<(Parsed, String)> {
     match (&args.trace, args.workload) {
         (Some(path), None) => {
-            let format = match args.format {
+            let format = match args.format.0 {
                 Some(f) => f,
                 None => formats::detect(path)?,
             };
