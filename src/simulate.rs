@@ -3,7 +3,7 @@
 //! is only the command line around it: inputs, progress and where the report goes.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
@@ -17,6 +17,7 @@ use slurmscale_autoscaler::simulate::{self, Options, Policy, report};
 
 use crate::cli::{PodFormatArg, SimulateArgs};
 use crate::demo::sim::Simulation;
+use slurmscale_autoscaler::simulate::pods::{self, Alignment, PodFormat, PodRequest};
 
 /// The key of lines passed over with --skip-bad-lines in the JSON rows' `not_replayed`.
 const MALFORMED: &str = "malformed line (--skip-bad-lines)";
@@ -341,54 +342,51 @@ pub fn run(args: SimulateArgs) -> Result<()> {
             total as f64 / took.as_secs_f64().max(1e-9)
         ));
     }
-    if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
-        let write = |file: String, text: String| -> Result<PathBuf> {
-            let path = dir.join(file);
-            std::fs::write(&path, text).with_context(|| format!("{}", path.display()))?;
-            Ok(path)
-        };
+    write_out(args.out.as_deref(), quiet, || {
         let title = format!(
             "{name}: {} jobs on up to {max_nodes} × {} CPUs, boot {}s",
             rows.first().map_or(0, |r| r.jobs),
             shape.cpus,
             args.boot_time.as_secs()
         );
-        let written = [
-            write(format!("{name}.timeline.csv"), report::csv(&runs))?,
-            write(format!("{name}.svg"), report::svg(&title, &runs, &rows))?,
-            write(
+        Ok(vec![
+            (format!("{name}.timeline.csv"), report::csv(&runs)),
+            (format!("{name}.svg"), report::svg(&title, &runs, &rows)),
+            (
                 format!("{name}.json"),
                 serde_json::to_string_pretty(&rows)? + "\n",
-            )?,
-        ];
-        for p in written {
-            say(format!("wrote {}", p.display()));
+            ),
+        ])
+    })
+}
+
+/// `--out DIR`: writes the files `make` returns there, saying each (unless `quiet`).
+fn write_out(
+    dir: Option<&Path>,
+    quiet: bool,
+    make: impl FnOnce() -> Result<Vec<(String, String)>>,
+) -> Result<()> {
+    let Some(dir) = dir else { return Ok(()) };
+    std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
+    for (file, text) in make()? {
+        let path = dir.join(file);
+        std::fs::write(&path, text).with_context(|| format!("{}", path.display()))?;
+        if !quiet {
+            eprintln!("wrote {}", path.display());
         }
     }
     Ok(())
 }
 
-/// `--pods`: the job log and a pod log on one pool shared by Slurm and Kubernetes, under
-/// each way of sharing it.
-fn run_shared(args: SimulateArgs) -> Result<()> {
-    use slurmscale_autoscaler::simulate::pods::{self, Alignment, PodFormat};
-    use slurmscale_autoscaler::simulate::{shared, shared_report};
-
-    let policies: Vec<String> = if args.policies.is_empty() {
-        shared::POLICIES.iter().map(|p| p.to_string()).collect()
-    } else {
-        args.policies.clone()
-    };
-    let Input {
-        name,
-        jobs,
-        shape,
-        max_nodes,
-        mut not_replayed,
-    } = input(&args, &policies)?;
-    let quiet = args.json;
-    let path = args.pods.as_deref().context("--pods")?;
+/// The pod log of `--pods`: read, aligned on the job replay's time and fitted to the pool's
+/// nodes; what is left out is said on stderr and counted in `not_replayed`.
+fn pods_input(
+    args: &SimulateArgs,
+    path: &Path,
+    jobs: &[TraceJob],
+    shape: &NodeShape,
+    not_replayed: &mut BTreeMap<String, u64>,
+) -> Result<(Vec<PodRequest>, Alignment)> {
     let format = match args.pod_format {
         PodFormatArg::Auto => pods::detect(path)?,
         PodFormatArg::Openb => PodFormat::Openb,
@@ -427,7 +425,7 @@ fn run_shared(args: SimulateArgs) -> Result<()> {
     }
     let start = jobs[0].submit;
     let until = jobs[jobs.len() - 1].submit + 1;
-    let (pods, too_big) = pods::select(&parsed.pods, align, start, until, &shape);
+    let (pods, too_big) = pods::select(&parsed.pods, align, start, until, shape);
     if !too_big.is_empty() {
         let shown: Vec<&str> = too_big.iter().take(5).map(String::as_str).collect();
         eprintln!(
@@ -450,6 +448,29 @@ fn run_shared(args: SimulateArgs) -> Result<()> {
             align.from
         );
     }
+    Ok((pods, align))
+}
+
+/// `--pods`: the job log and a pod log on one pool shared by Slurm and Kubernetes, under
+/// each way of sharing it.
+fn run_shared(args: SimulateArgs) -> Result<()> {
+    use slurmscale_autoscaler::simulate::{shared, shared_report};
+
+    let policies: Vec<String> = if args.policies.is_empty() {
+        shared::POLICIES.iter().map(|p| p.to_string()).collect()
+    } else {
+        args.policies.clone()
+    };
+    let Input {
+        name,
+        jobs,
+        shape,
+        max_nodes,
+        mut not_replayed,
+    } = input(&args, &policies)?;
+    let quiet = args.json;
+    let path = args.pods.as_deref().context("--pods")?;
+    let (pods, align) = pods_input(&args, path, &jobs, &shape, &mut not_replayed)?;
     let split = (args.split.clamp(0.0, 1.0) * f64::from(max_nodes)).round() as u32;
     if !quiet {
         eprintln!(
@@ -498,13 +519,7 @@ fn run_shared(args: SimulateArgs) -> Result<()> {
             took.as_secs_f64()
         );
     }
-    if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
-        let write = |file: String, text: String| -> Result<PathBuf> {
-            let path = dir.join(file);
-            std::fs::write(&path, text).with_context(|| format!("{}", path.display()))?;
-            Ok(path)
-        };
+    write_out(args.out.as_deref(), quiet, || {
         let title = format!(
             "{name} + {}: a pool of {max_nodes} × {} CPUs{}",
             trace_name(path),
@@ -515,25 +530,19 @@ fn run_shared(args: SimulateArgs) -> Result<()> {
                 String::new()
             }
         );
-        let written = [
-            write(
+        Ok(vec![
+            (
                 format!("{name}.shared.timeline.csv"),
                 shared_report::csv(&runs),
-            )?,
-            write(
+            ),
+            (
                 format!("{name}.shared.svg"),
                 shared_report::svg(&title, &runs, &rows),
-            )?,
-            write(
+            ),
+            (
                 format!("{name}.shared.json"),
                 serde_json::to_string_pretty(&rows)? + "\n",
-            )?,
-        ];
-        if !quiet {
-            for p in written {
-                eprintln!("wrote {}", p.display());
-            }
-        }
-    }
-    Ok(())
+            ),
+        ])
+    })
 }

@@ -6,7 +6,14 @@
 //! the logged writes to the simulated cluster); the controller's unit tests script it.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+use kube::runtime::reflector::{self, store::Writer};
+use kube::runtime::watcher;
+use slurmscale_exporter::snapshot::ClusterSnapshot;
+use tokio::sync::watch;
 
 use kube::ResourceExt;
 use kube::core::Status;
@@ -15,8 +22,10 @@ use slurmscale_exporter::slurm::ApiVersion;
 
 use crate::actuator::{Kubernetes, NodeFacts, Target};
 use crate::colocation::PendingPod;
+use crate::controller::{Controller, ControllerConfig, Seam};
 use crate::crd::{NodeSetAutoscaler, NodeSetAutoscalerStatus, ScaleTargetRef};
 use crate::error::{Error, Result};
+use crate::leader::Leadership;
 use crate::pool::{NodeSetPod, PoolReader};
 use crate::records::Record;
 use crate::slurm_nodes::{SlurmNodes, drain_reason};
@@ -295,6 +304,78 @@ impl PoolReader for Fake {
     async fn unschedulable_pods(&self, _: &BTreeMap<String, String>) -> Result<Vec<PendingPod>> {
         Ok(self.world().unschedulable.clone())
     }
+}
+
+/// The real [`Controller`] on a [`Fake`]: its autoscalers, one Slurm cluster's snapshots as
+/// a poller would publish them, and a clock the caller moves. The one way the unit tests,
+/// `simulate` and the demo put the controller on an in-memory world.
+pub struct OnFake {
+    pub controller: Controller<Arc<Fake>, Arc<Fake>, Arc<Fake>>,
+    pub fake: Arc<Fake>,
+    snapshots: watch::Sender<Arc<ClusterSnapshot>>,
+    now_ms: Arc<AtomicU64>,
+    /// Keeps the autoscalers' store alive.
+    _autoscalers: Writer<NodeSetAutoscaler>,
+}
+
+impl OnFake {
+    /// `autoscalers` reading Slurm cluster `cluster`, on `world`, the clock at `now`.
+    pub fn new(
+        world: World,
+        cluster: &str,
+        autoscalers: impl IntoIterator<Item = NodeSetAutoscaler>,
+        cfg: ControllerConfig,
+        now: SystemTime,
+    ) -> Self {
+        let (store, mut writer) = reflector::store::<NodeSetAutoscaler>();
+        for nsa in autoscalers {
+            writer.apply_watcher_event(&watcher::Event::Apply(nsa));
+        }
+        let (snapshots, rx) = watch::channel(Arc::new(ClusterSnapshot::new(cluster, "")));
+        let now_ms = Arc::new(AtomicU64::new(millis(now)));
+        let clock = {
+            let now_ms = now_ms.clone();
+            Arc::new(move || {
+                SystemTime::UNIX_EPOCH + Duration::from_millis(now_ms.load(Ordering::SeqCst))
+            })
+        };
+        let fake = Arc::new(Fake::new(world));
+        let seam = Seam {
+            kubernetes: fake.clone(),
+            slurm: fake.clone(),
+            pool: fake.clone(),
+            clock,
+        };
+        let controller = Controller::new(
+            seam,
+            store,
+            BTreeMap::from([(cluster.to_string(), rx)]),
+            Leadership::always(),
+            cfg,
+        );
+        Self {
+            controller,
+            fake,
+            snapshots,
+            now_ms,
+            _autoscalers: writer,
+        }
+    }
+
+    /// Moves the clock.
+    pub fn set_now(&self, now: SystemTime) {
+        self.now_ms.store(millis(now), Ordering::SeqCst);
+    }
+
+    /// Publishes what slurmrestd shows now, as a poller does.
+    pub fn publish(&self, snap: Arc<ClusterSnapshot>) {
+        self.snapshots.send_replace(snap);
+    }
+}
+
+fn millis(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 #[cfg(test)]

@@ -1,10 +1,10 @@
 //! `slurmscale demo`: the exporter's metric families and the autoscaler's controller,
 //! running on a simulated cluster ([`sim`]) instead of slurmrestd and a kube-apiserver.
 //! Nothing here decides anything on its own: each tick the simulation publishes a Slurm
-//! snapshot and what the Kubernetes watchers would hold, the real [`Controller`] reconciles
-//! two real NodeSetAutoscalers — the burst NodeSet following demand, and the cpu NodeSet
-//! sharing a colocated pool with Kubernetes — through the in-memory [`Fake`] on the
-//! simulation's clock, and the writes it makes (replicas, drains, resumes, pods marked to go)
+//! snapshot and what the Kubernetes watchers would hold, the real controller reconciles two
+//! real NodeSetAutoscalers — the burst NodeSet following demand, and the cpu NodeSet sharing
+//! a colocated pool with Kubernetes — on the in-memory fake ([`OnFake`]) on the simulation's
+//! clock, and the writes it makes (replicas, drains, resumes, pods marked to go)
 //! are applied to the simulation. `/metrics` is rendered by the same code a real deployment
 //! serves. No cluster, no root, no network beyond the 127.0.0.1 listener.
 
@@ -13,23 +13,18 @@ mod summary;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use anyhow::Result;
-use kube::runtime::reflector::{self, store::Writer};
-use kube::runtime::watcher;
-use slurmscale_autoscaler::controller::{Controller, ControllerConfig, Seam};
+use slurmscale_autoscaler::controller::ControllerConfig;
 use slurmscale_autoscaler::crd::NodeSetAutoscaler;
-use slurmscale_autoscaler::fakes::{Fake, FakeTarget, World, Write};
-use slurmscale_autoscaler::leader::Leadership;
+use slurmscale_autoscaler::fakes::{FakeTarget, OnFake, World, Write};
 use slurmscale_autoscaler::metrics as autoscaler_metrics;
 use slurmscale_exporter::k8s::watch::KubeSnapshot;
 use slurmscale_exporter::metrics::{MetricsOptions, PageInput, render};
 use slurmscale_exporter::server::{self, AppState, Page};
 use slurmscale_exporter::signals::{ShapeHints, partition_signals, stale_after};
 use slurmscale_exporter::snapshot::ClusterSnapshot;
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::DemoArgs;
@@ -78,14 +73,10 @@ fn autoscalers() -> [NodeSetAutoscaler; 2] {
 /// The simulation and the controller, stepped together.
 pub struct Demo {
     pub sim: Simulation,
-    controller: Controller<Arc<Fake>, Arc<Fake>, Arc<Fake>>,
-    world: Arc<Fake>,
-    snapshots: watch::Sender<Arc<ClusterSnapshot>>,
-    /// The simulation's time, read by the controller's clock (ms since the epoch).
-    now_ms: Arc<AtomicU64>,
+    /// The controller on the simulation's clock.
+    on: OnFake,
     /// What the controller did so far, counted.
     pub moves: Moves,
-    _autoscalers: Writer<NodeSetAutoscaler>,
 }
 
 /// The simulation is polled every simulated second.
@@ -103,26 +94,9 @@ pub struct Tick {
     pub events: Vec<String>,
 }
 
-fn millis(t: SystemTime) -> u64 {
-    t.duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
 impl Demo {
     pub fn new(seed: u64, start: SystemTime) -> Self {
         let sim = Simulation::new(seed, start);
-        let (store, mut writer) = reflector::store::<NodeSetAutoscaler>();
-        for nsa in autoscalers() {
-            writer.apply_watcher_event(&watcher::Event::Apply(nsa));
-        }
-        let (snapshots, rx) = watch::channel(Arc::new(sim.snapshot()));
-        let now_ms = Arc::new(AtomicU64::new(millis(sim.now())));
-        let clock = {
-            let now_ms = now_ms.clone();
-            Arc::new(move || {
-                SystemTime::UNIX_EPOCH + Duration::from_millis(now_ms.load(Ordering::SeqCst))
-            })
-        };
         let target = |name: &str| {
             let t = FakeTarget {
                 selector: Some(selector(name)),
@@ -130,36 +104,22 @@ impl Demo {
             };
             (name.to_string(), t)
         };
-        let world = Arc::new(Fake::new(World {
+        let world = World {
             targets: BTreeMap::from([target(BURST), target(POOL)]),
             ..World::default()
-        }));
-        let seam = Seam {
-            kubernetes: world.clone(),
-            slurm: world.clone(),
-            pool: world.clone(),
-            clock,
         };
-        let controller = Controller::new(
-            seam,
-            store,
-            BTreeMap::from([(CLUSTER.to_string(), rx)]),
-            Leadership::always(),
-            ControllerConfig {
-                resync: INTERVAL,
-                stale_after: stale_after(INTERVAL),
-                dry_run: false,
-                concurrency: 1,
-            },
-        );
+        let cfg = ControllerConfig {
+            resync: INTERVAL,
+            stale_after: stale_after(INTERVAL),
+            dry_run: false,
+            concurrency: 1,
+        };
+        let on = OnFake::new(world, CLUSTER, autoscalers(), cfg, sim.now());
+        on.publish(Arc::new(sim.snapshot()));
         Self {
             sim,
-            controller,
-            world,
-            snapshots,
-            now_ms,
+            on,
             moves: Moves::default(),
-            _autoscalers: writer,
         }
     }
 
@@ -168,12 +128,12 @@ impl Demo {
     pub async fn step(&mut self) -> Tick {
         self.sim.step();
         let now = self.sim.now();
-        self.now_ms.store(millis(now), Ordering::SeqCst);
+        self.on.set_now(now);
         let snap = Arc::new(self.sim.snapshot());
-        self.snapshots.send_replace(snap.clone());
+        self.on.publish(snap.clone());
         let kube = self.sim.kube_snapshot();
         self.show(&kube);
-        self.controller.reconcile_all().await;
+        self.on.controller.reconcile_all().await;
         let events = self.carry_out();
 
         let opts = MetricsOptions {
@@ -188,7 +148,7 @@ impl Demo {
             health_only: false,
         };
         let page = render(&input, |out| {
-            let m = self.controller.metrics.lock();
+            let m = self.on.controller.metrics.lock();
             autoscaler_metrics::collect(out, &m.unwrap_or_else(|e| e.into_inner()));
         });
         // For the live line only: the demand the controller saw.
@@ -203,7 +163,8 @@ impl Demo {
         )
         .map_or(0, |s| s.demand.nodes);
         let (reason, message) = self
-            .world
+            .on
+            .fake
             .status(BURST)
             .and_then(|s| s.last_decision)
             .map(|d| (d.reason, d.message))
@@ -223,7 +184,7 @@ impl Demo {
     fn show(&self, kube: &KubeSnapshot) {
         let pool = &self.sim.pool;
         let replicas = [(BURST, self.sim.nodeset.replicas), (POOL, pool.replicas)];
-        self.world.with(|w| {
+        self.on.fake.with(|w| {
             for (name, r) in replicas {
                 if let Some(t) = w.targets.get_mut(name) {
                     t.replicas = r;
@@ -239,7 +200,7 @@ impl Demo {
     /// the API server would; returns the Events worth a line.
     fn carry_out(&mut self) -> Vec<String> {
         let mut lines = Vec::new();
-        for w in self.world.take_writes() {
+        for w in self.on.fake.take_writes() {
             match w {
                 Write::Scale { target, replicas } if target == BURST => self.sim.scale(replicas),
                 Write::Scale { replicas, .. } => self.sim.pool.scale(replicas),

@@ -20,7 +20,7 @@ use slurmscale_exporter::k8s::nodeset::{NodeSetStatus, NodeSetView, ScalingMode}
 use slurmscale_exporter::k8s::watch::{KubeSnapshot, WatchHealth};
 use slurmscale_exporter::model::jobs::{JobRecord, JobsBuilder};
 use slurmscale_exporter::model::{
-    Controller, Diag, Gres, JobState, Node, NodeBase, NodeFlags, NodeState, Partition, Ping,
+    Diag, Gres, JobState, Node, NodeBase, NodeFlags, NodeState, Partition, Ping, Slurmctld,
 };
 use slurmscale_exporter::slurm::ApiVersion;
 use slurmscale_exporter::snapshot::ClusterSnapshot;
@@ -603,7 +603,7 @@ impl Simulation {
             now,
             took,
             Some(Ping {
-                controllers: vec![Controller {
+                controllers: vec![Slurmctld {
                     hostname: "slurmctld-0".into(),
                     mode: "primary".into(),
                     responding: true,

@@ -55,9 +55,10 @@ impl Outcome {
     }
 }
 
-/// What the executor remembers of the last plan.
+/// What the executor last announced (a freeze, a dry run's intention) and asked for (node
+/// records), so each is said once.
 #[derive(Debug, Default)]
-pub struct Memory {
+pub struct Announced {
     frozen: bool,
     /// Its effects, so a dry run reports each intention once.
     intent: Option<Intent>,
@@ -106,7 +107,7 @@ pub async fn act<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     obs: &Observation,
     plan: &Plan,
     mode: Mode,
-    memory: &mut Memory,
+    memory: &mut Announced,
     moved: &mut Moved,
 ) -> Result<Outcome> {
     let before = obs.target.replicas;
@@ -246,7 +247,7 @@ async fn keep_records<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     nsa: &NodeSetAutoscaler,
     obs: &Observation,
     plan: &Plan,
-    memory: &mut Memory,
+    memory: &mut Announced,
 ) {
     let Ok(records) = &plan.records else { return };
     let version = obs.records.as_ref().and_then(|r| r.slurm_api);
@@ -294,7 +295,7 @@ async fn announce<K: Kubernetes>(
     nsa: &NodeSetAutoscaler,
     current: u64,
     plan: &Plan,
-    memory: &Memory,
+    memory: &Announced,
 ) {
     if !plan.changes(current) || memory.intent.as_ref() == Some(&Intent::of(plan)) {
         return;

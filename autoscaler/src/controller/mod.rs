@@ -86,8 +86,8 @@ pub struct ControllerConfig {
 struct Entry {
     /// The policy the spec picks, with what it remembers.
     policy: Option<Box<dyn Policy>>,
-    acted: act::Memory,
-    reported: report::Memory,
+    announced: act::Announced,
+    reported: report::Reported,
     /// The last error reported as an Event, so each is reported once.
     last_error: Option<String>,
     retry_at: Option<SystemTime>,
@@ -267,7 +267,7 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Controller<K, S, P> {
                 &obs,
                 &plan,
                 mode,
-                &mut entry.acted,
+                &mut entry.announced,
                 &mut moved,
             )
             .await
@@ -293,7 +293,7 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Controller<K, S, P> {
     async fn refuse(
         &self,
         nsa: &NodeSetAutoscaler,
-        (last_error, reported): (&mut Option<String>, &mut report::Memory),
+        (last_error, reported): (&mut Option<String>, &mut report::Reported),
         leader: bool,
         target: &Target,
         why: &str,

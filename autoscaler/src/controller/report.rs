@@ -20,7 +20,7 @@ use crate::plan::{Plan, Reason};
 
 /// What the reporter last wrote.
 #[derive(Debug, Default)]
-pub struct Memory {
+pub struct Reported {
     /// The last decision reported; its time stays while it stays the same.
     decision: Option<LastDecision>,
     written: Option<NodeSetAutoscalerStatus>,
@@ -31,7 +31,7 @@ pub struct Memory {
 pub async fn write<K: Kubernetes>(
     kube: &K,
     nsa: &NodeSetAutoscaler,
-    memory: &mut Memory,
+    memory: &mut Reported,
     status: NodeSetAutoscalerStatus,
 ) -> Result<()> {
     if memory.written.as_ref() == Some(&status) {
@@ -48,7 +48,7 @@ pub fn status(
     obs: &Observation,
     plan: &Plan,
     outcome: &Outcome,
-    memory: &mut Memory,
+    memory: &mut Reported,
 ) -> NodeSetAutoscalerStatus {
     let now = obs.now;
     if outcome.scaled().is_some() {

@@ -5,11 +5,8 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
-use kube::runtime::reflector::{self, store::Writer};
-use kube::runtime::watcher;
 use serde_json::{Value, json};
 use slurmscale_exporter::k8s::ledger::{Capacity, LedgerNode};
 use slurmscale_exporter::k8s::watch::{KubeSnapshot, WatchHealth};
@@ -18,13 +15,11 @@ use slurmscale_exporter::model::{
 };
 use slurmscale_exporter::slurm::ApiVersion;
 use slurmscale_exporter::snapshot::ClusterSnapshot;
-use tokio::sync::watch;
 
-use super::{Controller, ControllerConfig, Seam};
+use super::ControllerConfig;
 use crate::colocation::{PendingPod, Placement};
 use crate::crd::{NodeSetAutoscaler, NodeSetAutoscalerStatus};
-use crate::fakes::{Fake, FakeTarget, World, Write};
-use crate::leader::Leadership;
+use crate::fakes::{Fake, FakeTarget, OnFake, World, Write};
 use crate::pool::NodeSetPod;
 
 const CLUSTER: &str = "c1";
@@ -39,11 +34,8 @@ fn at(s: u64) -> SystemTime {
 
 /// One autoscaler, its world and its clock.
 struct Rig {
+    on: OnFake,
     fake: Arc<Fake>,
-    controller: Controller<Arc<Fake>, Arc<Fake>, Arc<Fake>>,
-    slurm: watch::Sender<Arc<ClusterSnapshot>>,
-    clock: Arc<AtomicU64>,
-    _autoscalers: Writer<NodeSetAutoscaler>,
 }
 
 impl Rig {
@@ -60,9 +52,7 @@ impl Rig {
             "spec": full,
         }))
         .expect("a valid autoscaler");
-        let (store, mut writer) = reflector::store();
-        writer.apply_watcher_event(&watcher::Event::Apply(nsa));
-        let fake = Arc::new(Fake::new(World {
+        let world = World {
             targets: BTreeMap::from([(
                 NODESET.to_string(),
                 FakeTarget {
@@ -72,48 +62,29 @@ impl Rig {
                 },
             )]),
             ..Default::default()
-        }));
-        let clock = Arc::new(AtomicU64::new(0));
-        let (slurm, rx) = watch::channel(Arc::new(ClusterSnapshot::new(CLUSTER, "")));
-        let seconds = clock.clone();
-        let seam = Seam {
-            kubernetes: fake.clone(),
-            slurm: fake.clone(),
-            pool: fake.clone(),
-            clock: Arc::new(move || at(seconds.load(Ordering::SeqCst))),
         };
-        let controller = Controller::new(
-            seam,
-            store,
-            BTreeMap::from([(CLUSTER.to_string(), rx)]),
-            Leadership::always(),
-            ControllerConfig {
-                resync: Duration::from_secs(2),
-                stale_after: STALE,
-                dry_run: false,
-                concurrency: 8,
-            },
-        );
-        Self {
-            fake,
-            controller,
-            slurm,
-            clock,
-            _autoscalers: writer,
-        }
+        let cfg = ControllerConfig {
+            resync: Duration::from_secs(2),
+            stale_after: STALE,
+            dry_run: false,
+            concurrency: 8,
+        };
+        let on = OnFake::new(world, CLUSTER, [nsa], cfg, at(0));
+        let fake = on.fake.clone();
+        Self { on, fake }
     }
 
     fn at(&self, s: u64) {
-        self.clock.store(s, Ordering::SeqCst);
+        self.on.set_now(at(s));
     }
 
     fn slurm(&self, snap: ClusterSnapshot) {
-        self.slurm.send_replace(Arc::new(snap));
+        self.on.publish(Arc::new(snap));
     }
 
     /// One pass of the loop; the writes it made.
     async fn reconcile(&self) -> Vec<Write> {
-        self.controller.reconcile_all().await;
+        self.on.controller.reconcile_all().await;
         self.fake.take_writes()
     }
 
@@ -263,7 +234,7 @@ async fn demand_scales_up_at_once_and_the_status_says_when_by_the_clock() {
             .iter()
             .all(|c| c.last_transition_time == t)
     );
-    let m = rig.controller.metrics.lock().unwrap().clone();
+    let m = rig.on.controller.metrics.lock().unwrap().clone();
     let row = &m.rows["slurm/elastic"];
     assert_eq!(
         (row.cluster.as_str(), row.scale_ups, row.current),
@@ -294,7 +265,7 @@ async fn stale_slurm_data_freezes_everything_until_it_is_fresh() {
         rig.condition("Frozen"),
         Some(("True".into(), "SlurmDataUntrusted".into()))
     );
-    assert!(rig.controller.metrics.lock().unwrap().rows["slurm/elastic"].frozen);
+    assert!(rig.on.controller.metrics.lock().unwrap().rows["slurm/elastic"].frozen);
     // Fresh data: thawed, and the idle NodeSet goes down.
     rig.at(104);
     rig.slurm(snapshot(at(104), NODESET, vec![], &[]));
@@ -369,7 +340,7 @@ async fn a_concurrent_change_is_read_again_and_planned_again() {
         events(&writes)
     );
     assert_eq!(rig.replicas(), 3);
-    assert!(rig.controller.metrics.lock().unwrap().errors.is_empty());
+    assert!(rig.on.controller.metrics.lock().unwrap().errors.is_empty());
 }
 
 #[tokio::test]
@@ -389,7 +360,7 @@ async fn a_missing_target_is_reported_once_and_retried() {
         Some(("False".into(), "TargetNotFound".into()))
     );
     assert_eq!(
-        rig.controller.metrics.lock().unwrap().errors["not_found"],
+        rig.on.controller.metrics.lock().unwrap().errors["not_found"],
         2
     );
 }
@@ -536,7 +507,7 @@ async fn a_pod_wanting_room_drains_a_node_then_its_pod_goes_first_and_replicas_d
         rig.fake.with(|w| w.pods[SELECTOR]["k2"]) == NodeSetPod::Marked,
         "k2's pod is marked to go"
     );
-    let m = rig.controller.metrics.lock().unwrap().clone();
+    let m = rig.on.controller.metrics.lock().unwrap().clone();
     let pool = m.rows["slurm/elastic"]
         .colocation
         .clone()

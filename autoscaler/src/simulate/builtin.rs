@@ -10,23 +10,17 @@
 //! also reconciles the poll just before, which saw the old inputs, so the decision history
 //! holds the same records as a tick-by-tick run. A test checks both give the same schedule.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
-use kube::runtime::reflector::{self, store::Writer};
-use kube::runtime::watcher;
 use slurmscale_exporter::snapshot::ClusterSnapshot;
-use tokio::sync::watch;
 
 use super::Scaler;
 use super::cluster::{Cluster, Counts};
 use super::view::{CLUSTER, PARTITION, SlurmView};
-use crate::controller::{Controller, ControllerConfig, Seam};
+use crate::controller::ControllerConfig;
 use crate::crd::{NodeSetAutoscaler, NodeSetAutoscalerSpec};
-use crate::fakes::{Fake, FakeTarget, World, Write};
-use crate::leader::Leadership;
+use crate::fakes::{Fake, FakeTarget, OnFake, World, Write};
 
 const NAMESPACE: &str = "slurm";
 /// The real autoscaler's default `--interval`.
@@ -44,11 +38,7 @@ pub fn default_spec(max_nodes: u32) -> NodeSetAutoscalerSpec {
 
 pub struct Builtin {
     rt: tokio::runtime::Runtime,
-    controller: Controller<Arc<Fake>, Arc<Fake>, Arc<Fake>>,
-    target: Arc<Fake>,
-    snapshots: watch::Sender<Arc<ClusterSnapshot>>,
-    now_ms: Arc<AtomicU64>,
-    _autoscalers: Writer<NodeSetAutoscaler>,
+    on: OnFake,
     /// What slurmrestd shows, as of the last reconcile.
     view: SlurmView,
     /// What the policy read at the last reconcile, and when that was.
@@ -81,51 +71,26 @@ impl Builtin {
         let mut nsa = NodeSetAutoscaler::new(PARTITION, spec);
         nsa.metadata.namespace = Some(NAMESPACE.into());
         nsa.metadata.generation = Some(1);
-        let (store, mut writer) = reflector::store::<NodeSetAutoscaler>();
-        writer.apply_watcher_event(&watcher::Event::Apply(nsa));
-        let (snapshots, rx) = watch::channel(Arc::new(ClusterSnapshot::new(CLUSTER, "")));
-        let now_ms = Arc::new(AtomicU64::new(0));
-        let clock = {
-            let now_ms = now_ms.clone();
-            Arc::new(move || {
-                SystemTime::UNIX_EPOCH + Duration::from_millis(now_ms.load(Ordering::Relaxed))
-            })
-        };
-        let target = Arc::new(Fake::new(World {
+        let world = World {
             targets: [(PARTITION.to_string(), FakeTarget::default())].into(),
             ..World::default()
-        }));
-        set_replicas(&target, cluster.replicas().into());
-        let seam = Seam {
-            kubernetes: target.clone(),
-            slurm: target.clone(),
-            pool: target.clone(),
-            clock,
         };
-        let controller = Controller::new(
-            seam,
-            store,
-            BTreeMap::from([(CLUSTER.to_string(), rx)]),
-            Leadership::always(),
-            ControllerConfig {
-                resync: Duration::from_secs(POLL as u64),
-                // Each reconcile reads a snapshot taken that instant.
-                stale_after: slurmscale_exporter::signals::stale_after(Duration::from_secs(
-                    POLL as u64,
-                )),
-                dry_run: false,
-                concurrency: 1,
-            },
-        );
+        let cfg = ControllerConfig {
+            resync: Duration::from_secs(POLL as u64),
+            // Each reconcile reads a snapshot taken that instant.
+            stale_after: slurmscale_exporter::signals::stale_after(Duration::from_secs(
+                POLL as u64,
+            )),
+            dry_run: false,
+            concurrency: 1,
+        };
+        let on = OnFake::new(world, CLUSTER, [nsa], cfg, SystemTime::UNIX_EPOCH);
+        set_replicas(&on.fake, cluster.replicas().into());
         Self {
             rt: tokio::runtime::Builder::new_current_thread()
                 .build()
                 .expect("a current-thread runtime builds"),
-            controller,
-            target,
-            snapshots,
-            now_ms,
-            _autoscalers: writer,
+            on,
             view: SlurmView::new(cluster),
             seen: None,
             last: None,
@@ -138,16 +103,15 @@ impl Builtin {
     /// One reconcile at `t` on what the view shows; returns the replicas asked.
     fn reconcile(&mut self, t: i64) -> Option<u64> {
         let at = SystemTime::UNIX_EPOCH + Duration::from_secs(t.max(0) as u64);
-        self.now_ms.store(t.max(0) as u64 * 1000, Ordering::Relaxed);
-        self.snapshots
-            .send_replace(Arc::new(self.view.snapshot(at)));
-        self.rt.block_on(self.controller.reconcile_all());
+        self.on.set_now(at);
+        self.on.publish(Arc::new(self.view.snapshot(at)));
+        self.rt.block_on(self.on.controller.reconcile_all());
         // Let go of the node list so the next change is made in place.
-        self.snapshots
-            .send_replace(Arc::new(ClusterSnapshot::new(CLUSTER, "")));
+        self.on.publish(Arc::new(ClusterSnapshot::new(CLUSTER, "")));
         self.last = Some(t);
         let asked = self
-            .target
+            .on
+            .fake
             .take_writes()
             .into_iter()
             .filter_map(|w| match w {
@@ -164,7 +128,7 @@ impl Builtin {
 
 impl Scaler for Builtin {
     fn wake(&self) -> Option<i64> {
-        let revisit = self.controller.next_revisit().map(|t| {
+        let revisit = self.on.controller.next_revisit().map(|t| {
             let s = t
                 .duration_since(SystemTime::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs_f64().ceil() as i64);
@@ -198,7 +162,7 @@ impl Scaler for Builtin {
         {
             self.reconcile(now - POLL);
         }
-        set_replicas(&self.target, cluster.replicas().into());
+        set_replicas(&self.on.fake, cluster.replicas().into());
         self.view.sync(cluster);
         self.seen = Some(inputs);
         let asked = self.reconcile(now)?;

@@ -73,7 +73,7 @@ struct Running {
 
 /// What one job went through.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Outcome {
+pub struct JobTimes {
     pub start: i64,
     pub end: i64,
 }
@@ -181,7 +181,7 @@ pub struct Cluster {
     /// view knows when what it worked out is out of date.
     changes: u64,
     pub counts: Counts,
-    pub outcomes: Vec<Outcome>,
+    pub outcomes: Vec<JobTimes>,
     finished: usize,
     /// Scratch for backfill: nodes reserved for the first waiting job.
     reserved: Vec<bool>,
@@ -231,7 +231,7 @@ impl Cluster {
             touched_from: 0,
             changes: 0,
             counts: Counts::default(),
-            outcomes: vec![Outcome::default(); n],
+            outcomes: vec![JobTimes::default(); n],
             finished: 0,
             reserved: vec![false; max_nodes as usize],
             scale_ups: 0,
@@ -584,7 +584,7 @@ impl Cluster {
                 self.counts.busy += 1;
             }
         }
-        self.outcomes[j] = Outcome {
+        self.outcomes[j] = JobTimes {
             start,
             end: start + run,
         };

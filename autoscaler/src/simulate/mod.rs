@@ -18,6 +18,7 @@ pub mod rivals;
 pub mod sacct;
 pub mod shared;
 pub mod shared_report;
+pub mod svg;
 pub mod swf;
 pub mod trace;
 pub mod view;
@@ -222,6 +223,65 @@ pub fn bucket_for(jobs: &[TraceJob]) -> i64 {
     ((last - first + TAIL) / 1500 / 60 + 1) * 60
 }
 
+impl Policy {
+    /// How the simulated slurmctld treats nodes under this policy.
+    fn mode(self, opts: &Options) -> Mode {
+        match self {
+            Policy::PowerSave => Mode::PowerSave {
+                suspend_after: opts.suspend_time,
+            },
+            Policy::Static => Mode::Static,
+            _ => Mode::Elastic,
+        }
+    }
+
+    /// What decides the replicas under this policy.
+    fn scaler(self, opts: &Options, cluster: &Cluster, start: i64) -> Box<dyn Scaler> {
+        let keda = |trigger| {
+            let up = opts.keda_up_tolerance;
+            Box::new(rivals::Keda::new(trigger, opts.max_nodes, up, start))
+        };
+        match self {
+            Policy::Builtin => Box::new(builtin::Builtin::new(
+                &opts.autoscaler,
+                cluster,
+                opts.every_poll,
+            )),
+            Policy::Keda => keda(rivals::Trigger::PendingJobs {
+                threshold: opts.keda_threshold,
+            }),
+            Policy::KedaDesired => keda(rivals::Trigger::DesiredNodes),
+            Policy::PowerSave | Policy::Static => Box::new(rivals::Fixed),
+        }
+    }
+}
+
+/// Each job's wait (a job never started waits until `stopped`), the waits sorted, the mean
+/// bounded slowdown and the CPU-seconds of the work.
+fn job_stats(
+    stats: &mut Stats,
+    jobs: &[TraceJob],
+    cluster: &Cluster,
+    stopped: i64,
+    shape: NodeShape,
+) {
+    let mut slowdown = 0.0;
+    for (j, job) in jobs.iter().enumerate() {
+        let start = cluster.started(j);
+        let wait = start.unwrap_or(stopped) - job.submit;
+        stats.starved += usize::from(start.is_none());
+        stats.waits.push(wait);
+        stats.starts.push(start);
+        let run = job.run as f64;
+        slowdown += ((wait as f64 + run) / run.max(10.0)).max(1.0);
+        stats.cpu_seconds +=
+            run * f64::from(job.cpus_per_node.min(shape.cpus)) * f64::from(job.nodes);
+    }
+    stats.jobs = jobs.len();
+    stats.bounded_slowdown_mean = slowdown / jobs.len() as f64;
+    stats.waits.sort_unstable();
+}
+
 /// Replays `jobs` under one policy. `progress` counts submitted jobs as they go.
 pub fn run_policy(
     policy: Policy,
@@ -233,43 +293,15 @@ pub fn run_policy(
         return Err(Error::Simulate("no jobs to replay".into()));
     };
     let start = first.submit;
-    let mode = match policy {
-        Policy::PowerSave => Mode::PowerSave {
-            suspend_after: opts.suspend_time,
-        },
-        Policy::Static => Mode::Static,
-        _ => Mode::Elastic,
-    };
     let mut cluster = Cluster::new(
         opts.shape,
         opts.max_nodes,
-        mode,
+        policy.mode(opts),
         opts.sched,
         jobs.clone(),
         start,
     );
-    let mut scaler: Box<dyn Scaler> = match policy {
-        Policy::Builtin => Box::new(builtin::Builtin::new(
-            &opts.autoscaler,
-            &cluster,
-            opts.every_poll,
-        )),
-        Policy::Keda => Box::new(rivals::Keda::new(
-            rivals::Trigger::PendingJobs {
-                threshold: opts.keda_threshold,
-            },
-            opts.max_nodes,
-            opts.keda_up_tolerance,
-            start,
-        )),
-        Policy::KedaDesired => Box::new(rivals::Keda::new(
-            rivals::Trigger::DesiredNodes,
-            opts.max_nodes,
-            opts.keda_up_tolerance,
-            start,
-        )),
-        Policy::PowerSave | Policy::Static => Box::new(rivals::Fixed),
-    };
+    let mut scaler = policy.scaler(opts, &cluster, start);
     let width = if opts.bucket > 0 {
         opts.bucket
     } else {
@@ -359,23 +391,7 @@ pub fn run_policy(
             reported = s;
         }
     }
-    let shape = opts.shape;
-    let mut slowdown = 0.0;
-    let stopped = now;
-    for (j, job) in jobs.iter().enumerate() {
-        let start = cluster.started(j);
-        let wait = start.unwrap_or(stopped) - job.submit;
-        stats.starved += usize::from(start.is_none());
-        stats.waits.push(wait);
-        stats.starts.push(start);
-        let run = job.run as f64;
-        slowdown += ((wait as f64 + run) / run.max(10.0)).max(1.0);
-        stats.cpu_seconds +=
-            run * f64::from(job.cpus_per_node.min(shape.cpus)) * f64::from(job.nodes);
-    }
-    stats.jobs = jobs.len();
-    stats.bounded_slowdown_mean = slowdown / jobs.len() as f64;
-    stats.waits.sort_unstable();
+    job_stats(&mut stats, &jobs, &cluster, now, opts.shape);
     stats.scale_ups = cluster.scale_ups;
     stats.scale_downs = cluster.scale_downs;
     for p in &mut timeline.points {

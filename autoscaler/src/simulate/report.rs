@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::{Run, Stats};
+use super::{Run, Stats, svg};
 
 /// One row, with the keys scripts and our acceptance checks read: keep them.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -156,48 +156,23 @@ pub fn csv(runs: &[Run]) -> String {
 /// An SVG: one panel per policy, provisioned nodes filled, busy nodes as a line, the same
 /// axes throughout; each panel's title carries its node-hours and p95 wait.
 pub fn svg(title: &str, runs: &[Run], rows: &[Row]) -> String {
-    const W: f64 = 960.0;
     const PANEL: f64 = 150.0;
-    const LEFT: f64 = 60.0;
-    const RIGHT: f64 = 20.0;
-    const TOP: f64 = 40.0;
-    let t0 = runs
-        .iter()
-        .filter_map(|r| r.timeline.first())
-        .map(|p| p.time)
-        .min()
-        .unwrap_or(0);
-    let t1 = runs
-        .iter()
-        .filter_map(|r| r.timeline.last())
-        .map(|p| p.time)
-        .max()
-        .unwrap_or(t0 + 1)
-        .max(t0 + 1);
+    let (t0, t1) = svg::span(
+        runs.iter()
+            .filter_map(|r| Some((r.timeline.first()?.time, r.timeline.last()?.time))),
+    );
     let ymax = runs
         .iter()
         .flat_map(|r| r.timeline.iter())
         .map(|p| p.provisioned.max(p.busy))
         .fold(1.0_f64, f64::max)
         .ceil();
-    let height = TOP + runs.len() as f64 * (PANEL + 30.0) + 30.0;
-    let x = |t: i64| LEFT + (t - t0) as f64 / (t1 - t0) as f64 * (W - LEFT - RIGHT);
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{height}" viewBox="0 0 {W} {height}" font-family="sans-serif" font-size="12">"##
-    );
-    let _ = writeln!(s, r##"<rect width="100%" height="100%" fill="white"/>"##);
-    let _ = writeln!(
-        s,
-        r##"<text x="{LEFT}" y="22" font-size="15" font-weight="bold">{}</text>"##,
-        escape(title)
-    );
+    let height = svg::TOP + runs.len() as f64 * (PANEL + 30.0) + 30.0;
+    let mut page = svg::Page::new(title, (t0, t1), height);
     for (k, r) in runs.iter().enumerate() {
-        let top = TOP + k as f64 * (PANEL + 30.0) + 18.0;
+        let top = svg::TOP + k as f64 * (PANEL + 30.0) + 18.0;
         let y = |v: f64| top + PANEL - v / ymax * PANEL;
-        let row = rows.iter().find(|w| w.policy == r.policy.as_str());
-        let label = match row {
+        let label = match rows.iter().find(|w| w.policy == r.policy.as_str()) {
             Some(w) => format!(
                 "{}: {:.0} node-hours ({:.0} idle), p95 wait {}",
                 w.policy,
@@ -207,86 +182,29 @@ pub fn svg(title: &str, runs: &[Run], rows: &[Row]) -> String {
             ),
             None => r.policy.as_str().to_string(),
         };
-        let _ = writeln!(
-            s,
-            r##"<text x="{LEFT}" y="{:.1}">{}</text>"##,
-            top - 5.0,
-            escape(&label)
-        );
-        let _ = writeln!(
-            s,
-            r##"<rect x="{LEFT}" y="{top:.1}" width="{:.1}" height="{PANEL}" fill="none" stroke="#999"/>"##,
-            W - LEFT - RIGHT
-        );
-        let _ = writeln!(
-            s,
-            r##"<text x="{:.1}" y="{:.1}" text-anchor="end">{ymax:.0}</text><text x="{:.1}" y="{:.1}" text-anchor="end">0</text>"##,
-            LEFT - 4.0,
-            top + 10.0,
-            LEFT - 4.0,
-            top + PANEL
-        );
-        if r.timeline.is_empty() {
+        page.panel(&label, top, PANEL, ymax);
+        let Some(first) = r.timeline.first() else {
             continue;
-        }
-        // Provisioned: a filled step area. Busy: a step line. A step is drawn only where
-        // the value changes (at the plot's resolution), which keeps the file small.
-        let steps = |value: fn(&super::Point) -> f64| {
-            let mut d = String::new();
-            let mut last: Option<String> = None;
-            for p in &r.timeline {
-                let yv = format!("{:.1}", y(value(p)));
-                if last.as_deref() != Some(yv.as_str()) {
-                    if let Some(prev) = &last {
-                        let _ = write!(d, " L{:.1},{prev}", x(p.time));
-                    }
-                    let _ = write!(d, " L{:.1},{yv}", x(p.time));
-                    last = Some(yv);
-                }
-            }
-            if let Some(prev) = last {
-                let _ = write!(d, " L{:.1},{prev}", x(t1));
-            }
-            d
         };
-        let area = format!(
-            "M{:.1},{:.1}{} L{:.1},{:.1} Z",
-            x(r.timeline[0].time),
-            y(0.0),
-            steps(|p| p.provisioned),
-            x(t1),
-            y(0.0)
+        // Provisioned: a filled step area. Busy: a step line.
+        let steps = |value: fn(&super::Point) -> f64| {
+            page.steps(r.timeline.iter().map(|p| (p.time, y(value(p)))))
+        };
+        let area = page.area(first.time, y(0.0), &steps(|p| p.provisioned));
+        let line = svg::Page::line(&steps(|p| p.busy));
+        page.path(
+            &area,
+            r##"fill="#9ecae1" stroke="#3182bd" stroke-width="0.5""##,
         );
-        let line = format!(
-            "M{}",
-            steps(|p| p.busy).trim_start().trim_start_matches('L')
-        );
-        let _ = writeln!(
-            s,
-            r##"<path d="{area}" fill="#9ecae1" stroke="#3182bd" stroke-width="0.5"/>"##
-        );
-        let _ = writeln!(
-            s,
-            r##"<path d="{line}" fill="none" stroke="#e6550d" stroke-width="1"/>"##
-        );
+        page.path(&line, r##"fill="none" stroke="#e6550d" stroke-width="1""##);
     }
-    let bottom = height - 12.0;
     let days = (t1 - t0) as f64 / 86400.0;
-    let _ = writeln!(
-        s,
-        r##"<text x="{LEFT}" y="{bottom}">blue: nodes provisioned · orange: nodes busy · {days:.1} days from {}</text>"##,
-        chrono::DateTime::from_timestamp(t0, 0).map_or(String::new(), |d| d
-            .format("%Y-%m-%d %H:%M UTC")
-            .to_string())
-    );
-    s.push_str("</svg>\n");
-    s
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+    let from = chrono::DateTime::from_timestamp(t0, 0).map_or(String::new(), |d| {
+        d.format("%Y-%m-%d %H:%M UTC").to_string()
+    });
+    page.finish(&format!(
+        "blue: nodes provisioned · orange: nodes busy · {days:.1} days from {from}"
+    ))
 }
 
 #[cfg(test)]

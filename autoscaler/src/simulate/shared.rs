@@ -24,12 +24,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
-use kube::runtime::reflector::{self, store::Writer};
-use kube::runtime::watcher;
 use slurmscale_exporter::k8s::ledger::{Capacity, LedgerNode, Owner};
 use slurmscale_exporter::k8s::watch::{KubeSnapshot, WatchHealth};
-use slurmscale_exporter::snapshot::ClusterSnapshot;
-use tokio::sync::watch;
 
 use super::cluster::{Cluster, Mode, SchedConfig, Slot};
 use super::kube::{Kube, Res};
@@ -38,11 +34,10 @@ use super::report::quantile;
 use super::trace::{NodeShape, TraceJob};
 use super::view::{CLUSTER, PARTITION, SlurmView};
 use crate::colocation::{PendingPod, Placement};
-use crate::controller::{Controller, ControllerConfig, Seam};
+use crate::controller::ControllerConfig;
 use crate::crd::{NodeSetAutoscaler, NodeSetAutoscalerSpec};
 use crate::error::{Error, Result};
-use crate::fakes::{Fake, FakeTarget, World, Write};
-use crate::leader::Leadership;
+use crate::fakes::{FakeTarget, OnFake, World, Write};
 use crate::pool::{GPU, NodeSetPod};
 
 const NAMESPACE: &str = "slurm";
@@ -496,11 +491,7 @@ type Inputs = ([u64; 4], u64, [u32; 2], (u32, u32));
 /// The real controller on the pool, as `builtin` runs it.
 struct Autoscaler {
     rt: tokio::runtime::Runtime,
-    controller: Controller<Arc<Fake>, Arc<Fake>, Arc<Fake>>,
-    fake: Arc<Fake>,
-    snapshots: watch::Sender<Arc<ClusterSnapshot>>,
-    now_ms: Arc<AtomicU64>,
-    _autoscalers: Writer<NodeSetAutoscaler>,
+    on: OnFake,
     view: SlurmView,
     /// What it last looked at.
     seen: Option<Inputs>,
@@ -522,17 +513,7 @@ impl Autoscaler {
         let mut nsa = NodeSetAutoscaler::new(PARTITION, spec);
         nsa.metadata.namespace = Some(NAMESPACE.into());
         nsa.metadata.generation = Some(1);
-        let (store, mut writer) = reflector::store::<NodeSetAutoscaler>();
-        writer.apply_watcher_event(&watcher::Event::Apply(nsa));
-        let (snapshots, rx) = watch::channel(Arc::new(ClusterSnapshot::new(CLUSTER, "")));
-        let now_ms = Arc::new(AtomicU64::new(0));
-        let clock = {
-            let now_ms = now_ms.clone();
-            Arc::new(move || {
-                SystemTime::UNIX_EPOCH + Duration::from_millis(now_ms.load(Ordering::Relaxed))
-            })
-        };
-        let fake = Arc::new(Fake::new(World {
+        let world = World {
             targets: [(
                 PARTITION.to_string(),
                 FakeTarget {
@@ -542,37 +523,22 @@ impl Autoscaler {
             )]
             .into(),
             ..World::default()
-        }));
-        let seam = Seam {
-            kubernetes: fake.clone(),
-            slurm: fake.clone(),
-            pool: fake.clone(),
-            clock,
         };
-        let controller = Controller::new(
-            seam,
-            store,
-            BTreeMap::from([(CLUSTER.to_string(), rx)]),
-            Leadership::always(),
-            ControllerConfig {
-                resync: Duration::from_secs(POLL as u64),
-                stale_after: slurmscale_exporter::signals::stale_after(Duration::from_secs(
-                    POLL as u64,
-                )),
-                dry_run: false,
-                concurrency: 1,
-            },
-        );
+        let cfg = ControllerConfig {
+            resync: Duration::from_secs(POLL as u64),
+            stale_after: slurmscale_exporter::signals::stale_after(Duration::from_secs(
+                POLL as u64,
+            )),
+            dry_run: false,
+            concurrency: 1,
+        };
+        let on = OnFake::new(world, CLUSTER, [nsa], cfg, SystemTime::UNIX_EPOCH);
         let (ledger, capacity) = ledger_and_capacity(&pool.cluster.shape, pool.holder.len() as u32);
         Self {
             rt: tokio::runtime::Builder::new_current_thread()
                 .build()
                 .expect("a current-thread runtime builds"),
-            controller,
-            fake,
-            snapshots,
-            now_ms,
-            _autoscalers: writer,
+            on,
             view: SlurmView::new(&pool.cluster),
             seen: None,
             ledger: Arc::new(ledger),
@@ -608,7 +574,7 @@ impl Autoscaler {
         if self.seen != Some(Self::inputs(pool)) {
             return Some(next(now).max(self.next_poll));
         }
-        let revisit = self.controller.next_revisit()?;
+        let revisit = self.on.controller.next_revisit()?;
         let secs = revisit
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs_f64().ceil() as i64);
@@ -624,25 +590,24 @@ impl Autoscaler {
         }
         self.next_poll = now + POLL;
         let inputs = Self::inputs(pool);
-        let revisit = self
-            .controller
-            .next_revisit()
-            .is_some_and(|t| t <= SystemTime::UNIX_EPOCH + Duration::from_secs(now.max(0) as u64));
+        let revisit =
+            self.on.controller.next_revisit().is_some_and(|t| {
+                t <= SystemTime::UNIX_EPOCH + Duration::from_secs(now.max(0) as u64)
+            });
         if self.seen == Some(inputs) && !revisit {
             return;
         }
         self.seen = Some(inputs);
         self.show(pool);
         let at = SystemTime::UNIX_EPOCH + Duration::from_secs(now.max(0) as u64);
-        self.now_ms
-            .store(now.max(0) as u64 * 1000, Ordering::Relaxed);
+        self.on.set_now(at);
         self.view.sync(&pool.cluster);
         let mut snap = self.view.snapshot(at);
         // Colocation ranks drain candidates by their jobs' ends.
         snap.jobs.data = Some(Arc::new(self.view.jobs_with_running(&pool.cluster)));
-        self.snapshots.send_replace(Arc::new(snap));
-        self.rt.block_on(self.controller.reconcile_all());
-        let writes = self.fake.take_writes();
+        self.on.publish(Arc::new(snap));
+        self.rt.block_on(self.on.controller.reconcile_all());
+        let writes = self.on.fake.take_writes();
         // What it wrote changes what it reads (a drained node is a node to release): the next
         // poll looks again, as the real autoscaler's would.
         if writes.iter().any(|w| !matches!(w, Write::Event { .. })) {
@@ -685,7 +650,7 @@ impl Autoscaler {
         };
         self.ledger_cursor = Some(cursor);
         // The last snapshot shown lets go of the ledger, so it is changed in place.
-        self.fake.with(|w| w.ledger = None);
+        self.on.fake.with(|w| w.ledger = None);
         {
             let ledger = Arc::make_mut(&mut self.ledger);
             for i in slots {
@@ -718,7 +683,7 @@ impl Autoscaler {
                     placement: Placement::default(),
                 })
                 .collect();
-            self.fake.with(|w| w.unschedulable = unschedulable);
+            self.on.fake.with(|w| w.unschedulable = unschedulable);
         }
         // Pods being removed are still bound: replicas below the pods tell them apart.
         let pods: BTreeMap<String, NodeSetPod> = (0..pool.holder.len() as u32)
@@ -752,7 +717,7 @@ impl Autoscaler {
                 .collect(),
             ..KubeSnapshot::default()
         };
-        self.fake.with(|w| {
+        self.on.fake.with(|w| {
             if let Some(t) = w.targets.get_mut(PARTITION) {
                 t.replicas = u64::from(ns.replicas);
                 t.version += 1;

@@ -8,7 +8,8 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::report::quantile;
-use super::shared::SharedRun;
+use super::shared::{SharedPoint, SharedRun};
+use super::svg;
 
 /// One row, with the keys scripts and our acceptance checks read: keep them.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -185,29 +186,17 @@ pub fn csv(runs: &[(String, SharedRun)]) -> String {
 /// stacked, idle nodes as a grey line, and below each panel the work waiting (jobs orange,
 /// pods purple) on its own scale.
 pub fn svg(title: &str, runs: &[(String, SharedRun)], rows: &[SharedRow]) -> String {
-    const W: f64 = 960.0;
     const PANEL: f64 = 120.0;
     const WAIT: f64 = 40.0;
-    const LEFT: f64 = 60.0;
-    const RIGHT: f64 = 20.0;
-    const TOP: f64 = 40.0;
     let shown: Vec<&(String, SharedRun)> = runs
         .iter()
         .filter(|(_, r)| !r.timeline.is_empty())
         .collect();
-    let t0 = shown
-        .iter()
-        .filter_map(|(_, r)| r.timeline.first())
-        .map(|p| p.time)
-        .min()
-        .unwrap_or(0);
-    let t1 = shown
-        .iter()
-        .filter_map(|(_, r)| r.timeline.last())
-        .map(|p| p.time)
-        .max()
-        .unwrap_or(t0 + 1)
-        .max(t0 + 1);
+    let (t0, t1) = svg::span(
+        shown
+            .iter()
+            .filter_map(|(_, r)| Some((r.timeline.first()?.time, r.timeline.last()?.time))),
+    );
     let ymax = shown
         .iter()
         .flat_map(|(_, r)| r.timeline.iter())
@@ -220,21 +209,10 @@ pub fn svg(title: &str, runs: &[(String, SharedRun)], rows: &[SharedRow]) -> Str
         .map(|p| f64::from(p.jobs_waiting.max(p.pods_waiting)))
         .fold(1.0_f64, f64::max);
     let step = PANEL + WAIT + 36.0;
-    let height = TOP + shown.len() as f64 * step + 30.0;
-    let x = |t: i64| LEFT + (t - t0) as f64 / (t1 - t0) as f64 * (W - LEFT - RIGHT);
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{height}" viewBox="0 0 {W} {height}" font-family="sans-serif" font-size="12">"##
-    );
-    let _ = writeln!(s, r##"<rect width="100%" height="100%" fill="white"/>"##);
-    let _ = writeln!(
-        s,
-        r##"<text x="{LEFT}" y="22" font-size="15" font-weight="bold">{}</text>"##,
-        escape(title)
-    );
+    let height = svg::TOP + shown.len() as f64 * step + 30.0;
+    let mut page = svg::Page::new(title, (t0, t1), height);
     for (k, (name, r)) in shown.iter().enumerate() {
-        let top = TOP + k as f64 * step + 18.0;
+        let top = svg::TOP + k as f64 * step + 18.0;
         let y = |v: f64| top + PANEL - v / ymax * PANEL;
         let wy = |v: f64| top + PANEL + 8.0 + WAIT - v / wmax * WAIT;
         let label = match rows.iter().find(|w| &w.policy == name) {
@@ -246,89 +224,35 @@ pub fn svg(title: &str, runs: &[(String, SharedRun)], rows: &[SharedRow]) -> Str
             ),
             None => name.clone(),
         };
-        let _ = writeln!(
-            s,
-            r##"<text x="{LEFT}" y="{:.1}">{}</text>"##,
-            top - 5.0,
-            escape(&label)
-        );
-        let _ = writeln!(
-            s,
-            r##"<rect x="{LEFT}" y="{top:.1}" width="{:.1}" height="{PANEL}" fill="none" stroke="#999"/>"##,
-            W - LEFT - RIGHT
-        );
-        let _ = writeln!(
-            s,
-            r##"<text x="{:.1}" y="{:.1}" text-anchor="end">{ymax:.0}</text><text x="{:.1}" y="{:.1}" text-anchor="end">0</text>"##,
-            LEFT - 4.0,
-            top + 10.0,
-            LEFT - 4.0,
-            top + PANEL
-        );
-        let path = |f: &dyn Fn(&super::shared::SharedPoint) -> f64, yy: &dyn Fn(f64) -> f64| {
-            let mut d = String::new();
-            let mut last: Option<String> = None;
-            for p in &r.timeline {
-                let v = format!("{:.1}", yy(f(p)));
-                if last.as_deref() != Some(v.as_str()) {
-                    if let Some(prev) = &last {
-                        let _ = write!(d, " L{:.1},{prev}", x(p.time));
-                    }
-                    let _ = write!(d, " L{:.1},{v}", x(p.time));
-                    last = Some(v);
-                }
-            }
-            if let Some(prev) = last {
-                let _ = write!(d, " L{:.1},{prev}", x(t1));
-            }
-            d
+        page.panel(&label, top, PANEL, ymax);
+        let steps = |f: &dyn Fn(&SharedPoint) -> f64, yy: &dyn Fn(f64) -> f64| {
+            page.steps(r.timeline.iter().map(|p| (p.time, yy(f(p)))))
         };
         let base = r.timeline[0].time;
-        let area = |f: &dyn Fn(&super::shared::SharedPoint) -> f64, fill: &str| {
-            format!(
-                r##"<path d="M{:.1},{:.1}{} L{:.1},{:.1} Z" fill="{fill}" stroke="none"/>"##,
-                x(base),
-                y(0.0),
-                path(f, &y),
-                x(t1),
-                y(0.0)
-            )
-        };
-        let line = |f: &dyn Fn(&super::shared::SharedPoint) -> f64,
-                    yy: &dyn Fn(f64) -> f64,
-                    color: &str| {
-            format!(
-                r##"<path d="M{}" fill="none" stroke="{color}" stroke-width="1"/>"##,
-                path(f, yy).trim_start().trim_start_matches('L')
-            )
-        };
         // Stacked: Kubernetes on top of Slurm.
-        let _ = writeln!(s, "{}", area(&|p| p.slurm_nodes + p.kube_nodes, "#a1d99b"));
-        let _ = writeln!(s, "{}", area(&|p| p.slurm_nodes, "#9ecae1"));
-        let _ = writeln!(s, "{}", line(&|p| p.idle_nodes, &y, "#636363"));
-        let _ = writeln!(
-            s,
-            "{}",
-            line(&|p| f64::from(p.jobs_waiting), &wy, "#e6550d")
-        );
-        let _ = writeln!(
-            s,
-            "{}",
-            line(&|p| f64::from(p.pods_waiting), &wy, "#756bb1")
-        );
+        let stacked = [
+            (steps(&|p| p.slurm_nodes + p.kube_nodes, &y), "#a1d99b"),
+            (steps(&|p| p.slurm_nodes, &y), "#9ecae1"),
+        ];
+        let lines = [
+            (steps(&|p| p.idle_nodes, &y), "#636363"),
+            (steps(&|p| f64::from(p.jobs_waiting), &wy), "#e6550d"),
+            (steps(&|p| f64::from(p.pods_waiting), &wy), "#756bb1"),
+        ];
+        for (d, fill) in stacked {
+            let area = page.area(base, y(0.0), &d);
+            page.path(&area, &format!(r##"fill="{fill}" stroke="none""##));
+        }
+        for (d, color) in lines {
+            let line = svg::Page::line(&d);
+            page.path(
+                &line,
+                &format!(r##"fill="none" stroke="{color}" stroke-width="1""##),
+            );
+        }
     }
-    let bottom = height - 12.0;
     let days = (t1 - t0) as f64 / 86400.0;
-    let _ = writeln!(
-        s,
-        r##"<text x="{LEFT}" y="{bottom}">blue: nodes Slurm holds · green: nodes Kubernetes holds · grey: idle nodes · below: jobs (orange) and pods (purple) waiting, up to {wmax:.0} · {days:.1} days</text>"##
-    );
-    s.push_str("</svg>\n");
-    s
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+    page.finish(&format!(
+        "blue: nodes Slurm holds · green: nodes Kubernetes holds · grey: idle nodes · below: jobs (orange) and pods (purple) waiting, up to {wmax:.0} · {days:.1} days"
+    ))
 }

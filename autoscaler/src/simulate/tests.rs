@@ -269,7 +269,7 @@ fn trace(n: usize) -> Vec<TraceJob> {
 }
 
 #[test]
-fn builtin_runs_the_real_controller_on_the_autoscaler_spec() {
+fn builtin_scales_to_zero_when_idle_and_keeps_the_idle_replicas_its_spec_asks() {
     let opts = Options::new(CPU16, 8);
     let run = run_policy(Policy::Builtin, trace(60).into(), &opts, None).unwrap();
     assert_eq!(run.stats.jobs, 60);
@@ -301,7 +301,7 @@ fn fast_forward_gives_what_reconciling_every_poll_gives() {
 }
 
 #[test]
-fn every_policy_runs_every_job_and_static_never_waits_for_nodes() {
+fn every_policy_runs_every_job_and_saves_node_time_over_static_at_no_shorter_wait() {
     let opts = Options::new(CPU16, 8);
     let runs = super::run(&Policy::ALL, trace(100), &opts, None).unwrap();
     assert_eq!(runs.len(), 5);

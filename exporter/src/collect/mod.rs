@@ -554,16 +554,19 @@ mod tests {
 
     #[test]
     fn the_default_limit_lets_every_collection_through_on_time() {
-        let n = |r: NonZeroU32| r.get();
-        // 5 requests a quiet collection, twice that for room, single-job reads in bursts.
-        let (rate, burst) = request_budget(&cluster(None), &opts(1));
-        assert_eq!((n(rate), n(burst)), (10, 55));
-        let (rate, burst) = request_budget(&cluster(None), &opts(2));
-        assert_eq!((n(rate), n(burst)), (6, 55));
-        let (rate, burst) = request_budget(&cluster(None), &opts(30));
-        assert_eq!((n(rate), n(burst)), (2, 55));
+        // A quiet collection is one request per endpoint; a busy step adds up to
+        // MAX_SINGLE_READS single-job reads at once.
+        let quiet = Endpoint::ALL.len() as f64;
+        for interval in [1, 2, 5, 30, 300] {
+            let (rate, burst) = request_budget(&cluster(None), &opts(interval));
+            let per_interval = f64::from(rate.get()) * interval as f64;
+            // Room for twice a quiet collection every interval (reads again, retries)…
+            assert!(per_interval >= 2.0 * quiet, "{interval}s: {rate}/s");
+            // …and the busiest step goes out at once, never queued behind the limiter.
+            assert!(burst.get() >= Endpoint::ALL.len() as u32 + MAX_SINGLE_READS);
+        }
         // What the user sets stands, even when it cannot keep up.
         let (rate, _) = request_budget(&cluster(Some(2)), &opts(1));
-        assert_eq!(n(rate), 2);
+        assert_eq!(rate.get(), 2);
     }
 }

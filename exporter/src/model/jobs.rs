@@ -162,6 +162,7 @@ impl JobsBuilder {
         Some(entry)
     }
 
+    /// Counts one job record.
     pub fn add(&mut self, r: JobRecord<'_>) {
         let state = r.state.unwrap_or(JobState::Other);
         let origin = self.origins.classify(&r);
@@ -203,9 +204,7 @@ impl JobsBuilder {
             JobState::Running | JobState::Suspended => {
                 let (cpus, gpus, nodes) = (r.cpus.unwrap_or(0), r.gpus_alloc(), r.node_count());
                 for c in std::iter::once(cluster).chain(partition) {
-                    c.cpus_alloc = c.cpus_alloc.saturating_add(cpus);
-                    c.gpus_alloc = c.gpus_alloc.saturating_add(gpus);
-                    c.nodes_alloc = c.nodes_alloc.saturating_add(nodes);
+                    c.count_allocation(cpus, gpus, nodes);
                 }
                 if let (Some(array), Some(_)) = (r.array_job_id.filter(|a| *a > 0), r.array_task_id)
                 {
@@ -233,24 +232,7 @@ impl JobsBuilder {
                 let max_nodes = r.max_nodes.unwrap_or(0).max(min_nodes);
                 let mut reason = None;
                 for c in std::iter::once(cluster).chain(partition) {
-                    c.held += u64::from(held);
-                    match c.pending_by_reason.get_key_value(reason_text) {
-                        Some((k, _)) => {
-                            let k = k.clone();
-                            *c.pending_by_reason.entry(k.clone()).or_default() += 1;
-                            reason.get_or_insert(k);
-                        }
-                        None => {
-                            let k = reason.get_or_insert_with(|| Arc::from(reason_text)).clone();
-                            c.pending_by_reason.insert(k, 1);
-                        }
-                    }
-                    raise(&mut c.pending_nodes_min, min_nodes);
-                    raise(&mut c.pending_nodes_max, max_nodes);
-                    if !held {
-                        raise(&mut c.pending_nodes_min_nohold, min_nodes);
-                        raise(&mut c.pending_nodes_max_nohold, max_nodes);
-                    }
+                    c.count_pending(held, reason_text, &mut reason, (min_nodes, max_nodes));
                 }
                 let (tasks, throttle_in_string) = array_tasks(r.array_task_string);
                 let throttle = r.array_max_tasks.filter(|m| *m > 0).or(throttle_in_string);
@@ -308,6 +290,44 @@ impl JobsBuilder {
 
 fn raise(slot: &mut Option<u64>, v: u64) {
     *slot = Some(slot.map_or(v, |s| s.max(v)));
+}
+
+impl JobCounts {
+    /// A running job's allocation.
+    fn count_allocation(&mut self, cpus: u64, gpus: u64, nodes: u64) {
+        self.cpus_alloc = self.cpus_alloc.saturating_add(cpus);
+        self.gpus_alloc = self.gpus_alloc.saturating_add(gpus);
+        self.nodes_alloc = self.nodes_alloc.saturating_add(nodes);
+    }
+
+    /// A pending job: held or not, its reason (one `Arc` shared by every count it lands
+    /// in: `reason` keeps the first made or found), and the nodes it asks (min, max).
+    fn count_pending(
+        &mut self,
+        held: bool,
+        reason_text: &str,
+        reason: &mut Option<Arc<str>>,
+        (min_nodes, max_nodes): (u64, u64),
+    ) {
+        self.held += u64::from(held);
+        match self.pending_by_reason.get_key_value(reason_text) {
+            Some((k, _)) => {
+                let k = k.clone();
+                *self.pending_by_reason.entry(k.clone()).or_default() += 1;
+                reason.get_or_insert(k);
+            }
+            None => {
+                let k = reason.get_or_insert_with(|| Arc::from(reason_text)).clone();
+                self.pending_by_reason.insert(k, 1);
+            }
+        }
+        raise(&mut self.pending_nodes_min, min_nodes);
+        raise(&mut self.pending_nodes_max, max_nodes);
+        if !held {
+            raise(&mut self.pending_nodes_min_nohold, min_nodes);
+            raise(&mut self.pending_nodes_max_nohold, max_nodes);
+        }
+    }
 }
 
 #[cfg(test)]

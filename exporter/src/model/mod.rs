@@ -572,13 +572,14 @@ pub struct RpcStat {
 /// The controller's answer to `/ping`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Ping {
-    pub controllers: Vec<Controller>,
+    pub controllers: Vec<Slurmctld>,
     /// The Slurm release slurmrestd reports, e.g. `24.11.5`.
     pub release: Option<String>,
 }
 
+/// One slurmctld as `/ping` reports it (primary or backup).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Controller {
+pub struct Slurmctld {
     pub hostname: String,
     pub mode: String,
     pub responding: bool,

@@ -105,12 +105,12 @@ pub fn pack(free: &[FreeNode], shape: Resources, asks: &[Ask], max_new: u64) -> 
     pack_bins(free, shape, asks, max_new).0
 }
 
-fn pack_bins(
-    free: &[FreeNode],
-    shape: Resources,
-    asks: &[Ask],
-    max_new: u64,
-) -> (Packed, Vec<Bin>) {
+/// Asks of one kind: (nodes per job, per node, whole nodes), how many.
+type Group = ((u64, Resources, bool), u64);
+
+/// `asks` grouped by kind, largest first (first-fit decreasing): whole-node jobs, then the
+/// largest share of a node, then the most nodes; the rest only makes the order total.
+fn groups(shape: Resources, asks: &[Ask]) -> Vec<Group> {
     // Memory asks are rounded up to 1/1024 of a node's (0.5 GiB on 512 GiB nodes), so jobs
     // that differ by a few MiB group together: at most that much over per job, never under.
     let grain = (shape.memory_bytes / 1024).max(1);
@@ -131,19 +131,26 @@ fn pack_bins(
             .entry((a.nodes.max(1), per_node, a.whole_node))
             .or_default() += a.count;
     }
-    let mut groups: Vec<_> = groups
+    let mut groups: Vec<(f64, Group)> = groups
         .into_iter()
-        .map(|(key, count)| (key.1.share_of(&shape), key, count))
+        .map(|(key, count)| (key.1.share_of(&shape), (key, count)))
         .collect();
-    // Decreasing: whole-node jobs, then the largest share of a node, then the most nodes;
-    // the rest only makes the order total (deterministic).
-    groups.sort_by(|(sa, (na, ra, wa), _), (sb, (nb, rb, wb), _)| {
+    groups.sort_by(|(sa, ((na, ra, wa), _)), (sb, ((nb, rb, wb), _))| {
         wb.cmp(wa)
             .then(sb.total_cmp(sa))
             .then(nb.cmp(na))
             .then(rb.cmp(ra))
     });
+    groups.into_iter().map(|(_, g)| g).collect()
+}
 
+fn pack_bins(
+    free: &[FreeNode],
+    shape: Resources,
+    asks: &[Ask],
+    max_new: u64,
+) -> (Packed, Vec<Bin>) {
+    let groups = groups(shape, asks);
     let mut bins: Vec<Bin> = free
         .iter()
         .filter(|n| n.free.cpus > 0)
@@ -163,7 +170,7 @@ fn pack_bins(
     let mut taken: Vec<usize> = Vec::new();
     let mut out = Packed::default();
     let mut overflow = 0u64;
-    for (_, (nodes, per_node, whole), count) in groups {
+    for ((nodes, per_node, whole), count) in groups {
         let fits_shape = shape.holds(&per_node);
         let fits = |b: &Bin| {
             if whole {

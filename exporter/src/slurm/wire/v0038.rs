@@ -12,7 +12,7 @@ use super::{
 use crate::model::job_table::JobTable;
 use crate::model::jobs::{JobRecord, JobsBuilder};
 use crate::model::text::{parse_gres, tres_gpus, tres_memory_bytes};
-use crate::model::{Controller, Diag, JobState, Jobs, Node, NodeState, Partition, Ping, RpcStat};
+use crate::model::{Diag, JobState, Jobs, Node, NodeState, Partition, Ping, RpcStat, Slurmctld};
 
 wire_struct! {
     struct Job<'a> {
@@ -196,7 +196,7 @@ wire_struct! {
 
 pub fn decode_ping(bytes: &[u8]) -> serde_json::Result<Decoded<Ping>> {
     let decoded = decode_list(bytes, "pings", |p: WirePing| {
-        Some(Controller {
+        Some(Slurmctld {
             hostname: p.hostname.0.into_owned(),
             mode: p.mode.0.into_owned(),
             responding: p.ping.as_str().eq_ignore_ascii_case("UP"),

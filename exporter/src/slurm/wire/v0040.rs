@@ -19,7 +19,7 @@ use crate::model::job_table::JobTable;
 use crate::model::job_table::StateEntry;
 use crate::model::jobs::{JobRecord, JobsBuilder};
 use crate::model::text::{parse_gres, tres_gpus, tres_memory_bytes};
-use crate::model::{Controller, Diag, JobState, Jobs, Node, NodeState, Partition, Ping};
+use crate::model::{Diag, JobState, Jobs, Node, NodeState, Partition, Ping, Slurmctld};
 
 /// `job_resources` in either shape: v0.0.38/40 `{allocated_hosts, allocated_cpus,
 /// allocated_cores, ...}` or v0.0.41+ `{nodes: {count, list, ...}, cpus}`. Only the counts
@@ -288,7 +288,7 @@ pub fn decode_ping(bytes: &[u8]) -> serde_json::Result<Decoded<Ping>> {
     let decoded = decode_list(bytes, "pings", |p: WirePing| {
         // 24.11 answers a rejected token with `pinged: DOWN, responding: false`: both count.
         let up = p.pinged.as_str().eq_ignore_ascii_case("UP");
-        Some(Controller {
+        Some(Slurmctld {
             hostname: p.hostname.0.into_owned(),
             mode: p.mode.0.into_owned(),
             responding: p.responding.map_or(up, |r| r.0 && up),

@@ -6,7 +6,7 @@
 //! Jobs, nodes, partitions and diag decode with the v0.0.40 structs.
 
 use super::{Decoded, Flag, Num, Str, decode_list, micros, wire_struct};
-use crate::model::{Controller, Ping};
+use crate::model::{Ping, Slurmctld};
 
 pub use super::v0040::{
     decode_diag, decode_job_states, decode_job_table, decode_jobs, decode_nodes, decode_partitions,
@@ -23,7 +23,7 @@ wire_struct! {
 
 pub fn decode_ping(bytes: &[u8]) -> serde_json::Result<Decoded<Ping>> {
     let decoded = decode_list(bytes, "pings", |p: WirePing| {
-        Some(Controller {
+        Some(Slurmctld {
             hostname: p.hostname.0.into_owned(),
             mode: if p.primary.0 { "primary" } else { "backup" }.to_string(),
             responding: p.responding.0,
