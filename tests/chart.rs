@@ -157,8 +157,10 @@ fn the_chart_lints_and_renders_valid_manifests() {
     }
 }
 
+/// Two autoscaler replicas, leader-elected, each with its own identity in the Lease; the
+/// request limit follows the interval.
 #[test]
-fn the_rendered_objects_keep_their_promises() {
+fn the_autoscaler_runs_leader_elected_replicas_each_with_its_own_identity() {
     let (_, values) = values_sets().remove(0);
     let objs = objects(&render("slurm", &values));
 
@@ -182,6 +184,11 @@ fn the_rendered_objects_keep_their_promises() {
         "the request limit is left to follow the interval"
     );
     assert!(var("SLURMSCALE_EXPORTER_METRICS").is_none());
+}
+
+#[test]
+fn a_locked_down_metrics_endpoint_is_mounted_probed_and_scraped_over_https() {
+    let (_, values) = values_sets().remove(0);
 
     // /metrics locked down: the web config Secret is mounted and named, probes and the
     // ServiceMonitor speak https, the ServiceMonitor carries the scrape credentials.
@@ -221,6 +228,11 @@ fn the_rendered_objects_keep_their_promises() {
         assert_eq!(ep["scheme"], "https", "{component}");
         assert_eq!(ep["basicAuth"]["username"]["name"], "scrape", "{component}");
     }
+}
+
+#[test]
+fn the_autoscaler_alone_serves_the_exporter_metrics_when_asked() {
+    let (_, values) = values_sets().remove(0);
 
     // One poller for both roles: the autoscaler serves the exporter's metrics, no exporter.
     let mut shared = values.clone();
@@ -244,6 +256,12 @@ fn the_rendered_objects_keep_their_promises() {
             .any(|e| e["name"] == "SLURMSCALE_EXPORTER_METRICS" && e["value"] == "true"),
         "autoscaler.exporterMetrics does not reach the autoscaler"
     );
+}
+
+#[test]
+fn the_rbac_grants_least_privilege() {
+    let (_, values) = values_sets().remove(0);
+    let objs = objects(&render("slurm", &values));
 
     // The exporter only reads.
     let role = find(&objs, "ClusterRole", "-exporter").expect("exporter ClusterRole");
@@ -285,6 +303,12 @@ fn the_rendered_objects_keep_their_promises() {
     let lease = find(&objs, "Role", "-leader-election").expect("leader-election Role");
     assert_eq!(lease["metadata"]["namespace"], "slurm");
     assert_eq!(lease["rules"][0]["resources"][0], "leases");
+}
+
+#[test]
+fn monitoring_objects_dashboards_and_our_crd_come_along() {
+    let (_, values) = values_sets().remove(0);
+    let objs = objects(&render("slurm", &values));
 
     // Monitoring objects: fixed job names (the alerts use them), the alert file, dashboards.
     let sm = find(&objs, "ServiceMonitor", "-exporter").expect("ServiceMonitor");
@@ -524,4 +548,154 @@ fn every_hand_written_list_of_api_versions_names_what_the_exporter_speaks() {
         }
         assert_eq!(got, want, "{file}: {line}");
     }
+}
+
+/// The exporter and the autoscaler do their work as the chart's own ServiceAccounts, bound
+/// by the chart's own RBAC — not as the harness's admin: a permission the chart forgets
+/// (the scale subresource, the status, Events, the Lease, a watch) fails here. The chart's
+/// RBAC objects are installed for real under a release of this test; each process gets a
+/// kubeconfig holding its ServiceAccount's token (TokenRequest, as a projected token in a pod).
+#[tokio::test]
+async fn the_processes_work_with_the_charts_own_service_accounts_and_rbac() {
+    use support::elastic;
+
+    let _turn = elastic::ELASTIC.lock().await;
+    let client = support::kube_client().await;
+    let ns = support::namespace(&client, "rbac").await;
+    let release = support::unique("rbac");
+    let (ok, rendered, all) = helm(&[
+        "template",
+        &release,
+        "charts/slurmscale",
+        "--namespace",
+        &ns,
+        "--set",
+        "slurm.url=http://slurmrestd:6820",
+        "--set",
+        "slurm.auth.value=c2VjcmV0LWtleS1ieXRlcw==",
+    ]);
+    assert!(ok, "helm template: {all}");
+    let rbac: Vec<Value> = objects(&rendered)
+        .into_iter()
+        .filter(|o| {
+            [
+                "ServiceAccount",
+                "ClusterRole",
+                "ClusterRoleBinding",
+                "Role",
+                "RoleBinding",
+            ]
+            .contains(&o["kind"].as_str().unwrap_or_default())
+        })
+        .collect();
+    assert_eq!(
+        rbac.len(),
+        8,
+        "two ServiceAccounts, ClusterRoles and bindings; a Lease Role and its binding"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rbac.json");
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": rbac});
+    std::fs::write(&file, list.to_string()).unwrap();
+    let (ok, out) = run_tool("kubectl", &["apply", "-f", file.to_str().unwrap()]);
+    assert!(ok, "installing the chart's RBAC: {out}");
+
+    // A kubeconfig per component: the harness's server and CA, the ServiceAccount's token.
+    let admin: Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(support::kubeconfig_path()).unwrap())
+            .unwrap();
+    let kubeconfig_of = |component: &str| {
+        let sa = rbac
+            .iter()
+            .find(|o| {
+                o["kind"] == "ServiceAccount"
+                    && o["metadata"]["name"]
+                        .as_str()
+                        .is_some_and(|n| n.ends_with(component))
+            })
+            .and_then(|o| o["metadata"]["name"].as_str())
+            .unwrap_or_else(|| panic!("no ServiceAccount for the {component}"))
+            .to_string();
+        let out = Command::new(tool("kubectl"))
+            .args(["create", "token", &sa, "-n", &ns, "--duration", "1h"])
+            .env("KUBECONFIG", support::kubeconfig_path())
+            .output()
+            .unwrap();
+        // The token is a secret: never in a message.
+        assert!(
+            out.status.success(),
+            "kubectl create token {sa}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let token = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let mut k = admin.clone();
+        k["users"][0]["user"] = serde_json::json!({ "token": token });
+        let path = dir.path().join(format!("{component}.kubeconfig"));
+        std::fs::write(&path, k.to_string()).unwrap();
+        path
+    };
+    let (exporter_kc, autoscaler_kc) = (kubeconfig_of("exporter"), kubeconfig_of("autoscaler"));
+
+    let cluster = support::SlurmCluster::get("24.11");
+    let s = elastic::setup(&cluster, false).await;
+    // The Lease lives in the release namespace: the only one its Role covers.
+    let a = support::autoscaler_with(&cluster, &cluster.url, &autoscaler_kc, &ns, &[]);
+    let e = support::exporter(&cluster, &exporter_kc);
+    e.wait_ready(Duration::from_secs(30)).await;
+    elastic::sbatch(&cluster, &["-N", "2", "--wrap", "sleep 2"]);
+    elastic::eventually(
+        "scaled to 2 for the job, as the chart's autoscaler ServiceAccount",
+        Duration::from_secs(30),
+        &a,
+        async || elastic::replicas(&s).await == 2,
+    )
+    .await;
+    elastic::eventually(
+        "the NodeSetAutoscaler's status written and a ScaledUp Event",
+        Duration::from_secs(15),
+        &a,
+        async || {
+            let status = s
+                .autoscalers
+                .get("elastic")
+                .await
+                .ok()
+                .and_then(|n| n.status);
+            status.is_some_and(|st| st.desired_replicas == Some(2))
+                && !elastic::events(&s, "ScaledUp").await.is_empty()
+        },
+    )
+    .await;
+    // Every watch of the exporter listed and healthy as its ServiceAccount.
+    let watched = wait_until(Duration::from_secs(30), || async {
+        let m = e.metrics().await;
+        let up = m.all("slurm_exporter_kubernetes_watch_up", &[]);
+        up.len() >= 4 && up.iter().all(|v| *v == 1.0)
+    })
+    .await;
+    assert!(
+        watched,
+        "the exporter's watches as its ServiceAccount:\n{}",
+        e.logs()
+    );
+    elastic::eventually(
+        "back to 0 once the job is done",
+        Duration::from_secs(60),
+        &a,
+        async || elastic::replicas(&s).await == 0,
+    )
+    .await;
+    for (who, logs) in [("autoscaler", a.logs()), ("exporter", e.logs())] {
+        assert!(
+            !logs.contains("Forbidden") && !logs.contains("forbidden"),
+            "the {who} was refused something the chart should grant:\n{logs}"
+        );
+    }
+    s.teardown(&cluster).await;
+    // Cluster-scoped objects outlive the namespace: remove this release's.
+    let (ok, out) = run_tool(
+        "kubectl",
+        &["delete", "-f", file.to_str().unwrap(), "--ignore-not-found"],
+    );
+    assert!(ok, "{out}");
 }

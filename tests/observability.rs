@@ -7,7 +7,7 @@ mod support;
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Node;
@@ -16,11 +16,8 @@ use serde_json::{Value, json};
 use slurmscale_autoscaler::crd::NodeSetAutoscaler;
 use slurmscale_exporter::k8s::genericnode::GenericNode;
 use slurmscale_exporter::k8s::nodeset::v1beta1;
-use support::{
-    Process, SlurmCluster, free_port, kube_client, namespace, repo_root, tool, unique, wait_until,
-};
-
-const ALERTS: &str = "charts/slurmscale/files/alerts.yaml";
+use support::prometheus::{ALERTS, Prometheus};
+use support::{Process, SlurmCluster, kube_client, namespace, repo_root, tool, unique, wait_until};
 
 fn promtool(args: &[&str]) -> (bool, String) {
     let out = Command::new("promtool")
@@ -243,85 +240,6 @@ fn alert_selectors() -> Vec<(String, String, String)> {
     }
     assert!(out.len() >= 9, "{out:?}");
     out
-}
-
-/// Prometheus on 127.0.0.1, storing in a temp dir; killed (by its pid) when dropped.
-struct Prometheus {
-    child: Child,
-    url: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Prometheus {
-    fn start(targets: &[(&str, u16)]) -> Self {
-        let scrape: Vec<Value> = targets
-            .iter()
-            .map(|(job, port)| {
-                json!({"job_name": job, "honor_labels": true, "scrape_interval": "1s",
-                       "static_configs": [{"targets": [format!("127.0.0.1:{port}")]}]})
-            })
-            .collect();
-        Self::start_with(scrape)
-    }
-
-    /// With these scrape configs as they are.
-    fn start_with(scrape: Vec<Value>) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let config = json!({
-            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-            "rule_files": [repo_root().join(ALERTS)],
-            "scrape_configs": scrape,
-        });
-        let config_file = dir.path().join("prometheus.yml");
-        std::fs::write(&config_file, serde_json::to_vec(&config).unwrap()).unwrap();
-        let port = free_port();
-        let child = Command::new("prometheus")
-            .arg(format!("--config.file={}", config_file.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("data").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .arg("--log.level=warn")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.path().join("log")).unwrap())
-            .spawn()
-            .expect("prometheus (Debian's prometheus package; tests/harness/deps.sh installs it)");
-        Self {
-            child,
-            url: format!("http://127.0.0.1:{port}"),
-            _dir: dir,
-        }
-    }
-
-    async fn api(&self, path: &str, query: &[(&str, &str)]) -> Option<Value> {
-        let url = reqwest::Url::parse_with_params(&format!("{}{path}", self.url), query).ok()?;
-        let resp = reqwest::get(url).await.ok()?;
-        resp.json().await.ok()
-    }
-
-    /// The result of an instant query; an error names the query.
-    async fn query(&self, expr: &str) -> Result<Vec<Value>, String> {
-        let v = self
-            .api("/api/v1/query", &[("query", expr)])
-            .await
-            .ok_or("Prometheus did not answer")?;
-        if v["status"] != "success" {
-            return Err(format!("{}: {}", v["errorType"], v["error"]));
-        }
-        Ok(v["data"]["result"].as_array().cloned().unwrap_or_default())
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self._dir.path().join("log")).unwrap_or_default()
-    }
-}
-
-impl Drop for Prometheus {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// Cancels the test's jobs however the test ends: later tests own the elastic partition.

@@ -568,6 +568,15 @@ async fn scale_from_zero_with_records(flavor: &str) {
             .args(["--user=root", "--partition", PARTITION])
             .status();
     }
+    // The operator's pods go after the scale-in, not with it: until their slurmds are gone,
+    // slurmctld would start the next job on a node about to go DOWN (and requeue it).
+    support::elastic::eventually(
+        "the pods' nodes gone from Slurm",
+        Duration::from_secs(20),
+        &a,
+        async || (0..3).all(|i| !registered(&cluster, &format!("slinky-{i}"))),
+    )
+    .await;
     let c = cluster.clone();
     let size = tokio::task::spawn_blocking(move || partition_size(&c))
         .await
