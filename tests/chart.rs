@@ -616,11 +616,10 @@ async fn the_processes_work_with_the_charts_own_service_accounts_and_rbac() {
             .and_then(|o| o["metadata"]["name"].as_str())
             .unwrap_or_else(|| panic!("no ServiceAccount for the {component}"))
             .to_string();
-        let out = Command::new(tool("kubectl"))
-            .args(["create", "token", &sa, "-n", &ns, "--duration", "1h"])
-            .env("KUBECONFIG", support::kubeconfig_path())
-            .output()
-            .unwrap();
+        let out = support::tool_output(
+            "kubectl",
+            &["create", "token", &sa, "-n", &ns, "--duration", "1h"],
+        );
         // The token is a secret: never in a message.
         assert!(
             out.status.success(),

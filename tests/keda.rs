@@ -49,6 +49,55 @@ fn scaled_object_prometheus(ns: &str, prometheus: &str) -> DynamicObject {
     serde_json::from_value(so).unwrap()
 }
 
+/// NodeSet `elastic` at 0 in `ns`, and slurm-operator's part without pods: its status
+/// follows spec.replicas (the HPA reads the current replicas and the pod selector from the
+/// scale subresource) until the task is aborted.
+async fn elastic_nodeset(
+    client: &kube::Client,
+    ns: &str,
+) -> (Api<v1beta1::NodeSet>, tokio::task::JoinHandle<()>) {
+    let nodesets = support::elastic::nodeset_at_zero(client, ns, "elastic", None).await;
+    let operator = {
+        let nodesets = nodesets.clone();
+        tokio::spawn(async move {
+            loop {
+                if let Ok(set) = nodesets.get("elastic").await {
+                    let r = set.spec.replicas.unwrap_or(0);
+                    let status = json!({"status": {"replicas": r, "readyReplicas": r,
+                        "selector": "app.kubernetes.io/instance=elastic"}});
+                    let _ = nodesets
+                        .patch_status("elastic", &PatchParams::default(), &Patch::Merge(status))
+                        .await;
+                }
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+        })
+    };
+    (nodesets, operator)
+}
+
+/// Submits a job for 3 whole nodes of the elastic partition and waits (up to 120 s) for
+/// `replicas` to say 3; whether it did, and when. The job is cancelled either way.
+async fn three_node_job(
+    cluster: &SlurmCluster,
+    replicas: &impl AsyncFn() -> i32,
+) -> (bool, Duration) {
+    let job = cluster.submit(&[
+        "-p",
+        "elastic",
+        "-N",
+        "3",
+        "--exclusive",
+        "--wrap",
+        "sleep 600",
+    ]);
+    let at = std::time::Instant::now();
+    let reached = wait_until(Duration::from_secs(120), || async { replicas().await == 3 }).await;
+    let took = at.elapsed();
+    let _ = cluster.run("scancel", &[&job]);
+    (reached, took)
+}
+
 /// The elastic partition of one Slurm is used by one test at a time.
 static ELASTIC: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -66,36 +115,7 @@ async fn the_keda_example_scales_a_nodeset_from_zero_to_what_a_job_needs() {
         "KEDA's metrics adapter is not serving external.metrics.k8s.io ({served:?}): start it with tests/harness/kube.sh keda-start (tests/run.sh does)"
     );
     let ns = namespace(&client, "keda").await;
-    let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
-    let spec = v1beta1::NodeSetSpec {
-        replicas: Some(0),
-        ..Default::default()
-    };
-    nodesets
-        .create(
-            &PostParams::default(),
-            &v1beta1::NodeSet::new("elastic", spec),
-        )
-        .await
-        .unwrap();
-    // slurm-operator's part, without pods: the status follows spec.replicas (the HPA reads
-    // the current replicas and the pod selector from the scale subresource).
-    let operator = {
-        let nodesets = nodesets.clone();
-        tokio::spawn(async move {
-            loop {
-                if let Ok(set) = nodesets.get("elastic").await {
-                    let r = set.spec.replicas.unwrap_or(0);
-                    let status = json!({"status": {"replicas": r, "readyReplicas": r,
-                        "selector": "app.kubernetes.io/instance=elastic"}});
-                    let _ = nodesets
-                        .patch_status("elastic", &PatchParams::default(), &Patch::Merge(status))
-                        .await;
-                }
-                tokio::time::sleep(Duration::from_millis(300)).await;
-            }
-        })
-    };
+    let (nodesets, operator) = elastic_nodeset(&client, &ns).await;
 
     let exporter = exporter(&cluster, &kubeconfig_path());
     exporter.wait_ready(Duration::from_secs(60)).await;
@@ -111,29 +131,10 @@ async fn the_keda_example_scales_a_nodeset_from_zero_to_what_a_job_needs() {
 
     // Nothing waits: KEDA keeps the NodeSet at its idle count, 0.
     tokio::time::sleep(Duration::from_secs(20)).await;
-    let replicas = || async {
-        nodesets
-            .get("elastic")
-            .await
-            .ok()
-            .and_then(|s| s.spec.replicas)
-            .unwrap_or(0)
-    };
+    let replicas = async || support::elastic::spec_replicas(&nodesets, "elastic").await;
     assert_eq!(replicas().await, 0, "idle: no node");
 
-    let job = cluster.submit(&[
-        "-p",
-        "elastic",
-        "-N",
-        "3",
-        "--exclusive",
-        "--wrap",
-        "sleep 600",
-    ]);
-    let at = std::time::Instant::now();
-    let reached = wait_until(Duration::from_secs(120), || async { replicas().await == 3 }).await;
-    let took = at.elapsed();
-    let _ = cluster.run("scancel", &[&job]);
+    let (reached, took) = three_node_job(&cluster, &replicas).await;
     operator.abort();
     assert!(
         reached,
@@ -179,34 +180,7 @@ async fn the_prometheus_keda_example_scales_a_nodeset_from_zero_to_what_a_job_ne
         "KEDA's metrics adapter is not serving external.metrics.k8s.io: start it with tests/harness/kube.sh keda-start (tests/run.sh does)"
     );
     let ns = namespace(&client, "keda-prom").await;
-    let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
-    let spec = v1beta1::NodeSetSpec {
-        replicas: Some(0),
-        ..Default::default()
-    };
-    nodesets
-        .create(
-            &PostParams::default(),
-            &v1beta1::NodeSet::new("elastic", spec),
-        )
-        .await
-        .unwrap();
-    let operator = {
-        let nodesets = nodesets.clone();
-        tokio::spawn(async move {
-            loop {
-                if let Ok(set) = nodesets.get("elastic").await {
-                    let r = set.spec.replicas.unwrap_or(0);
-                    let status = json!({"status": {"replicas": r, "readyReplicas": r,
-                        "selector": "app.kubernetes.io/instance=elastic"}});
-                    let _ = nodesets
-                        .patch_status("elastic", &PatchParams::default(), &Patch::Merge(status))
-                        .await;
-                }
-                tokio::time::sleep(Duration::from_millis(300)).await;
-            }
-        })
-    };
+    let (nodesets, operator) = elastic_nodeset(&client, &ns).await;
     let exporter = exporter(&cluster, &kubeconfig_path());
     exporter.wait_ready(Duration::from_secs(60)).await;
     let prometheus = Prometheus::start(&[("slurmscale-exporter", exporter.port)]);
@@ -226,27 +200,8 @@ async fn the_prometheus_keda_example_scales_a_nodeset_from_zero_to_what_a_job_ne
     );
     let so = scaled_object_prometheus(&ns, &prometheus.url);
     scaled.create(&PostParams::default(), &so).await.unwrap();
-    let replicas = || async {
-        nodesets
-            .get("elastic")
-            .await
-            .ok()
-            .and_then(|s| s.spec.replicas)
-            .unwrap_or(0)
-    };
-    let job = cluster.submit(&[
-        "-p",
-        "elastic",
-        "-N",
-        "3",
-        "--exclusive",
-        "--wrap",
-        "sleep 600",
-    ]);
-    let at = std::time::Instant::now();
-    let reached = wait_until(Duration::from_secs(120), || async { replicas().await == 3 }).await;
-    let took = at.elapsed();
-    let _ = cluster.run("scancel", &[&job]);
+    let replicas = async || support::elastic::spec_replicas(&nodesets, "elastic").await;
+    let (reached, took) = three_node_job(&cluster, &replicas).await;
     operator.abort();
     assert!(
         reached,

@@ -18,11 +18,11 @@ mod support;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::json;
 use slurmscale_autoscaler::crd::NodeSetAutoscaler;
 use slurmscale_exporter::k8s::nodeset::v1beta1;
-use support::{SlurmCluster, kube_client, kube_env, namespace};
+use support::{SlurmCluster, kube_client, kube_env};
 
 const PARTITION: &str = "slinky";
 const SLURMD_PODS: &str = "app.kubernetes.io/name=slurmd";
@@ -142,21 +142,9 @@ async fn reset(cluster: &SlurmCluster, ns: &str) {
         "the operator's pods of an earlier NodeSet slinky did not go"
     );
     let c = cluster.clone();
-    tokio::task::spawn_blocking(move || {
-        let _ = c
-            .cmd("scancel")
-            .args(["--user=root", "--partition", PARTITION])
-            .status();
-        std::thread::sleep(Duration::from_secs(1));
-        for i in 0..16 {
-            let _ = c
-                .cmd("scontrol")
-                .args(["delete", &format!("nodename=slinky-{i}")])
-                .output();
-        }
-    })
-    .await
-    .unwrap();
+    tokio::task::spawn_blocking(move || support::elastic::reset_slinky(&c))
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -168,42 +156,11 @@ async fn the_real_operator_runs_the_pods_the_autoscaler_asks_for_and_drains_them
     let client = kube_client().await;
 
     let nodesets = nodeset(&client, &ns, &controller, 0).await;
-    let autoscalers: Api<NodeSetAutoscaler> = Api::namespaced(client.clone(), &ns);
-    let nsa: NodeSetAutoscaler = serde_json::from_value(json!({
-        "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler",
-        "metadata": {"name": "slinky"},
-        "spec": {
-            "scaleTargetRef": {"name": "slinky"},
-            "slurm": {"cluster": cluster.name},
-            "maxReplicas": 3, "idleTimeoutSeconds": 6,
-            "scaleDown": {"stabilizationWindowSeconds": 4, "maxStep": 8},
-            // 24.11 refuses a job for a NodeSet= partition without nodes: records first.
-            "nodeRecords": "Future",
-        }
-    }))
-    .unwrap();
-    autoscalers
-        .create(&PostParams::default(), &nsa)
-        .await
-        .unwrap();
-    let scontrol = cluster.bin.join("scontrol").to_string_lossy().into_owned();
-    let conf = cluster.conf.to_string_lossy().into_owned();
-    let lease = namespace(&client, "operator-lease").await;
-    let a = support::autoscaler(
-        &cluster,
-        &lease,
-        &["--scontrol", &scontrol, "--scontrol-conf", &conf],
-    );
+    // 24.11 refuses a job for a NodeSet= partition without nodes: records first.
+    let (autoscalers, a) = support::elastic::slinky_autoscaler(&client, &ns, &cluster).await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     let running_pods = async || running(&pods).await;
-    let replicas = async || {
-        nodesets
-            .get("slinky")
-            .await
-            .ok()
-            .and_then(|n| n.spec.replicas)
-            .unwrap_or(-1)
-    };
+    let replicas = async || support::elastic::spec_replicas(&nodesets, "slinky").await;
     until(
         "the autoscaler's three FUTURE records",
         Duration::from_secs(30),
@@ -239,16 +196,7 @@ async fn the_real_operator_runs_the_pods_the_autoscaler_asks_for_and_drains_them
     )
     .await;
     let pods_up = sent.elapsed();
-    until(
-        "the job runs on the pods' slurmds",
-        Duration::from_secs(45),
-        &a,
-        async || {
-            let state = cluster.run("squeue", &["-h", "-j", &job, "-o", "%T %N"]);
-            state.starts_with("RUNNING slinky-[0-1]") || state.trim().is_empty()
-        },
-    )
-    .await;
+    support::elastic::runs_on(&cluster, &job, "slinky-[0-1]", Duration::from_secs(45), &a).await;
     let ran = sent.elapsed();
     // The operator reached Slurm through slurmrestd: it wrote its pod's identity on the node.
     until(

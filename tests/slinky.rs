@@ -71,30 +71,9 @@ async fn reset(cluster: &SlurmCluster) {
         }
     }
     let c = cluster.clone();
-    tokio::task::spawn_blocking(move || {
-        let _ = c
-            .cmd("scancel")
-            .args(["--user=root", "--partition", PARTITION])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline && !c.run("squeue", &["-h", "-p", PARTITION]).is_empty() {
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        for i in 0..PODS {
-            let name = format!("slinky-{i}");
-            let _ = std::process::Command::new("bash")
-                .arg(support::repo_root().join("tests/harness/slurm.sh"))
-                .args([&c.flavor, "pod-down", &name, "delete"])
-                .output();
-            // Records nobody's pod registered (FUTURE) are not seen by pod-down.
-            let _ = c
-                .cmd("scontrol")
-                .args(["delete", &format!("nodename={name}")])
-                .output();
-        }
-    })
-    .await
-    .unwrap();
+    tokio::task::spawn_blocking(move || support::elastic::reset_slinky(&c))
+        .await
+        .unwrap();
 }
 
 fn pod(cluster: &SlurmCluster, args: &[&str]) {
@@ -286,19 +265,7 @@ async fn submit_at_zero(flavor: &str) {
     }
     let client = kube_client().await;
     let ns = namespace(&client, "slinky-zero").await;
-    let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
-    let spec = v1beta1::NodeSetSpec {
-        replicas: Some(0),
-        extra_conf: Some("CPUs=4 RealMemory=8000".into()),
-        ..Default::default()
-    };
-    nodesets
-        .create(
-            &PostParams::default(),
-            &v1beta1::NodeSet::new("slinky", spec),
-        )
-        .await
-        .unwrap();
+    support::elastic::nodeset_at_zero(&client, &ns, "slinky", Some("CPUs=4 RealMemory=8000")).await;
     let e = exporter(&cluster, true);
     e.wait_ready(Duration::from_secs(30)).await;
     let series = |m: &Metrics, name: &str| {
@@ -406,54 +373,13 @@ async fn scale_from_zero_with_records(flavor: &str) {
     reset(&cluster).await;
     let client = kube_client().await;
     let ns = namespace(&client, "slinky-records").await;
-    let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
-    let spec = v1beta1::NodeSetSpec {
-        replicas: Some(0),
-        extra_conf: Some("CPUs=4 RealMemory=8000".into()),
-        ..Default::default()
-    };
-    nodesets
-        .create(
-            &PostParams::default(),
-            &v1beta1::NodeSet::new("slinky", spec),
-        )
-        .await
-        .unwrap();
-    let autoscalers: Api<NodeSetAutoscaler> = Api::namespaced(client.clone(), &ns);
-    let nsa: NodeSetAutoscaler = serde_json::from_value(json!({
-        "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler",
-        "metadata": {"name": "slinky"},
-        "spec": {
-            "scaleTargetRef": {"name": "slinky"},
-            "slurm": {"cluster": cluster.name},
-            "maxReplicas": 3, "idleTimeoutSeconds": 6,
-            "scaleDown": {"stabilizationWindowSeconds": 4, "maxStep": 8},
-            "nodeRecords": "Future",
-        }
-    }))
-    .unwrap();
-    autoscalers
-        .create(&PostParams::default(), &nsa)
-        .await
-        .unwrap();
-    let scontrol = cluster.bin.join("scontrol").to_string_lossy().into_owned();
-    let conf = cluster.conf.to_string_lossy().into_owned();
-    let lease = namespace(&client, "slinky-lease").await;
-    let a = support::autoscaler(
-        &cluster,
-        &lease,
-        &["--scontrol", &scontrol, "--scontrol-conf", &conf],
-    );
+    let nodesets =
+        support::elastic::nodeset_at_zero(&client, &ns, "slinky", Some("CPUs=4 RealMemory=8000"))
+            .await;
+    let (autoscalers, a) = support::elastic::slinky_autoscaler(&client, &ns, &cluster).await;
     let operator = operate(client.clone(), ns.clone(), cluster.clone());
     let status = async || autoscalers.get("slinky").await.ok().and_then(|n| n.status);
-    let replicas = async || {
-        nodesets
-            .get("slinky")
-            .await
-            .ok()
-            .and_then(|n| n.spec.replicas)
-            .unwrap_or(-1)
-    };
+    let replicas = async || support::elastic::spec_replicas(&nodesets, "slinky").await;
     support::elastic::eventually(
         "three FUTURE records in the partition, shaped by the pod template",
         Duration::from_secs(30),
@@ -498,16 +424,7 @@ async fn scale_from_zero_with_records(flavor: &str) {
     )
     .await;
     let scaled = sent.elapsed();
-    support::elastic::eventually(
-        "the job runs on the pods' nodes",
-        Duration::from_secs(40),
-        &a,
-        async || {
-            let state = cluster.run("squeue", &["-h", "-j", &job, "-o", "%T %N"]);
-            state.starts_with("RUNNING slinky-[0-1]") || state.trim().is_empty()
-        },
-    )
-    .await;
+    support::elastic::runs_on(&cluster, &job, "slinky-[0-1]", Duration::from_secs(40), &a).await;
     let ran = sent.elapsed();
     // A job larger than maxReplicas: refused at submit where the partition is only the 3
     // records, or pending and never scaled for.

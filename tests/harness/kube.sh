@@ -512,6 +512,16 @@ restd_answers() { # any HTTP status (401 without a token): the proxy and slurmre
   [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$operator_restd_port/slurm/v0.0.44/ping")" != 000 ]
 }
 
+# operator_secret NAME KEY BASE64: a Secret of one key in the operator's namespace.
+operator_secret() {
+  apply "/api/v1/namespaces/$operator_ns/secrets/$1" <<EOF
+apiVersion: v1
+kind: Secret
+metadata: {name: $1, namespace: $operator_ns}
+data: {$2: $3}
+EOF
+}
+
 # The v0.0.44 proxy in front of Slurm $operator_slurm's slurmrestd, and what the operator
 # needs before it reconciles a NodeSet. Applied, not just created: after a Slurm restart the
 # key and ports are new.
@@ -532,18 +542,8 @@ operator_slurm_objects() {
   # The JWT key: the exact bytes of slurmctld's key file (the operator mints HS256 tokens with
   # it for user `slurm`, SlurmUser here). The auth/slurm key is required by the schema but
   # unused: the harness's Slurm authenticates with munge.
-  apply "/api/v1/namespaces/$operator_ns/secrets/$operator_controller-jwt-key" <<EOF
-apiVersion: v1
-kind: Secret
-metadata: {name: $operator_controller-jwt-key, namespace: $operator_ns}
-data: {jwt_hs256.key: $(base64 -w0 "$HARNESS_JWT_KEY_FILE")}
-EOF
-  apply "/api/v1/namespaces/$operator_ns/secrets/$operator_controller-slurm-key" <<EOF
-apiVersion: v1
-kind: Secret
-metadata: {name: $operator_controller-slurm-key, namespace: $operator_ns}
-data: {slurm.key: $(head -c 32 /dev/urandom | base64 -w0)}
-EOF
+  operator_secret "$operator_controller-jwt-key" jwt_hs256.key "$(base64 -w0 "$HARNESS_JWT_KEY_FILE")"
+  operator_secret "$operator_controller-slurm-key" slurm.key "$(head -c 32 /dev/urandom | base64 -w0)"
   # external: the operator deploys no slurmctld; NodeSet pods get --conf-server host:port.
   apply "/apis/slinky.slurm.net/v1beta1/namespaces/$operator_ns/controllers/$operator_controller" <<EOF
 apiVersion: slinky.slurm.net/v1beta1

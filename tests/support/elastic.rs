@@ -75,6 +75,99 @@ pub fn operate(
     })
 }
 
+/// A v1beta1 NodeSet `name` at 0 replicas in `ns` (with `extra_conf`, what its pods'
+/// slurmd registers), created; its API.
+pub async fn nodeset_at_zero(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+    extra_conf: Option<&str>,
+) -> Api<v1beta1::NodeSet> {
+    let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), ns);
+    let spec = v1beta1::NodeSetSpec {
+        replicas: Some(0),
+        extra_conf: extra_conf.map(String::from),
+        ..Default::default()
+    };
+    nodesets
+        .create(&PostParams::default(), &v1beta1::NodeSet::new(name, spec))
+        .await
+        .unwrap();
+    nodesets
+}
+
+/// The replicas NodeSet `name` asks for (`spec.replicas`); -1 when it cannot be read.
+pub async fn spec_replicas(nodesets: &Api<v1beta1::NodeSet>, name: &str) -> i32 {
+    nodesets
+        .get(name)
+        .await
+        .ok()
+        .and_then(|n| n.spec.replicas)
+        .unwrap_or(-1)
+}
+
+/// NodeSetAutoscaler `slinky` in `ns` on NodeSet `slinky` of `cluster`, keeping node records
+/// (0-3 replicas, idle after 6 s, a 4 s down window), and the autoscaler process that makes
+/// the records with `scontrol` (its Lease in a namespace of its own).
+pub async fn slinky_autoscaler(
+    client: &kube::Client,
+    ns: &str,
+    cluster: &SlurmCluster,
+) -> (Api<NodeSetAutoscaler>, Process) {
+    let autoscalers: Api<NodeSetAutoscaler> = Api::namespaced(client.clone(), ns);
+    let nsa: NodeSetAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler",
+        "metadata": {"name": "slinky"},
+        "spec": {
+            "scaleTargetRef": {"name": "slinky"},
+            "slurm": {"cluster": cluster.name},
+            "maxReplicas": 3, "idleTimeoutSeconds": 6,
+            "scaleDown": {"stabilizationWindowSeconds": 4, "maxStep": 8},
+            "nodeRecords": "Future",
+        }
+    }))
+    .unwrap();
+    autoscalers
+        .create(&PostParams::default(), &nsa)
+        .await
+        .unwrap();
+    let scontrol = cluster.bin.join("scontrol").to_string_lossy().into_owned();
+    let conf = cluster.conf.to_string_lossy().into_owned();
+    let lease = namespace(client, "slinky-lease").await;
+    let a = super::autoscaler(
+        cluster,
+        &lease,
+        &["--scontrol", &scontrol, "--scontrol-conf", &conf],
+    );
+    (autoscalers, a)
+}
+
+/// The harness's Slinky partition (`slinky`) with no job, no pod's slurmd and no record:
+/// cancels its jobs, waits (up to 20 s) for them to go, takes down any `slinky-N` pod the
+/// harness runs and deletes every record.
+pub fn reset_slinky(c: &SlurmCluster) {
+    let _ = c
+        .cmd("scancel")
+        .args(["--user=root", "--partition", "slinky"])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline && !c.run("squeue", &["-h", "-p", "slinky"]).is_empty() {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    for i in 0..16 {
+        let name = format!("slinky-{i}");
+        let _ = std::process::Command::new("bash")
+            .arg(super::repo_root().join("tests/harness/slurm.sh"))
+            .args([&c.flavor, "pod-down", &name, "delete"])
+            .output();
+        // Records nobody's pod registered (FUTURE) are not seen by pod-down.
+        let _ = c
+            .cmd("scontrol")
+            .args(["delete", &format!("nodename={name}")])
+            .output();
+    }
+}
+
 pub struct Setup {
     pub client: kube::Client,
     pub ns: String,
@@ -144,18 +237,7 @@ pub async fn nodeset_and_autoscaler(
 ) {
     let client = kube_client().await;
     let ns = namespace(&client, prefix).await;
-    let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
-    let spec = v1beta1::NodeSetSpec {
-        replicas: Some(0),
-        ..Default::default()
-    };
-    nodesets
-        .create(
-            &PostParams::default(),
-            &v1beta1::NodeSet::new("elastic", spec),
-        )
-        .await
-        .unwrap();
+    let nodesets = nodeset_at_zero(&client, &ns, "elastic", None).await;
     let autoscalers: Api<NodeSetAutoscaler> = Api::namespaced(client.clone(), &ns);
     let mut nsa = json!({
         "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler",
@@ -247,6 +329,22 @@ pub async fn eventually(what: &str, within: Duration, p: &Process, check: impl A
 
 /// Submits an exclusive job to the elastic partition: each job needs whole nodes, so node
 /// counts are what the test says (a 1-core job would otherwise share a busy node).
+/// Waits until `job` runs on `nodes` (squeue's node list) or has already ended.
+pub async fn runs_on(
+    cluster: &SlurmCluster,
+    job: &str,
+    nodes: &str,
+    within: Duration,
+    p: &Process,
+) {
+    let what = format!("job {job} running on {nodes}");
+    eventually(&what, within, p, async || {
+        let state = cluster.run("squeue", &["-h", "-j", job, "-o", "%T %N"]);
+        state.starts_with(&format!("RUNNING {nodes}")) || state.trim().is_empty()
+    })
+    .await
+}
+
 pub fn sbatch(cluster: &SlurmCluster, args: &[&str]) -> String {
     cluster.submit(&[&["-p", "elastic", "--exclusive"], args].concat())
 }

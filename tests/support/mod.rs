@@ -570,13 +570,18 @@ pub fn tool(name: &str) -> PathBuf {
     .join(name)
 }
 
-/// Runs a tool with the harness's kubeconfig; (success, stdout + stderr).
-pub fn run_tool(name: &str, args: &[&str]) -> (bool, String) {
-    let out = Command::new(tool(name))
+/// Runs a tool with the harness's kubeconfig; its output, stdout apart (it may be a token).
+pub fn tool_output(name: &str, args: &[&str]) -> std::process::Output {
+    Command::new(tool(name))
         .args(args)
         .env("KUBECONFIG", kubeconfig_path())
         .output()
-        .unwrap_or_else(|e| panic!("run {name}: {e}"));
+        .unwrap_or_else(|e| panic!("run {name}: {e}"))
+}
+
+/// Runs a tool with the harness's kubeconfig; (success, stdout + stderr).
+pub fn run_tool(name: &str, args: &[&str]) -> (bool, String) {
+    let out = tool_output(name, args);
     (
         out.status.success(),
         format!(

@@ -17,14 +17,11 @@ use slurmscale_exporter::snapshot::ClusterSnapshot;
 
 use super::Scaler;
 use super::cluster::{Cluster, Counts};
-use super::view::{CLUSTER, PARTITION, SlurmView};
-use crate::controller::ControllerConfig;
+use super::view::{CLUSTER, PARTITION, POLL, SlurmView, replay_config};
 use crate::crd::{NodeSetAutoscaler, NodeSetAutoscalerSpec};
 use crate::fakes::{Fake, FakeTarget, OnFake, World, Write};
 
 const NAMESPACE: &str = "slurm";
-/// The real autoscaler's default `--interval`.
-const POLL: i64 = 2;
 
 /// The NodeSetAutoscaler the builtin policy runs when none is given: the CRD's defaults,
 /// scale to zero, up to the partition's size.
@@ -75,16 +72,13 @@ impl Builtin {
             targets: [(PARTITION.to_string(), FakeTarget::default())].into(),
             ..World::default()
         };
-        let cfg = ControllerConfig {
-            resync: Duration::from_secs(POLL as u64),
-            // Each reconcile reads a snapshot taken that instant.
-            stale_after: slurmscale_exporter::signals::stale_after(Duration::from_secs(
-                POLL as u64,
-            )),
-            dry_run: false,
-            concurrency: 1,
-        };
-        let on = OnFake::new(world, CLUSTER, [nsa], cfg, SystemTime::UNIX_EPOCH);
+        let on = OnFake::new(
+            world,
+            CLUSTER,
+            [nsa],
+            replay_config(),
+            SystemTime::UNIX_EPOCH,
+        );
         set_replicas(&on.fake, cluster.replicas().into());
         Self {
             rt: tokio::runtime::Builder::new_current_thread()

@@ -32,9 +32,8 @@ use super::kube::{Kube, Res};
 use super::pods::PodRequest;
 use super::report::quantile;
 use super::trace::{NodeShape, TraceJob};
-use super::view::{CLUSTER, PARTITION, SlurmView};
+use super::view::{CLUSTER, PARTITION, POLL, SlurmView, replay_config};
 use crate::colocation::{PendingPod, Placement};
-use crate::controller::ControllerConfig;
 use crate::crd::{NodeSetAutoscaler, NodeSetAutoscalerSpec};
 use crate::error::{Error, Result};
 use crate::fakes::{FakeTarget, OnFake, World, Write};
@@ -43,8 +42,6 @@ use crate::pool::{GPU, NodeSetPod};
 const NAMESPACE: &str = "slurm";
 /// The NodeSet's pods, as its status.selector says.
 const SELECTOR: &str = "app.kubernetes.io/name=slurmd";
-/// The real autoscaler's default poll.
-const POLL: i64 = 2;
 /// After both logs are done, the replay runs this long more.
 const TAIL: i64 = 3600;
 
@@ -524,15 +521,13 @@ impl Autoscaler {
             .into(),
             ..World::default()
         };
-        let cfg = ControllerConfig {
-            resync: Duration::from_secs(POLL as u64),
-            stale_after: slurmscale_exporter::signals::stale_after(Duration::from_secs(
-                POLL as u64,
-            )),
-            dry_run: false,
-            concurrency: 1,
-        };
-        let on = OnFake::new(world, CLUSTER, [nsa], cfg, SystemTime::UNIX_EPOCH);
+        let on = OnFake::new(
+            world,
+            CLUSTER,
+            [nsa],
+            replay_config(),
+            SystemTime::UNIX_EPOCH,
+        );
         let (ledger, capacity) = ledger_and_capacity(&pool.cluster.shape, pool.holder.len() as u32);
         Self {
             rt: tokio::runtime::Builder::new_current_thread()

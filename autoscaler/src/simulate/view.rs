@@ -21,6 +21,22 @@ use slurmscale_exporter::snapshot::ClusterSnapshot;
 use super::cluster::{Cluster, DrainedBy};
 use crate::slurm_nodes::drain_reason;
 
+/// The real autoscaler's default `--interval`: the replays poll (and reconcile) at it.
+pub const POLL: i64 = 2;
+
+/// The controller as the replays run it: it reconciles each poll on a snapshot taken that
+/// instant (stale after as many polls as in production), one autoscaler at a time so runs
+/// are reproducible.
+pub fn replay_config() -> crate::controller::ControllerConfig {
+    let poll = Duration::from_secs(POLL as u64);
+    crate::controller::ControllerConfig {
+        resync: poll,
+        stale_after: slurmscale_exporter::signals::stale_after(poll),
+        dry_run: false,
+        concurrency: 1,
+    }
+}
+
 /// The cluster and partition names the replay's Slurm has.
 pub const CLUSTER: &str = "simulated";
 pub const PARTITION: &str = "sim";
