@@ -141,6 +141,20 @@ async fn reset(cluster: &SlurmCluster, ns: &str) {
         gone,
         "the operator's pods of an earlier NodeSet slinky did not go"
     );
+    // …and their slurmds and records with them: operator-pods.sh does the pods' preStop a
+    // moment after they go, which would delete the records the next test's autoscaler makes.
+    let state = kube_env("HARNESS_SLURM_OPERATOR_PODS").expect("HARNESS_SLURM_OPERATOR_PODS");
+    let done = support::wait_until(Duration::from_secs(30), || async {
+        std::fs::read_dir(&state).is_ok_and(|d| {
+            d.flatten()
+                .all(|e| e.file_name().to_string_lossy().starts_with('.'))
+        })
+    })
+    .await;
+    assert!(
+        done,
+        "operator-pods.sh still runs slurmds of gone pods ({state})"
+    );
     let c = cluster.clone();
     tokio::task::spawn_blocking(move || support::elastic::reset_slinky(&c))
         .await

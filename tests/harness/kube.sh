@@ -328,6 +328,8 @@ export HARNESS_SLURM_OPERATOR_NAMESPACE=$operator_ns
 export HARNESS_SLURM_OPERATOR_CONTROLLER=$operator_controller
 export HARNESS_SLURM_OPERATOR_SLURM=$operator_slurm
 export HARNESS_SLURM_OPERATOR_LOG=$logs/slurm-operator.log
+# operator-pods.sh's pods with a slurmd running (one file each): empty once it is done.
+export HARNESS_SLURM_OPERATOR_PODS=$dir/operator-pods
 EOF
 }
 
