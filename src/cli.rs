@@ -479,9 +479,10 @@ pub struct SimulateArgs {
     /// whole machine.
     #[arg(long, value_delimiter = ',')]
     pub partition: Vec<String>,
-    /// From asking for a node to its slurmd taking jobs (pod start + registration).
-    #[arg(long, default_value = "90s", value_parser = duration)]
-    pub boot_time: Duration,
+    /// From asking for a node to its slurmd taking jobs (pod start + registration)
+    /// [default: 90s; the demo's 8s with --workload demo].
+    #[arg(long, value_parser = duration)]
+    pub boot_time: Option<Duration>,
     /// Policies to compare: of a NodeSet (default builtin,keda,keda-desired,power-save,static),
     /// or with --pods, ways of sharing the pool (default builtin,static,static-best,
     /// slurm-first,first-come,oracle).
@@ -506,7 +507,7 @@ pub struct SimulateArgs {
     #[arg(long, default_value_t = 0.5)]
     pub split: f64,
     /// A NodeSetAutoscaler manifest whose spec `builtin` runs (default: the CRD's defaults,
-    /// scale to zero, maxReplicas = --max-nodes).
+    /// scale to zero, maxReplicas = --max-nodes; with --workload demo, the demo's burst one).
     #[arg(long)]
     pub autoscaler: Option<PathBuf>,
     /// Replay jobs submitted from this date (2012-03-08[T06:00:00], UTC) or offset (30d).

@@ -6,61 +6,50 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use slurmscale_autoscaler::crd::NodeSetAutoscaler;
 use slurmscale_autoscaler::simulate::formats;
 use slurmscale_autoscaler::simulate::trace::TraceJob;
-use slurmscale_autoscaler::simulate::trace::{self, NodeShape, Parsed, Request, Slice};
+use slurmscale_autoscaler::simulate::trace::{self, NodeShape, Parsed, Slice};
 use slurmscale_autoscaler::simulate::{self, Options, Policy, report};
 
 use crate::cli::{PodFormatArg, SimulateArgs};
-use crate::demo::sim::Simulation;
+use crate::demo::sim::{BOOT_SECONDS, BURST_MAX, BURST_NODE};
+use crate::demo::workload::{Part, Workload};
 use slurmscale_autoscaler::simulate::pods::{self, Alignment, PodFormat, PodRequest};
 
 /// The key of lines passed over with --skip-bad-lines in the JSON rows' `not_replayed`.
 const MALFORMED: &str = "malformed line (--skip-bad-lines)";
 
-/// The demo's burst partition: whole 16-CPU, 64 GiB nodes, 16 of them.
-const DEMO_SHAPE: NodeShape = NodeShape {
-    cpus: 16,
-    memory_mib: 64 * 1024,
-    gpus: 0,
-};
-
+/// The demo's burst-partition jobs, as `slurmscale demo --seed N` submits them.
 fn demo_workload(seed: u64, duration: Duration) -> Parsed {
     let start = 1_700_000_000;
-    let mut sim = Simulation::new(
-        seed,
-        SystemTime::UNIX_EPOCH + Duration::from_secs(start as u64),
-    );
-    for _ in 0..duration.as_secs() {
-        sim.step();
-    }
-    let requests = sim
-        .burst_submitted
+    let workload = Workload::generate(seed, duration.as_secs());
+    let requests = workload
+        .jobs
         .iter()
-        .enumerate()
-        .map(|(i, j)| Request {
-            id: format!("demo-{i}"),
-            submit: start + j.submit as i64,
-            run: j.seconds,
-            limit: None,
-            cpus: j.nodes * u64::from(DEMO_SHAPE.cpus),
-            nodes: Some(j.nodes),
-            memory_mib_per_node: Some(j.memory_per_node >> 20),
-            ..Request::default()
-        })
+        .filter(|j| j.partition == Part::Burst)
+        .map(|j| j.request(start))
         .collect();
     Parsed {
         requests,
         hints: trace::Hints {
-            max_nodes: Some(crate::demo::sim::BURST_MAX as u32),
-            node_cpus: Some(DEMO_SHAPE.cpus),
+            max_nodes: Some(BURST_MAX as u32),
+            node_cpus: Some(BURST_NODE.cpus),
         },
         ..Parsed::default()
     }
+}
+
+/// `--boot-time`, or its default: the demo's with the demo's workload.
+fn boot_seconds(args: &SimulateArgs) -> i64 {
+    let default = match args.workload {
+        Some(_) => BOOT_SECONDS,
+        None => 90,
+    };
+    args.boot_time.map_or(default, |d| d.as_secs() as i64)
 }
 
 fn load(args: &SimulateArgs) -> Result<(Parsed, String)> {
@@ -261,7 +250,7 @@ fn input(args: &SimulateArgs, policies: &[String]) -> Result<Input> {
         } else {
             String::new()
         },
-        args.boot_time.as_secs(),
+        boot_seconds(args),
         policies.join(","),
     ));
     Ok(Input {
@@ -271,6 +260,22 @@ fn input(args: &SimulateArgs, policies: &[String]) -> Result<Input> {
         max_nodes,
         not_replayed,
     })
+}
+
+/// The replay's settings from the command line.
+fn options(args: &SimulateArgs, shape: NodeShape, max_nodes: u32) -> Result<Options> {
+    let mut opts = Options::new(shape, max_nodes);
+    opts.sched.boot = boot_seconds(args);
+    opts.keda_threshold = args.keda_threshold;
+    opts.keda_up_tolerance = args.keda_up_tolerance;
+    opts.suspend_time = args.suspend_time.as_secs() as i64;
+    if let Some(path) = &args.autoscaler {
+        opts.autoscaler = autoscaler_spec(path)?.spec;
+    } else if args.workload.is_some() {
+        let [burst, _] = crate::demo::autoscalers();
+        opts.autoscaler = burst.spec;
+    }
+    Ok(opts)
 }
 
 pub fn run(args: SimulateArgs) -> Result<()> {
@@ -300,14 +305,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         }
     };
 
-    let mut opts = Options::new(shape, max_nodes);
-    opts.sched.boot = args.boot_time.as_secs() as i64;
-    opts.keda_threshold = args.keda_threshold;
-    opts.keda_up_tolerance = args.keda_up_tolerance;
-    opts.suspend_time = args.suspend_time.as_secs() as i64;
-    if let Some(path) = &args.autoscaler {
-        opts.autoscaler = autoscaler_spec(path)?.spec;
-    }
+    let opts = options(&args, shape, max_nodes)?;
 
     let total = (jobs.len() * parsed_policies.len()) as u64;
     let started = Instant::now();
@@ -347,7 +345,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
             "{name}: {} jobs on up to {max_nodes} × {} CPUs, boot {}s",
             rows.first().map_or(0, |r| r.jobs),
             shape.cpus,
-            args.boot_time.as_secs()
+            boot_seconds(&args)
         );
         Ok(vec![
             (format!("{name}.timeline.csv"), report::csv(&runs)),
@@ -482,7 +480,7 @@ fn run_shared(args: SimulateArgs) -> Result<()> {
         );
     }
     let mut opts = shared::SharedOptions::new(shape, max_nodes, split);
-    opts.sched.boot = args.boot_time.as_secs() as i64;
+    opts.sched.boot = boot_seconds(&args);
     if let Some(path) = &args.autoscaler {
         let mut spec = autoscaler_spec(path)?.spec;
         if spec.colocation.is_none() {
@@ -545,4 +543,76 @@ fn run_shared(args: SimulateArgs) -> Result<()> {
             ),
         ])
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::demo::Demo;
+    use clap::Parser;
+    use std::time::SystemTime;
+
+    /// The demo and `simulate --workload demo` run the same burst jobs on the same simulated
+    /// slurmctld under the same autoscaler, polled alike: every job the demo started, the
+    /// replay starts at the same second.
+    #[test]
+    fn the_demo_and_its_replay_give_the_burst_jobs_the_same_waits() {
+        let (seed, seconds) = (3, 1800);
+        let cli = crate::cli::Cli::try_parse_from([
+            "slurmscale",
+            "simulate",
+            "--workload",
+            "demo",
+            "--seed",
+            &seed.to_string(),
+            "--duration",
+            &format!("{seconds}s"),
+            "--policies",
+            "builtin",
+        ])
+        .expect("valid arguments");
+        let crate::cli::Command::Simulate(args) = cli.command else {
+            panic!("not simulate");
+        };
+        let input = input(&args, &["builtin".into()]).expect("the demo's jobs");
+        let opts = options(&args, input.shape, input.max_nodes).expect("options");
+        let run = simulate::run_policy(Policy::Builtin, input.jobs.clone().into(), &opts, None)
+            .expect("replayed");
+
+        let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let mut demo = Demo::new(seed, start, seconds);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime");
+        for _ in 0..seconds {
+            rt.block_on(demo.step());
+        }
+        let started = demo.sim.burst_starts();
+        assert!(
+            started.len() > 100,
+            "only {} burst jobs started",
+            started.len()
+        );
+        let replayed: BTreeMap<&str, Option<i64>> = input
+            .jobs
+            .iter()
+            .zip(&run.stats.starts)
+            .map(|(j, s)| (j.id.as_str(), *s))
+            .collect();
+        let mut differ = Vec::new();
+        for (id, start) in &started {
+            if replayed.get(id.as_str()) != Some(&Some(*start)) {
+                differ.push(format!(
+                    "{id}: demo {start}, replay {:?}",
+                    replayed.get(id.as_str())
+                ));
+            }
+        }
+        assert!(
+            differ.is_empty(),
+            "{} of {} differ: {differ:?}",
+            differ.len(),
+            started.len()
+        );
+    }
 }

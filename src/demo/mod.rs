@@ -4,22 +4,24 @@
 //! snapshot and what the Kubernetes watchers would hold, the real controller reconciles two
 //! real NodeSetAutoscalers — the burst NodeSet following demand, and the cpu NodeSet sharing
 //! a colocated pool with Kubernetes — on the in-memory fake ([`OnFake`]) on the simulation's
-//! clock, and the writes it makes (replicas, drains, resumes, pods marked to go)
-//! are applied to the simulation. `/metrics` is rendered by the same code a real deployment
-//! serves. No cluster, no root, no network beyond the 127.0.0.1 listener.
+//! clock, every 2 s as a deployment polls, and the writes it makes (replicas, drains,
+//! resumes, pods marked to go) are applied to the simulation. `/metrics` is rendered by the
+//! same code a real deployment serves. No cluster, no root, no network beyond the 127.0.0.1
+//! listener.
 
 pub mod sim;
 mod summary;
+pub mod workload;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use anyhow::Result;
-use slurmscale_autoscaler::controller::ControllerConfig;
 use slurmscale_autoscaler::crd::NodeSetAutoscaler;
 use slurmscale_autoscaler::fakes::{FakeTarget, OnFake, World, Write};
 use slurmscale_autoscaler::metrics as autoscaler_metrics;
+use slurmscale_autoscaler::simulate::view::{POLL, replay_config};
 use slurmscale_exporter::k8s::watch::KubeSnapshot;
 use slurmscale_exporter::metrics::{MetricsOptions, PageInput, render};
 use slurmscale_exporter::server::{self, AppState, Page};
@@ -33,8 +35,9 @@ pub use summary::Moves;
 
 /// The autoscalers the demo plays, with windows short enough to watch (a real one would
 /// idle for minutes): the burst NodeSet, scale to zero; and the cpu NodeSet sharing the
-/// pool with Kubernetes, keeping at least half of it.
-fn autoscalers() -> [NodeSetAutoscaler; 2] {
+/// pool with Kubernetes, keeping at least half of it. `simulate --workload demo` replays the
+/// burst jobs under the first.
+pub fn autoscalers() -> [NodeSetAutoscaler; 2] {
     let nsa = |name: &str, spec: serde_json::Value| {
         serde_json::from_value(serde_json::json!({
             "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler",
@@ -79,8 +82,8 @@ pub struct Demo {
     pub moves: Moves,
 }
 
-/// The simulation is polled every simulated second.
-const INTERVAL: Duration = Duration::from_secs(1);
+/// The controller polls and reconciles every 2 s, a deployment's default `--interval`.
+const INTERVAL: Duration = Duration::from_secs(POLL as u64);
 
 /// What one tick produced.
 pub struct Tick {
@@ -95,8 +98,9 @@ pub struct Tick {
 }
 
 impl Demo {
-    pub fn new(seed: u64, start: SystemTime) -> Self {
-        let sim = Simulation::new(seed, start);
+    /// `ticks` simulated seconds of the workload of `seed`, from about `start`.
+    pub fn new(seed: u64, start: SystemTime, ticks: u64) -> Self {
+        let sim = Simulation::new(seed, start, ticks);
         let target = |name: &str| {
             let t = FakeTarget {
                 selector: Some(selector(name)),
@@ -108,14 +112,7 @@ impl Demo {
             targets: BTreeMap::from([target(BURST), target(POOL)]),
             ..World::default()
         };
-        let cfg = ControllerConfig {
-            resync: INTERVAL,
-            stale_after: stale_after(INTERVAL),
-            dry_run: false,
-            concurrency: 1,
-        };
-        let on = OnFake::new(world, CLUSTER, autoscalers(), cfg, sim.now());
-        on.publish(Arc::new(sim.snapshot()));
+        let on = OnFake::new(world, CLUSTER, autoscalers(), replay_config(), sim.now());
         Self {
             sim,
             on,
@@ -123,18 +120,21 @@ impl Demo {
         }
     }
 
-    /// One simulated second: Slurm and Kubernetes move, the controller reconciles both
-    /// autoscalers, what it wrote is applied, the page is rendered.
+    /// One simulated second: Slurm and Kubernetes move; on a poll the controller
+    /// reconciles both autoscalers and what it wrote is applied; the page is rendered.
     pub async fn step(&mut self) -> Tick {
         self.sim.step();
         let now = self.sim.now();
         self.on.set_now(now);
         let snap = Arc::new(self.sim.snapshot());
-        self.on.publish(snap.clone());
         let kube = self.sim.kube_snapshot();
-        self.show(&kube);
-        self.on.controller.reconcile_all().await;
-        let events = self.carry_out();
+        let mut events = Vec::new();
+        if (self.sim.base + self.sim.tick as i64).rem_euclid(POLL) == 0 {
+            self.on.publish(snap.clone());
+            self.show(&kube);
+            self.on.controller.reconcile_all().await;
+            events = self.carry_out();
+        }
 
         let opts = MetricsOptions {
             per_owner: false,
@@ -183,7 +183,7 @@ impl Demo {
     /// the pods Kubernetes cannot place and the ledger.
     fn show(&self, kube: &KubeSnapshot) {
         let pool = &self.sim.pool;
-        let replicas = [(BURST, self.sim.nodeset.replicas), (POOL, pool.replicas)];
+        let replicas = [(BURST, self.sim.burst_nodeset()[0]), (POOL, pool.replicas)];
         self.on.fake.with(|w| {
             for (name, r) in replicas {
                 if let Some(t) = w.targets.get_mut(name) {
@@ -203,9 +203,9 @@ impl Demo {
         for w in self.on.fake.take_writes() {
             match w {
                 Write::Scale { target, replicas } if target == BURST => self.sim.scale(replicas),
-                Write::Scale { replicas, .. } => self.sim.pool.scale(replicas),
-                Write::Drain { node, reason } => self.sim.pool.drain(&node, Some(&reason)),
-                Write::Resume { node } => self.sim.pool.drain(&node, None),
+                Write::Scale { replicas, .. } => self.sim.scale_pool(replicas),
+                Write::Drain { node, .. } => self.sim.drain(&node, true),
+                Write::Resume { node } => self.sim.drain(&node, false),
                 Write::MarkToGo { nodes } => self.sim.pool.mark(&nodes),
                 // The demo's autoscalers keep no node records.
                 Write::Create { .. } => {}
@@ -228,6 +228,7 @@ impl Demo {
     /// The live line: the workload, the burst NodeSet and its last decision, the pool.
     pub fn line(&self, t: &Tick) -> String {
         let s = &self.sim;
+        let [desired, pods, ready, busy] = s.burst_nodeset();
         let mut message: String = t.message.chars().take(70).collect();
         if message.len() < t.message.len() {
             message.push('…');
@@ -235,13 +236,13 @@ impl Demo {
         format!(
             "{:>5}s {:<6} | pending {:>3} jobs, burst demand {:>3} nodes | NodeSet burst: desired {:>2}, {:>2} pods, {:>2} ready, {:>2} busy | pool: Slurm {}/{POOL_NODES}, {} pod(s) wait | {}: {}",
             s.tick,
-            s.phase.as_str(),
+            s.phase().as_str(),
             s.pending(),
             t.demand_nodes,
-            s.nodeset.replicas,
-            s.nodeset.pods(),
-            s.nodeset.ready(s.tick),
-            s.busy_burst_nodes(),
+            desired,
+            pods,
+            ready,
+            busy,
             s.pool.held(),
             s.pool.waiting(),
             t.reason,
@@ -254,7 +255,8 @@ pub async fn run(args: DemoArgs) -> Result<()> {
     let stop = CancellationToken::new();
     tokio::spawn(crate::shutdown_on_signal(stop.clone()));
     let speed = args.speed.max(1);
-    let mut demo = Demo::new(args.seed, SystemTime::now());
+    let ticks = args.duration.as_secs().saturating_mul(speed);
+    let mut demo = Demo::new(args.seed, SystemTime::now(), ticks);
     let (tx, rx) = tokio::sync::watch::channel(Arc::new(Page::default()));
     let listener = tokio::net::TcpListener::bind(args.listen).await?;
     let addr = listener.local_addr()?;
@@ -267,7 +269,6 @@ pub async fn run(args: DemoArgs) -> Result<()> {
     );
     println!("metrics: http://{addr}/metrics   (Ctrl-C to stop)");
 
-    let ticks = args.duration.as_secs().saturating_mul(speed);
     let mut clock = tokio::time::interval(Duration::from_secs(1) / speed as u32);
     clock.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     for _ in 0..ticks {
@@ -303,13 +304,14 @@ mod tests {
         let mut demo = Demo::new(
             42,
             SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000),
+            900,
         );
         let (mut peak, mut back_to_zero, mut last) = (0, false, None);
         for _ in 0..900 {
             let t = demo.step().await;
-            let replicas = demo.sim.nodeset.replicas;
+            let replicas = demo.sim.burst_nodeset()[0];
             assert!(
-                replicas >= demo.sim.busy_burst_nodes(),
+                replicas >= demo.sim.burst_nodeset()[3],
                 "below busy nodes at {}",
                 demo.sim.tick
             );
@@ -353,6 +355,7 @@ mod tests {
         let mut demo = Demo::new(
             1,
             SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000),
+            5,
         );
         let mut lines = Vec::new();
         for _ in 0..5 {

@@ -46,7 +46,7 @@ fn spread(values: &[u64]) -> (u64, u64, u64) {
 
 /// The summary, one fact per line.
 pub fn render(sim: &Simulation, moves: &Moves, seed: u64) -> String {
-    let t = &sim.totals;
+    let t = &sim.totals();
     let (mean, p95, max) = spread(&t.waits);
     let (pods_mean, _, pods_max) = spread(&sim.pool.pod_waits);
     let provisioned = t.burst_seconds + t.pool_seconds;

@@ -57,13 +57,19 @@ pub struct SlurmView {
 
 impl SlurmView {
     pub fn new(cluster: &Cluster) -> Self {
+        Self::named(cluster, PARTITION)
+    }
+
+    /// The view of a partition called `partition`, its nodes `partition-0` on.
+    pub fn named(cluster: &Cluster, partition: &str) -> Self {
+        let name: Arc<str> = Arc::from(partition);
         let max = cluster.max_nodes();
         let shape = cluster.shape;
         Self {
-            nodes: Arc::new((0..max).map(|i| node(i, cluster)).collect()),
+            nodes: Arc::new((0..max).map(|i| node(&name, i, cluster)).collect()),
             jobs: Arc::new(Jobs::default()),
             partitions: Arc::new(vec![Partition {
-                name: Arc::from(PARTITION),
+                name: name.clone(),
                 state: "UP".into(),
                 total_nodes: max.into(),
                 total_cpus: u64::from(max) * u64::from(shape.cpus),
@@ -71,9 +77,9 @@ impl SlurmView {
                     .then(|| u64::from(max) * (shape.memory_mib << 20)),
                 total_gpus: Some(u64::from(max) * u64::from(shape.gpus)),
                 max_nodes_per_job: None,
-                node_list: format!("{PARTITION}-[0-{}]", max.saturating_sub(1)),
+                node_list: format!("{name}-[0-{}]", max.saturating_sub(1)),
             }]),
-            partition_list: Arc::from(vec![Arc::from(PARTITION)]),
+            partition_list: Arc::from(vec![name.clone()]),
             cursor: 0,
             synced: None,
             signals: None,
@@ -99,6 +105,16 @@ impl SlurmView {
         self.jobs = Arc::new(pending(cluster, &self.partition_list));
         self.synced = Some(cluster.changes());
         self.signals = None;
+    }
+
+    /// The partition's node slots as /nodes shows them (FUTURE while off or booting).
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// The partition as /partitions shows it.
+    pub fn partition(&self) -> &Partition {
+        &self.partitions[0]
     }
 
     /// The jobs as /jobs would list them with the work on each node (which running jobs,
@@ -143,7 +159,7 @@ impl SlurmView {
             let at = SystemTime::UNIX_EPOCH;
             let signals = partition_signals(
                 &self.snapshot(at),
-                PARTITION,
+                &self.partitions[0].name,
                 None,
                 &ShapeHints::default(),
                 &Origin::ALL,
@@ -164,7 +180,7 @@ impl SlurmView {
     }
 }
 
-fn node(i: u32, cluster: &Cluster) -> Node {
+fn node(partition: &Arc<str>, i: u32, cluster: &Cluster) -> Node {
     let shape = cluster.shape;
     let gres = |count| {
         (shape.gpus > 0)
@@ -177,12 +193,12 @@ fn node(i: u32, cluster: &Cluster) -> Node {
             .collect()
     };
     let mut n = Node {
-        name: format!("{PARTITION}-{i}"),
+        name: format!("{partition}-{i}"),
         state: NodeState {
             base: NodeBase::Future,
             flags: NodeFlags::default(),
         },
-        partitions: vec![Arc::from(PARTITION)],
+        partitions: vec![partition.clone()],
         cpus: shape.cpus.into(),
         alloc_cpus: 0,
         memory_bytes: shape.memory_mib << 20,

@@ -1,52 +1,39 @@
 //! The demo's colocated pool: eight Kubernetes nodes that Slurm's `cpu` partition and
 //! Kubernetes' own pods share through the GenericNode ledger, as on ACK. Slurm holds a node
-//! while a pod of the `cpu` NodeSet runs there (its slurmd registers `BOOT_SECONDS` after
-//! the pod lands); Kubernetes runs a few cores of daemons everywhere and, in waves, `web`
-//! pods of 24 cores that fit only on a node Slurm does not hold. The autoscaler's
-//! colocation planner moves nodes between the two; this module does what slurm-operator and
-//! the Kubernetes scheduler would do with its decisions.
+//! while a pod of the `cpu` NodeSet runs there (the simulated slurmctld brings its node up
+//! `BOOT_SECONDS` after the pod lands); Kubernetes runs a few cores of daemons everywhere
+//! and, in waves, `web` pods of 24 cores that fit only on a node Slurm does not hold. The
+//! autoscaler's colocation planner moves nodes between the two; this module does what
+//! slurm-operator and the Kubernetes scheduler would do with its decisions, on the
+//! partition's [`Cluster`] (in its pool mode: nodes come and go by slot).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use slurmscale_autoscaler::colocation::{PendingPod, Placement};
 use slurmscale_autoscaler::pool::NodeSetPod as PodState;
+use slurmscale_autoscaler::simulate::cluster::{Cluster, Slot as Node};
 use slurmscale_exporter::k8s::ledger::{Capacity, LedgerNode, Owner};
 
-use super::{BOOT_SECONDS, CLUSTER, CPU_NODE, GIB, Rng, SimNode};
+use super::super::workload::Rng;
+use super::{CLUSTER, CPU_NODE, MIB, POOL};
 
 /// Nodes in the pool, all Slurm's at the start.
 pub const POOL_NODES: usize = 8;
 /// A `web` pod: what it asks for.
 const WEB_CPU: f64 = 24.0;
-const WEB_MEMORY: f64 = 16.0 * GIB as f64;
+const WEB_MEMORY: f64 = 16.0 * (1u64 << 30) as f64;
 /// Kubernetes pods may hold at most this many cores of a node a NodeSet pod goes to.
 const ROOM_FOR_SLURMD: f64 = 8.0;
 
-/// A NodeSet pod on a pool node.
-#[derive(Clone, Copy, Debug)]
-struct NodeSetPod {
-    /// When its slurmd registers.
-    ready_at: u64,
-    /// Given the deletion cost that makes slurm-operator remove it first.
-    marked: bool,
-}
-
-/// One Kubernetes node of the pool, and the cpu partition's Slurm node on it.
+/// One Kubernetes node of the pool.
 #[derive(Clone, Debug)]
 pub struct Slot {
     pub k8s_node: String,
-    pod: Option<NodeSetPod>,
-    /// The Slurm node, once its slurmd registered.
-    pub(super) slurm: Option<SimNode>,
+    /// A NodeSet pod runs here; `true` once it is given the deletion cost that makes
+    /// slurm-operator remove it first.
+    pod: Option<bool>,
     /// Cores Kubernetes' daemons hold here.
     daemons: f64,
-}
-
-impl Slot {
-    fn busy(&self) -> bool {
-        self.slurm.as_ref().is_some_and(SimNode::busy)
-    }
 }
 
 /// A Kubernetes workload pod; pending while it has no node.
@@ -68,22 +55,23 @@ pub struct Pool {
     next_pod: u64,
     next_wave: u64,
     rng: Rng,
-    partition: Arc<str>,
     /// Seconds each placed web pod waited for a node.
     pub pod_waits: Vec<u64>,
 }
 
+/// The Slurm node of slot `i`.
+pub fn slurm_name(i: usize) -> String {
+    format!("{POOL}-{i}")
+}
+
 impl Pool {
-    /// Slurm holds every node; the first web pods ask for room at once.
-    pub fn new(seed: u64, partition: &Arc<str>) -> Self {
-        let slots = (1..=POOL_NODES)
+    /// Slurm holds every node (the partition's slots are provided from the start); the
+    /// first web pods ask for room at once.
+    pub fn new(seed: u64) -> Self {
+        let slots = (0..POOL_NODES)
             .map(|i| Slot {
-                k8s_node: format!("node-cpu-{i}"),
-                pod: Some(NodeSetPod {
-                    ready_at: 0,
-                    marked: false,
-                }),
-                slurm: Some(SimNode::new(format!("cpu-{i}"), partition, CPU_NODE)),
+                k8s_node: format!("node-{}", slurm_name(i)),
+                pod: Some(false),
                 daemons: 2.0,
             })
             .collect();
@@ -92,9 +80,8 @@ impl Pool {
             replicas: POOL_NODES as u64,
             web: Vec::new(),
             next_pod: 1,
-            next_wave: 1,
+            next_wave: 0,
             rng: Rng::new(seed ^ 0xC0_10CA7E),
-            partition: partition.clone(),
             pod_waits: Vec::new(),
         }
     }
@@ -102,9 +89,9 @@ impl Pool {
     /// One simulated second of Kubernetes: a wave of web pods now and then, pods that are
     /// done leave, the NodeSet's pods follow its replicas, pending pods land where there is
     /// room, daemons wander.
-    pub fn step(&mut self, tick: u64) {
+    pub fn step(&mut self, tick: u64, slurm: &mut Cluster, now: i64) {
         if tick >= self.next_wave {
-            let n = if tick == 1 { 2 } else { self.rng.range(1, 3) };
+            let n = if tick == 0 { 2 } else { self.rng.range(1, 3) };
             for _ in 0..n {
                 let seconds = self.rng.range(60, 150);
                 self.web.push(WebPod {
@@ -119,7 +106,7 @@ impl Pool {
         }
         self.web
             .retain(|p| p.placed.is_none_or(|(_, since)| since + p.seconds > tick));
-        self.operate(tick);
+        self.operate(slurm, now);
         self.schedule(tick);
         for s in &mut self.slots {
             let step = self.rng.range(0, 2) as f64 - 1.0;
@@ -130,25 +117,18 @@ impl Pool {
     /// slurm-operator: pods to `replicas`. On scale-in pods marked to go leave first, then
     /// those not yet up, then idle ones; never one whose node runs a job. New pods land on
     /// the least loaded node without one that leaves room for slurmd.
-    fn operate(&mut self, tick: u64) {
+    fn operate(&mut self, slurm: &mut Cluster, now: i64) {
         let pods = |s: &[Slot]| s.iter().filter(|s| s.pod.is_some()).count() as u64;
         while pods(&self.slots) > self.replicas {
-            let victim = self
-                .slots
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| s.pod.is_some() && !s.busy())
-                .max_by_key(|(i, s)| {
-                    let pod = s.pod.unwrap_or(NodeSetPod {
-                        ready_at: 0,
-                        marked: false,
-                    });
-                    (pod.marked, pod.ready_at > tick, *i)
-                })
-                .map(|(i, _)| i);
+            let victim = (0..self.slots.len())
+                .filter(|&i| self.slots[i].pod.is_some() && slurm.slot(i as u32) != Node::Busy)
+                .max_by_key(|&i| {
+                    let marked = self.slots[i].pod == Some(true);
+                    (marked, slurm.slot(i as u32) == Node::Booting, i)
+                });
             let Some(i) = victim else { break };
             self.slots[i].pod = None;
-            self.slots[i].slurm = None;
+            slurm.retire(i as u32);
         }
         while pods(&self.slots) < self.replicas {
             let k8s = self.kubernetes_cpu();
@@ -156,19 +136,8 @@ impl Pool {
                 .filter(|i| self.slots[*i].pod.is_none() && k8s[*i] <= ROOM_FOR_SLURMD)
                 .min_by(|a, b| k8s[*a].total_cmp(&k8s[*b]));
             let Some(i) = free else { break };
-            self.slots[i].pod = Some(NodeSetPod {
-                ready_at: tick + BOOT_SECONDS,
-                marked: false,
-            });
-        }
-        for (i, s) in self.slots.iter_mut().enumerate() {
-            if s.pod.is_some_and(|p| p.ready_at <= tick) && s.slurm.is_none() {
-                s.slurm = Some(SimNode::new(
-                    format!("cpu-{}", i + 1),
-                    &self.partition,
-                    CPU_NODE,
-                ));
-            }
+            self.slots[i].pod = Some(false);
+            slurm.provide(i as u32, now);
         }
     }
 
@@ -180,8 +149,9 @@ impl Pool {
                 continue;
             }
             let k8s = self.kubernetes_cpu();
-            let room = (0..self.slots.len())
-                .find(|i| self.slots[*i].pod.is_none() && CPU_NODE.0 as f64 - k8s[*i] >= WEB_CPU);
+            let room = (0..self.slots.len()).find(|i| {
+                self.slots[*i].pod.is_none() && f64::from(CPU_NODE.cpus) - k8s[*i] >= WEB_CPU
+            });
             if let Some(i) = room {
                 self.web[p].placed = Some((i, tick));
                 self.pod_waits.push(tick - self.web[p].submitted);
@@ -205,22 +175,13 @@ impl Pool {
         self.replicas = replicas.min(POOL_NODES as u64);
     }
 
-    /// The autoscaler's drains and resumes, as slurmctld applies them.
-    pub fn drain(&mut self, node: &str, reason: Option<&str>) {
-        for s in self.slots.iter_mut().filter_map(|s| s.slurm.as_mut()) {
-            if s.name == node {
-                s.drain = reason.map(String::from);
-            }
-        }
-    }
-
     /// The deletion cost on the NodeSet pods of these Kubernetes nodes.
     pub fn mark(&mut self, nodes: &[String]) {
         for s in &mut self.slots {
             if nodes.contains(&s.k8s_node)
-                && let Some(p) = &mut s.pod
+                && let Some(marked) = &mut s.pod
             {
-                p.marked = true;
+                *marked = true;
             }
         }
     }
@@ -230,7 +191,7 @@ impl Pool {
         self.slots
             .iter()
             .filter_map(|s| {
-                let state = if s.pod?.marked {
+                let state = if s.pod? {
                     PodState::Marked
                 } else {
                     PodState::Serving
@@ -257,17 +218,7 @@ impl Pool {
 
     /// Nodes Slurm holds (a serving NodeSet pod is there).
     pub fn held(&self) -> u64 {
-        self.slots
-            .iter()
-            .filter(|s| s.pod.is_some_and(|p| !p.marked))
-            .count() as u64
-    }
-
-    /// Registered Slurm nodes, and those running jobs.
-    pub fn slurm_nodes(&self) -> (u64, u64) {
-        let up = self.slots.iter().filter(|s| s.slurm.is_some()).count() as u64;
-        let busy = self.slots.iter().filter(|s| s.busy()).count() as u64;
-        (up, busy)
+        self.slots.iter().filter(|s| s.pod == Some(false)).count() as u64
     }
 
     /// Web pods waiting for a node.
@@ -276,7 +227,7 @@ impl Pool {
     }
 
     /// The GenericNode ledger of the pool and its Nodes' capacity.
-    pub fn ledger(&self) -> (Vec<LedgerNode>, BTreeMap<String, Capacity>) {
+    pub fn ledger(&self, slurm: &Cluster) -> (Vec<LedgerNode>, BTreeMap<String, Capacity>) {
         let k8s = self.kubernetes_cpu();
         let web_memory: Vec<f64> = (0..self.slots.len())
             .map(|i| {
@@ -290,21 +241,20 @@ impl Pool {
         let mut ledger = Vec::new();
         let mut capacity = BTreeMap::new();
         for (i, s) in self.slots.iter().enumerate() {
-            let (cpu, memory) = s
-                .slurm
-                .as_ref()
-                .map_or((0, 0), |n| (n.alloc_cpus, n.alloc_memory));
+            let (cpu, memory) = slurm
+                .node_view(i as u32)
+                .map_or((0, 0), |n| (n.alloc_cpus, n.alloc_memory_mib * MIB));
             ledger.push(LedgerNode {
                 name: s.k8s_node.clone(),
-                alias: format!("cpu-{}", i + 1),
+                alias: slurm_name(i),
                 cluster: CLUSTER.into(),
                 allocated: BTreeMap::from([
-                    ((Owner::Slurm, "cpu".to_string()), cpu as f64),
+                    ((Owner::Slurm, "cpu".to_string()), f64::from(cpu)),
                     ((Owner::Slurm, "memory".to_string()), memory as f64),
                     ((Owner::Kubernetes, "cpu".to_string()), k8s[i]),
                     (
                         (Owner::Kubernetes, "memory".to_string()),
-                        s.daemons * GIB as f64 + web_memory[i],
+                        s.daemons * (1u64 << 30) as f64 + web_memory[i],
                     ),
                 ]),
                 pending_checks: 0,
@@ -313,8 +263,8 @@ impl Pool {
                 s.k8s_node.clone(),
                 Capacity {
                     resources: BTreeMap::from([
-                        ("cpu".to_string(), CPU_NODE.0 as f64),
-                        ("memory".to_string(), CPU_NODE.2 as f64),
+                        ("cpu".to_string(), f64::from(CPU_NODE.cpus)),
+                        ("memory".to_string(), (CPU_NODE.memory_mib * MIB) as f64),
                     ]),
                     ..Default::default()
                 },
