@@ -47,11 +47,23 @@ fn json_rows_carry_every_policy_with_the_documented_keys() {
     let names: Vec<&str> = rows.iter().map(|r| r["policy"].as_str().unwrap()).collect();
     assert_eq!(
         names,
-        ["builtin", "keda", "keda-desired", "power-save", "static"]
+        [
+            "builtin",
+            "keda",
+            "keda-desired",
+            "power-save",
+            "slurm-planned",
+            "static"
+        ]
     );
     for r in rows {
         assert_eq!(r["jobs"], 10);
-        assert_eq!(r.as_object().unwrap().len(), 13, "{r}");
+        assert_eq!(r.as_object().unwrap().len(), 14, "{r}");
+        let idle_waiting = r["idle_waiting_node_hours"].as_f64().unwrap();
+        assert!(
+            idle_waiting <= r["idle_node_hours"].as_f64().unwrap(),
+            "{r}"
+        );
         assert_eq!(
             r["not_replayed"],
             serde_json::json!({}),
@@ -66,7 +78,7 @@ fn json_rows_carry_every_policy_with_the_documented_keys() {
     }
     let hours = |p: usize| rows[p]["node_hours"].as_f64().unwrap();
     assert!(
-        hours(0) < hours(4),
+        hours(0) < hours(5),
         "builtin uses fewer node-hours than static"
     );
 }

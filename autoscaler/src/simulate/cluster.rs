@@ -15,7 +15,10 @@
 //!   then busy ones are drained and leave when their last job ends (slurm-operator drains a
 //!   Slurm node before deleting its pod). Under power saving every node is allocatable: a
 //!   powered-down node the scheduler picks boots, its job starts when all its nodes are up,
-//!   and a node idle for `SuspendTime` powers down.
+//!   and a node idle for `SuspendTime` powers down. When slurmctld's requests are carried out
+//!   by someone who polls for them (a NodeSet following slurmctld's plan, [`Resume`]), each
+//!   waits for slurmctld's power-save pass and that poll, and a job on resumed nodes starts at
+//!   slurmctld's periodic check after they are up.
 //!
 //! Times are unix seconds. Everything here is deterministic: the same trace and the same
 //! scaling gives the same schedule.
@@ -35,10 +38,46 @@ pub enum Mode {
     /// outside ([`Cluster::provide`], [`Cluster::retire`]), as its pods land on and leave
     /// the pool's nodes, and its nodes can be drained and resumed by name.
     Pool,
-    /// Slurm power saving: every node allocatable, powered down after `suspend_after` idle.
-    PowerSave { suspend_after: i64 },
+    /// Slurm power saving: every node allocatable, powered down after `suspend_after` idle;
+    /// `resume` is what stands between slurmctld's decision and the node.
+    PowerSave { suspend_after: i64, resume: Resume },
     /// Every node up all the time.
     Static,
+}
+
+/// What stands between slurmctld powering a node up or down and the node coming or going,
+/// when slurmctld does not boot nodes itself but posts requests that someone polling acts on
+/// (`slurm-planned`: the autoscaler reads them from `/nodes`). All zero: Slurm's
+/// ResumeProgram boots the node at once (`power-save`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Resume {
+    /// slurmctld's `power_save_interval`: its power-save pass runs on this grid.
+    pub request_every: i64,
+    /// The autoscaler's poll: it acts on the requests on this grid.
+    pub poll_every: i64,
+    /// slurmctld's periodic check (`PERIODIC_TIMEOUT`) that ends a job's CONFIGURING once its
+    /// nodes are up.
+    pub check_every: i64,
+}
+
+impl Resume {
+    /// When a power-up or power-down slurmctld decided at `t` is carried out.
+    fn acted(&self, t: i64) -> i64 {
+        grid(grid(t, self.request_every), self.poll_every)
+    }
+
+    /// The longest it adds to a boot.
+    fn most(&self) -> i64 {
+        self.request_every + self.poll_every + self.check_every
+    }
+}
+
+/// The first time at or after `t` on a grid of `every` seconds (`t` itself for 0).
+fn grid(t: i64, every: i64) -> i64 {
+    if every <= 0 {
+        return t;
+    }
+    t.div_euclid(every) * every + if t.rem_euclid(every) == 0 { 0 } else { every }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -344,14 +383,14 @@ impl Cluster {
             self.backfill(now);
             self.dirty = None;
         }
-        if let Mode::PowerSave { suspend_after } = self.mode {
+        if matches!(self.mode, Mode::PowerSave { .. }) {
             while let Some(&Reverse((t, i))) = self.suspends.peek() {
                 if t > now {
                     break;
                 }
                 self.suspends.pop();
                 let n = &self.nodes[i as usize];
-                if n.power == Power::Up && n.jobs.is_empty() && n.idle_since + suspend_after == t {
+                if n.power == Power::Up && n.jobs.is_empty() && self.suspend_at(n.idle_since) == t {
                     self.power_off(i);
                 }
             }
@@ -360,8 +399,25 @@ impl Cluster {
 
     /// Backfill passes run on a fixed `bf_interval` grid: the first pass at or after `since`.
     fn backfill_due(&self, since: i64) -> i64 {
-        let i = self.cfg.bf_interval;
-        since.div_euclid(i) * i + if since.rem_euclid(i) == 0 { 0 } else { i }
+        grid(since, self.cfg.bf_interval)
+    }
+
+    /// Power saving: what stands between slurmctld's power decisions and the nodes.
+    fn resume(&self) -> Resume {
+        match self.mode {
+            Mode::PowerSave { resume, .. } => resume,
+            _ => Resume::default(),
+        }
+    }
+
+    /// Power saving: when a node idle since `idle_since` is gone.
+    fn suspend_at(&self, idle_since: i64) -> i64 {
+        match self.mode {
+            Mode::PowerSave { suspend_after, .. } => {
+                self.resume().acted(idle_since + suspend_after)
+            }
+            _ => i64::MAX,
+        }
     }
 
     /// Node slots whose Slurm view (state, allocation, drain) changed since a reader's
@@ -451,7 +507,7 @@ impl Cluster {
     /// Under power saving a backfilled job may wait for a boot before it runs.
     fn boot_slack(&self) -> i64 {
         match self.mode {
-            Mode::PowerSave { .. } => self.cfg.boot,
+            Mode::PowerSave { resume, .. } => self.cfg.boot + resume.most(),
             _ => 0,
         }
     }
@@ -584,6 +640,10 @@ impl Cluster {
                 self.counts.busy += 1;
             }
         }
+        if start > now {
+            // It waited for a boot: it leaves CONFIGURING at slurmctld's next check.
+            start = grid(start, self.resume().check_every);
+        }
         self.outcomes[j] = JobTimes {
             start,
             end: start + run,
@@ -609,6 +669,7 @@ impl Cluster {
             job.gpus_per_node,
         );
         self.touch(&run.nodes);
+        let suspend = self.suspend_at(now);
         for &i in &run.nodes {
             let n = &mut self.nodes[i as usize];
             let allocatable = !n.draining && !n.drained;
@@ -627,8 +688,8 @@ impl Cluster {
                     self.power_off(i);
                     continue;
                 }
-                if let Mode::PowerSave { suspend_after } = self.mode {
-                    self.suspends.push(Reverse((now + suspend_after, i)));
+                if matches!(self.mode, Mode::PowerSave { .. }) {
+                    self.suspends.push(Reverse((suspend, i)));
                 }
             }
             if allocatable {
@@ -641,7 +702,7 @@ impl Cluster {
     fn power_on(&mut self, i: u32, now: i64, at_once: bool) {
         self.counts.provisioned += 1;
         self.touch(&[i]);
-        let ready_at = now + self.cfg.boot;
+        let ready_at = self.resume().acted(now) + self.cfg.boot;
         let n = &mut self.nodes[i as usize];
         n.idle_since = now;
         if at_once {
@@ -660,6 +721,7 @@ impl Cluster {
     fn node_up(&mut self, i: u32, now: i64) {
         let elastic = !matches!(self.mode, Mode::PowerSave { .. });
         self.touch(&[i]);
+        let suspend = self.suspend_at(now);
         let n = &mut self.nodes[i as usize];
         n.power = Power::Up;
         if !n.jobs.is_empty() {
@@ -667,8 +729,8 @@ impl Cluster {
             self.counts.busy += 1;
         } else {
             n.idle_since = now;
-            if let Mode::PowerSave { suspend_after } = self.mode {
-                self.suspends.push(Reverse((now + suspend_after, i)));
+            if !elastic {
+                self.suspends.push(Reverse((suspend, i)));
             }
         }
         if elastic && n.free_cpus > 0 && !n.drained {

@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::crd::NodeSetAutoscalerSpec;
 use crate::error::{Error, Result};
-use cluster::{Cluster, Mode, SchedConfig};
+use cluster::{Cluster, Mode, Resume, SchedConfig};
 use trace::{NodeShape, TraceJob};
 
 /// Decides the partition's size from what it sees, at times of its choosing.
@@ -50,15 +50,17 @@ pub enum Policy {
     Keda,
     KedaDesired,
     PowerSave,
+    SlurmPlanned,
     Static,
 }
 
 impl Policy {
-    pub const ALL: [Policy; 5] = [
+    pub const ALL: [Policy; 6] = [
         Self::Builtin,
         Self::Keda,
         Self::KedaDesired,
         Self::PowerSave,
+        Self::SlurmPlanned,
         Self::Static,
     ];
 
@@ -68,6 +70,7 @@ impl Policy {
             Self::Keda => "keda",
             Self::KedaDesired => "keda-desired",
             Self::PowerSave => "power-save",
+            Self::SlurmPlanned => "slurm-planned",
             Self::Static => "static",
         }
     }
@@ -172,6 +175,12 @@ pub struct Run {
     pub final_provisioned: u32,
 }
 
+/// slurmctld's `power_save_interval` (its default): how often it sends power requests.
+const POWER_SAVE_INTERVAL: i64 = 10;
+/// slurmctld's `PERIODIC_TIMEOUT`: a job whose nodes were powered up leaves CONFIGURING at
+/// this check (measured 6-23 s after the last node registered).
+const PERIODIC_CHECK: i64 = 30;
+
 /// After the last job, each policy runs this long so it can scale down.
 const TAIL: i64 = 3600;
 /// Once every job is in, a policy that starts and ends nothing for this long never will.
@@ -229,6 +238,17 @@ impl Policy {
         match self {
             Policy::PowerSave => Mode::PowerSave {
                 suspend_after: opts.suspend_time,
+                resume: Resume::default(),
+            },
+            // slurmctld plans on the NodeSet's absent nodes (CLOUD records) and the
+            // autoscaler carries out its power-ups and power-downs.
+            Policy::SlurmPlanned => Mode::PowerSave {
+                suspend_after: opts.suspend_time,
+                resume: Resume {
+                    request_every: POWER_SAVE_INTERVAL,
+                    poll_every: view::POLL,
+                    check_every: PERIODIC_CHECK,
+                },
             },
             Policy::Static => Mode::Static,
             _ => Mode::Elastic,
@@ -251,7 +271,7 @@ impl Policy {
                 threshold: opts.keda_threshold,
             }),
             Policy::KedaDesired => keda(rivals::Trigger::DesiredNodes),
-            Policy::PowerSave | Policy::Static => Box::new(rivals::Fixed),
+            Policy::PowerSave | Policy::SlurmPlanned | Policy::Static => Box::new(rivals::Fixed),
         }
     }
 }

@@ -27,8 +27,7 @@ pub struct Row {
     /// Job CPU-seconds over provisioned CPU-seconds (table only).
     #[serde(skip)]
     pub utilization: f64,
-    /// Of `idle_node_hours`, those while jobs waited (table only).
-    #[serde(skip)]
+    /// Of `idle_node_hours`, those while jobs waited.
     pub idle_waiting_node_hours: f64,
     /// Records of the trace that are not among `jobs`, by reason (never ran, unknown
     /// submit time, another partition, too big, malformed and passed over): the same for
@@ -232,6 +231,7 @@ mod tests {
             "node_hours",
             "busy_node_hours",
             "idle_node_hours",
+            "idle_waiting_node_hours",
             "wait_p50_s",
             "wait_p95_s",
             "wait_p99_s",

@@ -222,7 +222,10 @@ fn power_saving_boots_the_nodes_it_allocates_and_suspends_idle_ones() {
     let mut c = Cluster::new(
         CPU16,
         4,
-        Mode::PowerSave { suspend_after: 600 },
+        Mode::PowerSave {
+            suspend_after: 600,
+            resume: Resume::default(),
+        },
         SchedConfig::default(),
         jobs.into(),
         0,
@@ -246,11 +249,56 @@ fn power_saving_boots_the_nodes_it_allocates_and_suspends_idle_ones() {
     assert_eq!(c.counts.provisioned, 0);
 }
 
+/// slurm-planned: slurmctld's power-up goes out at its next power-save pass, the autoscaler
+/// scales at its next poll, the node boots, and the job leaves CONFIGURING at slurmctld's
+/// next periodic check; a power-down waits for the same pass and poll.
+#[test]
+fn slurm_planned_nodes_wait_for_the_request_the_poll_and_the_check() {
+    let jobs = vec![job(1, 105, 105, 1, 16)];
+    let resume = Resume {
+        request_every: 10,
+        poll_every: 2,
+        check_every: 30,
+    };
+    let mut c = Cluster::new(
+        CPU16,
+        4,
+        Mode::PowerSave {
+            suspend_after: 600,
+            resume,
+        },
+        SchedConfig::default(),
+        jobs.into(),
+        0,
+    );
+    let mut suspended = Vec::new();
+    while let Some(t) = c.next_event() {
+        let before = c.counts.provisioned;
+        c.advance(t);
+        c.check();
+        if c.counts.provisioned < before {
+            suspended.push(t);
+        }
+    }
+    // Requested at 10, up at 100, started at the check at 120; idle from 225, powered down
+    // at 825, carried out at the pass and poll of 830.
+    assert_eq!(starts(&c), vec![120]);
+    assert_eq!(suspended, vec![830]);
+}
+
 #[test]
 fn power_saving_prefers_nodes_that_are_up() {
     // The first job's node is up when the second comes: the second shares it, no boot.
     let jobs = vec![job(0, 1000, 1000, 1, 4), job(200, 10, 10, 1, 4)];
-    let c = replay(CPU16, 4, Mode::PowerSave { suspend_after: 600 }, jobs);
+    let c = replay(
+        CPU16,
+        4,
+        Mode::PowerSave {
+            suspend_after: 600,
+            resume: Resume::default(),
+        },
+        jobs,
+    );
     assert_eq!(starts(&c), vec![90, 200]);
 }
 
@@ -304,7 +352,7 @@ fn fast_forward_gives_what_reconciling_every_poll_gives() {
 fn every_policy_runs_every_job_and_saves_node_time_over_static_at_no_shorter_wait() {
     let opts = Options::new(CPU16, 8);
     let runs = super::run(&Policy::ALL, trace(100), &opts, None).unwrap();
-    assert_eq!(runs.len(), 5);
+    assert_eq!(runs.len(), Policy::ALL.len());
     let by = |p: Policy| runs.iter().find(|r| r.policy == p).unwrap();
     for r in &runs {
         assert_eq!(r.stats.jobs, 100, "{:?}", r.policy);
