@@ -2,11 +2,15 @@
 # Builds Slurm 24.11.5 from Debian's own source (trixie's orig tarball + trixie-security's
 # debian/ with its CVE patches) with bookworm's toolchain, and caches the install prefix
 # outside the clone. This gives the tests a second real Slurm that serves REST
-# v0.0.40-v0.0.42 and node updates. ~7.5 min the first time; a no-op afterwards.
+# v0.0.40-v0.0.42 and node updates, and a slurmdbd with its MySQL/MariaDB storage plugin.
+# ~7.5 min the first time; a no-op afterwards.
 source "$(dirname "$0")/common.sh"
 need_root
 
-if [ -x "$SLURM_2411_PREFIX/sbin/slurmctld" ] && [ -x "$SLURM_2411_PREFIX/sbin/slurmrestd" ]; then exit 0; fi
+# The MySQL plugin came later: a prefix cached without it is rebuilt.
+mysql_plugin="$SLURM_2411_PREFIX/lib/slurm/accounting_storage_mysql.so"
+if [ -x "$SLURM_2411_PREFIX/sbin/slurmctld" ] && [ -x "$SLURM_2411_PREFIX/sbin/slurmrestd" ] &&
+  [ -x "$SLURM_2411_PREFIX/sbin/slurmdbd" ] && [ -f "$mysql_plugin" ]; then exit 0; fi
 "$HARNESS_DIR/deps.sh"
 
 work="$SLURMSCALE_CACHE/build/slurm-$SLURM_2411_VERSION"
@@ -47,7 +51,6 @@ deb=slurm-wlm_${SLURM_2411_VERSION}-4+deb13u1.debian.tar.xz
 fetch "$archive/pool/main/s/slurm-wlm" trixie "$orig"
 fetch "$security/pool/updates/main/s/slurm-wlm" trixie-security "$deb"
 
-rm -rf "$SLURM_2411_PREFIX"
 mkdir src
 tar -xzf "$orig" -C src --strip-components=1
 tar -xJf "$deb" -C src
@@ -60,12 +63,20 @@ grep -v -E '^\s*(#|$)' debian/patches/series | while read -r p _; do
 done
 
 say "building Slurm $SLURM_2411_VERSION into $SLURM_2411_PREFIX (~7.5 min on 2 cores)"
+# Installed into a staging dir and moved into place at the end, so a harness still running
+# on an older prefix keeps its files during the build. configure silently leaves out
+# accounting_storage/mysql without mariadb_config (libmariadb-dev): checked below.
 {
   ./configure --prefix="$SLURM_2411_PREFIX" --sysconfdir="$SLURM_2411_PREFIX/etc" \
     --disable-debug --enable-multiple-slurmd --with-munge --with-jwt --with-json \
-    --with-http-parser --with-yaml --with-lz4 &&
+    --with-http-parser --with-yaml --with-lz4 --with-mysql_config=/usr/bin &&
     make -j"$(nproc)" &&
-    make install
+    make install DESTDIR="$work/dest"
 } >"$work/build.log" 2>&1 || { tail -30 "$work/build.log" >&2; die "Slurm build failed (log: $work/build.log)"; }
+[ -f "$work/dest$mysql_plugin" ] ||
+  die "the build has no accounting_storage/mysql plugin (is libmariadb-dev installed? log: $work/build.log)"
+rm -rf "$SLURM_2411_PREFIX"
+mkdir -p "$(dirname "$SLURM_2411_PREFIX")"
+mv "$work/dest$SLURM_2411_PREFIX" "$SLURM_2411_PREFIX"
 cd / && rm -rf "$work"
 say "Slurm $SLURM_2411_VERSION cached at $SLURM_2411_PREFIX"

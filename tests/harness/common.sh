@@ -1,7 +1,8 @@
 # Shared settings for the harness scripts (sourced, not run).
 #
 # Everything slow to make (the Kubernetes binaries of build-go-stack.sh, the Slurm 24.11
-# build, the cargo target dir) lives in one cache outside the clone so a second run reuses it;
+# build, an empty MariaDB data dir, the cargo target dir) lives in one cache outside the clone
+# so a second run reuses it;
 # everything a run creates (configs, keys, logs, pid files) lives in a run dir that
 # `stop` removes.
 

@@ -7,9 +7,13 @@ need_root
 packages=(
   # Slurm 22.05 from Debian (never the *-emulator packages: they divert the daemons)
   munge slurmctld slurmd slurmrestd slurm-client slurm-wlm-basic-plugins slurm-wlm-jwt-plugin
-  # Slurm 24.11 build (the Kubernetes binaries are built with the machine's own Go 1.26)
+  # accounting as sites run it: slurmdbd (brings its MySQL plugin) on a MariaDB that the
+  # harness starts itself, in its run dir (the package's own service is never used)
+  slurmdbd mariadb-server
+  # Slurm 24.11 build (the Kubernetes binaries are built with the machine's own Go 1.26);
+  # the MariaDB client headers make configure build accounting_storage/mysql
   build-essential make pkg-config libmunge-dev libjwt-dev libjson-c-dev libhttp-parser-dev
-  libyaml-dev liblz4-dev libssl-dev
+  libyaml-dev liblz4-dev libssl-dev libmariadb-dev libmariadb-dev-compat
   # scripts, certificates, metric and rule linting, a real Prometheus
   openssl curl jq xz-utils unzip dpkg-dev prometheus
   # kubernetes-validate (tools.sh) lives in a virtualenv; slurmrestd-v0044.py (kube.sh)

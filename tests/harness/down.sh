@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Stops everything up.sh started (only the pids it recorded) and removes the run dir.
+# Stops everything up.sh started (only the pids it recorded: the Slurm daemons, each Slurm's
+# slurmdbd and mariadbd, Kubernetes) and removes the run dir, accounting databases included.
 source "$(dirname "$0")/common.sh"
 need_root
 

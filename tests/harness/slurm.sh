@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# A real Slurm cluster on 127.0.0.1 in a temp dir: munged, slurmctld, one `slurmd -N` per
-# node and slurmrestd with JWT auth.
+# A real Slurm cluster on 127.0.0.1 in a temp dir: munged, a MariaDB and slurmdbd for
+# accounting (as every real site runs it), slurmctld, one `slurmd -N` per node and slurmrestd
+# with JWT auth, serving the slurmdbd endpoints (/slurmdb/...) too.
 #
 #   slurm.sh FLAVOR start | stop | status | env | node-up NODE | node-down NODE
 #                   | pod-up slinky-N [CONF [SLURMD ARGS...]] | pod-down slinky-N [down|delete]
@@ -11,7 +12,19 @@
 # FLAVOR is 22.05 (Debian bookworm's packages, REST v0.0.38) or 24.11 (built from Debian's
 # source by build-slurm-24.11.sh, REST v0.0.40-v0.0.42). Both can run side by side, and a
 # second copy of either beside the test one (benchmarks) with its own SLURMSCALE_RUN and
-# SLURMSCALE_PORT_BASE_2205 / _2411 (defaults 16800 / 17800; REST listens on base + 20).
+# SLURMSCALE_PORT_BASE_2205 / _2411 (defaults 16800 / 17800). Ports, all on 127.0.0.1:
+# MariaDB base + 6, slurmctld + 17, slurmd + 18 (and + 30... per node), slurmdbd + 19,
+# slurmrestd + 20.
+#
+# Accounting: each cluster has its own mariadbd (Debian's package, never its system service:
+# data dir, socket, log and pid file in $SLURMSCALE_RUN/slurm-FLAVOR/mariadb, the data dir a
+# copy of an empty one cached in $SLURMSCALE_CACHE, config in etc/mariadb.cnf, root admin
+# over the unix socket only) and its own slurmdbd (Debian's for 22.05, the cached build's for
+# 24.11) storing into database slurm_acct_2205 / slurm_acct_2411 as MariaDB user `slurm`,
+# whose generated password lives only in etc/slurmdbd.conf (0600).
+# The cluster is registered with sacctmgr; root and the JWT user submit under account `root`.
+# AccountingStorageEnforce is off, as without slurmdbd: no job is refused for want of an
+# association. Every start begins with an empty database.
 #
 # Partitions: `cpu` (c1-c4, default), `gpu` (g1-g2, four fake gres/gpu each) and `elastic`
 # (e1-e8, two fake GPUs each, State=FUTURE: no slurmd until a test "scales them up" with
@@ -21,9 +34,9 @@
 #
 # `env` prints sourceable exports: SLURM_REST_URL, SLURM_USER, SLURM_CLUSTER and SLURM_JWT (what
 # `slurmscale exporter` reads), the token file and HS256 key as HARNESS_JWT_FILE and
-# HARNESS_JWT_KEY_FILE, and SLURM_CONF/SLURM_BIN for the cluster's own commands. The token is
-# read from its file at source time so it never shows up in a log. Only pids this script
-# recorded are ever signalled.
+# HARNESS_JWT_KEY_FILE, SLURM_CONF/SLURM_BIN for the cluster's own commands (sacct and sacctmgr
+# among them), and SLURM_DBD_PORT/SLURM_DB_NAME. The token is read from its file at source
+# time so it never shows up in a log. Only pids this script recorded are ever signalled.
 source "$(dirname "$0")/common.sh"
 need_root
 # SLURM_JWT in the environment switches Slurm's commands *and daemons* to JWT auth (a slurmd
@@ -48,8 +61,14 @@ dir="$SLURMSCALE_RUN/slurm-$flavor"
 conf="$dir/etc/slurm.conf"
 pids="$dir/pids"
 ctld_port=$((base + 17)) rest_port=$((base + 20)) node_port0=$((base + 30))
+db_port=$((base + 6)) dbd_port=$((base + 19))
 rest_url="http://127.0.0.1:$rest_port"
-jwt_user=slurm # SlurmUser: an operator for node updates without slurmdbd
+# SlurmUser: slurmctld and slurmdbd take it for an administrator (node updates) whatever
+# the database says.
+jwt_user=slurm
+db_name=slurm_acct_${flavor/./}
+mariadb_dir="$dir/mariadb"
+mariadb_cnf="$dir/etc/mariadb.cnf"
 
 cpu_nodes=(c1 c2 c3 c4)
 gpu_nodes=(g1 g2)
@@ -81,7 +100,7 @@ write_config() {
     for d in slurmctld slurmd slurmstepd; do ln -sf "$sbin/$d" "$dir/bin/$d"; done
   fi
 
-  # The HS256 key is the exact bytes of the file.
+  # The HS256 key is the exact bytes of the file (slurmctld and slurmdbd both check tokens).
   openssl rand -hex 32 | tr -d '\n' >"$dir/etc/jwt_hs256.key"
   chown slurm:slurm "$dir/etc/jwt_hs256.key"
   chmod 0400 "$dir/etc/jwt_hs256.key"
@@ -114,7 +133,12 @@ SlurmdLogFile=$dir/log/slurmd-%n.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=127.0.0.1
+AccountingStoragePort=$dbd_port
+# (for slurmdbd, Slurm's commands and daemons take the munge socket from here, not AuthInfo)
+AccountingStoragePass=socket=$dir/munge/munge.socket
+AccountingStorageTRES=gres/gpu
 JobCompType=jobcomp/none
 SlurmdParameters=config_overrides
 MpiDefault=none
@@ -166,6 +190,57 @@ EOF
     echo "NodeName=g[1-2] Name=gpu File=$dir/dev/nvidia[0-3]"
     echo "NodeName=e[1-8] Name=gpu File=$dir/dev/nvidia[0-1]"
   } >"$dir/etc/gres.conf"
+  write_accounting_config
+}
+
+# MariaDB's and slurmdbd's configs. slurmdbd finds slurmdbd.conf beside slurm.conf (SLURM_CONF);
+# it holds the database password, so slurmdbd insists on 0600 and SlurmUser as the owner.
+write_accounting_config() {
+  mkdir -p "$mariadb_dir"
+  chown mysql:mysql "$mariadb_dir"
+  chmod 0750 "$mariadb_dir"
+  # Read with --defaults-file alone: nothing from /etc/mysql or ~/.my.cnf. The InnoDB sizes are
+  # the ones slurmdbd asks for (smaller ones cost it an error line at every start); the
+  # buffer pool is only address space until used.
+  cat >"$mariadb_cnf" <<EOF
+[mariadbd]
+user=mysql
+datadir=$mariadb_dir/data
+socket=$mariadb_dir/mariadb.sock
+pid-file=$mariadb_dir/mariadbd.pid
+log-error=$mariadb_dir/mariadb.log
+bind-address=127.0.0.1
+port=$db_port
+skip-name-resolve
+innodb_buffer_pool_size=2G
+innodb_log_file_size=64M
+innodb_lock_wait_timeout=900
+EOF
+  local pass
+  pass=$(openssl rand -hex 24)
+  (
+    umask 077
+    cat >"$dir/etc/slurmdbd.conf" <<EOF
+AuthType=auth/munge
+AuthInfo=socket=$dir/munge/munge.socket
+AuthAltTypes=auth/jwt
+AuthAltParameters=jwt_key=$dir/etc/jwt_hs256.key
+CommunicationParameters=NoInAddrAny
+DbdHost=localhost
+DbdAddr=127.0.0.1
+DbdPort=$dbd_port
+SlurmUser=slurm
+PidFile=$dir/run/slurmdbd.pid
+LogFile=$dir/log/slurmdbd.log
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=$db_port
+StorageUser=slurm
+StoragePass=$pass
+StorageLoc=$db_name
+EOF
+  )
+  chown slurm:slurm "$dir/etc/slurmdbd.conf"
 }
 
 start_munged() {
@@ -173,6 +248,77 @@ start_munged() {
     --pid-file="$dir/munge/munged.pid" --log-file="$dir/munge/munged.log" --seed-file="$dir/munge/seed" ||
     die "munged failed to start (log: $dir/munge/munged.log)"
   cp "$dir/munge/munged.pid" "$pids/munged"
+}
+
+# wait_daemon SECS NAME LOG WHAT CHECK...: wait_for CHECK, but fail at once, with the end of
+# LOG, when daemon NAME has exited (its port taken by another copy, say) instead of timing out.
+wait_daemon() {
+  local secs=$1 name=$2 log=$3 what=$4
+  shift 4
+  local deadline=$((SECONDS + secs))
+  until "$@" >/dev/null 2>&1; do
+    pid_alive "$pids/$name" || die "$name exited while waiting for $what: $(tail -n 3 "$log")"
+    [ $SECONDS -lt $deadline ] || die "timed out after ${secs}s waiting for $what (log: $log)"
+    sleep 0.2
+  done
+}
+
+# root administers over the unix socket (unix_socket auth: no password anywhere).
+mariadb_sql() { mariadb --no-defaults --socket="$mariadb_dir/mariadb.sock" -u root "$@"; }
+
+# An empty data dir made by mariadb-install-db (system tables, root@localhost by unix socket),
+# printed as a path. It takes 1-3 s and depends only on MariaDB's version and the InnoDB
+# settings, so it is made once per version in the cache and each start copies it. Made aside
+# and renamed into place: a second harness copy starting at the same time keeps either.
+mariadb_template() {
+  local version tmpl work
+  version=$(/usr/sbin/mariadbd --version | awk '{print $3}')
+  tmpl="$SLURMSCALE_CACHE/mariadb-$version-data"
+  if [ ! -d "$tmpl" ]; then
+    mkdir -p "$SLURMSCALE_CACHE"
+    work=$(mktemp -d "$SLURMSCALE_CACHE/.mariadb-data.XXXXXX")
+    chown mysql:mysql "$work"
+    mariadb-install-db --defaults-file="$mariadb_cnf" --datadir="$work" \
+      --auth-root-authentication-method=socket --skip-test-db --skip-name-resolve \
+      >"$dir/log/mariadb-install-db.log" 2>&1 ||
+      { rm -rf "$work"; die "mariadb-install-db failed (log: $dir/log/mariadb-install-db.log)"; }
+    mv -T "$work" "$tmpl" 2>/dev/null || rm -rf "$work"
+  fi
+  echo "$tmpl"
+}
+
+start_mariadb() {
+  local tmpl
+  tmpl=$(mariadb_template)
+  cp -a "$tmpl" "$mariadb_dir/data"
+  # In the foreground, so $! is mariadbd itself (it drops to mysql; no mysqld_safe).
+  /usr/sbin/mariadbd --defaults-file="$mariadb_cnf" >>"$dir/log/mariadbd.out" 2>&1 &
+  echo $! >"$pids/mariadbd"
+  wait_daemon 30 mariadbd "$mariadb_dir/mariadb.log" "MariaDB on 127.0.0.1:$db_port" mariadb_sql -e 'SELECT 1'
+  # The password goes in on stdin, never on a command line.
+  local pass
+  pass=$(sed -n 's/^StoragePass=//p' "$dir/etc/slurmdbd.conf")
+  mariadb_sql --batch <<EOF || die "could not create database $db_name"
+CREATE DATABASE $db_name;
+CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY '$pass';
+GRANT ALL ON $db_name.* TO 'slurm'@'127.0.0.1';
+EOF
+}
+
+# slurmdbd creates its tables on first contact with the database; then the cluster and its
+# users are registered, before slurmctld registers with it.
+start_slurmdbd() {
+  SLURM_CONF="$conf" "$sbin/slurmdbd" -D >>"$dir/log/slurmdbd.out" 2>&1 &
+  echo $! >"$pids/slurmdbd"
+  wait_daemon 60 slurmdbd "$dir/log/slurmdbd.out" "slurmdbd $flavor on 127.0.0.1:$dbd_port" \
+    slurm sacctmgr -n show cluster
+}
+
+register_cluster() {
+  slurm sacctmgr -i add cluster "$cluster" >/dev/null || die "sacctmgr add cluster $cluster failed"
+  # Adding the cluster made account root with user root in it; the JWT user joins them.
+  slurm sacctmgr -i add user "$jwt_user" account=root defaultaccount=root cluster="$cluster" >/dev/null ||
+    die "sacctmgr add user $jwt_user failed"
 }
 
 start_slurmd() { # node
@@ -193,10 +339,11 @@ node_ready() { case "$(node_state "$1")" in idle | mixed | allocated) return 0 ;
 start_slurmrestd() {
   local plugins
   if [ "$flavor" = 22.05 ]; then
-    plugins=openapi/v0.0.36,openapi/v0.0.37,openapi/v0.0.38
+    plugins=openapi/v0.0.36,openapi/v0.0.37,openapi/v0.0.38,openapi/dbv0.0.36,openapi/dbv0.0.37,openapi/dbv0.0.38
   else
-    plugins=openapi/slurmctld
+    plugins=openapi/slurmctld,openapi/slurmdbd
   fi
+  # Every REST version each Slurm has, the slurmdbd ones (/slurmdb/...) included.
   # slurmrestd refuses root and SlurmUser: it binds first, then drops to nobody.
   # MALLOC_ARENA_MAX keeps its RSS sane on large /jobs answers.
   SLURM_CONF="$conf" SLURM_JWT=daemon MALLOC_ARENA_MAX=2 \
@@ -230,7 +377,12 @@ mint_token() {
   (umask 077 && printf '%s' "${out#SLURM_JWT=}" >"$dir/jwt.token")
 }
 
-running() { pid_alive "$pids/slurmctld" && pid_alive "$pids/munged"; }
+# (a cluster started without accounting, by an older harness, counts as stopped: start
+# replaces it)
+running() {
+  pid_alive "$pids/slurmctld" && pid_alive "$pids/munged" && pid_alive "$pids/slurmdbd" &&
+    pid_alive "$pids/mariadbd"
+}
 
 restd_ready() {
   curl -sf -o /dev/null -H "X-SLURM-USER-NAME: $jwt_user" -H "X-SLURM-USER-TOKEN: $(cat "$dir/jwt.token")" \
@@ -248,13 +400,17 @@ start() {
     say "Slurm $flavor already running ($rest_url)"
     return
   fi
-  [ -x "$sbin/slurmctld" ] || die "Slurm $flavor is not installed here: run tests/harness/deps.sh (22.05) or tests/harness/build-slurm-24.11.sh (24.11)"
+  [ -x "$sbin/slurmctld" ] && [ -x "$sbin/slurmdbd" ] && [ -x /usr/sbin/mariadbd ] ||
+    die "Slurm $flavor or MariaDB is not installed here: run tests/harness/deps.sh (22.05) or tests/harness/build-slurm-24.11.sh (24.11)"
   # slurmctld re-executes itself as SlurmUser and slurmrestd runs as nobody.
   runuser -u nobody -- test -x "$sbin/slurmrestd" ||
     die "$sbin is not reachable by other users (is SLURMSCALE_CACHE under /root?); use a world-traversable cache dir"
   stop >/dev/null 2>&1 || true
   write_config
   start_munged
+  start_mariadb
+  start_slurmdbd
+  register_cluster
   start_slurmctld
   local n
   for n in "${cpu_nodes[@]}" "${gpu_nodes[@]}"; do start_slurmd "$n"; done
@@ -278,6 +434,8 @@ export HARNESS_JWT_FILE=$dir/jwt.token
 export HARNESS_JWT_KEY_FILE=$dir/etc/jwt_hs256.key
 export SLURM_CONF=$conf
 export SLURM_BIN=$bin
+export SLURM_DBD_PORT=$dbd_port
+export SLURM_DB_NAME=$db_name
 export SLURM_HARNESS="$HARNESS_DIR/slurm.sh $flavor"
 export SLURM_ELASTIC_NODES="${elastic_nodes[*]}"
 export SLURM_SLINKY_PARTITION=slinky
@@ -305,6 +463,9 @@ stop() {
   local f
   for f in "$pids"/slurmd-*; do [ -e "$f" ] && stop_pidfile "$f"; done
   stop_pidfile "$pids/slurmctld"
+  # after slurmctld, which sends its last records on the way out
+  stop_pidfile "$pids/slurmdbd"
+  stop_pidfile "$pids/mariadbd"
   stop_pidfile "$pids/munged"
   rm -rf "$dir"
   say "Slurm $flavor stopped"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything the end-to-end tests need, from a bare machine: Debian packages, the cached
-# Kubernetes (build-go-stack.sh) and Slurm 24.11 builds, then both real Slurms and Kubernetes.
+# Kubernetes (build-go-stack.sh) and Slurm 24.11 builds, then both real Slurms (each with its
+# own MariaDB and slurmdbd for accounting; see slurm.sh) and Kubernetes.
 # Idempotent: what is installed, built or running already is reused.
 source "$(dirname "$0")/common.sh"
 need_root
