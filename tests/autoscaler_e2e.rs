@@ -205,18 +205,18 @@ async fn packs_one_cpu_jobs_onto_as_few_nodes_as_they_need() {
     }
 }
 
-/// Six one-GPU jobs on FUTURE nodes of 2 GPUs need 3 nodes, not 6. The partition cannot
-/// tell its GPUs (slurm.conf has no AccountingStorageTRES=gres/gpu and no node is up), so
-/// the NodeSetAutoscaler says them, as a site would.
+/// Six one-GPU jobs on FUTURE nodes of 2 GPUs need 3 nodes, not 6. No node is up: the GPUs
+/// per node come from the partition's configured TRES, which lists `gres/gpu` because
+/// accounting tracks it (`AccountingStorageTRES=gres/gpu`, as at every site with slurmdbd).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn packs_one_gpu_jobs_by_gpus() {
+async fn packs_one_gpu_jobs_by_the_gpus_the_partition_lists() {
     for flavor in ["24.11", "22.05"] {
         packs_pending_jobs(
             flavor,
             &["-n", "1", "--gres=gpu:1"],
             6,
             3,
-            json!({"nodeShape": {"gpus": 2}}),
+            json!({}),
             "6 pending jobs (6 CPUs, 6 GPUs) fit 3 new nodes of 4 CPUs",
         )
         .await;
