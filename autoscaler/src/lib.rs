@@ -1,5 +1,6 @@
 //! The slurmscale autoscaler library: the `NodeSetAutoscaler` CRD ([`crd`]), the pure
-//! planners ([`policy`], [`colocation`]) and the [`plan`] they return, the [`controller`]
+//! planners ([`policy`], [`colocation`], and [`slurm_planned`], not yet wired) and the
+//! [`plan`] they return, the [`controller`]
 //! loop, the seam it acts and reads through ([`actuator`], [`slurm_nodes`], [`pool`], and
 //! their in-memory [`fakes`]), [`leader`] election, the autoscaler's [`metrics`] and the
 //! trace replay ([`simulate`]). [`run`] wires them together as `slurmscale autoscaler` runs
@@ -19,6 +20,7 @@ pub mod pool;
 pub mod records;
 pub mod simulate;
 pub mod slurm_nodes;
+pub mod slurm_planned;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

@@ -42,16 +42,20 @@ pub struct Inputs<'a> {
 }
 
 /// The policy `spec` asks for. `current` carries on (with its memory) while the spec asks
-/// for the same one.
+/// for the same one; only a change of policy makes a new one.
 pub fn for_spec(spec: &NodeSetAutoscalerSpec, current: Option<Box<dyn Policy>>) -> Box<dyn Policy> {
-    let wanted: Box<dyn Policy> = match spec.colocation {
-        Some(_) => Box::<SharePool>::default(),
-        None => Box::<FollowDemand>::default(),
+    let (name, new): (&str, fn() -> Box<dyn Policy>) = match spec.colocation {
+        Some(_) => (SharePool::NAME, fresh::<SharePool>),
+        None => (FollowDemand::NAME, fresh::<FollowDemand>),
     };
     match current {
-        Some(p) if p.name() == wanted.name() => p,
-        _ => wanted,
+        Some(p) if p.name() == name => p,
+        _ => new(),
     }
+}
+
+fn fresh<P: Policy + Default + 'static>() -> Box<dyn Policy> {
+    Box::<P>::default()
 }
 
 /// A NodeSet following its partitions' demand, within bounds ([`policy`]).
@@ -61,9 +65,13 @@ struct FollowDemand {
     history: History,
 }
 
+impl FollowDemand {
+    const NAME: &'static str = "demand";
+}
+
 impl Policy for FollowDemand {
     fn name(&self) -> &'static str {
-        "demand"
+        Self::NAME
     }
 
     fn inputs<'a>(&self, spec: &'a NodeSetAutoscalerSpec) -> Inputs<'a> {
@@ -99,9 +107,13 @@ struct SharePool {
     history: ColocationHistory,
 }
 
+impl SharePool {
+    const NAME: &'static str = "colocation";
+}
+
 impl Policy for SharePool {
     fn name(&self) -> &'static str {
-        "colocation"
+        Self::NAME
     }
 
     fn inputs<'a>(&self, spec: &'a NodeSetAutoscalerSpec) -> Inputs<'a> {

@@ -17,11 +17,9 @@ use slurmscale_exporter::snapshot::ClusterSnapshot;
 
 use super::Scaler;
 use super::cluster::{Cluster, Counts};
-use super::view::{CLUSTER, PARTITION, POLL, SlurmView, replay_config};
-use crate::crd::{NodeSetAutoscaler, NodeSetAutoscalerSpec};
-use crate::fakes::{Fake, FakeTarget, OnFake, World, Write};
-
-const NAMESPACE: &str = "slurm";
+use super::view::{CLUSTER, PARTITION, POLL, SlurmView, replay_controller};
+use crate::crd::NodeSetAutoscalerSpec;
+use crate::fakes::{Fake, OnFake, Write};
 
 /// The NodeSetAutoscaler the builtin policy runs when none is given: the CRD's defaults,
 /// scale to zero, up to the partition's size.
@@ -60,25 +58,8 @@ fn set_replicas(target: &Fake, replicas: u64) {
 impl Builtin {
     pub fn new(spec: &NodeSetAutoscalerSpec, cluster: &Cluster, every_poll: bool) -> Self {
         let mut spec = spec.clone();
-        spec.scale_target_ref.name = PARTITION.into();
-        spec.slurm.cluster = Some(CLUSTER.into());
-        spec.slurm.partitions = vec![PARTITION.into()];
-        spec.dry_run = false;
         spec.colocation = None;
-        let mut nsa = NodeSetAutoscaler::new(PARTITION, spec);
-        nsa.metadata.namespace = Some(NAMESPACE.into());
-        nsa.metadata.generation = Some(1);
-        let world = World {
-            targets: [(PARTITION.to_string(), FakeTarget::default())].into(),
-            ..World::default()
-        };
-        let on = OnFake::new(
-            world,
-            CLUSTER,
-            [nsa],
-            replay_config(),
-            SystemTime::UNIX_EPOCH,
-        );
+        let on = replay_controller(&spec, None);
         set_replicas(&on.fake, cluster.replicas().into());
         Self {
             rt: tokio::runtime::Builder::new_current_thread()

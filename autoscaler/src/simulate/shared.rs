@@ -32,14 +32,13 @@ use super::kube::{Kube, Res};
 use super::pods::PodRequest;
 use super::report::quantile;
 use super::trace::{NodeShape, TraceJob};
-use super::view::{CLUSTER, PARTITION, POLL, SlurmView, replay_config};
+use super::view::{CLUSTER, PARTITION, POLL, SlurmView, replay_controller};
 use crate::colocation::{PendingPod, Placement};
-use crate::crd::{NodeSetAutoscaler, NodeSetAutoscalerSpec};
+use crate::crd::NodeSetAutoscalerSpec;
 use crate::error::{Error, Result};
-use crate::fakes::{FakeTarget, OnFake, World, Write};
+use crate::fakes::{OnFake, Write};
 use crate::pool::{GPU, NodeSetPod};
 
-const NAMESPACE: &str = "slurm";
 /// The NodeSet's pods, as its status.selector says.
 const SELECTOR: &str = "app.kubernetes.io/name=slurmd";
 /// After both logs are done, the replay runs this long more.
@@ -502,32 +501,7 @@ struct Autoscaler {
 
 impl Autoscaler {
     fn new(spec: &NodeSetAutoscalerSpec, pool: &Pool, start: i64) -> Self {
-        let mut spec = spec.clone();
-        spec.scale_target_ref.name = PARTITION.into();
-        spec.slurm.cluster = Some(CLUSTER.into());
-        spec.slurm.partitions = vec![PARTITION.into()];
-        spec.dry_run = false;
-        let mut nsa = NodeSetAutoscaler::new(PARTITION, spec);
-        nsa.metadata.namespace = Some(NAMESPACE.into());
-        nsa.metadata.generation = Some(1);
-        let world = World {
-            targets: [(
-                PARTITION.to_string(),
-                FakeTarget {
-                    selector: Some(SELECTOR.into()),
-                    ..FakeTarget::default()
-                },
-            )]
-            .into(),
-            ..World::default()
-        };
-        let on = OnFake::new(
-            world,
-            CLUSTER,
-            [nsa],
-            replay_config(),
-            SystemTime::UNIX_EPOCH,
-        );
+        let on = replay_controller(spec, Some(SELECTOR));
         let (ledger, capacity) = ledger_and_capacity(&pool.cluster.shape, pool.holder.len() as u32);
         Self {
             rt: tokio::runtime::Builder::new_current_thread()

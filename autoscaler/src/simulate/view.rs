@@ -41,6 +41,38 @@ pub fn replay_config() -> crate::controller::ControllerConfig {
 pub const CLUSTER: &str = "simulated";
 pub const PARTITION: &str = "sim";
 
+/// The real controller on the in-memory world, reconciling one NodeSetAutoscaler of `spec`
+/// whose target is the replay's NodeSet (its pods matched by `selector`, if any), on the
+/// replay's partition, clock at 0: how both replays run `builtin`.
+pub fn replay_controller(
+    spec: &crate::crd::NodeSetAutoscalerSpec,
+    selector: Option<&str>,
+) -> crate::fakes::OnFake {
+    let mut spec = spec.clone();
+    spec.scale_target_ref.name = PARTITION.into();
+    spec.slurm.cluster = Some(CLUSTER.into());
+    spec.slurm.partitions = vec![PARTITION.into()];
+    spec.dry_run = false;
+    let mut nsa = crate::crd::NodeSetAutoscaler::new(PARTITION, spec);
+    nsa.metadata.namespace = Some("slurm".into());
+    nsa.metadata.generation = Some(1);
+    let target = crate::fakes::FakeTarget {
+        selector: selector.map(String::from),
+        ..crate::fakes::FakeTarget::default()
+    };
+    let world = crate::fakes::World {
+        targets: [(PARTITION.to_string(), target)].into(),
+        ..crate::fakes::World::default()
+    };
+    crate::fakes::OnFake::new(
+        world,
+        CLUSTER,
+        [nsa],
+        replay_config(),
+        SystemTime::UNIX_EPOCH,
+    )
+}
+
 pub struct SlurmView {
     /// Every node slot as /nodes would show it; changed in place (nothing else holds it
     /// between snapshots).

@@ -1,0 +1,338 @@
+//! Slurm-planned scaling: slurmctld plans on the NodeSet's absent nodes — one powered-down
+//! `State=CLOUD` record per ordinal, which backfill reserves and allocates like any node —
+//! and powers up exactly the nodes a job will start on, and powers down the ones idle for
+//! `SuspendTime`. This planner turns those requests into the NodeSet's replicas: which pods
+//! to add, which one pod to retire and which records to `RESUME`.
+//!
+//! What it must live with (`../shared/research/slurm-planned-scaling.md`): a NodeSet creates
+//! its *lowest free* ordinals, so covering a wanted ordinal may take pods for the free ones
+//! below it too (they register as idle nodes slurmctld uses or powers down again); it
+//! removes the pod ranked first by deletion cost, and a pending or unready pod ranks before
+//! any deletion cost, so a retirement waits until every other pod is up; its scale-in leaves
+//! the record DRAIN (and the pod's preStop DOWN), which only `RESUME` clears once the pod is
+//! gone; and a record that missed `ResumeTimeout` is DOWN until resumed.
+//!
+//! Pure: what slurmctld shows of each ordinal's record and which ordinals have a pod in,
+//! one [`Decision`] out. The controller does not run it yet; reading the records' power
+//! states and the pods by ordinal, and acting through the scale subresource, the pod's
+//! deletion cost and `RESUME`, come next.
+
+use slurmscale_exporter::model::{Node, NodeBase, NodeFlags};
+
+/// Where an ordinal's Slurm record stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Power {
+    /// No record (not created yet, or not visible).
+    Absent,
+    /// Powered down: slurmctld may plan on it.
+    Off,
+    /// slurmctld allocated it and asks for it to come up.
+    Up,
+    /// slurmctld asks for it to go (idle for `SuspendTime`).
+    Down,
+    /// Registered and running nothing.
+    Idle,
+    /// Registered and running a job: never removed.
+    Busy,
+    /// Missed `ResumeTimeout` (DOWN and powered down): out of slurmctld's plans until resumed.
+    Failed,
+}
+
+impl Power {
+    /// The record's state as `/nodes` reports it (both API generations end up in the same
+    /// flags).
+    pub fn of(node: Option<&Node>) -> Self {
+        let Some(n) = node else {
+            return Self::Absent;
+        };
+        let (base, flags) = (n.state.base, n.state.flags);
+        if flags.contains(NodeFlags::POWERING_DOWN) {
+            Self::Down
+        } else if flags.contains(NodeFlags::POWERING_UP) {
+            Self::Up
+        } else if flags.contains(NodeFlags::POWERED_DOWN) {
+            match base {
+                NodeBase::Down => Self::Failed,
+                _ => Self::Off,
+            }
+        } else if n.busy() {
+            Self::Busy
+        } else {
+            Self::Idle
+        }
+    }
+}
+
+/// An ordinal's pod.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pod {
+    /// Created, not yet ready.
+    Starting,
+    Ready,
+    /// Being deleted: gone as far as planning goes.
+    Terminating,
+}
+
+/// One ordinal of the NodeSet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ordinal {
+    pub power: Power,
+    /// DRAIN or DOWN left on the record by the operator's scale-in or the pod's preStop.
+    pub left_drained: bool,
+    pub pod: Option<Pod>,
+}
+
+/// What to do now.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Decision {
+    pub replicas: u64,
+    /// Ordinals whose pod goes (lowest deletion cost, then replicas down by as many).
+    pub retire: Vec<usize>,
+    /// Records to `RESUME`: no pod, and left drained or failed.
+    pub resume: Vec<usize>,
+    /// Free ordinals below a wanted one that the NodeSet creates first (said in Events and
+    /// metrics: pods slurmctld did not ask for).
+    pub extra: Vec<usize>,
+    /// Why, one line per step.
+    pub steps: Vec<String>,
+}
+
+/// The decision for `ordinals` (index = ordinal, up to `maxReplicas`), the NodeSet at
+/// `spec_replicas` with `status_replicas` pods. `None` status (the operator has not
+/// reported) or one that differs from the spec holds the replicas: the operator is still
+/// carrying out the last change, and a second one now would be planned on a wrong count.
+pub fn decide(ordinals: &[Ordinal], spec_replicas: u64, status_replicas: Option<u64>) -> Decision {
+    let mut d = Decision {
+        replicas: spec_replicas,
+        ..Decision::default()
+    };
+    let live = |o: &Ordinal| matches!(o.pod, Some(Pod::Starting | Pod::Ready));
+    d.resume = ordinals
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| {
+            o.pod.is_none()
+                && (o.power == Power::Failed || (o.left_drained && o.power == Power::Off))
+        })
+        .map(|(i, _)| i)
+        .collect();
+    if !d.resume.is_empty() {
+        d.steps.push(format!(
+            "resume {} record(s) whose pod is gone, so slurmctld plans on them again",
+            d.resume.len()
+        ));
+    }
+    if status_replicas != Some(spec_replicas) {
+        d.steps.push(format!(
+            "holding at {spec_replicas}: the NodeSet has {} pod(s) and is still changing",
+            status_replicas.map_or("an unknown number of".into(), |s| s.to_string())
+        ));
+        return d;
+    }
+    let pods = ordinals.iter().filter(|o| live(o)).count() as u64;
+    // An ordinal whose pod is still terminating is not free yet: its request waits.
+    let wanted: Vec<usize> = ordinals
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| o.power == Power::Up && o.pod.is_none())
+        .map(|(i, _)| i)
+        .collect();
+    if let Some(&top) = wanted.last() {
+        // The NodeSet fills the lowest free ordinals: every free one up to the highest wanted.
+        let free: Vec<usize> = (0..=top).filter(|&i| ordinals[i].pod.is_none()).collect();
+        d.extra = free
+            .iter()
+            .copied()
+            .filter(|i| !wanted.contains(i))
+            .collect();
+        d.replicas = pods + free.len() as u64;
+        d.steps.push(format!(
+            "slurmctld powers up {} node(s): {} → {} pods",
+            wanted.len(),
+            spec_replicas,
+            d.replicas
+        ));
+        if !d.extra.is_empty() {
+            d.steps.push(format!(
+                "the NodeSet creates its lowest free ordinals first: {} pod(s) slurmctld did not ask for ({:?})",
+                d.extra.len(),
+                d.extra
+            ));
+        }
+        // A retirement now could free an ordinal below the wanted ones, which the new pods
+        // would fill instead: it waits for the next look.
+        return d;
+    }
+    let going: Vec<usize> = ordinals
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| live(o) && matches!(o.power, Power::Down | Power::Off | Power::Failed))
+        .map(|(i, _)| i)
+        .collect();
+    if going.is_empty() {
+        return d;
+    }
+    if ordinals.iter().any(|o| o.pod == Some(Pod::Starting)) {
+        d.steps.push(format!(
+            "slurmctld powers down {} node(s): waiting until no pod is starting (the NodeSet would remove a starting pod first)",
+            going.len()
+        ));
+        return d;
+    }
+    d.retire = going;
+    d.replicas = pods - d.retire.len() as u64;
+    d.steps.push(format!(
+        "slurmctld powers down {} node(s) ({:?}): their pods go first, {} → {} pods",
+        d.retire.len(),
+        d.retire,
+        spec_replicas,
+        d.replicas
+    ));
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use slurmscale_exporter::model::NodeState;
+
+    fn ord(power: Power, pod: Option<Pod>) -> Ordinal {
+        Ordinal {
+            power,
+            left_drained: false,
+            pod,
+        }
+    }
+
+    const READY: Option<Pod> = Some(Pod::Ready);
+
+    #[test]
+    fn a_power_up_adds_exactly_the_pods_asked_for() {
+        // Ordinals 0-1 serve, slurmctld allocated 2 and 3 for a job.
+        let o = [
+            ord(Power::Busy, READY),
+            ord(Power::Idle, READY),
+            ord(Power::Up, None),
+            ord(Power::Up, None),
+            ord(Power::Off, None),
+        ];
+        let d = decide(&o, 2, Some(2));
+        assert_eq!((d.replicas, d.extra.clone()), (4, vec![]), "{d:?}");
+        assert!(d.retire.is_empty() && d.resume.is_empty());
+    }
+
+    #[test]
+    fn a_wanted_ordinal_above_a_free_one_takes_the_free_one_too_and_says_so() {
+        // Ordinal 1 is free (its node powered down earlier), slurmctld wants 3.
+        let o = [
+            ord(Power::Busy, READY),
+            ord(Power::Off, None),
+            ord(Power::Busy, READY),
+            ord(Power::Up, None),
+        ];
+        let d = decide(&o, 2, Some(2));
+        assert_eq!((d.replicas, d.extra.clone()), (4, vec![1]), "{d:?}");
+        assert!(
+            d.steps.iter().any(|s| s.contains("did not ask for")),
+            "{d:?}"
+        );
+    }
+
+    #[test]
+    fn a_power_down_retires_exactly_that_pod_and_never_a_busy_one() {
+        let o = [
+            ord(Power::Busy, READY),
+            ord(Power::Down, READY),
+            ord(Power::Idle, READY),
+        ];
+        let d = decide(&o, 3, Some(3));
+        assert_eq!((d.replicas, d.retire.clone()), (2, vec![1]), "{d:?}");
+    }
+
+    #[test]
+    fn nothing_moves_while_the_nodeset_is_still_changing_or_a_pod_is_starting() {
+        let o = [ord(Power::Up, None), ord(Power::Down, READY)];
+        assert_eq!(decide(&o, 2, Some(1)).replicas, 2, "status behind spec");
+        assert_eq!(decide(&o, 2, None).replicas, 2, "no status");
+        // A retirement waits for the starting pod (the operator would remove it first).
+        let o = [
+            ord(Power::Down, READY),
+            ord(Power::Idle, Some(Pod::Starting)),
+        ];
+        let d = decide(&o, 2, Some(2));
+        assert_eq!((d.replicas, d.retire.clone()), (2, vec![]), "{d:?}");
+        // A power-up and a power-down together: the power-up first.
+        let o = [
+            ord(Power::Down, READY),
+            ord(Power::Idle, READY),
+            ord(Power::Up, None),
+        ];
+        let d = decide(&o, 2, Some(2));
+        assert_eq!((d.replicas, d.retire.clone()), (3, vec![]), "{d:?}");
+    }
+
+    #[test]
+    fn records_left_drained_or_failed_are_resumed_once_their_pod_is_gone() {
+        let drained = Ordinal {
+            power: Power::Off,
+            left_drained: true,
+            pod: None,
+        };
+        let o = [
+            drained,
+            Ordinal {
+                pod: Some(Pod::Terminating),
+                ..drained
+            },
+            ord(Power::Failed, None),
+            ord(Power::Off, None),
+        ];
+        let d = decide(&o, 0, Some(0));
+        assert_eq!(d.resume, vec![0, 2], "{d:?}");
+        assert_eq!(d.replicas, 0);
+    }
+
+    #[test]
+    fn power_states_are_read_from_the_flags_both_api_generations_map_to() {
+        let node = |base, flags: &[NodeFlags]| {
+            let mut state = NodeState {
+                base,
+                flags: NodeFlags::default(),
+            };
+            for f in flags {
+                state.flags.insert(*f);
+            }
+            Node {
+                name: "ns-0".into(),
+                state,
+                partitions: Vec::new(),
+                cpus: 4,
+                alloc_cpus: 0,
+                memory_bytes: 0,
+                alloc_memory_bytes: 0,
+                free_memory_bytes: None,
+                gres: Vec::new(),
+                gres_used: Vec::new(),
+                reason: String::new(),
+                reason_set_by: String::new(),
+            }
+        };
+        use NodeFlags as F;
+        let cloud_off = node(NodeBase::Idle, &[F::CLOUD, F::POWERED_DOWN]);
+        assert_eq!(Power::of(Some(&cloud_off)), Power::Off);
+        let up = node(
+            NodeBase::Mixed,
+            &[F::CLOUD, F::NOT_RESPONDING, F::POWERING_UP],
+        );
+        assert_eq!(Power::of(Some(&up)), Power::Up);
+        let down = node(NodeBase::Idle, &[F::CLOUD, F::POWERING_DOWN]);
+        assert_eq!(Power::of(Some(&down)), Power::Down);
+        let failed = node(NodeBase::Down, &[F::CLOUD, F::POWERED_DOWN]);
+        assert_eq!(Power::of(Some(&failed)), Power::Failed);
+        let mut busy = node(NodeBase::Allocated, &[F::CLOUD]);
+        busy.alloc_cpus = 4;
+        assert_eq!(Power::of(Some(&busy)), Power::Busy);
+        assert_eq!(Power::of(Some(&node(NodeBase::Idle, &[]))), Power::Idle);
+        assert_eq!(Power::of(None), Power::Absent);
+    }
+}
