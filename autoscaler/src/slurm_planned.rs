@@ -292,47 +292,58 @@ mod tests {
         assert_eq!(d.replicas, 0);
     }
 
+    /// The state words real slurmctlds reported for CLOUD records in the research's
+    /// experiments (E1, E5 in ../shared/research/slurm-planned-scaling.md): 22.05's REST
+    /// v0.0.38 (a base word and flags) and 24.11's v0.0.42 (one array), and scontrol's.
     #[test]
-    fn power_states_are_read_from_the_flags_both_api_generations_map_to() {
-        let node = |base, flags: &[NodeFlags]| {
-            let mut state = NodeState {
-                base,
-                flags: NodeFlags::default(),
-            };
-            for f in flags {
-                state.flags.insert(*f);
-            }
-            Node {
-                name: "ns-0".into(),
-                state,
-                partitions: Vec::new(),
-                cpus: 4,
-                alloc_cpus: 0,
-                memory_bytes: 0,
-                alloc_memory_bytes: 0,
-                free_memory_bytes: None,
-                gres: Vec::new(),
-                gres_used: Vec::new(),
-                reason: String::new(),
-                reason_set_by: String::new(),
-            }
+    fn power_states_are_read_from_what_both_slurms_report() {
+        let node = |words: &[&str], alloc_cpus: u64| Node {
+            name: "w0".into(),
+            state: NodeState::from_words(words.iter().copied()),
+            partitions: Vec::new(),
+            cpus: 4,
+            alloc_cpus,
+            memory_bytes: 0,
+            alloc_memory_bytes: 0,
+            free_memory_bytes: None,
+            gres: Vec::new(),
+            gres_used: Vec::new(),
+            reason: String::new(),
+            reason_set_by: String::new(),
         };
-        use NodeFlags as F;
-        let cloud_off = node(NodeBase::Idle, &[F::CLOUD, F::POWERED_DOWN]);
-        assert_eq!(Power::of(Some(&cloud_off)), Power::Off);
-        let up = node(
-            NodeBase::Mixed,
-            &[F::CLOUD, F::NOT_RESPONDING, F::POWERING_UP],
+        let power = |words: &[&str], alloc| Power::of(Some(&node(words, alloc)));
+        // Created State=CLOUD: planned on, not up.
+        assert_eq!(
+            power(&["IDLE+CLOUD+DYNAMIC_NORM+POWERED_DOWN"], 0),
+            Power::Off
         );
-        assert_eq!(Power::of(Some(&up)), Power::Up);
-        let down = node(NodeBase::Idle, &[F::CLOUD, F::POWERING_DOWN]);
-        assert_eq!(Power::of(Some(&down)), Power::Down);
-        let failed = node(NodeBase::Down, &[F::CLOUD, F::POWERED_DOWN]);
-        assert_eq!(Power::of(Some(&failed)), Power::Failed);
-        let mut busy = node(NodeBase::Allocated, &[F::CLOUD]);
-        busy.alloc_cpus = 4;
-        assert_eq!(Power::of(Some(&busy)), Power::Busy);
-        assert_eq!(Power::of(Some(&node(NodeBase::Idle, &[]))), Power::Idle);
+        // Allocated to a job and asked to come up (E1).
+        let v0038 = [
+            "mixed",
+            "CLOUD",
+            "DYNAMIC_NORM",
+            "NOT_RESPONDING",
+            "POWERING_UP",
+        ];
+        let v0042 = [
+            "MIXED",
+            "CLOUD",
+            "NOT_RESPONDING",
+            "POWERING_UP",
+            "DYNAMIC_NORM",
+        ];
+        assert_eq!(power(&v0038, 2), Power::Up);
+        assert_eq!(power(&v0042, 2), Power::Up);
+        // Idle for SuspendTime.
+        assert_eq!(power(&["IDLE", "CLOUD", "POWERING_DOWN"], 0), Power::Down);
+        // The operator's DRAIN and the preStop's DOWN on a powered-down record (E5), and
+        // the same after RESUME.
+        assert_eq!(power(&["DOWN+CLOUD+DRAIN+POWERED_DOWN"], 0), Power::Failed);
+        let resumed = ["IDLE+CLOUD+POWERED_DOWN+NOT_RESPONDING"];
+        assert_eq!(power(&resumed, 0), Power::Off);
+        // Registered.
+        assert_eq!(power(&["MIXED", "CLOUD"], 2), Power::Busy);
+        assert_eq!(power(&["IDLE", "CLOUD"], 0), Power::Idle);
         assert_eq!(Power::of(None), Power::Absent);
     }
 }
