@@ -291,11 +291,26 @@ impl Simulation {
         [b.cluster.replicas().into(), pods, ready, busy]
     }
 
+    /// Jobs submitted, started and finished so far, from the clusters' own counters (held
+    /// jobs reach their cluster when released): what every tick's snapshot and line need,
+    /// without walking the jobs.
+    fn counts(&self) -> [u64; 3] {
+        let submitted = self
+            .workload
+            .jobs
+            .partition_point(|j| j.submit <= self.tick) as u64;
+        let (mut started, mut finished) = (0, 0);
+        for p in &self.parts {
+            let c = &p.cluster;
+            started += (c.submitted() - c.counts.pending as usize) as u64;
+            finished += c.finished() as u64;
+        }
+        [submitted, started, finished]
+    }
+
     pub fn pending(&self) -> u64 {
-        let now = self.tick;
-        let submitted = self.workload.jobs.partition_point(|j| j.submit <= now) as u64;
-        let t = self.totals();
-        submitted - t.started
+        let [submitted, started, _] = self.counts();
+        submitted - started
     }
 
     /// The jobs so far: submitted, started, finished, and the waits of those started.
@@ -371,17 +386,17 @@ impl Simulation {
         snap.partitions
             .succeed(now, took, Some(partitions.collect()));
         snap.jobs.succeed(now, took, Some(self.jobs_model()));
-        let pending = self.pending();
-        let t = self.totals();
+        let [submitted, started, completed] = self.counts();
+        let pending = submitted - started;
         snap.diag.succeed(
             now,
             took,
             Some(Diag {
                 server_threads: Some(3),
                 agent_queue_size: Some(0),
-                jobs_submitted: Some(t.submitted),
-                jobs_started: Some(t.started),
-                jobs_completed: Some(t.completed),
+                jobs_submitted: Some(submitted),
+                jobs_started: Some(started),
+                jobs_completed: Some(completed),
                 jobs_canceled: Some(0),
                 jobs_failed: Some(0),
                 schedule_cycles: Some(self.tick),
@@ -390,7 +405,7 @@ impl Simulation {
                 schedule_cycle_mean_seconds: Some(0.0008),
                 schedule_queue_length: Some(pending),
                 bf_cycles: Some(self.tick / 30),
-                bf_backfilled_jobs: Some(t.started / 4),
+                bf_backfilled_jobs: Some(started / 4),
                 bf_active: Some(false),
                 ..Default::default()
             }),
@@ -547,6 +562,9 @@ mod tests {
             for n in s.snapshot().nodes.data.iter().flat_map(|n| n.iter()) {
                 assert!(n.alloc_cpus <= n.cpus, "{n:?}");
             }
+            // The counters every tick reads agree with the jobs themselves.
+            let t = s.totals();
+            assert_eq!(s.counts(), [t.submitted, t.started, t.completed]);
         }
         s
     }
@@ -562,6 +580,12 @@ mod tests {
         };
         assert_eq!(counts(&a), counts(&b));
         assert_eq!(a.totals().waits, b.totals().waits);
+        let t = a.totals();
+        assert_eq!(
+            a.counts(),
+            [t.submitted, t.started, t.completed],
+            "counters = the walk"
+        );
         assert_ne!(counts(&a), counts(&c));
         assert!(a.totals().completed > 20, "{:?}", counts(&a));
     }
