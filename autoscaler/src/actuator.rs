@@ -53,6 +53,9 @@ pub(crate) async fn within<T>(
 pub struct Target {
     /// `spec.replicas` of the scale subresource (absent at 0).
     pub replicas: u64,
+    /// `status.replicas` of the scale: the pods the target has (unknown until its
+    /// controller reported).
+    pub status_replicas: Option<u64>,
     /// The scale's resourceVersion, sent back with the patch.
     pub resource_version: Option<String>,
     /// `spec.scalingMode` of a NodeSet (`DaemonSet` ones cannot be scaled).
@@ -75,6 +78,8 @@ pub struct NodeFacts {
     pub template_shape: Shape,
     pub features: Vec<String>,
     pub ordinal_padding: u32,
+    /// Arguments added to the pods' slurmd (`spec.slurmd.args`).
+    pub slurmd_args: Vec<String>,
 }
 
 impl NodeFacts {
@@ -95,12 +100,33 @@ impl NodeFacts {
             template_shape: template_shape(spec.extra_conf.as_deref(), spec.slurmd.as_ref()),
             features: features(name, spec.extra_conf.as_deref()),
             ordinal_padding: spec.ordinal_padding.unwrap_or(0),
+            slurmd_args: spec.slurmd.map(|c| c.args).unwrap_or_default(),
         }
     }
 }
 
 /// The annotation slurm-operator reads to choose which NodeSet pods go first on scale-in.
 pub const POD_DELETION_COST: &str = "nodeset.slinky.slurm.net/pod-deletion-cost";
+
+/// Which of a target's pods: those bound to these Kubernetes nodes, or these by name.
+#[derive(Clone, Copy, Debug)]
+pub enum PodsBy<'a> {
+    Node(&'a [String]),
+    Name(&'a [String]),
+}
+
+impl PodsBy<'_> {
+    fn matches(&self, pod: &Pod) -> bool {
+        let (list, key) = match self {
+            Self::Node(nodes) => (
+                nodes,
+                pod.spec.as_ref().and_then(|s| s.node_name.as_deref()),
+            ),
+            Self::Name(names) => (names, pod.metadata.name.as_deref()),
+        };
+        key.is_some_and(|k| list.iter().any(|x| x == k))
+    }
+}
 
 pub struct Actuator {
     client: Client,
@@ -223,12 +249,12 @@ pub trait Kubernetes: Send + Sync + 'static {
         resource_version: Option<&str>,
     ) -> impl Future<Output = Result<()>> + Send;
 
-    /// Marks the target's pods on `nodes` to be deleted first on scale-in; how many.
+    /// Marks the target's pods `which` to be deleted first on scale-in; how many.
     fn mark_pods_to_go(
         &self,
         namespace: &str,
         selector: Option<&str>,
-        nodes: &[String],
+        which: PodsBy<'_>,
     ) -> impl Future<Output = Result<usize>> + Send;
 
     /// Merges `status` into the autoscaler's status.
@@ -272,9 +298,9 @@ impl<K: Kubernetes> Kubernetes for std::sync::Arc<K> {
         &self,
         namespace: &str,
         selector: Option<&str>,
-        nodes: &[String],
+        which: PodsBy<'_>,
     ) -> impl Future<Output = Result<usize>> + Send {
-        (**self).mark_pods_to_go(namespace, selector, nodes)
+        (**self).mark_pods_to_go(namespace, selector, which)
     }
 
     fn status(
@@ -312,6 +338,7 @@ impl Kubernetes for Actuator {
                 .spec
                 .and_then(|s| s.replicas)
                 .map_or(0, |r| u64::try_from(r).unwrap_or(0)),
+            status_replicas: scale.status.and_then(|s| u64::try_from(s.replicas).ok()),
             resource_version: scale.metadata.resource_version,
             scaling_mode: spec
                 .and_then(|s| s.get("scalingMode"))
@@ -355,13 +382,14 @@ impl Kubernetes for Actuator {
         Ok(())
     }
 
-    /// Marks the target's pods on `nodes` to be deleted first on the next scale-in (the
-    /// operator then removes exactly the nodes we drained). Returns how many were marked.
+    /// Marks the target's pods `which` to be deleted first on the next scale-in (the
+    /// operator then removes exactly the nodes we drained, or the pods slurmctld powers
+    /// down). Returns how many were marked.
     async fn mark_pods_to_go(
         &self,
         namespace: &str,
         selector: Option<&str>,
-        nodes: &[String],
+        which: PodsBy<'_>,
     ) -> Result<usize> {
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
         let mut lp = ListParams::default();
@@ -370,8 +398,7 @@ impl Kubernetes for Actuator {
         }
         let mut marked = 0;
         for pod in self.read_within("pod list", pods.list(&lp)).await?.items {
-            let on = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
-            if on.is_some_and(|n| nodes.iter().any(|x| x == n)) {
+            if which.matches(&pod) {
                 let name = pod.metadata.name.clone().unwrap_or_default();
                 let patch = json!({"metadata": {"annotations": {POD_DELETION_COST: "-100000"}}});
                 let (params, patch) = (PatchParams::default(), Patch::Merge(patch));

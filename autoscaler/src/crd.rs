@@ -144,6 +144,24 @@ pub struct NodeSetAutoscalerSpec {
     /// never deleted; a pod's `slurmd -Z` joins its record.
     #[serde(default)]
     pub node_records: NodeRecords,
+    /// How replicas are chosen. `Replicas` (default): from the partitions' busy nodes and
+    /// pending demand. `SlurmPlanned`: slurmctld plans jobs on one powered-down
+    /// `State=CLOUD` record per ordinal below `maxReplicas` (kept by the autoscaler, ordinal
+    /// order by `Weight`) and the NodeSet follows exactly the nodes it powers up and down;
+    /// Slurm's power saving must be set up for the partition and the NodeSet's slurmd must
+    /// run with `-b` (README, "Slurm's plan as the scaling signal"). `minReplicas`,
+    /// `idleReplicas`, the idle timeout and the scaling rules do not apply: slurmctld's
+    /// `SuspendTime` and `SuspendExcNodes` say how long nodes stay and how many stay warm.
+    #[serde(default)]
+    pub mode: ScalingMode,
+}
+
+/// Who decides the replicas.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+pub enum ScalingMode {
+    #[default]
+    Replicas,
+    SlurmPlanned,
 }
 
 /// Which Slurm node records the autoscaler keeps for the NodeSet's pods.

@@ -20,7 +20,7 @@ use kube::core::Status;
 use slurmscale_exporter::k8s::watch::KubeSnapshot;
 use slurmscale_exporter::slurm::ApiVersion;
 
-use crate::actuator::{Kubernetes, NodeFacts, Target};
+use crate::actuator::{Kubernetes, NodeFacts, PodsBy, Target};
 use crate::colocation::PendingPod;
 use crate::controller::{Controller, ControllerConfig, Seam};
 use crate::crd::{NodeSetAutoscaler, NodeSetAutoscalerStatus, ScaleTargetRef};
@@ -29,6 +29,7 @@ use crate::leader::Leadership;
 use crate::pool::{NodeSetPod, PoolReader};
 use crate::records::Record;
 use crate::slurm_nodes::{SlurmNodes, drain_reason};
+use crate::slurm_planned;
 
 /// Everything the fake holds; change it through [`Fake::with`].
 #[derive(Clone, Debug, Default)]
@@ -37,6 +38,8 @@ pub struct World {
     pub targets: BTreeMap<String, FakeTarget>,
     /// Per pod selector: the nodes its pods are bound to, and how each stands.
     pub pods: BTreeMap<String, BTreeMap<String, NodeSetPod>>,
+    /// Per pod selector: its pods by name, and how each stands (slurm-planned NodeSets).
+    pub named_pods: BTreeMap<String, BTreeMap<String, slurm_planned::Pod>>,
     /// Pods Kubernetes cannot place (pod selectors are not applied to them).
     pub unschedulable: Vec<PendingPod>,
     /// The GenericNode ledger and Node capacity; `None`: nothing watches them.
@@ -54,6 +57,8 @@ pub struct World {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FakeTarget {
     pub replicas: u64,
+    /// The pods its controller reports; `None`: as many as `replicas`, at once.
+    pub status_replicas: Option<u64>,
     /// Bumped by every change, as a resourceVersion is.
     pub version: u64,
     pub scaling_mode: Option<String>,
@@ -84,6 +89,10 @@ pub enum Write {
     /// Pods on these nodes got the deletion cost that makes them go first.
     MarkToGo {
         nodes: Vec<String>,
+    },
+    /// These pods, by name, got the deletion cost that makes them go first.
+    Retire {
+        pods: Vec<String>,
     },
     Event {
         /// The autoscaler's name.
@@ -142,6 +151,7 @@ impl Kubernetes for Fake {
             .ok_or_else(|| api_error(404, "NotFound", format!("{} not found", target.name)))?;
         Ok(Target {
             replicas: t.replicas,
+            status_replicas: Some(t.status_replicas.unwrap_or(t.replicas)),
             resource_version: Some(t.version.to_string()),
             scaling_mode: t.scaling_mode.clone(),
             partition: t.partition.clone().unwrap_or_else(|| target.name.clone()),
@@ -183,23 +193,32 @@ impl Kubernetes for Fake {
         &self,
         _: &str,
         selector: Option<&str>,
-        nodes: &[String],
+        which: PodsBy<'_>,
     ) -> Result<usize> {
         let mut w = self.world();
-        let pods = w
-            .pods
-            .entry(selector.unwrap_or_default().to_string())
-            .or_default();
+        let selector = selector.unwrap_or_default().to_string();
         let mut marked = 0;
-        for node in nodes {
-            if let Some(pod) = pods.get_mut(node) {
-                *pod = NodeSetPod::Marked;
-                marked += 1;
+        match which {
+            PodsBy::Node(nodes) => {
+                let pods = w.pods.entry(selector).or_default();
+                for node in nodes {
+                    if let Some(pod) = pods.get_mut(node) {
+                        *pod = NodeSetPod::Marked;
+                        marked += 1;
+                    }
+                }
+                w.writes.push(Write::MarkToGo {
+                    nodes: nodes.to_vec(),
+                });
+            }
+            PodsBy::Name(names) => {
+                let pods = w.named_pods.entry(selector).or_default();
+                marked = names.iter().filter(|n| pods.contains_key(*n)).count();
+                w.writes.push(Write::Retire {
+                    pods: names.to_vec(),
+                });
             }
         }
-        w.writes.push(Write::MarkToGo {
-            nodes: nodes.to_vec(),
-        });
         Ok(marked)
     }
 
@@ -303,6 +322,19 @@ impl PoolReader for Fake {
 
     async fn unschedulable_pods(&self, _: &BTreeMap<String, String>) -> Result<Vec<PendingPod>> {
         Ok(self.world().unschedulable.clone())
+    }
+
+    async fn named_pods(
+        &self,
+        _: &str,
+        selector: &str,
+    ) -> Result<BTreeMap<String, slurm_planned::Pod>> {
+        Ok(self
+            .world()
+            .named_pods
+            .get(selector)
+            .cloned()
+            .unwrap_or_default())
     }
 }
 

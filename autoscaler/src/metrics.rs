@@ -32,6 +32,17 @@ pub struct Row {
     pub decision_seconds: f64,
     /// Colocated autoscalers only.
     pub colocation: Option<ColocationRow>,
+    /// Slurm-planned autoscalers only.
+    pub planned: Option<PlannedRow>,
+}
+
+/// Where a slurm-planned NodeSet's records stand.
+#[derive(Clone, Debug, Default)]
+pub struct PlannedRow {
+    /// Records by power state (`off`, `up`, `down`, `idle`, `busy`, `failed`, `absent`).
+    pub records: BTreeMap<&'static str, u64>,
+    /// Pods added that slurmctld did not ask for (free ordinals below a wanted one).
+    pub unrequested_pods: u64,
 }
 
 /// How a colocated pool is shared.
@@ -136,6 +147,9 @@ pub fn collect(out: &mut Out, m: &AutoscalerMetrics) {
         if let Some(c) = &r.colocation {
             colocation(out, &l, c);
         }
+        if let Some(p) = &r.planned {
+            planned(out, &l, p);
+        }
         for (activity, t) in [
             ("decision", r.last_decision),
             ("scale_up", r.last_scale_up),
@@ -185,6 +199,25 @@ fn colocation(out: &mut Out, l: &[(&str, &str); 3], c: &ColocationRow) {
         "Slurm nodes drained by slurmscale for Kubernetes that still run jobs.",
         l,
         c.draining as f64,
+    );
+}
+
+/// A slurm-planned NodeSet: its records by power state, and the pods slurmctld did not ask
+/// for.
+fn planned(out: &mut Out, l: &[(&str, &str); 3], p: &PlannedRow) {
+    for (power, n) in &p.records {
+        out.gauge(
+            "slurmscale_slurm_planned_records",
+            "Node records of a slurm-planned NodeSet by power state as slurmctld reports it (off, up, down, idle, busy, failed, absent).",
+            &[l[0], l[1], l[2], ("power", power)],
+            *n as f64,
+        );
+    }
+    out.counter(
+        "slurmscale_slurm_planned_unrequested_pods_total",
+        "Pods a slurm-planned NodeSet added that slurmctld did not ask for: free ordinals below a wanted one, which a NodeSet creates first.",
+        l,
+        p.unrequested_pods as f64,
     );
 }
 

@@ -25,6 +25,14 @@ pub struct Plan {
     /// Kubernetes nodes whose NodeSet pod is to go first on the next scale-in (drained and
     /// empty: slurm-operator then removes exactly those).
     pub release: Vec<String>,
+    /// NodeSet pods, by name, to go first on this plan's scale-in (slurm-planned: the pods
+    /// of the nodes slurmctld powers down).
+    pub retire: Vec<String>,
+    /// Why the nodes in `resume` are resumed, for the Events that say so.
+    pub resume_why: &'static str,
+    /// Pods this plan adds that Slurm did not ask for (slurm-planned: free ordinals below a
+    /// wanted one, which the NodeSet creates first).
+    pub unrequested: u64,
     /// What busy nodes and demand ask for, before stabilization and step limits.
     pub recommendation: u64,
     /// Busy nodes plus demand exceed the most replicas allowed.
@@ -53,6 +61,9 @@ impl Default for Plan {
             drain: Vec::new(),
             resume: Vec::new(),
             release: Vec::new(),
+            retire: Vec::new(),
+            resume_why: "Slurm has demand again",
+            unrequested: 0,
             recommendation: 0,
             limited: false,
             unsatisfiable_jobs: 0,
@@ -85,6 +96,7 @@ impl Plan {
             || !self.drain.is_empty()
             || !self.resume.is_empty()
             || !self.release.is_empty()
+            || !self.retire.is_empty()
     }
 }
 

@@ -1,6 +1,7 @@
 //! The Kubernetes read side of colocated pools, behind the [`PoolReader`] trait: the
 //! GenericNode ledger and Node capacity (kept by the exporter's watchers), the nodes the
-//! NodeSet's pods run on, and the pods Kubernetes cannot place. [`KubePool`] reads them from
+//! NodeSet's pods run on, and the pods Kubernetes cannot place; and for slurm-planned
+//! NodeSets, their pods by name. [`KubePool`] reads them from
 //! the API server; tests and the demo read an in-memory pool instead
 //! ([`crate::fakes::Fake`]), so the controller's colocated path runs without a cluster.
 
@@ -15,6 +16,7 @@ use slurmscale_exporter::quantity;
 use crate::actuator::POD_DELETION_COST;
 use crate::colocation::{PendingPod, Placement, Requirement, Toleration};
 use crate::error::Result;
+use crate::slurm_planned;
 
 /// The resource name of GPUs in requests, allocatable and the ledger.
 pub const GPU: &str = "nvidia.com/gpu";
@@ -52,6 +54,13 @@ pub trait PoolReader: Send + Sync + 'static {
         &self,
         labels: &BTreeMap<String, String>,
     ) -> impl Future<Output = Result<Vec<PendingPod>>> + Send;
+
+    /// The pods of `selector` by name, and how each stands.
+    fn named_pods(
+        &self,
+        namespace: &str,
+        selector: &str,
+    ) -> impl Future<Output = Result<BTreeMap<String, slurm_planned::Pod>>> + Send;
 }
 
 /// A shared one works too.
@@ -73,6 +82,14 @@ impl<P: PoolReader> PoolReader for std::sync::Arc<P> {
         labels: &BTreeMap<String, String>,
     ) -> impl Future<Output = Result<Vec<PendingPod>>> + Send {
         (**self).unschedulable_pods(labels)
+    }
+
+    fn named_pods(
+        &self,
+        namespace: &str,
+        selector: &str,
+    ) -> impl Future<Output = Result<BTreeMap<String, slurm_planned::Pod>>> + Send {
+        (**self).named_pods(namespace, selector)
     }
 }
 
@@ -166,6 +183,38 @@ impl PoolReader for KubePool {
             .map(pending_pod)
             .collect())
     }
+
+    /// Terminating once deleted, ready with condition `Ready=True`, else starting.
+    async fn named_pods(
+        &self,
+        namespace: &str,
+        selector: &str,
+    ) -> Result<BTreeMap<String, slurm_planned::Pod>> {
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        let lp = ListParams::default().labels(selector);
+        Ok(self
+            .list(&pods, &lp)
+            .await?
+            .into_iter()
+            .filter_map(|p| {
+                let state = if p.metadata.deletion_timestamp.is_some() {
+                    slurm_planned::Pod::Terminating
+                } else if ready(&p) {
+                    slurm_planned::Pod::Ready
+                } else {
+                    slurm_planned::Pod::Starting
+                };
+                Some((p.metadata.name?, state))
+            })
+            .collect())
+    }
+}
+
+fn ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
 /// `PodScheduled=False` with reason `Unschedulable`: the scheduler found no node.

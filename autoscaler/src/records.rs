@@ -10,6 +10,12 @@
 //! over (`slurmd -Z` joins an existing record). Records are created, never deleted: a
 //! record a pod left behind is the one its next pod joins.
 //!
+//! In slurm-planned mode ([`crate::slurm_planned`]) the records are `State=CLOUD` instead:
+//! powered down, which slurmctld plans jobs on and powers up when it starts one, with
+//! `Weight` rising by ordinal so that it picks the lowest ordinals first, as a NodeSet
+//! creates its pods (22.05 ignores weights among powered-down nodes and picks by index,
+//! which creation in ordinal order makes the same).
+//!
 //! Which records are missing is pure ([`missing`]); the executor creates them through the
 //! Slurm side of the seam ([`crate::slurm_nodes::SlurmNodes::create`]) and the next poll's
 //! partition list says whether they exist (slurmctld 22.05 answers `scontrol create` with
@@ -21,8 +27,35 @@ use slurmscale_exporter::model::demand::Shape;
 use slurmscale_exporter::model::text::expand_hostlist;
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
-/// Slurm's state for the records we keep.
-pub const STATE: &str = "FUTURE";
+use crate::crd::{NodeRecords, NodeSetAutoscalerSpec, ScalingMode};
+
+/// The records an autoscaler keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `State=FUTURE`: the partition's size and shape at zero pods.
+    Future,
+    /// `State=CLOUD` with `Weight` by ordinal: nodes slurmctld plans on and powers up.
+    Cloud,
+}
+
+impl Kind {
+    /// What `spec` keeps, if anything: slurm-planned mode needs CLOUD records.
+    pub fn of(spec: &NodeSetAutoscalerSpec) -> Option<Self> {
+        match (spec.mode, spec.node_records) {
+            (ScalingMode::SlurmPlanned, _) => Some(Self::Cloud),
+            (ScalingMode::Replicas, NodeRecords::Future) => Some(Self::Future),
+            (ScalingMode::Replicas, NodeRecords::None) => None,
+        }
+    }
+
+    /// Slurm's word for the state records are created in.
+    pub fn state(self) -> &'static str {
+        match self {
+            Self::Future => "FUTURE",
+            Self::Cloud => "CLOUD",
+        }
+    }
+}
 
 /// One record, as `scontrol create` and REST `new/node` take it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,16 +96,21 @@ pub fn existing(snap: &ClusterSnapshot, partition: &str, limit: usize) -> BTreeS
     names
 }
 
-/// The records of `wanted` that `existing` lacks, each with the NodeSet's `features` and
-/// `shape`; an error when the shape does not say how many CPUs a node has (a record needs
-/// them, and a wrong count would mislead the scheduler).
+/// The records of `wanted` (by ordinal) that `existing` lacks, each with the NodeSet's
+/// `features` and `shape`, of `kind`; an error when the shape does not say how many CPUs a
+/// node has (a record needs them, and a wrong count would mislead the scheduler).
 pub fn missing(
     wanted: &[String],
     existing: &BTreeSet<String>,
     features: &[String],
     shape: &Shape,
+    kind: Kind,
 ) -> Result<Vec<Record>, String> {
-    let absent: Vec<&String> = wanted.iter().filter(|n| !existing.contains(*n)).collect();
+    let absent: Vec<(usize, &String)> = wanted
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| !existing.contains(*n))
+        .collect();
     if absent.is_empty() {
         return Ok(Vec::new());
     }
@@ -86,11 +124,19 @@ pub fn missing(
     if let Some(g) = shape.gpus.filter(|g| *g > 0) {
         tail.push_str(&format!(" Gres=gpu:{g}"));
     }
+    let state = kind.state();
     Ok(absent
         .into_iter()
-        .map(|name| Record {
-            name: name.clone(),
-            conf: format!("NodeName={name} {tail} State={STATE}"),
+        .map(|(ordinal, name)| {
+            let weight = match kind {
+                // Slurm's default weight is 1; lower weights are allocated first.
+                Kind::Cloud => format!(" Weight={}", ordinal + 1),
+                Kind::Future => String::new(),
+            };
+            Record {
+                name: name.clone(),
+                conf: format!("NodeName={name} {tail}{weight} State={state}"),
+            }
         })
         .collect())
 }
@@ -117,7 +163,7 @@ mod tests {
             gpus: Some(2),
         };
         let features = ["slinky".to_string(), "ib".to_string()];
-        let made = missing(&wanted, &existing, &features, &shape).unwrap();
+        let made = missing(&wanted, &existing, &features, &shape, Kind::Future).unwrap();
         assert_eq!(
             made,
             [
@@ -134,10 +180,37 @@ mod tests {
         // Nothing missing needs no shape; something missing does.
         let all: BTreeSet<String> = wanted.iter().cloned().collect();
         assert_eq!(
-            missing(&wanted, &all, &features, &Shape::default()),
+            missing(&wanted, &all, &features, &Shape::default(), Kind::Future),
             Ok(vec![])
         );
-        let err = missing(&wanted, &existing, &features, &Shape::default()).unwrap_err();
-        assert!(err.contains("spec.nodeShape"), "{err}");
+        let err = missing(
+            &wanted,
+            &existing,
+            &features,
+            &Shape::default(),
+            Kind::Cloud,
+        );
+        assert!(err.unwrap_err().contains("spec.nodeShape"));
+    }
+
+    /// Slurm-planned records are CLOUD, weighted by ordinal so slurmctld picks the lowest
+    /// first, as the NodeSet creates them.
+    #[test]
+    fn cloud_records_weigh_by_ordinal() {
+        let wanted = names("planned", 0, 3);
+        let existing: BTreeSet<String> = ["planned-0".to_string()].into();
+        let shape = Shape {
+            cpus: Some(4),
+            ..Shape::default()
+        };
+        let made = missing(&wanted, &existing, &["planned".into()], &shape, Kind::Cloud);
+        let confs: Vec<String> = made.unwrap().into_iter().map(|r| r.conf).collect();
+        assert_eq!(
+            confs,
+            [
+                "NodeName=planned-1 Feature=planned CPUs=4 Weight=2 State=CLOUD",
+                "NodeName=planned-2 Feature=planned CPUs=4 Weight=3 State=CLOUD"
+            ]
+        );
     }
 }

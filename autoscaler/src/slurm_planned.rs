@@ -13,11 +13,12 @@
 //! gone; and a record that missed `ResumeTimeout` is DOWN until resumed.
 //!
 //! Pure: what slurmctld shows of each ordinal's record and which ordinals have a pod in,
-//! one [`Decision`] out. The controller does not run it yet; reading the records' power
-//! states and the pods by ordinal, and acting through the scale subresource, the pod's
-//! deletion cost and `RESUME`, come next.
+//! one [`Decision`] out. The controller's `SlurmPlanned` policy observes both, and its
+//! executor carries the decision out: the retired pod's deletion cost, the scale, `RESUME`.
 
 use slurmscale_exporter::model::{Node, NodeBase, NodeFlags};
+
+use crate::colocation::DRAIN_PREFIX;
 
 /// Where an ordinal's Slurm record stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,6 +40,29 @@ pub enum Power {
 }
 
 impl Power {
+    /// Every state, as metrics name them.
+    pub const ALL: [Self; 7] = [
+        Self::Absent,
+        Self::Off,
+        Self::Up,
+        Self::Down,
+        Self::Idle,
+        Self::Busy,
+        Self::Failed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Absent => "absent",
+            Self::Off => "off",
+            Self::Up => "up",
+            Self::Down => "down",
+            Self::Idle => "idle",
+            Self::Busy => "busy",
+            Self::Failed => "failed",
+        }
+    }
+
     /// The record's state as `/nodes` reports it (both API generations end up in the same
     /// flags).
     pub fn of(node: Option<&Node>) -> Self {
@@ -77,9 +101,33 @@ pub enum Pod {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ordinal {
     pub power: Power,
-    /// DRAIN or DOWN left on the record by the operator's scale-in or the pod's preStop.
+    /// DRAIN or DOWN left on the record by the operator's scale-in, the pod's preStop or a
+    /// missed `ResumeTimeout` — ours to clear. Anyone else's (an administrator's) is not.
     pub left_drained: bool,
     pub pod: Option<Pod>,
+}
+
+impl Ordinal {
+    /// An ordinal from its record as `/nodes` has it and its pod.
+    pub fn of(node: Option<&Node>, pod: Option<Pod>) -> Self {
+        Self {
+            power: Power::of(node),
+            left_drained: node.is_some_and(|n| {
+                (n.state.drain() || n.state.base == NodeBase::Down) && left_by_scaling(&n.reason)
+            }),
+            pod,
+        }
+    }
+}
+
+/// Whether a DRAIN or DOWN reason was left by scaling rather than set by a person: the
+/// operator's scale-in and pod preStop (`slurm-operator: …`, `Pod is terminating`; up to
+/// operator 1.0 the preStop's reason has no prefix), slurmctld's own `ResumeTimeout`, or us.
+pub fn left_by_scaling(reason: &str) -> bool {
+    reason.starts_with("slurm-operator")
+        || reason.starts_with("Pod is terminating")
+        || reason.starts_with("ResumeTimeout")
+        || reason.starts_with(DRAIN_PREFIX)
 }
 
 /// What to do now.
@@ -111,8 +159,7 @@ pub fn decide(ordinals: &[Ordinal], spec_replicas: u64, status_replicas: Option<
         .iter()
         .enumerate()
         .filter(|(_, o)| {
-            o.pod.is_none()
-                && (o.power == Power::Failed || (o.left_drained && o.power == Power::Off))
+            o.pod.is_none() && o.left_drained && matches!(o.power, Power::Failed | Power::Off)
         })
         .map(|(i, _)| i)
         .collect();
@@ -284,12 +331,33 @@ mod tests {
                 pod: Some(Pod::Terminating),
                 ..drained
             },
-            ord(Power::Failed, None),
+            Ordinal {
+                power: Power::Failed,
+                ..drained
+            },
             ord(Power::Off, None),
+            // Down for a reason of an administrator's: left alone.
+            ord(Power::Failed, None),
         ];
         let d = decide(&o, 0, Some(0));
         assert_eq!(d.resume, vec![0, 2], "{d:?}");
         assert_eq!(d.replicas, 0);
+    }
+
+    #[test]
+    fn only_drains_and_downs_left_by_scaling_are_cleared() {
+        for ours in [
+            "slurm-operator: scale-in",
+            "Pod is terminating",
+            "slurm-operator: Pod is terminating",
+            "ResumeTimeout reached",
+            "slurmscale: capacity for Kubernetes",
+        ] {
+            assert!(left_by_scaling(ours), "{ours}");
+        }
+        for theirs in ["bad DIMM", "maintenance", "Not responding", ""] {
+            assert!(!left_by_scaling(theirs), "{theirs}");
+        }
     }
 
     /// The state words real slurmctlds reported for CLOUD records in the research's

@@ -207,8 +207,8 @@ impl Demo {
                 Write::Drain { node, .. } => self.sim.drain(&node, true),
                 Write::Resume { node } => self.sim.drain(&node, false),
                 Write::MarkToGo { nodes } => self.sim.pool.mark(&nodes),
-                // The demo's autoscalers keep no node records.
-                Write::Create { .. } => {}
+                // The demo's autoscalers keep no node records and follow no power requests.
+                Write::Create { .. } | Write::Retire { .. } => {}
                 Write::Event {
                     autoscaler,
                     warning,

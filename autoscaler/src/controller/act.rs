@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use tracing::{debug, info, warn};
 
 use super::{Observation, Seam};
-use crate::actuator::Kubernetes;
+use crate::actuator::{Kubernetes, PodsBy};
 use crate::crd::NodeSetAutoscaler;
 use crate::error::{Error, Result};
 use crate::plan::Plan;
@@ -78,6 +78,7 @@ struct Intent {
     drain: Vec<String>,
     resume: Vec<String>,
     release: Vec<String>,
+    retire: Vec<String>,
 }
 
 impl Intent {
@@ -87,6 +88,7 @@ impl Intent {
             drain: plan.drain.clone(),
             resume: plan.resume.clone(),
             release: plan.release.clone(),
+            retire: plan.retire.clone(),
         }
     }
 }
@@ -98,6 +100,7 @@ pub struct Moved {
     drained: BTreeSet<String>,
     resumed: BTreeSet<String>,
     released: BTreeSet<String>,
+    retired: BTreeSet<String>,
 }
 
 /// Carries `plan` out as far as `mode` allows; returns what was done.
@@ -204,7 +207,7 @@ async fn move_nodes<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     );
     if !drain.is_empty() || !resume.is_empty() {
         let cluster = obs.cluster.clone().unwrap_or_default();
-        let version = obs.pool.as_ref().and_then(|p| p.slurm_api).ok_or_else(|| {
+        let version = obs.slurm_api.ok_or_else(|| {
             Error::NoSlurm(format!(
                 "slurmrestd of cluster {cluster:?} has not said which API version it speaks"
             ))
@@ -219,7 +222,7 @@ async fn move_nodes<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         }
         for node in resume {
             seam.slurm.resume(&cluster, version, &node).await?;
-            let note = format!("resumed {node}: Slurm has demand again");
+            let note = format!("resumed {node}: {}", plan.resume_why);
             kube.event(nsa, false, "Resume", note).await;
             moved.resumed.insert(node);
         }
@@ -228,13 +231,28 @@ async fn move_nodes<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     if !release.is_empty() {
         let namespace = nsa.metadata.namespace.clone().unwrap_or_default();
         let selector = obs.target.selector.as_deref();
-        let marked = kube.mark_pods_to_go(&namespace, selector, &release).await?;
+        let marked = kube
+            .mark_pods_to_go(&namespace, selector, PodsBy::Node(&release))
+            .await?;
         let note = format!(
             "handing {} to Kubernetes ({marked} pod(s) marked to go first)",
             release.join(", ")
         );
         kube.event(nsa, false, "Release", note).await;
         moved.released.extend(release);
+    }
+    let retire = new(&plan.retire, &moved.retired);
+    if !retire.is_empty() {
+        let namespace = nsa.metadata.namespace.clone().unwrap_or_default();
+        let selector = obs.target.selector.as_deref();
+        kube.mark_pods_to_go(&namespace, selector, PodsBy::Name(&retire))
+            .await?;
+        let note = format!(
+            "pod(s) {} go first: slurmctld powers their nodes down",
+            retire.join(", ")
+        );
+        kube.event(nsa, false, "Retire", note).await;
+        moved.retired.extend(retire);
     }
     Ok(())
 }
@@ -250,8 +268,7 @@ async fn keep_records<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     memory: &mut Announced,
 ) {
     let Ok(records) = &plan.records else { return };
-    let version = obs.records.as_ref().and_then(|r| r.slurm_api);
-    let (Some(version), false) = (version, records.is_empty()) else {
+    let (Some(version), false) = (obs.slurm_api, records.is_empty()) else {
         return;
     };
     let since = memory
@@ -279,10 +296,10 @@ async fn keep_records<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     }
     if !made.is_empty() {
         let note = format!(
-            "asked slurmctld for {} node record(s) ({}), State=FUTURE: {}",
+            "asked slurmctld for {} node record(s) ({}), e.g. {}",
             made.len(),
             made.join(","),
-            records[0].conf.split_once(' ').map_or("", |(_, tail)| tail)
+            records[0].conf
         );
         info!(autoscaler = %super::key(nsa), "{note}");
         seam.kubernetes.event(nsa, false, "NodeRecords", note).await;

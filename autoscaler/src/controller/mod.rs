@@ -253,9 +253,9 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Controller<K, S, P> {
                     return Err(e);
                 }
             };
-            if let Some(why) = plan::refusal(&target) {
+            if let Some(refusal) = plan::refusal(spec, &target) {
                 let memory = (&mut entry.last_error, &mut entry.reported);
-                return self.refuse(nsa, memory, leader, &target, why).await;
+                return self.refuse(nsa, memory, leader, &target, refusal).await;
             }
             let obs = observe::observe(self, nsa, policy.inputs(spec), target, now).await?;
             let plan = plan::plan(policy.as_ref(), spec, &obs);
@@ -296,18 +296,18 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Controller<K, S, P> {
         (last_error, reported): (&mut Option<String>, &mut report::Reported),
         leader: bool,
         target: &Target,
-        why: &str,
+        refusal: plan::Refusal,
     ) -> Result<()> {
         if !leader {
             return Ok(());
         }
         let kube = &self.seam.kubernetes;
+        let why = refusal.why.as_str();
         if last_error.as_deref() != Some(why) {
-            kube.event(nsa, true, "DaemonSetScalingMode", why.into())
-                .await;
+            kube.event(nsa, true, refusal.reason, why.into()).await;
             *last_error = Some(why.into());
         }
-        let status = report::refused(nsa, why, target.replicas, self.now());
+        let status = report::refused(nsa, &refusal, target.replicas, self.now());
         report::write(kube, nsa, reported, status).await
     }
 

@@ -21,12 +21,13 @@ use super::Controller;
 use super::plan::Inputs;
 use crate::actuator::{Kubernetes, Target};
 use crate::colocation::{self, PendingPod, PoolNode, SlurmNode};
-use crate::crd::{ColocationSpec, NodeRecords, NodeSetAutoscaler, NodeSetAutoscalerSpec};
+use crate::crd::{ColocationSpec, NodeSetAutoscaler, NodeSetAutoscalerSpec};
 use crate::error::{Error, Result};
 use crate::policy::{Bounds, Signals};
 use crate::pool::{NodeSetPod, PoolReader};
 use crate::records;
 use crate::slurm_nodes::SlurmNodes;
+use crate::slurm_planned::{self, Ordinal};
 
 /// Everything a plan is made from.
 #[derive(Clone, Debug)]
@@ -39,8 +40,25 @@ pub struct Observation {
     pub signals: Signals,
     /// Colocated autoscalers: the pool.
     pub pool: Option<PoolView>,
-    /// Autoscalers that keep node records (`spec.nodeRecords`): what there is.
+    /// Autoscalers that keep node records (`spec.nodeRecords`, slurm-planned mode): what
+    /// there is.
     pub records: Option<RecordsView>,
+    /// Slurm-planned autoscalers: each ordinal's record and pod, once both could be read.
+    pub planned: Option<PlannedView>,
+    /// The slurmrestd API version, for Slurm node writes (unknown until it answered).
+    pub slurm_api: Option<ApiVersion>,
+}
+
+/// A slurm-planned NodeSet, ordinal by ordinal.
+#[derive(Clone, Debug)]
+pub struct PlannedView {
+    /// Index = ordinal, below `maxReplicas`.
+    pub ordinals: Vec<Ordinal>,
+    /// The pod of each ordinal, by name.
+    pub pods: Vec<Option<String>>,
+    /// Records slurmctld lists in the partition that `/nodes` does not show (22.05 hides
+    /// powered-down CLOUD nodes without `PrivateData=cloud`).
+    pub hidden: Vec<String>,
 }
 
 /// The node records of the target's pods, as slurmctld has them.
@@ -50,8 +68,8 @@ pub struct RecordsView {
     pub wanted: Vec<String>,
     /// The node names slurmctld has in the partition (records and registered nodes).
     pub existing: BTreeSet<String>,
-    /// The slurmrestd API version (unknown until it answered).
-    pub slurm_api: Option<ApiVersion>,
+    /// What the records are.
+    pub kind: records::Kind,
 }
 
 /// A colocated pool as observed.
@@ -62,8 +80,6 @@ pub struct PoolView {
     pub pods: Vec<PendingPod>,
     /// Whether the GenericNode and Node watches can be trusted, or why not.
     pub ledger: Result<(), String>,
-    /// The slurmrestd API version, for drains and resumes (unknown until it answered).
-    pub slurm_api: Option<ApiVersion>,
 }
 
 /// The target and its scale.
@@ -120,21 +136,26 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         .as_ref()
         .map_err(Clone::clone)
         .and_then(|s| signals(s, &partitions, &ask, now, ctl.cfg.stale_after));
-    let records = (spec.node_records != NodeRecords::None).then(|| {
+    let snap = snapshot.as_deref().ok();
+    let records = records::Kind::of(spec).map(|kind| {
         let wanted = records::names(
             &spec.scale_target_ref.name,
             target.nodes.ordinal_padding,
             Bounds::from(spec).max,
         );
-        let snap = snapshot.as_deref().ok();
         RecordsView {
             existing: snap.map_or_else(BTreeSet::new, |s| {
                 records::existing(s, &partitions[0], wanted.len() + 1024)
             }),
-            slurm_api: snap.and_then(|s| s.api_version),
+            kind,
             wanted,
         }
     });
+    let planned = match (inputs.ordinals, &records, snap) {
+        (true, Some(view), Some(snap)) => planned(&ctl.seam.pool, nsa, &target, view, snap).await?,
+        _ => None,
+    };
+    let slurm_api = snap.and_then(|s| s.api_version);
     let pool = match inputs.pool {
         None => None,
         Some(col) => {
@@ -153,7 +174,66 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         signals,
         pool,
         records,
+        planned,
+        slurm_api,
     })
+}
+
+/// Each ordinal's record (by the name its pod registers) and pod; `None` while `/nodes`
+/// has not answered.
+async fn planned<P: PoolReader>(
+    reader: &P,
+    nsa: &NodeSetAutoscaler,
+    target: &Target,
+    view: &RecordsView,
+    snap: &ClusterSnapshot,
+) -> Result<Option<PlannedView>> {
+    let Some(nodes) = snap.nodes.data.as_deref() else {
+        return Ok(None);
+    };
+    let selector = target.selector.as_deref().ok_or_else(|| {
+        Error::Target(
+            nsa.spec.scale_target_ref.name.clone(),
+            "has no status.selector, so its pods cannot be found".into(),
+        )
+    })?;
+    let named = reader
+        .named_pods(&nsa.namespace().unwrap_or_default(), selector)
+        .await?;
+    let mut pods: Vec<Option<(String, slurm_planned::Pod)>> = vec![None; view.wanted.len()];
+    for (name, pod) in named {
+        // A NodeSet's pods are `<name>-<ordinal>`.
+        let ordinal = name
+            .rsplit_once('-')
+            .and_then(|(_, o)| o.parse::<usize>().ok());
+        if let Some(slot) = ordinal.and_then(|o| pods.get_mut(o)) {
+            *slot = Some((name, pod));
+        }
+    }
+    let by_name: std::collections::HashMap<&str, &Node> =
+        nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+    let ordinals = view
+        .wanted
+        .iter()
+        .zip(&pods)
+        .map(|(record, pod)| {
+            Ordinal::of(
+                by_name.get(record.as_str()).copied(),
+                pod.as_ref().map(|p| p.1),
+            )
+        })
+        .collect();
+    let hidden = view
+        .wanted
+        .iter()
+        .filter(|r| view.existing.contains(*r) && !by_name.contains_key(r.as_str()))
+        .cloned()
+        .collect();
+    Ok(Some(PlannedView {
+        ordinals,
+        pods: pods.into_iter().map(|p| p.map(|p| p.0)).collect(),
+        hidden,
+    }))
 }
 
 /// The latest snapshot of the autoscaler's Slurm cluster, or why there is none.
@@ -262,7 +342,6 @@ async fn pool<P: PoolReader>(
         nodes,
         pods: reader.unschedulable_pods(&col.pod_selector).await?,
         ledger: watches_trusted(&kube),
-        slurm_api: snap.api_version,
     })
 }
 

@@ -10,10 +10,11 @@ use super::observe::RecordsView;
 use super::{Observation, Outcome};
 use crate::actuator::Target;
 use crate::colocation::{self, ColocationBounds, ColocationHistory};
-use crate::crd::{ColocationSpec, NodeSetAutoscalerSpec};
-use crate::plan::Plan;
+use crate::crd::{ColocationSpec, NodeSetAutoscalerSpec, ScalingMode};
+use crate::plan::{Plan, Reason};
 use crate::policy::{self, Bounds, History};
 use crate::records::{self, Record};
+use crate::slurm_planned;
 
 /// A scaling policy and its memory. Planning is pure: everything it looks at is in the
 /// observation or in what it remembered itself.
@@ -39,14 +40,17 @@ pub struct Inputs<'a> {
     pub one_partition: bool,
     /// The colocated pool to read: its ledger, nodes and the pods that want room.
     pub pool: Option<&'a ColocationSpec>,
+    /// Each ordinal's node record and pod (slurm-planned).
+    pub ordinals: bool,
 }
 
 /// The policy `spec` asks for. `current` carries on (with its memory) while the spec asks
 /// for the same one; only a change of policy makes a new one.
 pub fn for_spec(spec: &NodeSetAutoscalerSpec, current: Option<Box<dyn Policy>>) -> Box<dyn Policy> {
-    let (name, new): (&str, fn() -> Box<dyn Policy>) = match spec.colocation {
-        Some(_) => (SharePool::NAME, fresh::<SharePool>),
-        None => (FollowDemand::NAME, fresh::<FollowDemand>),
+    let (name, new): (&str, fn() -> Box<dyn Policy>) = match (spec.mode, &spec.colocation) {
+        (ScalingMode::SlurmPlanned, _) => (FollowSlurm::NAME, fresh::<FollowSlurm>),
+        (ScalingMode::Replicas, Some(_)) => (SharePool::NAME, fresh::<SharePool>),
+        (ScalingMode::Replicas, None) => (FollowDemand::NAME, fresh::<FollowDemand>),
     };
     match current {
         Some(p) if p.name() == name => p,
@@ -119,9 +123,9 @@ impl Policy for SharePool {
     fn inputs<'a>(&self, spec: &'a NodeSetAutoscalerSpec) -> Inputs<'a> {
         // A pool is one partition's.
         Inputs {
-            max_nodes: None,
             one_partition: true,
             pool: spec.colocation.as_ref(),
+            ..Inputs::default()
         }
     }
 
@@ -154,12 +158,132 @@ impl Policy for SharePool {
     }
 }
 
-/// Targets no policy can serve, and why: a NodeSet in `scalingMode: DaemonSet` runs one pod
-/// per matching node and ignores replicas.
-pub fn refusal(target: &Target) -> Option<&'static str> {
-    (target.scaling_mode.as_deref() == Some("DaemonSet")).then_some(
-        "the NodeSet uses scalingMode DaemonSet: one pod per matching node, replicas are ignored; it cannot be autoscaled",
-    )
+/// A NodeSet following exactly the nodes slurmctld powers up and down ([`slurm_planned`]).
+#[derive(Default)]
+struct FollowSlurm;
+
+impl FollowSlurm {
+    const NAME: &'static str = "slurm-planned";
+}
+
+impl Policy for FollowSlurm {
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
+
+    fn inputs<'a>(&self, spec: &'a NodeSetAutoscalerSpec) -> Inputs<'a> {
+        // Demand is read for the status and metrics only: slurmctld decides.
+        Inputs {
+            max_nodes: Some(Bounds::from(spec).max),
+            ordinals: true,
+            ..Inputs::default()
+        }
+    }
+
+    fn plan(&self, _spec: &NodeSetAutoscalerSpec, obs: &Observation) -> Plan {
+        let current = obs.target.replicas;
+        let hold = |why: String| Plan {
+            replicas: current,
+            recommendation: current,
+            reason: Reason::Frozen,
+            steps: vec![format!("holding {current}: {why}")],
+            frozen: true,
+            ..Plan::default()
+        };
+        let signals = match &obs.signals {
+            Ok(s) => s,
+            Err(why) => return hold(why.to_string()),
+        };
+        let (Some(view), Some(records)) = (&obs.planned, &obs.records) else {
+            return hold("slurmctld's nodes have not been read yet".into());
+        };
+        if !view.hidden.is_empty() {
+            return hold(format!(
+                "slurmctld lists {} record(s) of the partition that /nodes does not show ({}): powered-down CLOUD nodes are hidden on Slurm 22.05 unless slurm.conf has PrivateData=cloud",
+                view.hidden.len(),
+                view.hidden.join(",")
+            ));
+        }
+        let d = slurm_planned::decide(&view.ordinals, current, obs.target.status_replicas);
+        let reason = match d.replicas.cmp(&current) {
+            std::cmp::Ordering::Greater => Reason::ScaleUp,
+            std::cmp::Ordering::Less => Reason::ScaleDown,
+            _ if obs.target.status_replicas != Some(current) => Reason::Stabilizing,
+            _ => Reason::Steady,
+        };
+        let mut steps = d.steps;
+        if steps.is_empty() {
+            steps.push(format!(
+                "{current} pod(s) cover what slurmctld has powered up"
+            ));
+        }
+        Plan {
+            replicas: d.replicas,
+            recommendation: d.replicas,
+            reason,
+            steps,
+            resume: d
+                .resume
+                .iter()
+                .map(|&i| records.wanted[i].clone())
+                .collect(),
+            resume_why: "its pod is gone, so slurmctld may plan on it again",
+            retire: d
+                .retire
+                .iter()
+                .filter_map(|&i| view.pods[i].clone())
+                .collect(),
+            unrequested: d.extra.len() as u64,
+            unsatisfiable_jobs: signals.demand.unsatisfiable_jobs,
+            active: view
+                .ordinals
+                .iter()
+                .any(|o| o.power == slurm_planned::Power::Busy),
+            ..Plan::default()
+        }
+    }
+}
+
+/// Why a target cannot be autoscaled as its spec asks: the reason word and the message.
+pub struct Refusal {
+    pub reason: &'static str,
+    pub why: String,
+}
+
+/// Targets the spec's policy cannot serve, and why: a NodeSet in `scalingMode: DaemonSet`
+/// runs one pod per matching node and ignores replicas; slurm-planned mode cannot share a
+/// pool, and needs the pods' slurmd to run with `-b` (a pod does not reboot a node, and
+/// slurmctld ignores a powering-up node's registration without it until `ResumeTimeout`).
+pub fn refusal(spec: &NodeSetAutoscalerSpec, target: &Target) -> Option<Refusal> {
+    let refuse = |reason, why: &str| {
+        Some(Refusal {
+            reason,
+            why: why.to_string(),
+        })
+    };
+    if target.scaling_mode.as_deref() == Some("DaemonSet") {
+        return refuse(
+            "DaemonSetScalingMode",
+            "the NodeSet uses scalingMode DaemonSet: one pod per matching node, replicas are ignored; it cannot be autoscaled",
+        );
+    }
+    if spec.mode != ScalingMode::SlurmPlanned {
+        return None;
+    }
+    if spec.colocation.is_some() {
+        return refuse(
+            "SlurmPlannedNotSetUp",
+            "mode SlurmPlanned follows slurmctld's power requests and cannot also share a colocated pool: remove spec.colocation or the mode",
+        );
+    }
+    let is_nodeset = spec.scale_target_ref.kind == "NodeSet";
+    if is_nodeset && !target.nodes.slurmd_args.iter().any(|a| a == "-b") {
+        return refuse(
+            "SlurmPlannedNotSetUp",
+            "mode SlurmPlanned needs the NodeSet's slurmd to run with -b (add it to spec.slurmd.args): without it slurmctld ignores a powered-up pod's registration until ResumeTimeout and requeues its job",
+        );
+    }
+    None
 }
 
 /// The plan for now: the policy's, and whatever policy it is, the node records the spec
@@ -186,5 +310,11 @@ fn missing_records(
         [] => std::slice::from_ref(&spec.scale_target_ref.name),
         f => f,
     };
-    records::missing(&view.wanted, &view.existing, features, &signals.shape)
+    records::missing(
+        &view.wanted,
+        &view.existing,
+        features,
+        &signals.shape,
+        view.kind,
+    )
 }

@@ -17,6 +17,7 @@ use crate::crd::{
 use crate::error::{Error, Result};
 use crate::metrics::{AutoscalerMetrics, ColocationRow};
 use crate::plan::{Plan, Reason};
+use crate::slurm_planned::Power;
 
 /// What the reporter last wrote.
 #[derive(Debug, Default)]
@@ -130,7 +131,7 @@ pub fn unreachable(nsa: &NodeSetAutoscaler, e: &Error, now: SystemTime) -> NodeS
 /// The target can never be autoscaled (a DaemonSet NodeSet).
 pub fn refused(
     nsa: &NodeSetAutoscaler,
-    why: &str,
+    refusal: &super::plan::Refusal,
     current: u64,
     now: SystemTime,
 ) -> NodeSetAutoscalerStatus {
@@ -139,8 +140,8 @@ pub fn refused(
             nsa,
             now,
             ("Ready", false),
-            "DaemonSetScalingMode",
-            why,
+            refusal.reason,
+            &refusal.why,
         )],
         current_replicas: Some(replicas(current)),
         ..Default::default()
@@ -177,6 +178,19 @@ pub fn metrics(
             row.last_scale_down = Some(obs.now);
         }
         None => {}
+    }
+    if let Some(view) = &obs.planned {
+        let p = row.planned.get_or_insert_default();
+        p.records = Power::ALL
+            .iter()
+            .map(|&power| {
+                let n = view.ordinals.iter().filter(|o| o.power == power).count();
+                (power.as_str(), n as u64)
+            })
+            .collect();
+        if outcome.scaled() == Some(true) {
+            p.unrequested_pods += plan.unrequested;
+        }
     }
     row.colocation = obs.pool.as_ref().map(|pool| {
         let needs = plan.needs.unwrap_or_default();

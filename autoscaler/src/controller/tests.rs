@@ -647,3 +647,262 @@ async fn a_pool_whose_scale_changed_meanwhile_plans_its_release_again() {
     assert_eq!(rig.replicas(), 3);
     assert_eq!(rig.status().current_replicas, Some(3));
 }
+
+// --- Slurm-planned mode: the NodeSet follows slurmctld's power requests.
+
+/// A slurm-planned autoscaler of `NODESET` (4 ordinals) whose pods run slurmd `-b`.
+fn planned_rig(extra: Value, replicas: u64) -> Rig {
+    let mut spec = json!({"mode": "SlurmPlanned", "maxReplicas": 4});
+    if let (Some(s), Some(e)) = (spec.as_object_mut(), extra.as_object()) {
+        s.extend(e.clone());
+    }
+    let rig = Rig::new(spec, replicas);
+    rig.fake.with(|w| {
+        let t = w.targets.get_mut(NODESET).unwrap();
+        t.nodes.slurmd_args = vec!["-b".into()];
+        t.nodes.template_shape.cpus = Some(4);
+    });
+    rig
+}
+
+/// A record `elastic-<i>` as `/nodes` shows it: its state words and reason.
+fn record(i: usize, words: &str, reason: &str) -> Node {
+    let mut n = node(&format!("{NODESET}-{i}"), NODESET, false);
+    n.state = NodeState::from_words(words.split('+'));
+    n.alloc_cpus = if n.busy() { 4 } else { 0 };
+    n.reason = reason.into();
+    n
+}
+
+const OFF: &str = "IDLE+CLOUD+POWERED_DOWN";
+
+/// The four records with these states (index = ordinal), listed in the partition.
+fn planned_snapshot(taken: SystemTime, states: [&str; 4]) -> ClusterSnapshot {
+    let nodes = states
+        .iter()
+        .enumerate()
+        .map(|(i, s)| match s.split_once(':') {
+            Some((words, reason)) => record(i, words, reason),
+            None => record(i, s, ""),
+        })
+        .collect();
+    let mut snap = snapshot(taken, NODESET, nodes, &[]);
+    let mut partitions = snap.partitions.data.as_deref().unwrap().to_vec();
+    partitions[0].node_list = format!("{NODESET}-[0-3]");
+    snap.partitions
+        .succeed(taken, Duration::from_millis(5), Some(partitions));
+    snap
+}
+
+fn set_pods(rig: &Rig, pods: &[(usize, crate::slurm_planned::Pod)]) {
+    rig.fake.with(|w| {
+        w.named_pods.insert(
+            SELECTOR.into(),
+            pods.iter()
+                .map(|(i, p)| (format!("{NODESET}-{i}"), *p))
+                .collect(),
+        );
+    });
+}
+
+#[tokio::test]
+async fn slurm_planned_keeps_cloud_records_and_follows_exactly_the_nodes_slurmctld_powers() {
+    use crate::slurm_planned::Pod::Ready;
+    let rig = planned_rig(json!({}), 0);
+    // No records yet: all four are asked for, CLOUD, weighted by ordinal; nothing scales.
+    rig.slurm(snapshot(at(0), NODESET, vec![], &[2]));
+    let writes = rig.reconcile().await;
+    let made: Vec<&str> = writes
+        .iter()
+        .filter_map(|w| match w {
+            Write::Create { conf } => Some(conf.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(made.len(), 4, "{writes:?}");
+    assert_eq!(
+        made[3],
+        "NodeName=elastic-3 Feature=elastic CPUs=4 RealMemory=8192 Weight=4 State=CLOUD"
+    );
+    assert!(scales(&writes).is_empty(), "demand alone scales nothing");
+    // slurmctld allocates ordinals 0 and 1 to a job and powers them up.
+    rig.at(2);
+    let up = "MIXED+CLOUD+NOT_RESPONDING+POWERING_UP";
+    rig.slurm(planned_snapshot(at(2), [up, up, OFF, OFF]));
+    let writes = rig.reconcile().await;
+    assert_eq!(scales(&writes), [2]);
+    assert_eq!(rig.status().last_decision.unwrap().reason, "ScaleUp");
+    // Their pods run the job; the NodeSet holds.
+    set_pods(&rig, &[(0, Ready), (1, Ready)]);
+    rig.at(4);
+    rig.slurm(planned_snapshot(
+        at(4),
+        ["MIXED+CLOUD", "MIXED+CLOUD", OFF, OFF],
+    ));
+    assert!(scales(&rig.reconcile().await).is_empty());
+    // Ordinal 1 idles past SuspendTime: exactly its pod goes first, replicas drop by one.
+    // Ordinal 0 is busy and stays.
+    rig.at(6);
+    let going = "IDLE+CLOUD+POWERING_DOWN";
+    rig.slurm(planned_snapshot(at(6), ["MIXED+CLOUD", going, OFF, OFF]));
+    let writes = rig.reconcile().await;
+    let retired: Vec<&Write> = writes
+        .iter()
+        .filter(|w| matches!(w, Write::Retire { .. }))
+        .collect();
+    assert_eq!(
+        retired,
+        [&Write::Retire {
+            pods: vec!["elastic-1".into()]
+        }]
+    );
+    let order: Vec<usize> = writes
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| matches!(w, Write::Retire { .. } | Write::Scale { .. }))
+        .map(|(i, _)| i)
+        .collect();
+    assert!(
+        matches!(writes[order[1]], Write::Scale { replicas: 1, .. }),
+        "the pod is marked before replicas drop: {writes:?}"
+    );
+    // The operator drained it and its preStop set it DOWN; once the pod is gone the record
+    // is resumed, so slurmctld plans on it again. A record an administrator took down is
+    // left alone.
+    set_pods(&rig, &[(0, Ready)]);
+    rig.at(8);
+    let left = "DOWN+CLOUD+DRAIN+POWERED_DOWN:Pod is terminating";
+    let theirs = "DOWN+CLOUD+POWERED_DOWN:bad DIMM";
+    rig.slurm(planned_snapshot(at(8), ["MIXED+CLOUD", left, theirs, OFF]));
+    let writes = rig.reconcile().await;
+    assert!(scales(&writes).is_empty());
+    assert!(
+        writes.contains(&Write::Resume {
+            node: "elastic-1".into()
+        }) && !writes.iter().any(|w| *w
+            == Write::Resume {
+                node: "elastic-2".into()
+            }),
+        "{writes:?}"
+    );
+    let said = events(&writes);
+    assert!(
+        said.iter()
+            .any(|(r, n)| *r == "Resume" && n.contains("its pod is gone")),
+        "{said:?}"
+    );
+}
+
+#[tokio::test]
+async fn slurm_planned_covers_a_wanted_ordinal_above_a_free_one_and_counts_the_extra_pod() {
+    use crate::slurm_planned::Pod::Ready;
+    let rig = planned_rig(json!({}), 1);
+    set_pods(&rig, &[(0, Ready)]);
+    // slurmctld wants ordinal 2; the NodeSet will create 1 first.
+    let up = "MIXED+CLOUD+NOT_RESPONDING+POWERING_UP";
+    rig.slurm(planned_snapshot(at(0), ["MIXED+CLOUD", OFF, up, OFF]));
+    let writes = rig.reconcile().await;
+    assert_eq!(scales(&writes), [3]);
+    let message = rig.status().last_decision.unwrap().message;
+    assert!(message.contains("did not ask for"), "{message}");
+    let m = rig.on.controller.metrics.lock().unwrap().clone();
+    let planned = m.rows["slurm/elastic"]
+        .planned
+        .clone()
+        .expect("a planned row");
+    assert_eq!(planned.unrequested_pods, 1);
+    assert_eq!(
+        (
+            planned.records["busy"],
+            planned.records["up"],
+            planned.records["off"]
+        ),
+        (1, 1, 2)
+    );
+    let page = super::super::metrics::page(Vec::new(), &m, None);
+    let text = String::from_utf8_lossy(&page.text);
+    assert!(
+        text.contains("slurmscale_slurm_planned_unrequested_pods_total{cluster=\"c1\",namespace=\"slurm\",autoscaler=\"elastic\",target=\"elastic\"} 1"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn slurm_planned_moves_nothing_on_stale_data_or_while_the_nodeset_changes() {
+    use crate::slurm_planned::Pod::Ready;
+    let rig = planned_rig(json!({}), 2);
+    set_pods(&rig, &[(0, Ready), (1, Ready)]);
+    let going = "IDLE+CLOUD+POWERING_DOWN";
+    // 60 s old: nothing goes.
+    rig.at(100);
+    rig.slurm(planned_snapshot(at(40), ["MIXED+CLOUD", going, OFF, OFF]));
+    let writes = rig.reconcile().await;
+    assert!(scales(&writes).is_empty(), "{writes:?}");
+    assert!(!writes.iter().any(|w| matches!(w, Write::Retire { .. })));
+    assert_eq!(events(&writes)[0].0, "Frozen");
+    // Fresh, but the NodeSet still has 3 pods for 2 replicas: hold.
+    rig.fake
+        .with(|w| w.targets.get_mut(NODESET).unwrap().status_replicas = Some(3));
+    rig.slurm(planned_snapshot(at(100), ["MIXED+CLOUD", going, OFF, OFF]));
+    let writes = rig.reconcile().await;
+    assert!(scales(&writes).is_empty(), "{writes:?}");
+    assert_eq!(rig.status().last_decision.unwrap().reason, "Stabilizing");
+    // Settled: the power-down is followed.
+    rig.fake
+        .with(|w| w.targets.get_mut(NODESET).unwrap().status_replicas = None);
+    assert_eq!(scales(&rig.reconcile().await), [1]);
+}
+
+#[tokio::test]
+async fn slurm_planned_refuses_a_nodeset_without_slurmd_b_and_records_hidden_from_it() {
+    let rig = planned_rig(json!({}), 0);
+    rig.fake.with(|w| {
+        w.targets
+            .get_mut(NODESET)
+            .unwrap()
+            .nodes
+            .slurmd_args
+            .clear();
+    });
+    let up = "MIXED+CLOUD+NOT_RESPONDING+POWERING_UP";
+    rig.slurm(planned_snapshot(at(0), [up, OFF, OFF, OFF]));
+    let writes = rig.reconcile().await;
+    assert!(scales(&writes).is_empty());
+    let said = events(&writes);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert_eq!(said[0].0, "SlurmPlannedNotSetUp");
+    assert!(said[0].1.contains("-b"), "{}", said[0].1);
+    assert_eq!(
+        rig.condition("Ready"),
+        Some(("False".into(), "SlurmPlannedNotSetUp".into()))
+    );
+    // With -b, but 22.05 without PrivateData=cloud: the partition lists records /nodes
+    // does not show. Frozen, saying what to set.
+    rig.fake.with(|w| {
+        w.targets.get_mut(NODESET).unwrap().nodes.slurmd_args = vec!["-b".into()];
+    });
+    let mut snap = planned_snapshot(at(0), [up, OFF, OFF, OFF]);
+    let only_first = vec![snap.nodes.data.as_deref().unwrap()[0].clone()];
+    snap.nodes
+        .succeed(at(0), Duration::from_millis(5), Some(only_first));
+    rig.slurm(snap);
+    let writes = rig.reconcile().await;
+    assert!(scales(&writes).is_empty(), "{writes:?}");
+    let message = rig.status().last_decision.unwrap().message;
+    assert!(message.contains("PrivateData=cloud"), "{message}");
+}
+
+#[tokio::test]
+async fn slurm_planned_in_dry_run_says_what_it_would_retire() {
+    use crate::slurm_planned::Pod::Ready;
+    let rig = planned_rig(json!({"dryRun": true}), 2);
+    set_pods(&rig, &[(0, Ready), (1, Ready)]);
+    let going = "IDLE+CLOUD+POWERING_DOWN";
+    rig.slurm(planned_snapshot(at(0), ["MIXED+CLOUD", going, OFF, OFF]));
+    let writes = rig.reconcile().await;
+    assert!(scales(&writes).is_empty());
+    assert!(!writes.iter().any(|w| matches!(w, Write::Retire { .. })));
+    let said = events(&writes);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(said[0].1.starts_with("would set 2 → 1"), "{}", said[0].1);
+}

@@ -601,7 +601,8 @@ impl Autoscaler {
                         .marked
                         .extend(nodes.iter().filter_map(|n| slot_of_k8s(n)));
                 }
-                Write::Create { .. } | Write::Event { .. } => {}
+                // A pool's autoscaler keeps no records and retires no pod by name.
+                Write::Create { .. } | Write::Retire { .. } | Write::Event { .. } => {}
             }
         }
     }

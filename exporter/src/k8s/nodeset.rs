@@ -101,13 +101,15 @@ impl From<ScalingMode> for String {
     }
 }
 
-/// The slurmd container of a NodeSet's pods (`spec.slurmd`); only its resources are read, as
-/// a last hint of the node shape.
+/// The slurmd container of a NodeSet's pods (`spec.slurmd`): its resources, a last hint of
+/// the node shape, and the arguments added to slurmd (slurm-planned mode needs `-b`).
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
 pub struct SlurmdContainer {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
 }
 
 /// Labels and annotations of the pod template: the `pod-deletion-cost` steering and the
@@ -432,6 +434,7 @@ mod tests {
                 requests: map(requests),
                 ..Default::default()
             }),
+            args: Vec::new(),
         }
     }
 
