@@ -4,7 +4,8 @@
 # with JWT auth, serving the slurmdbd endpoints (/slurmdb/...) too.
 #
 #   slurm.sh FLAVOR start | stop | status | env | node-up NODE | node-down NODE
-#                   | pod-up slinky-N [CONF [SLURMD ARGS...]] | pod-down slinky-N [down|delete]
+#                   | pod-up slinky-N|planned-N [CONF [SLURMD ARGS...]]
+#                   | pod-down slinky-N|planned-N [down|delete]
 #                   | restd-stop | restd-start   (take slurmrestd away and back, for fault tests)
 #                   | ctld-stop | ctld-start     (stop slurmctld, as a restart or upgrade would, and
 #                                                 start it again from its saved state)
@@ -32,11 +33,50 @@
 # Slinky builds a NodeSet's partition — no node lines, `NodeSet=slinky Feature=slinky`, nodes
 # that exist only once a pod's `slurmd -Z` registers them (pod-up / pod-down).
 #
+# And `planned`, a NodeSet partition with Slurm's power saving, as slurmscale's slurm-planned
+# mode has a site set it up: no node lines; the autoscaler creates the records at run time
+# (`scontrol create NodeName=planned-N Feature=planned CPUs=4 RealMemory=8000 Weight=N+1
+# State=CLOUD`, IDLE+CLOUD+DYNAMIC_NORM+POWERED_DOWN); slurmctld allocates jobs to them, asks
+# for the allocated ones (ResumeProgram), and the autoscaler starts their pods
+# (`pod-up planned-N 'Feature=planned CPUs=4 RealMemory=8000' -b`; without -b slurmctld
+# ignores the registration, "Still waiting for boot", until ResumeTimeout). Why each setting,
+# measured here on 22.05.8 and 24.11.5:
+#  * Power saving comes from the partition's own SuspendTime: the global one stays INFINITE
+#    and the other partitions are in SuspendExcParts as well, so no c/g/e node and no slinky
+#    pod is ever suspended. On the partition line the values also show in REST /partitions
+#    from v0.0.40 (suspend_time, timeouts.resume, timeouts.suspend; v0.0.38 has no such field).
+#  * SuspendTime=10: an idle node is POWERING_DOWN 11-13 s after its job ends; soon enough
+#    for a test, and room to submit the next job first. 24.11 also "suspends" a record 10 s
+#    after `scontrol create` (SuspendProgram is called for it; 22.05 does not).
+#  * SuspendTimeout=5: how long a POWERING_DOWN node is unavailable (POWERED_DOWN 6-7 s later);
+#    a pod here stops in well under a second.
+#  * ResumeTimeout=30: a pod's slurmd registers 0.2 s after pod-up here, so 30 s is ample on a
+#    busy 2-core machine and keeps the ResumeTimeout-missed tests short. (The job then waits
+#    for slurmctld's 30 s CONFIGURING check: RUNNING 21-30 s after pod-up.)
+#  * ResumeProgram/SuspendProgram: power saving needs both; here they only log
+#    `<unix time> resume|suspend HOSTLIST [SLURM_RESUME_FILE's JSON]` to log/power.log
+#    (SLURM_POWER_LOG in `env`), for tests to read.
+#  * ResumeRate=0 SuspendRate=0: no rate limit. power_save_interval=1 (default 10): a
+#    power-up shows in REST /nodes ~1-1.6 s after submit. idle_on_node_suspend: a node that is
+#    DOWN or DRAINED when suspended comes back IDLE. power_save_min_interval stays 0.
+#  * 22.05 only: PrivateData=cloud, or powered-down CLOUD nodes are hidden from sinfo and
+#    /nodes even for root; cloud_reg_addrs, so a record takes the address its pod registers
+#    from, as 24.11 always does. 24.11 only: ReconfigFlags=KeepPowerSaveSettings (22.05 has no
+#    such flag).
+#  Known traps: a RESUME leaves IDLE+POWERED_DOWN+NOT_RESPONDING, which is schedulable until
+#  the next `scontrol reconfigure` or slurmctld restart; after either, such records take no
+#  job (ReqNodeNotAvail) until DOWN then RESUME again (both versions). On 22.05 a reconfigure
+#  while a node is POWERING_UP left it ALLOCATED with no job (never suspended) until slurmctld
+#  restarted. 22.05 ignores Weight: it takes records in node-table order, best-fit over runs
+#  of adjacent entries, so records interleaved with slinky pods' nodes are not taken in
+#  ordinal order; 24.11 takes the lowest Weight.
+#
 # `env` prints sourceable exports: SLURM_REST_URL, SLURM_USER, SLURM_CLUSTER and SLURM_JWT (what
 # `slurmscale exporter` reads), the token file and HS256 key as HARNESS_JWT_FILE and
 # HARNESS_JWT_KEY_FILE, SLURM_CONF/SLURM_BIN for the cluster's own commands (sacct and sacctmgr
-# among them), and SLURM_DBD_PORT/SLURM_DB_NAME. The token is read from its file at source
-# time so it never shows up in a log. Only pids this script recorded are ever signalled.
+# among them), SLURM_DBD_PORT/SLURM_DB_NAME, and SLURM_PLANNED_PARTITION/SLURM_POWER_LOG. The
+# token is read from its file at source time so it never shows up in a log. Only pids this
+# script recorded are ever signalled.
 source "$(dirname "$0")/common.sh"
 need_root
 # SLURM_JWT in the environment switches Slurm's commands *and daemons* to JWT auth (a slurmd
@@ -75,6 +115,8 @@ gpu_nodes=(g1 g2)
 elastic_nodes=(e1 e2 e3 e4 e5 e6 e7 e8)
 # Names a Slinky NodeSet `slinky` gives its pods (slinky-0 ...), as many as the harness can run.
 slinky_max=16
+# Records (and pods) of the `planned` NodeSet: planned-0 ...
+planned_max=8
 all_nodes=("${cpu_nodes[@]}" "${gpu_nodes[@]}" "${elastic_nodes[@]}")
 
 slurm() { SLURM_CONF="$conf" "$bin/$1" "${@:2}"; }
@@ -174,7 +216,34 @@ EOF
     echo "PartitionName=cpu Nodes=c[1-4] Default=YES MaxTime=INFINITE State=UP"
     echo "PartitionName=gpu Nodes=g[1-2] MaxTime=INFINITE State=UP"
     echo "PartitionName=elastic Nodes=e[1-8] MaxTime=INFINITE State=UP"
+    # The `planned` NodeSet: power saving for its partition only (see the header).
+    echo "NodeSet=planned Feature=planned"
+    echo "PartitionName=planned Nodes=planned MaxTime=INFINITE State=UP SuspendTime=10 SuspendTimeout=5 ResumeTimeout=30"
+    echo "SuspendExcParts=cpu,gpu,elastic,slinky"
+    echo "SuspendTimeout=5"
+    echo "ResumeTimeout=30"
+    echo "ResumeProgram=$dir/bin/resume"
+    echo "SuspendProgram=$dir/bin/suspend"
+    echo "ResumeRate=0"
+    echo "SuspendRate=0"
+    if [ "$flavor" = 22.05 ]; then
+      echo "SlurmctldParameters=idle_on_node_suspend,power_save_interval=1,cloud_reg_addrs"
+      echo "PrivateData=cloud"
+    else
+      echo "SlurmctldParameters=idle_on_node_suspend,power_save_interval=1"
+      echo "ReconfigFlags=KeepPowerSaveSettings"
+    fi
   } >"$conf"
+  # Power saving's programs (they run as SlurmUser, which owns log/): a line per call, for
+  # tests to read; a pod stands for the node, so there is nothing to power.
+  local what
+  for what in resume suspend; do
+    cat >"$dir/bin/$what" <<EOF
+#!/bin/sh
+echo "\$(date +%s.%N) $what \$1 \$(cat "\${SLURM_RESUME_FILE:-/dev/null}" 2>/dev/null | tr -d '\n')" >>"$dir/log/power.log"
+EOF
+    chmod 0755 "$dir/bin/$what"
+  done
   # Each pod's slurmd runs in its own UTS and mount namespaces, under its node name, with
   # this hosts file: Slurm binds a slurmd to the address its host name resolves to, so every
   # pod gets its own loopback address at the shared SlurmdPort, as pods get their own IPs,
@@ -185,6 +254,7 @@ EOF
     cat /etc/hosts
     local i
     for i in $(seq 0 $((slinky_max - 1))); do echo "127.0.1.$((i + 1)) slinky-$i"; done
+    for i in $(seq 0 $((planned_max - 1))); do echo "127.0.2.$((i + 1)) planned-$i"; done
   } >"$dir/etc/hosts"
   {
     echo "NodeName=g[1-2] Name=gpu File=$dir/dev/nvidia[0-3]"
@@ -439,6 +509,8 @@ export SLURM_DB_NAME=$db_name
 export SLURM_HARNESS="$HARNESS_DIR/slurm.sh $flavor"
 export SLURM_ELASTIC_NODES="${elastic_nodes[*]}"
 export SLURM_SLINKY_PARTITION=slinky
+export SLURM_PLANNED_PARTITION=planned
+export SLURM_POWER_LOG=$dir/log/power.log
 EOF
 }
 
@@ -480,12 +552,14 @@ node_up() {
 }
 
 # A Slinky NodeSet pod: `slurmd -Z` registering (or joining the record of) node NAME with
-# the NodeSet's feature and shape, extra slurmd arguments after the --conf text.
+# the NodeSet's feature and shape, extra slurmd arguments after the --conf text (`-b` for a
+# planned-N pod, which joins its powered-down record: see the header).
 pod_up() {
-  local n=$1 nconf=${2:-"Feature=slinky CPUs=4 RealMemory=8000"}
+  local n=$1 nconf=${2:-"Feature=${1%-*} CPUs=4 RealMemory=8000"}
   running || die "Slurm $flavor is not running"
-  [[ "$n" =~ ^slinky-([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" -lt $slinky_max ] ||
-    die "a pod's node is slinky-0 ... slinky-$((slinky_max - 1)), not $n"
+  { [[ "$n" =~ ^slinky-([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" -lt $slinky_max ]; } ||
+    { [[ "$n" =~ ^planned-([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" -lt $planned_max ]; } ||
+    die "a pod's node is slinky-0 ... slinky-$((slinky_max - 1)) or planned-0 ... planned-$((planned_max - 1)), not $n"
   pid_alive "$pids/slurmd-$n" && return 0
   mkdir -p "$dir/spool/$n"
   local stepd=() shim="$dir/bin/srcaddr.so"
