@@ -358,7 +358,8 @@ fn expectations(c: &SlurmCluster) -> Vec<support::Sample> {
 
     // scontrol show partition: configured sizes; FUTURE nodes are in TotalNodes only.
     let mut all_nodes = HashSet::new();
-    for line in c.run("scontrol", &["show", "partition", "-o"]).lines() {
+    let partitions = c.run("scontrol", &["show", "partition", "-o"]);
+    for line in partitions.lines() {
         let field = |k: &str| {
             line.split_whitespace()
                 .find_map(|w| w.strip_prefix(&format!("{k}=")))
@@ -391,7 +392,7 @@ fn expectations(c: &SlurmCluster) -> Vec<support::Sample> {
         );
     }
     add("slurm_nodes", &[], all_nodes.len() as f64);
-    add("slurm_partitions", &[], 4.0);
+    add("slurm_partitions", &[], partitions.lines().count() as f64);
 
     // sdiag: the scheduler's own counters.
     let sdiag = c.run("sdiag", &[]);

@@ -184,20 +184,28 @@ impl SlurmNodeWriter {
             .await?)
     }
 
+    /// RESUME; a node that is no longer DOWN, DRAIN or FAIL is left as it is, which is what
+    /// was asked: slurmctld refuses to resume it ("Invalid node state specified", error
+    /// 2028), as when a second look came before the first RESUME showed in `/nodes`, or
+    /// `idle_on_node_suspend` cleared the drain as the node powered down.
     pub async fn resume(&self, version: ApiVersion, node: &str) -> Result<()> {
-        if !version.updates_nodes() {
-            return self
-                .scontrol(&[&format!("nodename={node}"), "state=resume"])
-                .await;
+        let result = if !version.updates_nodes() {
+            self.scontrol(&[&format!("nodename={node}"), "state=resume"])
+                .await
+        } else {
+            self.client
+                .post_json(
+                    version,
+                    &format!("node/{node}"),
+                    &json!({"state": ["RESUME"]}),
+                )
+                .await
+                .map_err(Error::from)
+        };
+        match result {
+            Err(e) if e.to_string().contains("Invalid node state specified") => Ok(()),
+            other => other,
         }
-        Ok(self
-            .client
-            .post_json(
-                version,
-                &format!("node/{node}"),
-                &json!({"state": ["RESUME"]}),
-            )
-            .await?)
     }
 
     /// Creates a node record: REST `new/node` where the API has it (v0.0.44, Slurm 25.11

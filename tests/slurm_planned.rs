@@ -1,0 +1,508 @@
+//! Slurm-planned scaling (`spec.mode: SlurmPlanned`) on both real Slurms. The harness's
+//! `planned` partition is a Slinky NodeSet's partition (`NodeSet=planned Feature=planned`)
+//! with Slurm's power saving on for it alone (`tests/harness/slurm.sh`): the autoscaler keeps
+//! one powered-down `State=CLOUD` record per ordinal, slurmctld plans jobs on them and powers
+//! up exactly the nodes a job starts on, and powers down the ones idle for `SuspendTime`.
+//!
+//! The test plays slurm-operator and the kubelet, as the operator does it: the NodeSet's
+//! replicas rise → a Pod object for the lowest free ordinal, whose `slurmd -Z -b` joins the
+//! record (`slurm.sh pod-up`), marked Ready; replicas fall → the pod ranked first goes (lowest
+//! `pod-deletion-cost`, then highest ordinal), after the operator's DRAIN and once its node
+//! runs nothing, with the preStop's DOWN (`pod-down … down`). What is checked: the records
+//! are made and shown; a job at zero pods scales the NodeSet to exactly its nodes and runs
+//! on them without a requeue; once idle, slurmctld powers them down and exactly those pods
+//! go; the records the operator left DRAIN/DOWN are resumed, so the next job plans on them
+//! and runs — and a NodeSet whose slurmd lacks `-b` is refused.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+use slurmscale_autoscaler::crd::NodeSetAutoscaler;
+use slurmscale_exporter::k8s::nodeset::v1beta1;
+use support::{Process, SlurmCluster, kube_client, namespace};
+
+const NODESET: &str = "planned";
+/// Ordinals the autoscaler keeps records for (`maxReplicas`).
+const MAX: usize = 4;
+const SELECTOR: &str = "app=planned";
+const DELETION_COST: &str = "nodeset.slinky.slurm.net/pod-deletion-cost";
+/// What the pods' slurmd registers (the NodeSet's extraConf, with its feature).
+const POD_CONF: &str = "Feature=planned CPUs=4 RealMemory=8000";
+
+static TURN_2205: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+static TURN_2411: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+async fn turn(flavor: &str) -> tokio::sync::MutexGuard<'static, ()> {
+    match flavor {
+        "24.11" => TURN_2411.lock().await,
+        _ => TURN_2205.lock().await,
+    }
+}
+
+/// The notes of the Events of `reason` in `ns`.
+async fn events(client: &kube::Client, ns: &str, reason: &str) -> Vec<String> {
+    let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), ns);
+    api.list(&Default::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some(reason))
+        .filter_map(|e| e.note)
+        .collect()
+}
+
+fn name(i: usize) -> String {
+    format!("{NODESET}-{i}")
+}
+
+/// The partition as a fresh install has it: no job, no pod's slurmd, no record, and no
+/// NodeSetAutoscaler of this Slurm left by an earlier run to make records or act on them.
+async fn reset(cluster: &SlurmCluster) {
+    let client = kube_client().await;
+    let nsas: Api<NodeSetAutoscaler> = Api::all(client.clone());
+    for n in nsas
+        .list(&Default::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+    {
+        let ns = n.metadata.namespace.clone().unwrap_or_default();
+        if ns.starts_with("planned-") && n.spec.slurm.cluster.as_deref() == Some(&cluster.name) {
+            let _ = Api::<NodeSetAutoscaler>::namespaced(client.clone(), &ns)
+                .delete(NODESET, &Default::default())
+                .await;
+        }
+    }
+    let c = cluster.clone();
+    tokio::task::spawn_blocking(move || reset_slurm(&c))
+        .await
+        .unwrap();
+}
+
+/// No job and no pod; records (never deleted: a deleted CLOUD record cannot be scheduled on
+/// 24.11.5 until slurmctld reconfigures) resumed where DOWN or DRAIN and powered down, as a
+/// fresh NodeSet would find them.
+fn reset_slurm(c: &SlurmCluster) {
+    let _ = c
+        .cmd("scancel")
+        .args(["--user=root", "--partition", NODESET])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline && !c.run("squeue", &["-h", "-p", NODESET]).is_empty() {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    for i in 0..8 {
+        let _ = std::process::Command::new("bash")
+            .arg(support::repo_root().join("tests/harness/slurm.sh"))
+            .args([&c.flavor, "pod-down", &name(i), "down"])
+            .output();
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut settled = true;
+        for i in 0..8 {
+            let (state, _) = node_state(c, &name(i));
+            let words: Vec<&str> = state.split('+').collect();
+            if state.is_empty() || (words.contains(&"POWERED_DOWN") && clean(&state)) {
+                continue;
+            }
+            settled = false;
+            let fix = if !clean(&state) {
+                "state=resume"
+            } else if !words.iter().any(|w| w.starts_with("POWER")) {
+                "state=power_down_force"
+            } else {
+                continue; // on its way down
+            };
+            let _ = c
+                .cmd("scontrol")
+                .args(["update", &format!("nodename={}", name(i)), fix])
+                .output();
+        }
+        if settled || Instant::now() > deadline {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// The job runs (past CONFIGURING: its nodes are up) or has completed.
+fn ran_or_runs(c: &SlurmCluster, job: &str) -> bool {
+    let now = c.run("squeue", &["-h", "-j", job, "-o", "%T"]);
+    now.trim() == "RUNNING"
+        || (now.trim().is_empty()
+            && c.run("sacct", &["-n", "-X", "-j", job, "-o", "State"])
+                .contains("COMPLETED"))
+}
+
+/// Neither DOWN nor DRAIN (`scontrol`'s State= words).
+fn clean(state: &str) -> bool {
+    !state.split('+').any(|w| w == "DOWN" || w == "DRAIN")
+}
+
+/// `scontrol show node`'s State= and Reason= of a record ("" when there is none).
+fn node_state(c: &SlurmCluster, node: &str) -> (String, String) {
+    let out = c
+        .cmd("scontrol")
+        .args(["-o", "show", "node", node])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let field = |k: &str| {
+        out.split_whitespace()
+            .find_map(|w| w.strip_prefix(k))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let reason = out
+        .split_once(" Reason=")
+        .map(|(_, r)| r.split(" [").next().unwrap_or(r).trim().to_string())
+        .unwrap_or_default();
+    (field("State="), reason)
+}
+
+/// slurm-operator and the kubelet for NodeSet `planned`: pods for the lowest free ordinals
+/// as replicas rise, the first-ranked pod (deletion cost, then highest ordinal) drained,
+/// stopped with the preStop's DOWN and deleted as they fall. The ordinals it ran, in order.
+fn operate(
+    client: kube::Client,
+    ns: String,
+    cluster: SlurmCluster,
+) -> (
+    tokio::task::JoinHandle<()>,
+    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+) {
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let said = log.clone();
+    let task = tokio::spawn(async move {
+        let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
+        let pods: Api<Pod> = Api::namespaced(client, &ns);
+        loop {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let Ok(nodeset) = nodesets.get(NODESET).await else {
+                continue;
+            };
+            let Ok(list) = pods.list(&Default::default()).await else {
+                continue;
+            };
+            let want = nodeset.spec.replicas.unwrap_or(0).clamp(0, MAX as i32) as usize;
+            // Ordinal → deletion cost of the pods there are.
+            let mut have: BTreeMap<usize, i64> = list
+                .items
+                .iter()
+                .filter_map(|p| {
+                    let n = p.metadata.name.as_deref()?;
+                    let i = n.strip_prefix("planned-")?.parse().ok()?;
+                    let cost = p
+                        .metadata
+                        .annotations
+                        .as_ref()
+                        .and_then(|a| a.get(DELETION_COST))
+                        .and_then(|c| c.parse().ok())
+                        .unwrap_or(0);
+                    Some((i, cost))
+                })
+                .collect();
+            while have.len() < want {
+                let i = (0..MAX).find(|i| !have.contains_key(i)).unwrap();
+                let pod: Pod = serde_json::from_value(json!({
+                    "metadata": {"name": name(i), "labels": {"app": NODESET}},
+                    "spec": {"containers": [{"name": "slurmd", "image": "slurmd"}]},
+                }))
+                .unwrap();
+                if pods.create(&PostParams::default(), &pod).await.is_err() {
+                    break;
+                }
+                let c = cluster.clone();
+                tokio::task::spawn_blocking(move || {
+                    c.harness(&["pod-up", &name(i), POD_CONF, "-b"])
+                })
+                .await
+                .unwrap();
+                let ready = json!({"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}});
+                let _ = pods
+                    .patch_status(&name(i), &PatchParams::default(), &Patch::Merge(ready))
+                    .await;
+                said.lock().unwrap().push(format!("+{i}"));
+                have.insert(i, 0);
+            }
+            if have.len() > want {
+                // slurm-operator's victim order among running, ready pods.
+                let (&i, _) = have
+                    .iter()
+                    .min_by_key(|(i, cost)| (**cost, std::cmp::Reverse(**i)))
+                    .unwrap();
+                let c = cluster.clone();
+                let gone = tokio::task::spawn_blocking(move || {
+                    let node = name(i);
+                    let _ = c
+                        .cmd("scontrol")
+                        .args([
+                            "update",
+                            &format!("nodename={node}"),
+                            "state=drain",
+                            "reason=slurm-operator: scale-in",
+                        ])
+                        .output();
+                    // pod-down refuses while the node runs jobs: drained, it runs none soon.
+                    std::process::Command::new("bash")
+                        .arg(support::repo_root().join("tests/harness/slurm.sh"))
+                        .args([&c.flavor, "pod-down", &node, "down"])
+                        .output()
+                        .is_ok_and(|o| o.status.success())
+                })
+                .await
+                .unwrap();
+                if gone {
+                    let _ = pods.delete(&name(i), &DeleteParams::default()).await;
+                    said.lock().unwrap().push(format!("-{i}"));
+                    have.remove(&i);
+                }
+            }
+            let status = json!({"status": {"replicas": have.len(), "readyReplicas": have.len(), "selector": SELECTOR, "nodeSetHash": "test"}});
+            let _ = nodesets
+                .patch_status(NODESET, &PatchParams::default(), &Patch::Merge(status))
+                .await;
+        }
+    });
+    (task, log)
+}
+
+/// NodeSet `planned` at 0 with slurmd `args`, and a slurm-planned autoscaler on it, and the
+/// autoscaler process (its Lease in a namespace of its own).
+async fn setup(
+    client: &kube::Client,
+    ns: &str,
+    cluster: &SlurmCluster,
+    args: &[&str],
+) -> (Api<v1beta1::NodeSet>, Api<NodeSetAutoscaler>, Process) {
+    let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), ns);
+    let nodeset: v1beta1::NodeSet = serde_json::from_value(json!({
+        "apiVersion": "slinky.slurm.net/v1beta1", "kind": "NodeSet",
+        "metadata": {"name": NODESET},
+        "spec": {"replicas": 0, "extraConf": "CPUs=4 RealMemory=8000", "slurmd": {"args": args}},
+    }))
+    .unwrap();
+    nodesets
+        .create(&PostParams::default(), &nodeset)
+        .await
+        .unwrap();
+    let status = json!({"status": {"replicas": 0, "selector": SELECTOR, "nodeSetHash": "test"}});
+    nodesets
+        .patch_status(NODESET, &PatchParams::default(), &Patch::Merge(status))
+        .await
+        .unwrap();
+    let autoscalers: Api<NodeSetAutoscaler> = Api::namespaced(client.clone(), ns);
+    let nsa: NodeSetAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler",
+        "metadata": {"name": NODESET},
+        "spec": {
+            "scaleTargetRef": {"name": NODESET},
+            "slurm": {"cluster": cluster.name},
+            "maxReplicas": MAX,
+            "mode": "SlurmPlanned",
+        }
+    }))
+    .unwrap();
+    autoscalers
+        .create(&PostParams::default(), &nsa)
+        .await
+        .unwrap();
+    let scontrol = cluster.bin.join("scontrol").to_string_lossy().into_owned();
+    let conf = cluster.conf.to_string_lossy().into_owned();
+    let lease = namespace(client, "planned-lease").await;
+    let a = support::autoscaler(
+        cluster,
+        &lease,
+        &["--scontrol", &scontrol, "--scontrol-conf", &conf],
+    );
+    (nodesets, autoscalers, a)
+}
+
+async fn follows_slurmctlds_power_requests(flavor: &str) {
+    let _turn = turn(flavor).await;
+    let cluster = SlurmCluster::get(flavor);
+    reset(&cluster).await;
+    let client = kube_client().await;
+    let ns = namespace(&client, "planned").await;
+    let (nodesets, autoscalers, a) = setup(&client, &ns, &cluster, &["-b"]).await;
+    let (operator, ran) = operate(client.clone(), ns.clone(), cluster.clone());
+    let replicas = async || support::elastic::spec_replicas(&nodesets, NODESET).await;
+    let state = |i: usize| node_state(&cluster, &name(i));
+
+    // The records: made once, CLOUD and powered down, in the partition.
+    support::elastic::eventually(
+        "four powered-down CLOUD records in the partition",
+        Duration::from_secs(60),
+        &a,
+        async || {
+            let s = autoscalers.get(NODESET).await.ok().and_then(|n| n.status);
+            s.and_then(|s| s.node_records)
+                .is_some_and(|r| (r.wanted, r.existing) == (4, 4))
+                && (0..MAX).all(|i| {
+                    let (st, _) = state(i);
+                    st.contains("CLOUD") && st.split('+').any(|w| w == "POWERED_DOWN")
+                })
+        },
+    )
+    .await;
+
+    // A two-node job at zero pods: slurmctld powers up two records, the NodeSet gets pods
+    // for exactly them (and for any free ordinal below them, which a NodeSet creates first:
+    // 24.11 picks the lowest ordinals by Weight, 22.05 by its node table), and the job runs
+    // on them, never requeued.
+    let sent = Instant::now();
+    let job = cluster.submit(&["-p", NODESET, "-N", "2", "--exclusive", "--wrap", "sleep 3"]);
+    let job_nodes = || {
+        let list = cluster.run("squeue", &["-h", "-j", &job, "-o", "%N"]);
+        cluster
+            .run("scontrol", &["show", "hostnames", list.trim()])
+            .lines()
+            .map(String::from)
+            .collect::<Vec<String>>()
+    };
+    support::elastic::eventually(
+        "slurmctld allocates two records",
+        Duration::from_secs(30),
+        &a,
+        async || job_nodes().len() == 2,
+    )
+    .await;
+    let nodes = job_nodes();
+    let top = nodes
+        .iter()
+        .filter_map(|n| n.strip_prefix("planned-")?.parse::<i32>().ok())
+        .max()
+        .expect("the job's nodes are records");
+    support::elastic::eventually(
+        "the NodeSet scaled to cover the two nodes slurmctld powers up",
+        Duration::from_secs(30),
+        &a,
+        async || replicas().await == top + 1,
+    )
+    .await;
+    let scaled = sent.elapsed();
+    support::elastic::eventually(
+        "the job runs on the powered-up records",
+        Duration::from_secs(90),
+        &a,
+        async || ran_or_runs(&cluster, &job),
+    )
+    .await;
+    let started = sent.elapsed();
+    let shown = cluster.run("scontrol", &["-o", "show", "job", &job]);
+    assert!(
+        shown.contains("Restarts=0"),
+        "the job was requeued: {shown}"
+    );
+    let m = a.metrics().await;
+    let unrequested = m
+        .get(
+            "slurmscale_slurm_planned_unrequested_pods_total",
+            &[("namespace", &ns), ("autoscaler", NODESET)],
+        )
+        .unwrap_or(-1.0);
+    assert_eq!(
+        unrequested,
+        f64::from(top + 1 - 2),
+        "pods beyond the two asked for are counted: nodes {nodes:?}"
+    );
+
+    // Idle for SuspendTime: slurmctld powers both down, their pods go, and the records the
+    // operator left DRAIN + DOWN are resumed: powered down and plannable again.
+    support::elastic::eventually(
+        "back to zero pods once slurmctld powered the nodes down, the records resumed",
+        Duration::from_secs(90),
+        &a,
+        async || {
+            replicas().await == 0
+                && (0..MAX).all(|i| {
+                    let (st, _) = state(i);
+                    st.split('+').any(|w| w == "POWERED_DOWN") && clean(&st)
+                })
+        },
+    )
+    .await;
+    let retired = events(&client, &ns, "Retire").await;
+    assert!(
+        retired
+            .iter()
+            .any(|n| n.contains("planned-0") || n.contains("planned-1")),
+        "{retired:?}"
+    );
+    let resumed = events(&client, &ns, "Resume").await;
+    assert!(!resumed.is_empty(), "no Resume event");
+
+    // The next job plans on the resumed records and runs.
+    let job = cluster.submit(&["-p", NODESET, "-N", "1", "--exclusive", "--wrap", "sleep 1"]);
+    support::elastic::eventually(
+        "a job runs again on a resumed record",
+        Duration::from_secs(90),
+        &a,
+        async || ran_or_runs(&cluster, &job),
+    )
+    .await;
+    eprintln!(
+        "Slurm {flavor}: sbatch -> /scale {} in {scaled:?} (job on {nodes:?}), job running in {started:?}; pods: {:?}",
+        top + 1,
+        ran.lock().unwrap()
+    );
+    let _ = autoscalers.delete(NODESET, &Default::default()).await;
+    operator.abort();
+    drop(a);
+    reset(&cluster).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follows_slurmctlds_power_requests_on_22_05() {
+    follows_slurmctlds_power_requests("22.05").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follows_slurmctlds_power_requests_on_24_11() {
+    follows_slurmctlds_power_requests("24.11").await;
+}
+
+/// A NodeSet whose slurmd runs without `-b` is refused, in its status and an Event, and
+/// never scaled; no record is made for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nodeset_without_slurmd_b_is_refused() {
+    let _turn = turn("24.11").await;
+    let cluster = SlurmCluster::get("24.11");
+    reset(&cluster).await;
+    let client = kube_client().await;
+    let ns = namespace(&client, "planned-refused").await;
+    let (nodesets, autoscalers, a) = setup(&client, &ns, &cluster, &[]).await;
+    support::elastic::eventually(
+        "refused: Ready=False, SlurmPlannedNotSetUp",
+        Duration::from_secs(20),
+        &a,
+        async || {
+            let s = autoscalers.get(NODESET).await.ok().and_then(|n| n.status);
+            s.is_some_and(|s| {
+                s.conditions.iter().any(|c| {
+                    c.type_ == "Ready"
+                        && c.status == "False"
+                        && c.reason == "SlurmPlannedNotSetUp"
+                        && c.message.contains("-b")
+                })
+            })
+        },
+    )
+    .await;
+    let made = events(&client, &ns, "NodeRecords").await;
+    assert!(
+        made.is_empty(),
+        "records asked for a refused NodeSet: {made:?}"
+    );
+    let scaled = nodesets.get(NODESET).await.unwrap().spec.replicas;
+    assert_eq!(scaled, Some(0), "a refused NodeSet was scaled");
+    let _ = autoscalers.delete(NODESET, &Default::default()).await;
+    drop(a);
+}
