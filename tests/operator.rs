@@ -335,3 +335,146 @@ async fn the_real_operator_removes_the_pod_we_mark_to_go_first() {
         .await
         .unwrap();
 }
+
+/// Slurm-planned mode (`spec.mode: SlurmPlanned`) under the real operator, on the harness's
+/// power-saving `planned` partition: slurmctld powers up the records it allocates a job →
+/// the autoscaler scales the NodeSet to them → the operator creates the pods (lowest free
+/// ordinals) and their slurmd `-b` (the NodeSet's `spec.slurmd.args`) joins the records → the
+/// job runs; idle past SuspendTime → slurmctld powers them down → the autoscaler marks those
+/// pods and scales down → the operator drains and deletes them, the preStop (overridden, as
+/// slurm-planned mode needs before operator 1.2: DOWN, no delete) leaves the records DOWN →
+/// the autoscaler resumes them, powered down and plannable again.
+#[tokio::test]
+async fn the_real_operator_follows_slurmctlds_power_requests_in_slurm_planned_mode() {
+    let _turn = TURN.lock().await;
+    let (ns, controller) = operator();
+    let cluster = SlurmCluster::get("24.11");
+    reset(&cluster, &ns).await;
+    let client = kube_client().await;
+    let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
+    let _ = nodesets.delete("planned", &DeleteParams::default()).await;
+    let c = cluster.clone();
+    tokio::task::spawn_blocking(move || support::elastic::reset_planned(&c))
+        .await
+        .unwrap();
+    let prestop = "scontrol update nodename=$(hostname) state=down reason='Pod is terminating'";
+    let nodeset = json!({
+        "apiVersion": "slinky.slurm.net/v1beta1", "kind": "NodeSet",
+        "metadata": {"name": "planned", "namespace": ns},
+        "spec": {
+            "controllerRef": {"name": controller, "namespace": ns},
+            "replicas": 0,
+            "extraConf": "CPUs=4 RealMemory=8000",
+            "slurmd": {
+                "image": "harness/slurmd",
+                "args": ["-b"],
+                "lifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", prestop]}}},
+            },
+            "logfile": {"image": "harness/logfile"},
+            "partition": {"enabled": false},
+            "template": {"spec": {"tolerations": [
+                {"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}
+            ]}},
+        }
+    });
+    nodesets
+        .patch(
+            "planned",
+            &PatchParams::apply("slurmscale-test").force(),
+            &Patch::Apply(&nodeset),
+        )
+        .await
+        .unwrap();
+    let autoscalers: Api<NodeSetAutoscaler> = Api::namespaced(client.clone(), &ns);
+    let nsa: NodeSetAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler",
+        "metadata": {"name": "planned"},
+        "spec": {"scaleTargetRef": {"name": "planned"}, "slurm": {"cluster": cluster.name},
+                 "maxReplicas": 4, "mode": "SlurmPlanned"}
+    }))
+    .unwrap();
+    autoscalers.create(&Default::default(), &nsa).await.unwrap();
+    let scontrol = cluster.bin.join("scontrol").to_string_lossy().into_owned();
+    let conf = cluster.conf.to_string_lossy().into_owned();
+    let lease = support::namespace(&client, "planned-lease").await;
+    let a = support::autoscaler(
+        &cluster,
+        &lease,
+        &["--scontrol", &scontrol, "--scontrol-conf", &conf],
+    );
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let replicas = async || support::elastic::spec_replicas(&nodesets, "planned").await;
+    let state = |i: usize| support::elastic::node_state(&cluster, &support::elastic::planned(i)).0;
+    let down_and_clean =
+        |s: &str| s.split('+').any(|w| w == "POWERED_DOWN") && support::elastic::clean(s);
+    until(
+        "four powered-down CLOUD records",
+        Duration::from_secs(60),
+        &a,
+        async || (0..4).all(|i| down_and_clean(&state(i))),
+    )
+    .await;
+
+    let sent = Instant::now();
+    let job = cluster.submit(&[
+        "-p",
+        "planned",
+        "-N",
+        "2",
+        "--exclusive",
+        "--wrap",
+        "sleep 3",
+    ]);
+    until(
+        "the NodeSet scaled to the nodes slurmctld powers up",
+        Duration::from_secs(30),
+        &a,
+        async || replicas().await >= 2,
+    )
+    .await;
+    let scaled = sent.elapsed();
+    until(
+        "the operator's pods run and the job ran on them",
+        Duration::from_secs(120),
+        &a,
+        async || {
+            let done = cluster.run("sacct", &["-n", "-X", "-j", &job, "-o", "State"]);
+            done.contains("COMPLETED")
+        },
+    )
+    .await;
+    let ran = sent.elapsed();
+    let shown = cluster.run("sacct", &["-n", "-X", "-j", &job, "-o", "NodeList"]);
+    let requeued = cluster.run("scontrol", &["-o", "show", "job", &job]);
+    assert!(
+        requeued.is_empty() || requeued.contains("Restarts=0"),
+        "the job was requeued: {requeued}"
+    );
+    until(
+        "back to zero pods once slurmctld powered the nodes down, the records resumed",
+        Duration::from_secs(120),
+        &a,
+        async || {
+            replicas().await == 0
+                && running(&pods)
+                    .await
+                    .iter()
+                    .all(|p| !p.starts_with("planned-"))
+                && (0..4).all(|i| down_and_clean(&state(i)))
+        },
+    )
+    .await;
+    eprintln!(
+        "slurm-planned under slurm-operator v1.0.1: sbatch -> /scale in {scaled:?}, job on {} done in {ran:?}, back to zero and resumed at {:?}",
+        shown.trim(),
+        sent.elapsed()
+    );
+    let _ = autoscalers
+        .delete("planned", &DeleteParams::default())
+        .await;
+    drop(a);
+    nodesets
+        .delete("planned", &DeleteParams::default())
+        .await
+        .unwrap();
+}

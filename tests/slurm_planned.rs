@@ -80,56 +80,9 @@ async fn reset(cluster: &SlurmCluster) {
         }
     }
     let c = cluster.clone();
-    tokio::task::spawn_blocking(move || reset_slurm(&c))
+    tokio::task::spawn_blocking(move || support::elastic::reset_planned(&c))
         .await
         .unwrap();
-}
-
-/// No job and no pod; records (never deleted: a deleted CLOUD record cannot be scheduled on
-/// 24.11.5 until slurmctld reconfigures) resumed where DOWN or DRAIN and powered down, as a
-/// fresh NodeSet would find them.
-fn reset_slurm(c: &SlurmCluster) {
-    let _ = c
-        .cmd("scancel")
-        .args(["--user=root", "--partition", NODESET])
-        .status();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline && !c.run("squeue", &["-h", "-p", NODESET]).is_empty() {
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    for i in 0..8 {
-        let _ = std::process::Command::new("bash")
-            .arg(support::repo_root().join("tests/harness/slurm.sh"))
-            .args([&c.flavor, "pod-down", &name(i), "down"])
-            .output();
-    }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let mut settled = true;
-        for i in 0..8 {
-            let (state, _) = node_state(c, &name(i));
-            let words: Vec<&str> = state.split('+').collect();
-            if state.is_empty() || (words.contains(&"POWERED_DOWN") && clean(&state)) {
-                continue;
-            }
-            settled = false;
-            let fix = if !clean(&state) {
-                "state=resume"
-            } else if !words.iter().any(|w| w.starts_with("POWER")) {
-                "state=power_down_force"
-            } else {
-                continue; // on its way down
-            };
-            let _ = c
-                .cmd("scontrol")
-                .args(["update", &format!("nodename={}", name(i)), fix])
-                .output();
-        }
-        if settled || Instant::now() > deadline {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
 }
 
 /// The job runs (past CONFIGURING: its nodes are up) or has completed.
@@ -139,32 +92,6 @@ fn ran_or_runs(c: &SlurmCluster, job: &str) -> bool {
         || (now.trim().is_empty()
             && c.run("sacct", &["-n", "-X", "-j", job, "-o", "State"])
                 .contains("COMPLETED"))
-}
-
-/// Neither DOWN nor DRAIN (`scontrol`'s State= words).
-fn clean(state: &str) -> bool {
-    !state.split('+').any(|w| w == "DOWN" || w == "DRAIN")
-}
-
-/// `scontrol show node`'s State= and Reason= of a record ("" when there is none).
-fn node_state(c: &SlurmCluster, node: &str) -> (String, String) {
-    let out = c
-        .cmd("scontrol")
-        .args(["-o", "show", "node", node])
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-        .unwrap_or_default();
-    let field = |k: &str| {
-        out.split_whitespace()
-            .find_map(|w| w.strip_prefix(k))
-            .unwrap_or_default()
-            .to_string()
-    };
-    let reason = out
-        .split_once(" Reason=")
-        .map(|(_, r)| r.split(" [").next().unwrap_or(r).trim().to_string())
-        .unwrap_or_default();
-    (field("State="), reason)
 }
 
 /// slurm-operator and the kubelet for NodeSet `planned`: pods for the lowest free ordinals
@@ -334,7 +261,7 @@ async fn follows_slurmctlds_power_requests(flavor: &str) {
     let (nodesets, autoscalers, a) = setup(&client, &ns, &cluster, &["-b"]).await;
     let (operator, ran) = operate(client.clone(), ns.clone(), cluster.clone());
     let replicas = async || support::elastic::spec_replicas(&nodesets, NODESET).await;
-    let state = |i: usize| node_state(&cluster, &name(i));
+    let state = |i: usize| support::elastic::node_state(&cluster, &name(i));
 
     // The records: made once, CLOUD and powered down, in the partition.
     support::elastic::eventually(
@@ -424,7 +351,7 @@ async fn follows_slurmctlds_power_requests(flavor: &str) {
             replicas().await == 0
                 && (0..MAX).all(|i| {
                     let (st, _) = state(i);
-                    st.split('+').any(|w| w == "POWERED_DOWN") && clean(&st)
+                    st.split('+').any(|w| w == "POWERED_DOWN") && support::elastic::clean(&st)
                 })
         },
     )

@@ -4,12 +4,19 @@
 //!
 //!     tests/harness/up.sh
 //!     cargo bench -p slurmscale-autoscaler --bench reaction
+//!     cargo bench -p slurmscale-autoscaler --bench reaction -- slurm-planned
 //!
 //! The autoscaler runs in this process with its defaults (poll every 2 s); the NodeSet is
 //! watched and the moment its `spec.replicas` changes is taken as the patch time. No nodes
 //! are started: each job stays pending, is cancelled, and the NodeSet returns to 0 before
 //! the next trial. Trials start once the autoscaler's data is fresh. Other jobs in the
 //! cluster (e.g. 20,000 held ones on the cpu partition) are the load it works under.
+//!
+//! `slurm-planned`: the same on the harness's power-saving `planned` partition with
+//! `mode: SlurmPlanned` (target: ≤ power_save_interval + 2 s, the interval being 1 s there):
+//! the patch follows slurmctld's power-up of the node it allocated. Between trials the bench
+//! forces the node down again (`scontrol update … state=power_down_force`) and sets the
+//! NodeSet back to 0 once slurmctld no longer asks for it.
 //! Figures are written down in autoscaler/benches/README.md.
 
 use std::collections::BTreeMap;
@@ -17,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
 use slurmscale_autoscaler::crd::NodeSetAutoscaler;
@@ -40,6 +47,13 @@ fn env(path: &str) -> BTreeMap<String, String> {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
+    let planned = std::env::args().any(|a| a == "slurm-planned");
+    // The NodeSet is named after its partition.
+    let (part, nodes_per_job) = if planned {
+        ("planned", 1)
+    } else {
+        ("elastic", 2)
+    };
     let run_dir =
         std::env::var("SLURMSCALE_RUN").unwrap_or_else(|_| "/tmp/slurmscale-harness".into());
     let slurm = env(&format!("{run_dir}/slurm-24.11/env"));
@@ -71,9 +85,29 @@ async fn main() {
             .arg(id)
             .status();
     };
+    let scontrol = |args: &[&str]| -> String {
+        let out = std::process::Command::new(format!("{}/scontrol", slurm["SLURM_BIN"]))
+            .env("SLURM_CONF", &slurm["SLURM_CONF"])
+            .env_remove("SLURM_JWT")
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // The planned records' states, once each exists.
+    let records = || -> Vec<String> {
+        scontrol(&["-o", "show", "node", "planned-[0-3]"])
+            .lines()
+            .filter_map(|l| {
+                l.split_whitespace()
+                    .find_map(|w| w.strip_prefix("State="))
+                    .map(String::from)
+            })
+            .collect()
+    };
     let _ = std::process::Command::new(format!("{}/scancel", slurm["SLURM_BIN"]))
         .env("SLURM_CONF", &slurm["SLURM_CONF"])
-        .args(["--user=root", "--partition=elastic"])
+        .args(["--user=root", &format!("--partition={part}")])
         .status();
 
     let ns = format!("reaction-{}", std::process::id());
@@ -83,23 +117,34 @@ async fn main() {
         .await
         .unwrap();
     let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
+    // slurm-planned: slurmd with -b (or the autoscaler refuses), its shape for the records.
+    let nodeset: v1beta1::NodeSet = serde_json::from_value(json!({
+        "apiVersion": "slinky.slurm.net/v1beta1", "kind": "NodeSet", "metadata": {"name": part},
+        "spec": {"replicas": 0, "extraConf": "CPUs=4 RealMemory=8000", "slurmd": {"args": ["-b"]}},
+    }))
+    .unwrap();
     nodesets
-        .create(
-            &PostParams::default(),
-            &v1beta1::NodeSet::new(
-                "elastic",
-                v1beta1::NodeSetSpec {
-                    replicas: Some(0),
-                    ..Default::default()
-                },
-            ),
-        )
+        .create(&PostParams::default(), &nodeset)
         .await
         .unwrap();
+    // As slurm-operator reports it (slurm-planned holds while status and spec differ).
+    let nodeset_at = async |replicas: i32| {
+        let status = json!({"status": {"replicas": replicas, "selector": format!("app={part}"), "nodeSetHash": "bench"}});
+        nodesets
+            .patch_status(part, &PatchParams::default(), &Patch::Merge(status))
+            .await
+            .unwrap();
+    };
+    nodeset_at(0).await;
+    let spec = if planned {
+        json!({"scaleTargetRef": {"name": part}, "maxReplicas": 4, "mode": "SlurmPlanned"})
+    } else {
+        json!({"scaleTargetRef": {"name": part}, "maxReplicas": 8, "idleTimeoutSeconds": 1,
+               "scaleDown": {"stabilizationWindowSeconds": 1, "maxStep": 8}})
+    };
     let nsa: NodeSetAutoscaler = serde_json::from_value(json!({
-        "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler", "metadata": {"name": "elastic"},
-        "spec": {"scaleTargetRef": {"name": "elastic"}, "maxReplicas": 8, "idleTimeoutSeconds": 1,
-                 "scaleDown": {"stabilizationWindowSeconds": 1, "maxStep": 8}}
+        "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler", "metadata": {"name": part},
+        "spec": spec,
     }))
     .unwrap();
     let autoscalers: Api<NodeSetAutoscaler> = Api::namespaced(client.clone(), &ns);
@@ -135,7 +180,11 @@ async fn main() {
         identity: "reaction-bench".into(),
         kube_timeout: slurmscale_autoscaler::actuator::DEFAULT_TIMEOUT,
         dry_run: false,
-        scontrol: Default::default(),
+        // slurm-planned makes its records with scontrol (REST creates nodes from v0.0.44).
+        scontrol: slurmscale_autoscaler::slurm_nodes::Scontrol {
+            bin: Some(format!("{}/scontrol", slurm["SLURM_BIN"]).into()),
+            conf: Some(slurm["SLURM_CONF"].clone().into()),
+        },
         ledger: Default::default(),
     };
     tokio::spawn(run(client.clone(), cfg, stop.clone()));
@@ -155,15 +204,24 @@ async fn main() {
     // The first decision needs the whole job list once (seconds at 20,000 jobs): trials
     // start when the autoscaler says its data is fresh.
     let warm = Instant::now();
+    // slurm-planned: and once its four records exist, powered down.
+    let powered_down = || {
+        let r = records();
+        r.len() == 4
+            && r.iter().all(|s| {
+                s.split('+').any(|w| w == "POWERED_DOWN")
+                    && !s.split('+').any(|w| w == "POWERING_DOWN" || w == "DOWN")
+            })
+    };
     loop {
-        let frozen = autoscalers.get("elastic").await.ok().and_then(|a| {
+        let frozen = autoscalers.get(part).await.ok().and_then(|a| {
             a.status?
                 .conditions
                 .into_iter()
                 .find(|c| c.type_ == "Frozen")
                 .map(|c| c.status)
         });
-        if frozen.as_deref() == Some("False") {
+        if frozen.as_deref() == Some("False") && (!planned || powered_down()) {
             break;
         }
         assert!(
@@ -196,9 +254,9 @@ async fn main() {
             "-o",
             "/dev/null",
             "-p",
-            "elastic",
+            part,
             "-N",
-            "2",
+            &nodes_per_job.to_string(),
             "--wrap",
             "sleep 60",
         ]);
@@ -207,7 +265,7 @@ async fn main() {
             loop {
                 rx.changed().await.unwrap();
                 let (r, at) = *rx.borrow();
-                if r == 2 {
+                if r == nodes_per_job {
                     return at;
                 }
             }
@@ -216,6 +274,38 @@ async fn main() {
         .expect("no scale-up within 30 s");
         lat.push(seen.saturating_duration_since(submitted));
         scancel(&job);
+        if planned {
+            // No pod comes: force the node down, and once slurmctld no longer asks for it,
+            // the NodeSet back to 0 (what the pod's retirement would have done).
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while !powered_down() {
+                assert!(
+                    Instant::now() < deadline,
+                    "records not down: {:?}",
+                    records()
+                );
+                for (i, state) in records().iter().enumerate() {
+                    if state.contains("POWERING_UP") || !state.contains("POWER") {
+                        let node = format!("nodename=planned-{i}");
+                        scontrol(&["update", &node, "state=power_down_force"]);
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            // Until the autoscaler has seen them down too (a poll later), it would follow
+            // the power-up it last saw: set 0 until 0 stays.
+            loop {
+                tokio::time::sleep(Duration::from_secs(3)).await;
+                if rx.borrow().0 == 0 {
+                    break;
+                }
+                let zero = json!({"spec": {"replicas": 0}});
+                nodesets
+                    .patch(part, &PatchParams::default(), &Patch::Merge(zero))
+                    .await
+                    .unwrap();
+            }
+        }
         tokio::time::timeout(Duration::from_secs(30), async {
             while rx.borrow().0 != 0 {
                 rx.changed().await.unwrap();
@@ -235,7 +325,8 @@ async fn main() {
             .saturating_sub(1)
             .min(sorted.len() - 1)]
     };
-    println!("| {TRIALS} trials, poll every 2 s | p50 (≤ 2 s) | p99 (≤ 5 s) | min | max |");
+    let mode = if planned { "slurm-planned, " } else { "" };
+    println!("| {TRIALS} trials, {mode}poll every 2 s | p50 (≤ 2 s) | p99 (≤ 5 s) | min | max |");
     println!("|---|---|---|---|---|");
     println!(
         "| sbatch → NodeSet scale patch | {:.2} s | {:.2} s | {:.2} s | {:.2} s |",

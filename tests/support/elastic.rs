@@ -366,3 +366,82 @@ pub async fn events(s: &Setup, reason: &str) -> Vec<Event> {
         .filter(|e| e.reason.as_deref() == Some(reason))
         .collect()
 }
+
+/// The harness's power-saving `planned` partition (slurm-planned mode): no job and no pod;
+/// records (never deleted: a deleted CLOUD record cannot be scheduled on
+/// 24.11.5 until slurmctld reconfigures) resumed where DOWN or DRAIN and powered down, as a
+/// fresh NodeSet would find them.
+pub fn reset_planned(c: &SlurmCluster) {
+    let _ = c
+        .cmd("scancel")
+        .args(["--user=root", "--partition", "planned"])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline && !c.run("squeue", &["-h", "-p", "planned"]).is_empty() {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    for i in 0..8 {
+        let _ = std::process::Command::new("bash")
+            .arg(super::repo_root().join("tests/harness/slurm.sh"))
+            .args([&c.flavor, "pod-down", &planned(i), "down"])
+            .output();
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut settled = true;
+        for i in 0..8 {
+            let (state, _) = node_state(c, &planned(i));
+            let words: Vec<&str> = state.split('+').collect();
+            if state.is_empty() || (words.contains(&"POWERED_DOWN") && clean(&state)) {
+                continue;
+            }
+            settled = false;
+            let fix = if !clean(&state) {
+                "state=resume"
+            } else if !words.iter().any(|w| w.starts_with("POWER")) {
+                "state=power_down_force"
+            } else {
+                continue; // on its way down
+            };
+            let _ = c
+                .cmd("scontrol")
+                .args(["update", &format!("nodename={}", planned(i)), fix])
+                .output();
+        }
+        if settled || Instant::now() > deadline {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// Neither DOWN nor DRAIN (`scontrol`'s State= words).
+pub fn clean(state: &str) -> bool {
+    !state.split('+').any(|w| w == "DOWN" || w == "DRAIN")
+}
+
+/// `scontrol show node`'s State= and Reason= of a record ("" when there is none).
+pub fn node_state(c: &SlurmCluster, node: &str) -> (String, String) {
+    let out = c
+        .cmd("scontrol")
+        .args(["-o", "show", "node", node])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let field = |k: &str| {
+        out.split_whitespace()
+            .find_map(|w| w.strip_prefix(k))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let reason = out
+        .split_once(" Reason=")
+        .map(|(_, r)| r.split(" [").next().unwrap_or(r).trim().to_string())
+        .unwrap_or_default();
+    (field("State="), reason)
+}
+
+/// Record `planned-<i>`.
+pub fn planned(i: usize) -> String {
+    format!("planned-{i}")
+}
