@@ -394,14 +394,7 @@ async fn the_real_operator_follows_slurmctlds_power_requests_in_slurm_planned_mo
     }))
     .unwrap();
     autoscalers.create(&Default::default(), &nsa).await.unwrap();
-    let scontrol = cluster.bin.join("scontrol").to_string_lossy().into_owned();
-    let conf = cluster.conf.to_string_lossy().into_owned();
-    let lease = support::namespace(&client, "planned-lease").await;
-    let a = support::autoscaler(
-        &cluster,
-        &lease,
-        &["--scontrol", &scontrol, "--scontrol-conf", &conf],
-    );
+    let a = support::elastic::scontrol_autoscaler(&client, &cluster, "planned-lease").await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     let replicas = async || support::elastic::spec_replicas(&nodesets, "planned").await;
     let state = |i: usize| support::elastic::node_state(&cluster, &support::elastic::planned(i)).0;

@@ -29,29 +29,6 @@ const PARTITION: &str = "slinky";
 /// The pod names the harness can run (`slinky-0` … `slinky-15`).
 const PODS: usize = 16;
 
-static TURN_2205: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-static TURN_2411: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-async fn turn(flavor: &str) -> tokio::sync::MutexGuard<'static, ()> {
-    match flavor {
-        "24.11" => TURN_2411.lock().await,
-        _ => TURN_2205.lock().await,
-    }
-}
-
-/// The notes of the Events of `reason` in `ns`.
-async fn events(client: &kube::Client, ns: &str, reason: &str) -> Vec<String> {
-    let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), ns);
-    api.list(&Default::default())
-        .await
-        .map(|l| l.items)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|e| e.reason.as_deref() == Some(reason))
-        .filter_map(|e| e.note)
-        .collect()
-}
-
 /// The partition as a fresh Slinky install has it: no job, no pod, no record, and no
 /// NodeSetAutoscaler of this Slurm left by an earlier test to make records.
 async fn reset(cluster: &SlurmCluster) {
@@ -153,7 +130,7 @@ async fn metrics_until(
 /// show the partition's size and CPUs within two polls, as pods register, are deleted (the
 /// record goes, operator 1.1) or leave their record DOWN (operator 1.2) and come back.
 async fn partition_follows_pods(flavor: &str) {
-    let _turn = turn(flavor).await;
+    let _turn = support::turn(flavor).await;
     let cluster = SlurmCluster::get(flavor);
     reset(&cluster).await;
     let e = exporter(&cluster, false);
@@ -241,7 +218,7 @@ async fn partition_follows_pods_on_24_11() {
 /// bound as asking for the job's nodes (KEDA's metric is not capped at the zero nodes there
 /// are), and a NodeSetAutoscaler's `maxReplicas` becomes its bound.
 async fn submit_at_zero(flavor: &str) {
-    let _turn = turn(flavor).await;
+    let _turn = support::turn(flavor).await;
     let cluster = SlurmCluster::get(flavor);
     reset(&cluster).await;
     let out = cluster
@@ -368,7 +345,7 @@ fn operate(client: kube::Client, ns: String, cluster: SlurmCluster) -> tokio::ta
 /// left them), and the next job scales it up again from them. A job larger than
 /// `maxReplicas` is never scaled for.
 async fn scale_from_zero_with_records(flavor: &str) {
-    let _turn = turn(flavor).await;
+    let _turn = support::turn(flavor).await;
     let cluster = SlurmCluster::get(flavor);
     reset(&cluster).await;
     let client = kube_client().await;
@@ -398,7 +375,7 @@ async fn scale_from_zero_with_records(flavor: &str) {
     )
     .await;
     // Before they existed the partition had no node: the shape came from the pod template.
-    let made = events(&client, &ns, "NodeRecords").await;
+    let made = support::event_notes(&client, &ns, "NodeRecords").await;
     assert!(
         made.iter().any(|n| n.contains("slinky-0,slinky-1,slinky-2")
             && n.contains("Feature=slinky CPUs=4 RealMemory=8000 State=FUTURE")),

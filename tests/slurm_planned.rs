@@ -34,29 +34,6 @@ const DELETION_COST: &str = "nodeset.slinky.slurm.net/pod-deletion-cost";
 /// What the pods' slurmd registers (the NodeSet's extraConf, with its feature).
 const POD_CONF: &str = "Feature=planned CPUs=4 RealMemory=8000";
 
-static TURN_2205: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-static TURN_2411: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-async fn turn(flavor: &str) -> tokio::sync::MutexGuard<'static, ()> {
-    match flavor {
-        "24.11" => TURN_2411.lock().await,
-        _ => TURN_2205.lock().await,
-    }
-}
-
-/// The notes of the Events of `reason` in `ns`.
-async fn events(client: &kube::Client, ns: &str, reason: &str) -> Vec<String> {
-    let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), ns);
-    api.list(&Default::default())
-        .await
-        .map(|l| l.items)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|e| e.reason.as_deref() == Some(reason))
-        .filter_map(|e| e.note)
-        .collect()
-}
-
 fn name(i: usize) -> String {
     format!("{NODESET}-{i}")
 }
@@ -241,19 +218,12 @@ async fn setup(
         .create(&PostParams::default(), &nsa)
         .await
         .unwrap();
-    let scontrol = cluster.bin.join("scontrol").to_string_lossy().into_owned();
-    let conf = cluster.conf.to_string_lossy().into_owned();
-    let lease = namespace(client, "planned-lease").await;
-    let a = support::autoscaler(
-        cluster,
-        &lease,
-        &["--scontrol", &scontrol, "--scontrol-conf", &conf],
-    );
+    let a = support::elastic::scontrol_autoscaler(client, cluster, "planned-lease").await;
     (nodesets, autoscalers, a)
 }
 
 async fn follows_slurmctlds_power_requests(flavor: &str) {
-    let _turn = turn(flavor).await;
+    let _turn = support::turn(flavor).await;
     let cluster = SlurmCluster::get(flavor);
     reset(&cluster).await;
     let client = kube_client().await;
@@ -356,14 +326,14 @@ async fn follows_slurmctlds_power_requests(flavor: &str) {
         },
     )
     .await;
-    let retired = events(&client, &ns, "Retire").await;
+    let retired = support::event_notes(&client, &ns, "Retire").await;
     assert!(
         retired
             .iter()
             .any(|n| n.contains("planned-0") || n.contains("planned-1")),
         "{retired:?}"
     );
-    let resumed = events(&client, &ns, "Resume").await;
+    let resumed = support::event_notes(&client, &ns, "Resume").await;
     assert!(!resumed.is_empty(), "no Resume event");
 
     // The next job plans on the resumed records and runs.
@@ -400,7 +370,7 @@ async fn follows_slurmctlds_power_requests_on_24_11() {
 /// never scaled; no record is made for it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_nodeset_without_slurmd_b_is_refused() {
-    let _turn = turn("24.11").await;
+    let _turn = support::turn("24.11").await;
     let cluster = SlurmCluster::get("24.11");
     reset(&cluster).await;
     let client = kube_client().await;
@@ -423,7 +393,7 @@ async fn a_nodeset_without_slurmd_b_is_refused() {
         },
     )
     .await;
-    let made = events(&client, &ns, "NodeRecords").await;
+    let made = support::event_notes(&client, &ns, "NodeRecords").await;
     assert!(
         made.is_empty(),
         "records asked for a refused NodeSet: {made:?}"

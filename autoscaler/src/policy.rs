@@ -215,7 +215,7 @@ pub fn decide(
 }
 
 /// No change at all: the data cannot be trusted.
-fn frozen(current: u64, why: &Untrusted) -> Plan {
+pub(crate) fn frozen(current: u64, why: impl std::fmt::Display) -> Plan {
     Plan {
         replicas: current,
         recommendation: current,

@@ -131,15 +131,27 @@ pub async fn slinky_autoscaler(
         .create(&PostParams::default(), &nsa)
         .await
         .unwrap();
+    (
+        autoscalers,
+        scontrol_autoscaler(client, cluster, "slinky-lease").await,
+    )
+}
+
+/// The autoscaler process for `cluster`, making node records (and on 22.05 its node updates)
+/// with the cluster's `scontrol`; its Lease in a new namespace `<lease>-…`.
+pub async fn scontrol_autoscaler(
+    client: &kube::Client,
+    cluster: &SlurmCluster,
+    lease: &str,
+) -> Process {
     let scontrol = cluster.bin.join("scontrol").to_string_lossy().into_owned();
     let conf = cluster.conf.to_string_lossy().into_owned();
-    let lease = namespace(client, "slinky-lease").await;
-    let a = super::autoscaler(
+    let lease = namespace(client, lease).await;
+    super::autoscaler(
         cluster,
         &lease,
         &["--scontrol", &scontrol, "--scontrol-conf", &conf],
-    );
-    (autoscalers, a)
+    )
 }
 
 /// The harness's Slinky partition (`slinky`) with no job, no pod's slurmd and no record:

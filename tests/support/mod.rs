@@ -602,3 +602,28 @@ pub fn image_name() -> String {
     assert!(out.status.success(), "tests/harness/image.sh name failed");
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
+
+/// Tests of one test binary that drive the same partition of a Slurm take turns (a binary's
+/// tests run in parallel threads; each binary has its own turns).
+pub async fn turn(flavor: &str) -> tokio::sync::MutexGuard<'static, ()> {
+    static TURN_2205: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    static TURN_2411: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    match flavor {
+        "24.11" => TURN_2411.lock().await,
+        _ => TURN_2205.lock().await,
+    }
+}
+
+/// The notes of the Events of `reason` in `ns`.
+pub async fn event_notes(client: &kube::Client, ns: &str, reason: &str) -> Vec<String> {
+    let api: kube::Api<k8s_openapi::api::events::v1::Event> =
+        kube::Api::namespaced(client.clone(), ns);
+    api.list(&Default::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some(reason))
+        .filter_map(|e| e.note)
+        .collect()
+}

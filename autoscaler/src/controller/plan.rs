@@ -182,14 +182,7 @@ impl Policy for FollowSlurm {
 
     fn plan(&self, _spec: &NodeSetAutoscalerSpec, obs: &Observation) -> Plan {
         let current = obs.target.replicas;
-        let hold = |why: String| Plan {
-            replicas: current,
-            recommendation: current,
-            reason: Reason::Frozen,
-            steps: vec![format!("holding {current}: {why}")],
-            frozen: true,
-            ..Plan::default()
-        };
+        let hold = |why: String| policy::frozen(current, why);
         let signals = match &obs.signals {
             Ok(s) => s,
             Err(why) => return hold(why.to_string()),
