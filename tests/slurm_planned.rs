@@ -12,7 +12,8 @@
 //! are made and shown; a job at zero pods scales the NodeSet to exactly its nodes and runs
 //! on them without a requeue; once idle, slurmctld powers them down and exactly those pods
 //! go; the records the operator left DRAIN/DOWN are resumed, so the next job plans on them
-//! and runs — and a NodeSet whose slurmd lacks `-b` is refused.
+//! and runs; a record whose pod never came (DOWN at `ResumeTimeout`) is resumed too — and a
+//! NodeSet whose slurmd lacks `-b` is refused.
 
 mod support;
 
@@ -249,6 +250,7 @@ async fn follows_slurmctlds_power_requests(flavor: &str) {
         },
     )
     .await;
+    support::elastic::reconfigure_after_new_records(&client, &ns, &cluster).await;
 
     // A two-node job at zero pods: slurmctld powers up two records, the NodeSet gets pods
     // for exactly them (and for any free ordinal below them, which a NodeSet creates first:
@@ -364,6 +366,74 @@ async fn follows_slurmctlds_power_requests_on_22_05() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn follows_slurmctlds_power_requests_on_24_11() {
     follows_slurmctlds_power_requests("24.11").await;
+}
+
+/// A pod that never comes: slurmctld gives up on the record at `ResumeTimeout` (30 s here),
+/// sets it DOWN and requeues the job; the autoscaler resumes the record (no pod, down for
+/// ResumeTimeout), so slurmctld plans on it again. The NodeSet meanwhile holds at what it was
+/// asked (its operator never reported the pod).
+async fn resumes_a_record_that_missed_resume_timeout(flavor: &str) {
+    let _turn = support::turn(flavor).await;
+    let cluster = SlurmCluster::get(flavor);
+    reset(&cluster).await;
+    let client = kube_client().await;
+    let ns = namespace(&client, "planned").await;
+    let (nodesets, _autoscalers, a) = setup(&client, &ns, &cluster, &["-b"]).await;
+    let clean_and_down = |i: usize| {
+        let (st, _) = support::elastic::node_state(&cluster, &name(i));
+        st.split('+').any(|w| w == "POWERED_DOWN") && support::elastic::clean(&st)
+    };
+    support::elastic::eventually(
+        "four powered-down records",
+        Duration::from_secs(60),
+        &a,
+        async || (0..MAX).all(clean_and_down),
+    )
+    .await;
+    support::elastic::reconfigure_after_new_records(&client, &ns, &cluster).await;
+    // No operator runs: the NodeSet is asked for a pod that never comes.
+    let job = cluster.submit(&["-p", NODESET, "-N", "1", "--exclusive", "--wrap", "sleep 1"]);
+    support::elastic::eventually(
+        "the NodeSet asked for the powered-up node",
+        Duration::from_secs(30),
+        &a,
+        async || support::elastic::spec_replicas(&nodesets, NODESET).await == 1,
+    )
+    .await;
+    let list = cluster.run("squeue", &["-h", "-j", &job, "-o", "%N"]);
+    let node = list.trim().to_string();
+    let ordinal: usize = node
+        .strip_prefix("planned-")
+        .and_then(|o| o.parse().ok())
+        .unwrap_or_else(|| panic!("the job's node is not a record: {node:?}"));
+    // The DOWN may last less than a poll: the Resume Event and the requeue say it happened.
+    support::elastic::eventually(
+        "the record DOWN at ResumeTimeout, then resumed by the autoscaler",
+        Duration::from_secs(75),
+        &a,
+        async || {
+            let resumed = support::event_notes(&client, &ns, "Resume").await;
+            resumed.iter().any(|n| n.contains(&node)) && clean_and_down(ordinal)
+        },
+    )
+    .await;
+    let shown = cluster.run("scontrol", &["-o", "show", "job", &job]);
+    assert!(
+        shown.contains("Restarts=1"),
+        "slurmctld requeues the job it could not start: {shown}"
+    );
+    drop(a);
+    reset(&cluster).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resumes_a_record_that_missed_resume_timeout_on_22_05() {
+    resumes_a_record_that_missed_resume_timeout("22.05").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resumes_a_record_that_missed_resume_timeout_on_24_11() {
+    resumes_a_record_that_missed_resume_timeout("24.11").await;
 }
 
 /// A NodeSet whose slurmd runs without `-b` is refused, in its status and an Event, and

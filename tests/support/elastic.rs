@@ -457,3 +457,24 @@ pub fn node_state(c: &SlurmCluster, node: &str) -> (String, String) {
 pub fn planned(i: usize) -> String {
     format!("planned-{i}")
 }
+
+/// Slurm 24.11.5 does not schedule CLOUD records created after any dynamic node was deleted
+/// (as Slinky 1.0/1.1's preStop deletes a pod's node) until slurmctld reconfigures (fixed in
+/// 26.05.3): where the autoscaler made records in namespace `ns` on 24.11, reconfigure once,
+/// as the README tells a site to. Not otherwise: a reconfigure makes records resumed after a
+/// pod left them unschedulable in turn (until DOWN and RESUME), and 22.05 is not affected.
+pub async fn reconfigure_after_new_records(
+    client: &kube::Client,
+    ns: &str,
+    cluster: &SlurmCluster,
+) {
+    if cluster.flavor != "24.11"
+        || super::event_notes(client, ns, "NodeRecords")
+            .await
+            .is_empty()
+    {
+        return;
+    }
+    cluster.run("scontrol", &["reconfigure"]);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+}
