@@ -63,23 +63,29 @@ async fn until(what: &str, within: Duration, a: &support::Process, check: impl A
     support::elastic::eventually(what, within, a, check).await
 }
 
-/// NodeSet `slinky` as a site writes it for slurm-operator v1.0.1 (its pods tolerate kwok's
-/// nodes, where they run), at `replicas`.
+/// The slurmd container of a NodeSet as a site writes it for slurm-operator v1.0.1.
+fn slurmd() -> serde_json::Value {
+    json!({"image": "harness/slurmd"})
+}
+
+/// NodeSet `name` as a site writes it for slurm-operator v1.0.1 (its pods tolerate kwok's
+/// nodes, where they run), at `replicas`, with this `slurmd` container.
 async fn nodeset(
     client: &kube::Client,
     ns: &str,
     controller: &str,
-    replicas: i32,
+    (name, replicas): (&str, i32),
+    slurmd: serde_json::Value,
 ) -> Api<v1beta1::NodeSet> {
     let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), ns);
     let nodeset = json!({
         "apiVersion": "slinky.slurm.net/v1beta1", "kind": "NodeSet",
-        "metadata": {"name": "slinky", "namespace": ns},
+        "metadata": {"name": name, "namespace": ns},
         "spec": {
             "controllerRef": {"name": controller, "namespace": ns},
             "replicas": replicas,
             "extraConf": "CPUs=4 RealMemory=8000",
-            "slurmd": {"image": "harness/slurmd"},
+            "slurmd": slurmd,
             "logfile": {"image": "harness/logfile"},
             "partition": {"enabled": false},
             "template": {"spec": {"tolerations": [
@@ -89,7 +95,7 @@ async fn nodeset(
     });
     nodesets
         .patch(
-            "slinky",
+            name,
             &PatchParams::apply("slurmscale-test").force(),
             &Patch::Apply(&nodeset),
         )
@@ -169,7 +175,7 @@ async fn the_real_operator_runs_the_pods_the_autoscaler_asks_for_and_drains_them
     reset(&cluster, &ns).await;
     let client = kube_client().await;
 
-    let nodesets = nodeset(&client, &ns, &controller, 0).await;
+    let nodesets = nodeset(&client, &ns, &controller, ("slinky", 0), slurmd()).await;
     // 24.11 refuses a job for a NodeSet= partition without nodes: records first.
     let (autoscalers, a) = support::elastic::slinky_autoscaler(&client, &ns, &cluster).await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
@@ -281,7 +287,7 @@ async fn the_real_operator_removes_the_pod_we_mark_to_go_first() {
     let cluster = SlurmCluster::get("24.11");
     reset(&cluster, &ns).await;
     let client = kube_client().await;
-    let nodesets = nodeset(&client, &ns, &controller, 3).await;
+    let nodesets = nodeset(&client, &ns, &controller, ("slinky", 3), slurmd()).await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     let all = ["slinky-0", "slinky-1", "slinky-2"];
     let up = support::wait_until(Duration::from_secs(60), || async {
@@ -358,33 +364,13 @@ async fn the_real_operator_follows_slurmctlds_power_requests_in_slurm_planned_mo
         .await
         .unwrap();
     let prestop = "scontrol update nodename=$(hostname) state=down reason='Pod is terminating'";
-    let nodeset = json!({
-        "apiVersion": "slinky.slurm.net/v1beta1", "kind": "NodeSet",
-        "metadata": {"name": "planned", "namespace": ns},
-        "spec": {
-            "controllerRef": {"name": controller, "namespace": ns},
-            "replicas": 0,
-            "extraConf": "CPUs=4 RealMemory=8000",
-            "slurmd": {
-                "image": "harness/slurmd",
-                "args": ["-b"],
-                "lifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", prestop]}}},
-            },
-            "logfile": {"image": "harness/logfile"},
-            "partition": {"enabled": false},
-            "template": {"spec": {"tolerations": [
-                {"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}
-            ]}},
-        }
+    // slurm-planned needs slurmd -b, and a preStop that does not delete the node.
+    let slurmd = json!({
+        "image": "harness/slurmd",
+        "args": ["-b"],
+        "lifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", prestop]}}},
     });
-    nodesets
-        .patch(
-            "planned",
-            &PatchParams::apply("slurmscale-test").force(),
-            &Patch::Apply(&nodeset),
-        )
-        .await
-        .unwrap();
+    let nodesets = nodeset(&client, &ns, &controller, ("planned", 0), slurmd).await;
     let autoscalers: Api<NodeSetAutoscaler> = Api::namespaced(client.clone(), &ns);
     let nsa: NodeSetAutoscaler = serde_json::from_value(json!({
         "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler",
