@@ -35,6 +35,7 @@ pub async fn run(args: AutoscalerArgs) -> Result<()> {
         clusters,
         interval,
         budget: args.slurm.poll_budget,
+        request_max_jobs: args.slurm.request_max_jobs,
         web: args
             .web_config_file
             .as_deref()

@@ -136,6 +136,13 @@ pub struct SlurmArgs {
     /// The job list stays current between full fetches from /diag and single-job reads.
     #[arg(long, env = "SLURMSCALE_POLL_BUDGET", default_value = "3%")]
     pub poll_budget: slurmscale_exporter::collect::Budget,
+    /// The most jobs the job list may be asked for in one answer. Above this many live
+    /// jobs (as slurmctld counts them), the list is read id by id from the newest down —
+    /// never one full /jobs, which at 100,000 jobs takes 24.11's slurmrestd past 6 GiB —
+    /// with slurmdbd's accounting saying where the ids are; and no one request asks for
+    /// more than 2,000 job ids. The default is Slurm's own default MaxJobCount.
+    #[arg(long, env = "SLURMSCALE_REQUEST_MAX_JOBS", default_value_t = slurmscale_exporter::collect::jobs::REQUEST_MAX_JOBS)]
+    pub request_max_jobs: u64,
     /// Slurm jobs that are placeholders for Kubernetes pods, besides those Slinky's
     /// slurm-bridge marks itself: FIELD:PATTERN rules (field: comment, admin_comment, name,
     /// wckey, account or mcs_label; `*` matches anything), e.g. `comment:sunk-*`.

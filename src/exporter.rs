@@ -26,6 +26,7 @@ pub async fn run(args: ExporterArgs) -> Result<()> {
         interval: file_interval.unwrap_or(args.interval),
         per_owner: args.per_user_metrics,
         budget: args.slurm.poll_budget,
+        request_max_jobs: args.slurm.request_max_jobs,
         active: None,
     };
     let stop = CancellationToken::new();

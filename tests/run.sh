@@ -40,10 +40,11 @@ tests/harness/image.sh >/dev/null
 
 phase "start real servers"
 # Two copies of the harness side by side. The longest tests, the autoscaler's end-to-end tests,
-# the calibration replay and slurm-planned scaling (which waits out SuspendTime), drive their
-# partitions for minutes while mostly waiting on real time; against their own copy they run
+# the calibration replay, slurm-planned scaling (which waits out SuspendTime) and the long
+# queue (which waits for slurmctld's 30-second count of its jobs), drive their partitions for
+# minutes while mostly waiting on real time; against their own copy they run
 # beside the rest, so the suite takes the time of the longer half instead of the sum.
-apart=(autoscaler_e2e calibration slurm_planned)
+apart=(autoscaler_e2e calibration slurm_planned long_queue)
 # Tests of the real Slinky slurm-operator (kube.sh operator-start: it manages the first copy's
 # Slurm 24.11). It reconciles every NodeSet in its cluster, its Controller's or not, and
 # rewrites their status within a second (other tests set NodeSet status themselves), and only

@@ -158,6 +158,7 @@ async fn main() {
     let interval = Duration::from_secs(2);
     let cfg = AutoscalerConfig {
         budget: Default::default(),
+        request_max_jobs: slurmscale_exporter::collect::jobs::REQUEST_MAX_JOBS,
         exporter_metrics: Some(MetricsOptions {
             per_owner: false,
             interval,

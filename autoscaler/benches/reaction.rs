@@ -171,6 +171,7 @@ async fn main() {
     };
     let cfg = AutoscalerConfig {
         budget: Default::default(),
+        request_max_jobs: slurmscale_exporter::collect::jobs::REQUEST_MAX_JOBS,
         exporter_metrics: None,
         web: None,
         clusters: vec![cluster],

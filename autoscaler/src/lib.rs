@@ -53,6 +53,8 @@ pub struct AutoscalerConfig {
     pub interval: Duration,
     /// The share of slurmrestd's time each kind of request may take.
     pub budget: slurmscale_exporter::collect::Budget,
+    /// Live jobs above which the job list is never asked for in one answer.
+    pub request_max_jobs: u64,
     pub listen: SocketAddr,
     /// Leader election; `None` to act alone.
     pub lease: Option<leader::LeaseConfig>,
@@ -159,6 +161,7 @@ pub async fn run(client: Client, cfg: AutoscalerConfig, stop: CancellationToken)
         interval: cfg.interval,
         per_owner: cfg.exporter_metrics.as_ref().is_some_and(|m| m.per_owner),
         budget: cfg.budget,
+        request_max_jobs: cfg.request_max_jobs,
         active: cfg.lease.is_some().then(|| leadership.watch()),
     };
     let mut clusters = BTreeMap::new();

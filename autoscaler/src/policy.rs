@@ -202,6 +202,10 @@ pub fn decide(
             demand,
             if s.demand.open_ended { "+" } else { "" }
         );
+    } else if s.demand.open_ended {
+        why = format!(
+            "{why} (the job list may lack jobs not read yet: up on what is listed, never down)"
+        );
     }
     let message = if recommendation > current {
         up(&mut p, bounds, history, current, now, &why)
@@ -401,6 +405,10 @@ mod tests {
             current = d.replicas;
         }
         assert_eq!(current, 4, "scaled down while new jobs may be missing");
+        // Scaling up on a list still being read says so.
+        let d = decide(&b, &uncertain(0, 6, 0, true), 4, &h, at(200));
+        assert_eq!(d.recommendation, 6);
+        assert!(d.steps[0].contains("never down"), "{:?}", d.steps);
     }
 
     #[test]

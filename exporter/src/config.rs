@@ -59,6 +59,7 @@ impl ClusterConfig {
             opts.max_requests_per_second = limit;
             opts.burst = opts.burst.min(limit);
         }
+        opts.limit_start = self.max_requests_per_second.is_some();
         opts
     }
 

@@ -118,6 +118,8 @@ pub struct JobsEffort {
     pub state_fetches: u64,
     /// Single-job reads.
     pub single_reads: u64,
+    /// slurmdbd's job records, asked for by id to find where the job ids are.
+    pub accounting_reads: u64,
 }
 
 impl std::ops::AddAssign for JobsEffort {
@@ -125,6 +127,7 @@ impl std::ops::AddAssign for JobsEffort {
         self.full_fetches += e.full_fetches;
         self.state_fetches += e.state_fetches;
         self.single_reads += e.single_reads;
+        self.accounting_reads += e.accounting_reads;
     }
 }
 

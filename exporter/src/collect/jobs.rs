@@ -18,6 +18,11 @@
 //!    are also read again [`REVIEWS_PER_STEP`] a step, round the list: where few are held,
 //!    a release is seen within seconds.
 //!
+//! Above `--request-max-jobs` live jobs (`/diag`'s count) no request asks for every job:
+//! the list is read id by id from the newest down ([`super::sweep`]), published as a lower
+//! bound while it fills; `/jobs/state/` goes by id lists of the listed jobs; and instead of
+//! the periodic full `/jobs` the listed jobs are read again, a few each step, round the list.
+//!
 //! Every request that is not cheap waits its turn in a [`Pace`]: a request that took `d`
 //! is not repeated for `d × (1/budget − 1)`, so slurmrestd spends at most `budget` of its
 //! time on each kind of request we make.
@@ -28,9 +33,10 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant, SystemTime};
 
-use tracing::debug;
+use tracing::{debug, info, warn};
 
 use super::pace::{Budget, Pace};
+use super::sweep::{self, Sweep};
 use crate::error::Result;
 use crate::model::job_table::{JobTable, StateEntry};
 use crate::model::origin::OriginRules;
@@ -57,6 +63,22 @@ const BACKLOG: &str = "more changes than single reads can follow";
 const STATES_PER_REQUEST: usize = 500;
 /// An id slurmctld does not know ends the search for new jobs after this many in a row.
 const MISSES: u32 = 2;
+/// Live jobs above which the list is never asked for in one answer, unless set otherwise:
+/// Slurm's own default `MaxJobCount`, so a site that never raised it never needs the sweep.
+/// (24.11's slurmrestd takes some 60 KB per job to build a full `/jobs`.)
+pub const REQUEST_MAX_JOBS: u64 = 10_000;
+/// Ids in one `/jobs/state/?job_id=…` of a list too long for one answer (2,000 took 24.11's
+/// slurmrestd 30 ms of CPU and 180 KB at 100,000 jobs).
+const IDS_PER_REQUEST: usize = 2_000;
+/// The share of each interval a list too long for one answer is read in, one request at a
+/// time, until it is first exact.
+const START_SHARE: f64 = 0.8;
+/// Accounting is asked this many steps in a row where the ids are before the list is read
+/// whole instead (slurmrestd without its `slurmdb` plugin answers 404 every time).
+const SPAN_TRIES: u32 = 3;
+/// How long a start waits for slurmctld's first count of its jobs (taken within seconds of
+/// its own start, then every 30 s).
+const COUNT_WAIT: Duration = Duration::from_secs(60);
 /// Held jobs read again each step (a few milliseconds of slurmrestd's time each): ten held
 /// jobs are all looked at every five steps.
 pub const REVIEWS_PER_STEP: usize = 2;
@@ -128,6 +150,13 @@ pub trait JobSource: Sync {
     /// `/job/{id}`: the job (an array with its split tasks), `None` when slurmctld does not
     /// know the id.
     fn job(&self, id: u64) -> impl Future<Output = Result<Option<JobTable>>> + Send;
+    /// Whether `/jobs/state/` answers for the jobs named by id only (v0.0.42 on).
+    fn filters_job_states(&self) -> bool;
+    /// [`Self::job`] while the list is read id by id (not held to the default rate limit).
+    fn job_reading_through(&self, id: u64)
+    -> impl Future<Output = Result<Option<JobTable>>> + Send;
+    /// Which of `ids` slurmdbd has a record of (`/slurmdb/…/jobs?step=…`).
+    fn accounted(&self, ids: &[u64]) -> impl Future<Output = Result<Vec<u64>>> + Send;
     /// `/jobs/state/` of `only` these jobs (all when empty); `None` without the endpoint.
     fn job_states(
         &self,
@@ -153,6 +182,21 @@ impl JobSource for Rest<'_> {
 
     fn job(&self, id: u64) -> impl Future<Output = Result<Option<JobTable>>> + Send {
         fetch::job(self.client, self.version, id)
+    }
+
+    fn filters_job_states(&self) -> bool {
+        self.version.filters_job_states()
+    }
+
+    fn job_reading_through(
+        &self,
+        id: u64,
+    ) -> impl Future<Output = Result<Option<JobTable>>> + Send {
+        fetch::job_reading_through(self.client, self.version, id)
+    }
+
+    fn accounted(&self, ids: &[u64]) -> impl Future<Output = Result<Vec<u64>>> + Send {
+        fetch::accounted(self.client, self.version, ids)
     }
 
     fn job_states(
@@ -199,10 +243,29 @@ pub struct JobTracker {
     full_wanted: Option<&'static str>,
     /// The held job read again last: the review of holds goes on after it.
     reviewed: u64,
+    /// Live jobs above which the list is never asked for in one answer.
+    max_jobs: u64,
+    /// `/diag` last counted more live jobs than `max_jobs`: no full `/jobs`.
+    large: bool,
+    /// The read id by id under way, and the counters when it began.
+    sweep: Option<(Sweep, Option<Counters>)>,
+    /// The list is read id by id again (something only a whole read could settle).
+    resweep: bool,
+    /// Accounting could not say where the ids are: the list is read whole, however long.
+    no_accounting: bool,
+    /// The list has been exact once: from then on reads keep the budget's pace.
+    settled: bool,
+    /// Live jobs slurmctld counts that the sweep has not read yet.
+    unread: u64,
+    /// The listed job read again last, round the list (a large list's resync).
+    reviewed_all: u64,
+    /// Steps in a row accounting could not say where the ids are.
+    span_failures: u32,
+    created: Instant,
 }
 
 impl JobTracker {
-    pub fn new(per_owner: bool, budget: Budget, origins: OriginRules) -> Self {
+    pub fn new(per_owner: bool, budget: Budget, origins: OriginRules, max_jobs: u64) -> Self {
         Self {
             table: JobTable::default(),
             has_table: false,
@@ -222,6 +285,16 @@ impl JobTracker {
             single_cost: Duration::from_millis(5),
             full_wanted: Some("first look"),
             reviewed: 0,
+            max_jobs,
+            large: false,
+            sweep: None,
+            resweep: false,
+            no_accounting: false,
+            settled: false,
+            unread: 0,
+            reviewed_all: 0,
+            span_failures: 0,
+            created: Instant::now(),
         }
     }
 
@@ -232,7 +305,12 @@ impl JobTracker {
 
     /// Forget everything (slurmrestd changed API version).
     pub fn reset(&mut self) {
-        *self = Self::new(self.per_owner, self.budget, self.origins.clone());
+        *self = Self::new(
+            self.per_owner,
+            self.budget,
+            self.origins.clone(),
+            self.max_jobs,
+        );
     }
 
     /// One step, with `/diag` already read (`None` when it failed or lacks the counters).
@@ -242,12 +320,26 @@ impl JobTracker {
         diag: Option<&Diag>,
         interval: Duration,
     ) -> Result<(Synced, JobsEffort)> {
+        match diag.map(|d| (d.live_jobs(), d.jobs_counted_at)) {
+            Some((Some(live), Some(_))) => self.large = live > self.max_jobs,
+            // slurmctld has not counted its jobs since it started (it does within seconds):
+            // how long the list is is not known yet, so it is not asked for whole.
+            Some((Some(_), None)) if !self.has_table && self.created.elapsed() < COUNT_WAIT => {
+                return Ok((Synced::Waiting, JobsEffort::default()));
+            }
+            _ => {}
+        }
+        let whole = !self.large || self.no_accounting;
+        if self.sweep.is_some() || (!whole && (!self.has_table || self.resweep)) {
+            return self.sweep_step(src, diag, interval).await;
+        }
         let mut effort = JobsEffort::default();
         let now_counters = diag.and_then(Counters::of);
         let resync_due = self.last_full.is_none_or(|t| t.elapsed() >= RESYNC);
         let Some(now_counters) = now_counters.filter(|_| self.has_table) else {
-            // No list yet, or no counters to follow changes with: full fetches only.
-            if !self.full.ready() {
+            // No list yet, or no counters to follow changes with: full fetches only (never
+            // of a list too long for one answer).
+            if !self.full.ready() || !whole {
                 return Ok((Synced::Waiting, effort));
             }
             effort.full_fetches += 1;
@@ -281,7 +373,8 @@ impl JobTracker {
         // Which of the possibly-started jobs did start: `/jobs/state/` (v0.0.40 on), when
         // its turn comes, is far cheaper than the whole list.
         let unsure = self.uncertain.maybe_left > 0 || self.full_wanted == Some(BACKLOG);
-        if unsure && src.has_job_states() && self.states.ready() {
+        let by_ids = whole || src.filters_job_states();
+        if unsure && src.has_job_states() && by_ids && self.states.ready() {
             effort.state_fetches += 1;
             self.resolve_with_states(src, &mut effort).await?;
             changed = true;
@@ -290,8 +383,18 @@ impl JobTracker {
         if self.review_held(src, &mut effort).await {
             changed = true;
         }
-        // A full list, when wanted (or due) and its turn has come, settles everything.
-        if (self.full_wanted.is_some() || resync_due) && self.full.ready() {
+        if !whole {
+            // No whole read: what only one could settle is read id by id again, and the
+            // listed jobs are read again round the list instead of the periodic full list.
+            if let Some(why) = self.full_wanted.filter(|w| *w != BACKLOG) {
+                debug!(why, "reading the job list id by id again");
+                self.resweep = true;
+            }
+            if self.review_listed(src, interval, &mut effort).await {
+                changed = true;
+            }
+        } else if (self.full_wanted.is_some() || resync_due) && self.full.ready() {
+            // A full list, when wanted (or due) and its turn has come, settles everything.
             debug!(
                 why = self.full_wanted.unwrap_or("resync"),
                 "reading the whole job list"
@@ -300,6 +403,9 @@ impl JobTracker {
             let synced = self.fetch_full(src, Some(now_counters)).await?;
             return Ok((synced, effort));
         }
+        if self.uncertain.exact() {
+            self.settled = true;
+        }
         if changed {
             Ok((Synced::Changed(Box::new(self.build())), effort))
         } else {
@@ -307,27 +413,178 @@ impl JobTracker {
         }
     }
 
+    /// One step of reading the list id by id, begun here when none is under way: reads for
+    /// most of the interval, then publishes what it has (a lower bound until complete).
+    async fn sweep_step(
+        &mut self,
+        src: &impl JobSource,
+        diag: Option<&Diag>,
+        interval: Duration,
+    ) -> Result<(Synced, JobsEffort)> {
+        let mut effort = JobsEffort::default();
+        let (mut sweep, counters) = match self.sweep.take() {
+            Some(s) => s,
+            None => {
+                let live = diag.and_then(Diag::live_jobs).unwrap_or(0);
+                match sweep::span(src, live, &mut effort).await {
+                    Ok(Some(span)) => {
+                        self.span_failures = 0;
+                        info!(
+                            live,
+                            max = self.max_jobs,
+                            oldest = span.oldest,
+                            newest = span.newest,
+                            "more live jobs than --request-max-jobs: reading the job list id by id, newest first"
+                        );
+                        let began = unix_now();
+                        (Sweep::new(span, began), diag.and_then(Counters::of))
+                    }
+                    Err(e) if self.span_failures + 1 < SPAN_TRIES => {
+                        // Perhaps a blip: asked again next step.
+                        self.span_failures += 1;
+                        return Err(e);
+                    }
+                    found => {
+                        // Without accounting nothing says where the ids are: the one answer
+                        // it is, however long (and said so).
+                        let why = match found {
+                            Err(e) => e.to_string(),
+                            _ => "it has no record of any job id".into(),
+                        };
+                        warn!(
+                            live,
+                            max = self.max_jobs,
+                            "more live jobs than --request-max-jobs, but slurmdbd's accounting cannot say where their ids are ({why}): reading the whole /jobs instead"
+                        );
+                        self.no_accounting = true;
+                        self.resweep = false;
+                        return Ok((Synced::Waiting, effort));
+                    }
+                }
+            }
+        };
+        // Complete when slurmctld counted no more live jobs than the list holds — a count
+        // taken after the sweep began, so every job it counts has an id the sweep reads —
+        // or when every id down to the oldest is read.
+        let counted = diag.and_then(Diag::live_jobs);
+        let counted_since = diag
+            .filter(|d| d.jobs_counted_at.is_some_and(|t| t >= sweep.began))
+            .and_then(Diag::live_jobs);
+        let deadline = Instant::now() + interval.mul_f64(START_SHARE);
+        let window = IDS_PER_REQUEST.min(self.max_jobs as usize).max(1);
+        let ran = sweep
+            .run(
+                src,
+                &mut self.table,
+                (window, counted_since),
+                deadline,
+                &mut effort,
+            )
+            .await;
+        let found = self.table.live_tasks();
+        let complete = sweep.done() || counted_since.is_some_and(|c| found >= c);
+        if let Err(e) = ran {
+            self.sweep = Some((sweep, counters));
+            return Err(e);
+        }
+        if !complete {
+            self.unread = counted.map_or(1, |c| c.saturating_sub(found).max(1));
+            self.uncertain.unseen_new = true;
+            debug!(
+                found,
+                counted,
+                ids_left = sweep.left(),
+                "job list read id by id so far"
+            );
+            self.sweep = Some((sweep, counters));
+            return Ok((Synced::Changed(Box::new(self.build())), effort));
+        }
+        if counted_since.is_some_and(|c| found < c) {
+            warn!(
+                found,
+                counted,
+                "read the job list down to the oldest job id accounting knows, with fewer live jobs than slurmctld counts"
+            );
+        } else {
+            info!(
+                found,
+                jobs = self.table.len(),
+                "job list read id by id: complete"
+            );
+        }
+        // What moved while the sweep read is followed from the counters of its start.
+        self.has_table = true;
+        self.resweep = false;
+        self.full_wanted = None;
+        self.counters = counters;
+        self.unread = 0;
+        self.next_id = None;
+        self.checks.clear();
+        self.maybe_left = 0;
+        self.unfound = 0;
+        self.last_full = Some(Instant::now());
+        self.uncertain = Uncertainty {
+            unseen_new: true,
+            ..Uncertainty::default()
+        };
+        self.table.compact();
+        Ok((Synced::Changed(Box::new(self.build())), effort))
+    }
+
+    /// A large list's resync: the next listed jobs are read again, round the list, as many
+    /// as a step's budget allows (at 100,000 jobs and the default 3 %, a round takes about
+    /// two hours); whether any changed.
+    async fn review_listed(
+        &mut self,
+        src: &impl JobSource,
+        interval: Duration,
+        effort: &mut JobsEffort,
+    ) -> bool {
+        let n = (self.singles_per_step(interval) / 2).max(1) as usize;
+        let ids = self.table.ids_after(self.reviewed_all, n);
+        let (changed, last) = self.read_all_again(src, &ids, effort).await;
+        if let Some(id) = last {
+            self.reviewed_all = id;
+        }
+        changed
+    }
+
+    /// Reads `ids` again, stopping at the first failure; whether any changed, and the last
+    /// read. Never an error: these are shortcuts the list can do without for a step.
+    async fn read_all_again(
+        &mut self,
+        src: &impl JobSource,
+        ids: &[u64],
+        effort: &mut JobsEffort,
+    ) -> (bool, Option<u64>) {
+        let started = Instant::now();
+        let (mut changed, mut n, mut last) = (false, 0, None);
+        for &id in ids {
+            n += 1;
+            match self.read_again(src, id).await {
+                Ok(moved) => changed |= moved,
+                Err(e) => {
+                    debug!(id, error = %e, "reading a job again failed");
+                    break;
+                }
+            }
+            last = Some(id);
+        }
+        effort.single_reads += u64::from(n);
+        self.single_cost_update((n, started.elapsed()));
+        (changed, last)
+    }
+
     /// Reads again the next [`REVIEWS_PER_STEP`] held jobs; whether any changed (released,
     /// started, gone). Never an error: a failed read ends the review until the next step.
     async fn review_held(&mut self, src: &impl JobSource, effort: &mut JobsEffort) -> bool {
         let ids = self.table.held_after(self.reviewed, REVIEWS_PER_STEP);
-        let started = Instant::now();
-        let (mut changed, mut n) = (false, 0);
-        for &id in &ids {
-            n += 1;
-            match self.read_again(src, id).await {
-                Ok(moved) => changed |= moved,
-                // Only a shortcut: the full read still comes, so a failure here costs the
-                // list nothing (the requests that keep it say so when slurmrestd fails).
-                Err(e) => {
-                    debug!(id, error = %e, "reading a held job again failed");
-                    break;
-                }
-            }
+        // Only a shortcut: the full read (or the round of a large list) still comes, so a
+        // failure here costs the list nothing.
+        let (changed, last) = self.read_all_again(src, &ids, effort).await;
+        if let Some(id) = last {
             self.reviewed = id;
         }
-        effort.single_reads += u64::from(n);
-        self.single_cost_update((n, started.elapsed()));
         if changed {
             debug!(?ids, "a held job changed");
         }
@@ -335,10 +592,22 @@ impl JobTracker {
     }
 
     /// How many `/job/{id}` requests fit this step's share of slurmrestd's time.
+    /// Until a large list is first exact it is still starting: reads then take most of the
+    /// interval, as the sweep's do.
     fn singles_per_step(&self, interval: Duration) -> u32 {
-        let allowed = interval.as_secs_f64() * self.budget.share();
+        let (share, most) = if self.reading_through() {
+            (START_SHARE, 100_000.0)
+        } else {
+            (self.budget.share(), 200.0)
+        };
+        let allowed = interval.as_secs_f64() * share;
         let n = allowed / self.single_cost.as_secs_f64().max(0.0005);
-        n.clamp(4.0, 200.0) as u32
+        n.clamp(4.0, most) as u32
+    }
+
+    /// A list too long for one answer that has not been exact yet.
+    fn reading_through(&self) -> bool {
+        self.large && !self.settled
     }
 
     fn single_cost_update(&mut self, (n, took): (u32, Duration)) {
@@ -386,12 +655,13 @@ impl JobTracker {
             self.checks
                 .extend(self.table.jobs().filter(|j| j.running()).map(|j| j.id));
         }
-        let per_request = if src.has_job_states() {
+        let per_request = if src.filters_job_states() {
             STATES_PER_REQUEST
         } else {
             1
         };
-        if self.checks.len() > BACKLOG_STEPS * budget as usize * per_request {
+        let whole = !self.large || self.no_accounting;
+        if whole && self.checks.len() > BACKLOG_STEPS * budget as usize * per_request {
             // Too many to read one by one: which of them changed is for `/jobs/state/` or a
             // full `/jobs` to say (counts of running jobs lag until then).
             self.full_wanted = Some(BACKLOG);
@@ -477,7 +747,7 @@ impl JobTracker {
     async fn check_some(&mut self, src: &impl JobSource) -> Result<()> {
         let is_array =
             |t: &JobTable, id: u64| t.get(id).is_some_and(|j| !j.array_task_string.is_empty());
-        if src.has_job_states() {
+        if src.filters_job_states() {
             let plain: Vec<u64> = self
                 .checks
                 .iter()
@@ -506,7 +776,12 @@ impl JobTracker {
     /// slurmctld no longer knows it); whether the table changed.
     async fn read_again(&mut self, src: &impl JobSource, id: u64) -> Result<bool> {
         let before = self.table.get(id).cloned();
-        let more = match src.job(id).await? {
+        let found = if self.reading_through() {
+            src.job_reading_through(id).await?
+        } else {
+            src.job(id).await?
+        };
+        let more = match found {
             Some(found) => {
                 self.table.merge(&found);
                 found.len() > 1
@@ -526,8 +801,23 @@ impl JobTracker {
         effort: &mut JobsEffort,
     ) -> Result<()> {
         let started = Instant::now();
-        let Some(states) = src.job_states(&[]).await? else {
-            return Ok(());
+        let states = if self.large && !self.no_accounting {
+            // Never every job's state in one answer: the listed ones, by id.
+            let ids: Vec<u64> = self.table.jobs().map(|j| j.id).collect();
+            let mut states = Vec::new();
+            for (i, chunk) in ids.chunks(IDS_PER_REQUEST).enumerate() {
+                effort.state_fetches += u64::from(i > 0);
+                let Some(some) = src.job_states(chunk).await? else {
+                    return Ok(());
+                };
+                states.extend(some);
+            }
+            states
+        } else {
+            let Some(states) = src.job_states(&[]).await? else {
+                return Ok(());
+            };
+            states
         };
         self.states.done(started, started.elapsed(), self.budget);
         let known: BTreeSet<u64> = states.iter().map(|e| e.id).collect();
@@ -568,11 +858,23 @@ impl JobTracker {
     /// them. A pending job that started keeps what it asked for (the next full list brings
     /// its allocation: nodes, end time).
     fn apply_states(&mut self, ids: &[u64], states: &[StateEntry]) {
+        // By id: a line names a job by its own id or by its array's.
+        let mut by_id: std::collections::HashMap<u64, Vec<&StateEntry>> =
+            std::collections::HashMap::with_capacity(states.len());
+        for e in states {
+            by_id.entry(e.id).or_default().push(e);
+        }
         for id in ids {
             let Some(job) = self.table.get(*id) else {
                 continue;
             };
-            match states.iter().find(|e| e.names(job)).map(|e| e.state) {
+            let named = [Some(job.id), job.array_job_id]
+                .into_iter()
+                .flatten()
+                .filter_map(|k| by_id.get(&k))
+                .flatten()
+                .find(|e| e.names(job));
+            match named.map(|e| e.state) {
                 None => {
                     self.table.remove(*id);
                 }
@@ -632,6 +934,7 @@ impl JobTracker {
     fn build(&self) -> Jobs {
         let mut jobs = self.table.build(self.per_owner, &self.origins);
         jobs.uncertain = self.uncertain;
+        jobs.uncertain.unread = self.unread;
         jobs
     }
 }
@@ -668,8 +971,12 @@ mod tests {
     #[derive(Default)]
     struct World {
         jobs: BTreeMap<u64, Job>,
+        /// The last id given out (slurmctld never gives one twice).
+        last_id: u64,
         counters: Counters,
-        /// The requests answered, in order: `job`, `states`, `jobs`.
+        /// Accounting knows every id given out from this one on (`None`: no slurmdbd).
+        accounted_from: Option<u64>,
+        /// The requests answered, in order: `job`, `states`, `jobs`, `accounting`.
         asked: Vec<&'static str>,
     }
 
@@ -693,7 +1000,8 @@ mod tests {
 
         fn submit(&self, partition: &'static str) -> u64 {
             self.with(|w| {
-                let id = w.jobs.keys().next_back().map_or(1, |m| m + 1);
+                w.last_id += 1;
+                let id = w.last_id;
                 let job = Job {
                     state: JobState::Pending,
                     reason: "Priority",
@@ -727,9 +1035,25 @@ mod tests {
             self.with(|w| w.counters.completed += 1);
         }
 
+        /// The job ended long ago: slurmctld forgot it (accounting has not).
+        fn purge(&self, id: u64) {
+            self.with(|w| w.jobs.remove(&id));
+        }
+
         fn diag(&self) -> Diag {
             let c = self.with(|w| w.counters);
+            let count = |states: &[JobState]| {
+                self.with(|w| {
+                    w.jobs
+                        .values()
+                        .filter(|j| states.contains(&j.state))
+                        .count()
+                }) as u64
+            };
             Diag {
+                jobs_pending: Some(count(&[JobState::Pending])),
+                jobs_running: Some(count(&[JobState::Running])),
+                jobs_counted_at: Some(unix_now()),
                 jobs_submitted: Some(c.submitted),
                 jobs_started: Some(c.started),
                 jobs_completed: Some(c.completed),
@@ -764,6 +1088,33 @@ mod tests {
     impl JobSource for Slurmctld {
         fn has_job_states(&self) -> bool {
             self.states
+        }
+
+        fn filters_job_states(&self) -> bool {
+            self.states
+        }
+
+        fn job_reading_through(
+            &self,
+            id: u64,
+        ) -> impl Future<Output = Result<Option<JobTable>>> + Send {
+            self.job(id)
+        }
+
+        fn accounted(&self, ids: &[u64]) -> impl Future<Output = Result<Vec<u64>>> + Send {
+            let known = self.with(|w| {
+                w.asked.push("accounting");
+                w.accounted_from
+                    .map(|from| from..=w.last_id)
+                    .ok_or_else(|| crate::Error::Http {
+                        endpoint: "slurmdb_jobs".into(),
+                        status: 404,
+                        detail: "not found".into(),
+                    })
+            });
+            std::future::ready(
+                known.map(|known| ids.iter().copied().filter(|i| known.contains(i)).collect()),
+            )
         }
 
         fn job(&self, id: u64) -> impl Future<Output = Result<Option<JobTable>>> + Send {
@@ -817,7 +1168,12 @@ mod tests {
 
     /// A tracker that has read the whole list once.
     async fn tracker(slurm: &Slurmctld) -> JobTracker {
-        let mut t = JobTracker::new(false, Budget::default(), OriginRules::default());
+        let mut t = JobTracker::new(
+            false,
+            Budget::default(),
+            OriginRules::default(),
+            REQUEST_MAX_JOBS,
+        );
         let (synced, effort) = t.step(slurm, Some(&slurm.diag()), STEP).await.unwrap();
         assert!(matches!(synced, Synced::Changed(_)));
         assert_eq!(effort.full_fetches, 1);
@@ -989,5 +1345,202 @@ mod tests {
         assert_eq!(count(&jobs, "gpu", JobState::Pending), 1);
         assert_eq!(count(&jobs, "cpu", JobState::Pending), 0);
         assert_eq!(count(&jobs, "cpu", JobState::Running), 1);
+    }
+
+    /// A queue of `n` jobs, one in four ended and forgotten by slurmctld (accounting
+    /// remembers them all), behind a slurmctld with or without `/jobs/state/`.
+    fn long_queue(states: bool, n: usize) -> Slurmctld {
+        let slurm = Slurmctld::new(states);
+        slurm.with(|w| w.accounted_from = Some(1));
+        for i in 0..n {
+            let id = slurm.submit(if i % 2 == 0 { "cpu" } else { "gpu" });
+            if i % 4 == 1 {
+                slurm.start(id);
+                slurm.complete(id);
+                slurm.purge(id);
+            }
+        }
+        slurm
+    }
+
+    /// A tracker that never asks for more than `max` jobs in one answer.
+    fn bounded(max: u64) -> JobTracker {
+        JobTracker::new(false, Budget::default(), OriginRules::default(), max)
+    }
+
+    /// A step of at most one read (the interval leaves no time for more).
+    async fn short_step(t: &mut JobTracker, slurm: &Slurmctld) -> Jobs {
+        let (synced, _) = t
+            .step(slurm, Some(&slurm.diag()), Duration::ZERO)
+            .await
+            .unwrap();
+        assert!(matches!(synced, Synced::Changed(_)), "{synced:?}");
+        t.build()
+    }
+
+    fn pending(jobs: &Jobs) -> u64 {
+        ["cpu", "gpu"]
+            .iter()
+            .map(|p| count(jobs, p, JobState::Pending))
+            .sum()
+    }
+
+    #[tokio::test]
+    async fn a_queue_above_the_bound_is_read_id_by_id_newest_first_as_a_growing_lower_bound() {
+        for states in [false, true] {
+            let slurm = long_queue(states, 40);
+            let mut t = bounded(10);
+            // Each step publishes what it has read: the newest jobs first, never a whole
+            // list, new jobs possibly missing (the autoscaler then scales up, never down).
+            let first = short_step(&mut t, &slurm).await;
+            assert_eq!(pending(&first), 1, "states {states}");
+            assert!(first.uncertain.unseen_new);
+            assert_eq!(first.uncertain.unread, 29);
+            assert!(
+                first.partitions["gpu"].by_state[JobState::Pending as usize] == 1,
+                "the newest job (40, gpu) comes first"
+            );
+            let mut last = first;
+            let mut asked = Vec::new();
+            while last.uncertain.unread > 0 {
+                let jobs = short_step(&mut t, &slurm).await;
+                assert!(
+                    pending(&jobs) >= pending(&last),
+                    "the lower bound never falls"
+                );
+                last = jobs;
+                asked.extend(slurm.asked());
+                assert!(asked.len() < 200, "never complete");
+            }
+            // Read: complete once the new ids above the newest are searched.
+            assert_eq!(pending(&last), 30, "states {states}");
+            let (jobs, _) = step(&mut t, &slurm).await;
+            assert!(jobs.uncertain.exact(), "{:?}", jobs.uncertain);
+            slurm.asked();
+            assert!(!asked.contains(&"jobs"), "a whole /jobs was asked for");
+            let accounting = asked.iter().filter(|r| **r == "accounting").count();
+            // The coarsest grid (8 requests at most), then two finer ones at each end.
+            assert!(accounting <= 12, "{accounting} accounting requests");
+            // Ids slurmctld forgot cost a read only where /jobs/state/ cannot say so.
+            let reads = asked.iter().filter(|r| **r == "job").count();
+            if states {
+                assert_eq!(reads, 30);
+            } else {
+                assert!(reads >= 40, "{reads}");
+            }
+            // From then on no whole list either: the periodic full read gives way to a few
+            // listed jobs read again each step, round the list.
+            let (synced, effort) = t.step(&slurm, Some(&slurm.diag()), STEP).await.unwrap();
+            assert!(matches!(synced, Synced::Unchanged), "{synced:?}");
+            assert!(
+                effort.single_reads > 0 && effort.full_fetches == 0,
+                "{effort:?}"
+            );
+            // A start is followed as ever (every waiting job read again: which one started?),
+            // without a whole list.
+            let id = slurm.with(|w| *w.jobs.keys().next().unwrap());
+            slurm.start(id);
+            for _ in 0..5 {
+                let (jobs, _) = step(&mut t, &slurm).await;
+                assert_eq!(pending(&jobs), 29);
+                if jobs.uncertain.exact() {
+                    break;
+                }
+            }
+            assert!(t.build().uncertain.exact(), "states {states}");
+            assert!(!slurm.asked().contains(&"jobs"));
+        }
+    }
+
+    #[tokio::test]
+    async fn the_read_ends_when_it_holds_every_live_job_slurmctld_counts() {
+        // 30 old jobs ended and forgotten below 20 live ones: the read stops at the count,
+        // not at the oldest id accounting knows.
+        let slurm = Slurmctld::new(false);
+        slurm.with(|w| w.accounted_from = Some(1));
+        for _ in 0..30 {
+            let id = slurm.submit("cpu");
+            slurm.start(id);
+            slurm.complete(id);
+            slurm.purge(id);
+        }
+        for _ in 0..20 {
+            slurm.submit("cpu");
+        }
+        let mut t = bounded(5);
+        let (_, effort) = t.step(&slurm, Some(&slurm.diag()), STEP).await.unwrap();
+        let jobs = t.build();
+        assert_eq!(pending(&jobs), 20);
+        assert_eq!(jobs.uncertain.unread, 0);
+        assert!(
+            effort.single_reads <= 21,
+            "{} reads: went on below the last live job",
+            effort.single_reads
+        );
+    }
+
+    #[tokio::test]
+    async fn a_start_waits_for_slurmctlds_first_count_rather_than_read_the_whole_list() {
+        let slurm = long_queue(true, 40);
+        let mut t = bounded(10);
+        // Just restarted: slurmctld has not counted its jobs yet (it answers 0, at time 0).
+        let uncounted = Diag {
+            jobs_pending: Some(0),
+            jobs_running: Some(0),
+            jobs_counted_at: None,
+            ..slurm.diag()
+        };
+        let (synced, effort) = t.step(&slurm, Some(&uncounted), STEP).await.unwrap();
+        assert!(matches!(synced, Synced::Waiting));
+        assert_eq!(effort, JobsEffort::default());
+        assert!(slurm.asked().is_empty());
+        // Counted: too many for one answer.
+        step(&mut t, &slurm).await;
+        assert!(!slurm.asked().contains(&"jobs"));
+    }
+
+    #[tokio::test]
+    async fn without_accounting_a_long_queue_is_read_whole_once() {
+        let slurm = Slurmctld::new(true);
+        for _ in 0..20 {
+            slurm.submit("cpu");
+        }
+        let mut t = bounded(5);
+        // Asked three steps in a row (a blip would pass), then the whole list once.
+        for _ in 1..SPAN_TRIES {
+            let failed = t.step(&slurm, Some(&slurm.diag()), STEP).await;
+            assert!(failed.is_err());
+        }
+        let (synced, _) = t.step(&slurm, Some(&slurm.diag()), STEP).await.unwrap();
+        assert!(matches!(synced, Synced::Waiting));
+        let (jobs, effort) = step(&mut t, &slurm).await;
+        assert_eq!(effort.full_fetches, 1);
+        assert_eq!(pending(&jobs), 20);
+    }
+
+    #[tokio::test]
+    async fn accounting_says_where_the_ids_are_in_a_handful_of_requests() {
+        let slurm = Slurmctld::new(true);
+        slurm.with(|w| {
+            w.accounted_from = Some(123_457);
+            w.last_id = 1_234_567;
+        });
+        let mut effort = JobsEffort::default();
+        for live in [10_000, 100_000, 1_000_000] {
+            let span = sweep::span(&slurm, live, &mut effort).await.unwrap();
+            assert_eq!(
+                span,
+                Some(sweep::Span {
+                    oldest: 123_457,
+                    newest: 1_234_567
+                }),
+                "{live} live jobs"
+            );
+        }
+        assert!(effort.accounting_reads <= 3 * 12, "{effort:?}");
+        // None at all: nothing to go by.
+        slurm.with(|w| w.accounted_from = Some(w.last_id + 1));
+        let span = sweep::span(&slurm, 10_000, &mut effort).await.unwrap();
+        assert_eq!(span, None);
     }
 }

@@ -13,6 +13,7 @@
 
 pub mod jobs;
 pub mod pace;
+mod sweep;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -48,6 +49,8 @@ pub struct CollectorOptions {
     pub per_owner: bool,
     /// The share of slurmrestd's time each kind of request may take.
     pub budget: Budget,
+    /// Live jobs above which the job list is never asked for in one answer.
+    pub request_max_jobs: u64,
     /// Poll while this says `true`; otherwise only ping, every [`STANDBY_PING`].
     /// `None`: always.
     pub active: Option<watch::Receiver<bool>>,
@@ -59,6 +62,7 @@ impl Default for CollectorOptions {
             interval: Duration::from_secs(30),
             per_owner: false,
             budget: Budget::DEFAULT,
+            request_max_jobs: jobs::REQUEST_MAX_JOBS,
             active: None,
         }
     }
@@ -132,6 +136,7 @@ impl Poller {
                 opts.per_owner,
                 opts.budget,
                 cluster.kubernetes_jobs.clone(),
+                opts.request_max_jobs,
             ))),
             opts,
             snapshot,

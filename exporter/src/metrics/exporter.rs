@@ -105,10 +105,11 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
         ("full", effort.full_fetches),
         ("states", effort.state_fetches),
         ("single", effort.single_reads),
+        ("accounting", effort.accounting_reads),
     ] {
         out.counter(
             "slurm_exporter_job_list_requests_total",
-            "Requests made to keep the job list current: full /jobs, /jobs/state/, and single /job/{id} reads.",
+            "Requests made to keep the job list current: full /jobs, /jobs/state/, single /job/{id} reads, and slurmdbd's /slurmdb/.../jobs by id (where the ids of a list too long for one answer are).",
             &[("request", how)],
             n as f64,
         );
@@ -119,6 +120,12 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
             "Pending jobs in the list that may have started or left since it was last exact (demand is then a range; the autoscaler scales up to its low end and never down).",
             &[],
             jobs.uncertain.maybe_left as f64,
+        );
+        out.gauge(
+            "slurm_exporter_jobs_unread",
+            "While a job list too long for one answer is read id by id: live jobs slurmctld counts that the list has not read yet (0 once complete).",
+            &[],
+            jobs.uncertain.unread as f64,
         );
         out.gauge(
             "slurm_exporter_jobs_unlisted_new",

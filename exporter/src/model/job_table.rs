@@ -233,6 +233,29 @@ impl JobTable {
             .collect()
     }
 
+    /// Up to `n` job ids after `after`, round the table (the next to read again).
+    pub fn ids_after(&self, after: u64, n: usize) -> Vec<u64> {
+        let later = self
+            .jobs
+            .range(after.saturating_add(1)..)
+            .map(|(id, _)| *id);
+        let earlier = self.jobs.range(..=after).map(|(id, _)| *id);
+        later.chain(earlier).take(n).collect()
+    }
+
+    /// Jobs waiting to run or running, array tasks one by one, as `/diag` counts them
+    /// (suspended jobs left out: a count that errs low never ends a read of the list early).
+    pub fn live_tasks(&self) -> u64 {
+        self.jobs
+            .values()
+            .map(|j| match j.state {
+                Some(JobState::Pending) => j.submissions(),
+                Some(JobState::Running) => 1,
+                _ => 0,
+            })
+            .sum()
+    }
+
     pub fn remove(&mut self, id: u64) -> Option<OwnedJob> {
         self.jobs.remove(&id)
     }

@@ -507,11 +507,14 @@ pub struct Uncertainty {
     pub maybe_left: u64,
     /// New jobs may exist that are not listed yet.
     pub unseen_new: bool,
+    /// While a list too long for one answer is read id by id: live jobs slurmctld counts
+    /// that it has not read yet (with `unseen_new`).
+    pub unread: u64,
 }
 
 impl Uncertainty {
     pub fn exact(&self) -> bool {
-        self.maybe_left == 0 && !self.unseen_new
+        self.maybe_left == 0 && !self.unseen_new && self.unread == 0
     }
 }
 
@@ -538,6 +541,12 @@ pub struct Diag {
     pub jobs_completed: Option<u64>,
     pub jobs_canceled: Option<u64>,
     pub jobs_failed: Option<u64>,
+    /// Jobs (array tasks one by one) waiting to run and running, as slurmctld last counted
+    /// them (it recounts every 30 s or so).
+    pub jobs_pending: Option<u64>,
+    pub jobs_running: Option<u64>,
+    /// When slurmctld counted them (unix seconds).
+    pub jobs_counted_at: Option<i64>,
     pub schedule_cycles: Option<u64>,
     pub schedule_cycle_last_seconds: Option<f64>,
     pub schedule_cycle_max_seconds: Option<f64>,
@@ -560,6 +569,13 @@ pub struct Diag {
     pub rpcs: Vec<RpcStat>,
     /// Per user: calls and total time spent (exported only with per-user metrics on).
     pub rpcs_by_user: Vec<RpcStat>,
+}
+
+impl Diag {
+    /// Jobs waiting to run and running (array tasks one by one), as last counted.
+    pub fn live_jobs(&self) -> Option<u64> {
+        Some(self.jobs_pending? + self.jobs_running?)
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -160,7 +160,22 @@ const INVALID_JOB_ID: i64 = 2017;
 /// One job (or an array with its split tasks) from `/job/{id}`; `None` when slurmctld does
 /// not know the id (never submitted, or finished and purged).
 pub async fn job(client: &SlurmClient, version: ApiVersion, id: u64) -> Result<Option<JobTable>> {
-    let (status, bytes) = client.get_job(version, id).await?;
+    decode_job(version, client.get_job(version, id).await?).await
+}
+
+/// [`job`] for a job list's start (see [`SlurmClient::get_job_reading_through`]).
+pub async fn job_reading_through(
+    client: &SlurmClient,
+    version: ApiVersion,
+    id: u64,
+) -> Result<Option<JobTable>> {
+    decode_job(version, client.get_job_reading_through(version, id).await?).await
+}
+
+async fn decode_job(
+    version: ApiVersion,
+    (status, bytes): (u16, bytes::Bytes),
+) -> Result<Option<JobTable>> {
     let decode_error = |message: String| Error::Decode {
         endpoint: "job".into(),
         version: version.to_string(),
@@ -237,6 +252,51 @@ pub async fn job_states(
         return Err(decode_error("the answer has no `jobs` data".into()));
     }
     Ok(Some(decoded.data))
+}
+
+/// slurmdbd's "Nothing found" (22.05 sends it as an error with an empty answer).
+const NOTHING_FOUND: i64 = 9003;
+
+/// Which of `ids` accounting has a record of, in any state (ended long ago included), from
+/// slurmdbd's `/slurmdb/…/jobs?step=…`: v0.0.38 takes one comma list, later versions the key
+/// repeated (each refuses the other's form).
+pub async fn accounted(client: &SlurmClient, version: ApiVersion, ids: &[u64]) -> Result<Vec<u64>> {
+    let list: Vec<String> = ids.iter().map(u64::to_string).collect();
+    let query = if version == ApiVersion::V0038 {
+        format!("jobs?step={}", list.join("%2C"))
+    } else {
+        format!("jobs/?step={}", list.join("&step="))
+    };
+    let decode_error = |message: String| Error::Decode {
+        endpoint: "slurmdb_jobs".into(),
+        version: version.to_string(),
+        message,
+    };
+    let (status, bytes) = match client
+        .get_accounting(version, &query, "slurmdb_jobs")
+        .await?
+    {
+        Fetched::Body { status, bytes } => (status, bytes),
+        Fetched::NotModified => return Err(decode_error("304 without update_time".into())),
+    };
+    let decoded = tokio::task::spawn_blocking(move || wire::decode_accounted_ids(&bytes))
+        .await
+        .map_err(|e| decode_error(format!("decoder stopped: {e}")))?
+        .map_err(|e| decode_error(e.to_string()))?;
+    let errors: Vec<_> = decoded
+        .errors
+        .iter()
+        .filter(|m| m.error_number != Some(NOTHING_FOUND))
+        .cloned()
+        .collect();
+    if !errors.is_empty() {
+        return Err(Error::SlurmErrors {
+            endpoint: "slurmdb_jobs".into(),
+            status,
+            detail: wire::describe(&errors),
+        });
+    }
+    Ok(decoded.data)
 }
 
 /// A full `/jobs` as a table of records (see [`jobs`] for `since`).

@@ -145,6 +145,12 @@ impl ApiVersion {
         self.wire().job_states.is_some()
     }
 
+    /// Whether `/jobs/state/` takes `job_id` (repeated) to answer for those jobs only:
+    /// v0.0.42 on (v0.0.40 and v0.0.41 ignore it and answer for every job).
+    pub fn filters_job_states(self) -> bool {
+        self >= Self::V0042
+    }
+
     pub fn decode_nodes(self, b: &[u8]) -> serde_json::Result<Decoded<Vec<Node>>> {
         (self.wire().nodes)(b)
     }

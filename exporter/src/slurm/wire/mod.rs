@@ -23,6 +23,19 @@ pub use envelope::{
     Decoded, Message, Meta, decode_envelope, decode_errors, decode_list, decode_object, describe,
 };
 pub(crate) use lenient::wire_struct;
+
+wire_struct! {
+    /// A job record of slurmdbd's `/slurmdb/…/jobs`, of which only the id is read: the same
+    /// name in every version.
+    struct AccountedJob {
+        job_id: Num,
+    }
+}
+
+/// The job ids of a `/slurmdb/…/jobs` answer (any version).
+pub fn decode_accounted_ids(bytes: &[u8]) -> serde_json::Result<Decoded<Vec<u64>>> {
+    decode_list(bytes, "jobs", |j: AccountedJob| j.job_id.unsigned())
+}
 pub use lenient::{
     EachSeed, FirstWord, Flag, GresDetailGpus, Lenient, List, Num, RawKey, Str, Words,
     key_signature, mib, micros,

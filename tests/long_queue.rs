@@ -1,0 +1,209 @@
+//! A queue longer than `--request-max-jobs`, on both real Slurms: the exporter never asks for
+//! the whole job list in one answer. It finds where the job ids are from slurmdbd's
+//! accounting, reads the list id by id from the newest down (on 24.11's v0.0.42 with
+//! `/jobs/state/` saying which ids exist; on 22.05's v0.0.38 every id), publishes what it has
+//! as it goes, and ends with every family as Slurm's own commands count it; then it follows
+//! submissions, cancellations and a hold the same way, still without one full `/jobs`.
+//!
+//! The bound is set low (20) so a queue of some sixty jobs is "long": the code path is the
+//! one a 100,000-job queue takes at the default bound (the start at that size is measured by
+//! `exporter/benches/start.py`, not here). It runs on the second harness copy (tests/run.sh):
+//! it waits up to 30 s for slurmctld's periodic count of its jobs.
+
+mod support;
+
+use std::time::Duration;
+
+use support::{Metrics, Process, SlurmCluster, wait_until};
+
+/// Live jobs above which the list is not asked for whole, in this test.
+const BOUND: &str = "20";
+
+/// slurmctld's count of pending and running jobs (recounted every 30 s) and when it was
+/// taken (unix seconds), from `sdiag`.
+fn counted(cluster: &SlurmCluster) -> (i64, u64) {
+    let out = cluster.run("sdiag", &[]);
+    let live = out
+        .lines()
+        .filter(|l| l.starts_with("Jobs pending:") || l.starts_with("Jobs running:"))
+        .filter_map(|l| l.split(':').nth(1)?.trim().parse::<u64>().ok())
+        .sum();
+    let at = out
+        .lines()
+        .find(|l| l.starts_with("Job states ts:"))
+        .and_then(|l| l.rsplit_once('(')?.1.trim_end_matches(')').parse().ok())
+        .unwrap_or(0);
+    (at, live)
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// Pending, held and running jobs as `squeue` lists them (arrays' pending tasks on one line,
+/// as the exporter counts them).
+fn squeue(cluster: &SlurmCluster) -> (f64, f64, f64) {
+    let out = cluster.run("squeue", &["-h", "-o", "%T %r"]);
+    let count = |f: &dyn Fn(&str) -> bool| out.lines().filter(|l| f(l)).count() as f64;
+    (
+        count(&|l| l.starts_with("PENDING")),
+        count(&|l| l.starts_with("PENDING") && l.contains("JobHeld")),
+        count(&|l| l.starts_with("RUNNING")),
+    )
+}
+
+fn requests(m: &Metrics, how: &str) -> f64 {
+    m.get(
+        "slurm_exporter_job_list_requests_total",
+        &[("request", how)],
+    )
+    .unwrap_or(0.0)
+}
+
+/// Waits until the exporter's pending, held and running counts are squeue's and nothing in
+/// the list is in doubt; panics with both sides and the log otherwise.
+async fn agrees(exporter: &Process, cluster: &SlurmCluster, within: u64, what: &str) {
+    let exported = |m: &Metrics| {
+        (
+            m.get("slurm_jobs_pending", &[]),
+            m.get("slurm_jobs_hold", &[]),
+            m.get("slurm_jobs_running", &[]),
+        )
+    };
+    let ok = wait_until(Duration::from_secs(within), || async {
+        let m = exporter.metrics().await;
+        let (pending, held, running) = squeue(cluster);
+        exported(&m) == (Some(pending), Some(held), Some(running))
+            && m.get("slurm_exporter_jobs_unread", &[]) == Some(0.0)
+            && m.get("slurm_exporter_jobs_unlisted_new", &[]) == Some(0.0)
+            && m.get("slurm_exporter_jobs_maybe_started", &[]) == Some(0.0)
+    })
+    .await;
+    let m = exporter.metrics().await;
+    assert!(
+        ok,
+        "Slurm {}, {what}: exporter (pending, held, running) {:?}, squeue {:?}, unread {:?}\n{}",
+        cluster.flavor,
+        exported(&m),
+        squeue(cluster),
+        m.get("slurm_exporter_jobs_unread", &[]),
+        exporter.logs()
+    );
+}
+
+async fn a_long_queue_is_read_id_by_id(flavor: &str) {
+    let cluster = SlurmCluster::get(flavor);
+    let _ = cluster.cmd("scancel").arg("--user=root").status();
+    // Sixty-odd live jobs: plain, multi-node, an array, held, and two running.
+    let elastic = |extra: &[&str]| {
+        let mut args = vec!["-p", "elastic", "-J", "long-queue"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--wrap", "sleep 60"]);
+        cluster.submit(&args)
+    };
+    for i in 0..40 {
+        elastic(if i % 5 == 0 { &["-N", "2"] } else { &[] });
+    }
+    elastic(&["--array=1-10"]);
+    for _ in 0..5 {
+        elastic(&["--hold"]);
+    }
+    for _ in 0..2 {
+        cluster.submit(&["-p", "cpu", "-J", "long-queue", "--wrap", "sleep 300"]);
+    }
+    // The exporter decides from slurmctld's own count, taken every 30 s: one taken after
+    // the last submission.
+    let submitted = unix_now();
+    let live = 40 + 10 + 5 + 2;
+    let recounted = wait_until(Duration::from_secs(40), || async {
+        counted(&cluster).0 > submitted
+    })
+    .await;
+    let (_, n) = counted(&cluster);
+    assert!(
+        recounted && n == live,
+        "slurmctld counted {n} live jobs, not {live}"
+    );
+
+    let key = cluster.key_file.to_string_lossy().into_owned();
+    let version = cluster.api_versions.last().unwrap().clone();
+    let exporter = Process::start(
+        &[
+            "exporter",
+            "--no-kubernetes",
+            "--interval",
+            "1s",
+            "--api-version",
+            &version,
+            "--jwt-key-file",
+            &key,
+            "--request-max-jobs",
+            BOUND,
+        ],
+        &[
+            ("SLURM_REST_URL", &cluster.url),
+            ("SLURM_USER", &cluster.user),
+            ("SLURM_CLUSTER", &cluster.name),
+        ],
+    );
+    exporter.wait_ready(Duration::from_secs(30)).await;
+    agrees(&exporter, &cluster, 30, "read id by id").await;
+    let m = exporter.metrics().await;
+    assert!(requests(&m, "accounting") >= 1.0, "accounting said nothing");
+    assert!(
+        requests(&m, "single") >= live as f64,
+        "jobs were not read one by one"
+    );
+
+    // Followed as a short list is, without a whole read.
+    for _ in 0..3 {
+        elastic(&[]);
+    }
+    let _ = cluster
+        .cmd("scancel")
+        .args([
+            "--name=long-queue",
+            "--state=PENDING",
+            "--partition=elastic",
+        ])
+        .status();
+    agrees(
+        &exporter,
+        &cluster,
+        30,
+        "3 more, then the elastic ones cancelled",
+    )
+    .await;
+    let id = elastic(&[]);
+    let _ = cluster.cmd("scontrol").args(["hold", &id]).status();
+    agrees(&exporter, &cluster, 30, "one more, held").await;
+
+    let m = exporter.metrics().await;
+    assert_eq!(requests(&m, "full"), 0.0, "a whole /jobs was asked for");
+    assert_eq!(
+        m.get(
+            "slurm_exporter_request_duration_seconds_count",
+            &[("endpoint", "jobs")]
+        ),
+        None,
+        "a whole /jobs was asked for"
+    );
+    let log = exporter.logs();
+    assert!(
+        log.contains("reading the job list id by id") && !log.contains("WARN"),
+        "{log}"
+    );
+    let _ = cluster.cmd("scancel").arg("--user=root").status();
+}
+
+#[tokio::test]
+async fn a_long_queue_is_read_id_by_id_on_22_05() {
+    a_long_queue_is_read_id_by_id("22.05").await;
+}
+
+#[tokio::test]
+async fn a_long_queue_is_read_id_by_id_on_24_11() {
+    a_long_queue_is_read_id_by_id("24.11").await;
+}
