@@ -144,7 +144,9 @@ async fn counting_proxy(upstream: String) -> (String, Arc<Mutex<BTreeMap<&'stati
     async fn forward(State(s): State<S>, req: Request) -> Response {
         let path = req.uri().path().trim_end_matches('/').to_string();
         // A /jobs is "full" by what came back (`update_time` may still bring everything).
-        let kind = if path.ends_with("/jobs") {
+        let kind = if path.contains("/slurmdb/") {
+            "accounting"
+        } else if path.ends_with("/jobs") {
             "jobs?"
         } else if path.ends_with("/jobs/state") {
             "jobs/state"
@@ -232,18 +234,36 @@ async fn poller(bin: &Path, slurm: &Slurm, interval: &str, port: u16) -> Poller 
 
 /// The age of the poller's job data, as it exports it.
 async fn jobs_age(p: &Poller) -> Option<f64> {
-    let text = reqwest::get(format!("http://{}/metrics", p.listen))
-        .await
-        .ok()?
-        .text()
-        .await
-        .ok()?;
+    let text = metrics(p).await?;
     text.lines()
         .find(|l| {
             l.starts_with("slurm_exporter_endpoint_data_age_seconds{")
                 && l.contains("endpoint=\"jobs\"")
         })
         .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+/// Whether the poller's job list is read to the end: a list too long for one answer is
+/// published while it is read id by id (`slurm_exporter_jobs_unread` above 0; builds before
+/// that publish nothing until their one full read).
+async fn jobs_complete(p: &Poller) -> bool {
+    let Some(text) = metrics(p).await else {
+        return false;
+    };
+    let unread = text
+        .lines()
+        .find(|l| l.starts_with("slurm_exporter_jobs_unread{"))
+        .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok());
+    unread.is_none_or(|n| n == 0.0)
+}
+
+async fn metrics(p: &Poller) -> Option<String> {
+    reqwest::get(format!("http://{}/metrics", p.listen))
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()
 }
 
 struct Row {
@@ -262,7 +282,7 @@ async fn measure(
     pollers: Vec<Poller>,
     window: Duration,
 ) -> Row {
-    // Warm up: the first full /jobs of every poller, then steady state.
+    // Warm up: every poller's first complete job list, then steady state.
     let warm = Instant::now();
     let warm_limit = Duration::from_secs(
         std::env::var("SLURMSCALE_LOAD_WARMUP")
@@ -273,7 +293,7 @@ async fn measure(
     while warm.elapsed() < warm_limit {
         let mut ready = true;
         for p in &pollers {
-            ready &= jobs_age(p).await.is_some();
+            ready &= jobs_age(p).await.is_some() && jobs_complete(p).await;
         }
         if ready {
             break;
@@ -282,7 +302,7 @@ async fn measure(
     }
     if !pollers.is_empty() {
         eprintln!(
-            "[load] {shape}: first job list after {:.0?}",
+            "[load] {shape}: first complete job list after {:.0?}",
             warm.elapsed()
         );
     }

@@ -253,8 +253,6 @@ pub struct JobTracker {
     resweep: bool,
     /// Accounting could not say where the ids are: the list is read whole, however long.
     no_accounting: bool,
-    /// The list has been exact once: from then on reads keep the budget's pace.
-    settled: bool,
     /// Live jobs slurmctld counts that the sweep has not read yet.
     unread: u64,
     /// The listed job read again last, round the list (a large list's resync).
@@ -290,7 +288,6 @@ impl JobTracker {
             sweep: None,
             resweep: false,
             no_accounting: false,
-            settled: false,
             unread: 0,
             reviewed_all: 0,
             span_failures: 0,
@@ -403,9 +400,6 @@ impl JobTracker {
             let synced = self.fetch_full(src, Some(now_counters)).await?;
             return Ok((synced, effort));
         }
-        if self.uncertain.exact() {
-            self.settled = true;
-        }
         if changed {
             Ok((Synced::Changed(Box::new(self.build())), effort))
         } else {
@@ -463,9 +457,9 @@ impl JobTracker {
                 }
             }
         };
-        // Complete when slurmctld counted no more live jobs than the list holds — a count
-        // taken after the sweep began, so every job it counts has an id the sweep reads —
-        // or when every id down to the oldest is read.
+        // Read until the list holds as many live jobs as slurmctld counted — a count taken
+        // after the sweep began, so every job it counts has an id the sweep reads — or every
+        // id down to the oldest is read.
         let counted = diag.and_then(Diag::live_jobs);
         let counted_since = diag
             .filter(|d| d.jobs_counted_at.is_some_and(|t| t >= sweep.began))
@@ -482,10 +476,30 @@ impl JobTracker {
             )
             .await;
         let found = self.table.live_tasks();
-        let complete = sweep.done() || counted_since.is_some_and(|c| found >= c);
+        let mut complete = sweep.done();
         if let Err(e) = ran {
             self.sweep = Some((sweep, counters));
             return Err(e);
+        }
+        if complete {
+            // Ids given out while it read are read too, down to its old top; new jobs are
+            // then followed from the counters as they stood when it looked.
+            let newest = match sweep::newest_above(src, sweep.top(), &mut effort).await {
+                Ok(n) => n,
+                Err(e) => {
+                    self.sweep = Some((sweep, counters));
+                    return Err(e);
+                }
+            };
+            if newest > sweep.top() {
+                debug!(
+                    from = sweep.top(),
+                    to = newest,
+                    "reading the ids given out meanwhile"
+                );
+                sweep.extend(newest);
+                complete = false;
+            }
         }
         if !complete {
             self.unread = counted.map_or(1, |c| c.saturating_sub(found).max(1));
@@ -512,7 +526,14 @@ impl JobTracker {
                 "job list read id by id: complete"
             );
         }
-        // What moved while the sweep read is followed from the counters of its start.
+        // What moved while the sweep read is followed from the counters of its start: the
+        // starts and ends (jobs read early may have started since). Submissions are counted
+        // from this step's: no id was given out above the newest read since (the sweep
+        // would have gone on to it), so new ids are searched for after it.
+        let mut counters = counters;
+        if let (Some(c), Some(now)) = (counters.as_mut(), diag.and_then(Counters::of)) {
+            c.submitted = now.submitted;
+        }
         self.has_table = true;
         self.resweep = false;
         self.full_wanted = None;
@@ -592,22 +613,10 @@ impl JobTracker {
     }
 
     /// How many `/job/{id}` requests fit this step's share of slurmrestd's time.
-    /// Until a large list is first exact it is still starting: reads then take most of the
-    /// interval, as the sweep's do.
     fn singles_per_step(&self, interval: Duration) -> u32 {
-        let (share, most) = if self.reading_through() {
-            (START_SHARE, 100_000.0)
-        } else {
-            (self.budget.share(), 200.0)
-        };
-        let allowed = interval.as_secs_f64() * share;
+        let allowed = interval.as_secs_f64() * self.budget.share();
         let n = allowed / self.single_cost.as_secs_f64().max(0.0005);
-        n.clamp(4.0, most) as u32
-    }
-
-    /// A list too long for one answer that has not been exact yet.
-    fn reading_through(&self) -> bool {
-        self.large && !self.settled
+        n.clamp(4.0, 200.0) as u32
     }
 
     fn single_cost_update(&mut self, (n, took): (u32, Duration)) {
@@ -776,12 +785,7 @@ impl JobTracker {
     /// slurmctld no longer knows it); whether the table changed.
     async fn read_again(&mut self, src: &impl JobSource, id: u64) -> Result<bool> {
         let before = self.table.get(id).cloned();
-        let found = if self.reading_through() {
-            src.job_reading_through(id).await?
-        } else {
-            src.job(id).await?
-        };
-        let more = match found {
+        let more = match src.job(id).await? {
             Some(found) => {
                 self.table.merge(&found);
                 found.len() > 1
@@ -1449,6 +1453,42 @@ mod tests {
             }
             assert!(t.build().uncertain.exact(), "states {states}");
             assert!(!slurm.asked().contains(&"jobs"));
+        }
+    }
+
+    #[tokio::test]
+    async fn jobs_that_come_while_the_list_is_read_are_read_too_even_behind_ended_ones() {
+        for states in [false, true] {
+            let slurm = long_queue(states, 40);
+            let mut t = bounded(10);
+            short_step(&mut t, &slurm).await;
+            // Meanwhile: five short jobs come and go (slurmctld forgets them), then five
+            // that wait. The search for new jobs would stop at the first two forgotten ids.
+            for _ in 0..5 {
+                let id = slurm.submit("cpu");
+                slurm.start(id);
+                slurm.complete(id);
+                slurm.purge(id);
+            }
+            for _ in 0..5 {
+                slurm.submit("gpu");
+            }
+            let mut steps = 0;
+            loop {
+                let (jobs, _) = step(&mut t, &slurm).await;
+                if jobs.uncertain.exact() {
+                    assert_eq!(pending(&jobs), 35, "states {states}");
+                    break;
+                }
+                steps += 1;
+                assert!(steps < 50, "never exact: {:?}", jobs.uncertain);
+            }
+            let asked = slurm.asked();
+            assert!(!asked.contains(&"jobs"), "a whole /jobs was asked for");
+            // One look for where the ids are and one for the newest after: no second read
+            // of the whole list.
+            let accounting = asked.iter().filter(|r| **r == "accounting").count();
+            assert!(accounting <= 15, "{accounting} accounting requests: read twice?");
         }
     }
 

@@ -112,13 +112,67 @@ pub async fn span(
     Ok(Some(Span { oldest, newest }))
 }
 
+/// The newest id accounting knows, at or above `known` (which it knows): ids above a known
+/// one are known up to the newest, so a gallop (`known` + 1, 2, 4, … in one request) and
+/// finer grids between the last hit and the first miss find it.
+pub async fn newest_above(
+    src: &impl JobSource,
+    known: u64,
+    effort: &mut JobsEffort,
+) -> Result<u64> {
+    let gallop: Vec<u64> = (0..64)
+        .map_while(|k| 1u64.checked_shl(k))
+        .map_while(|d| known.checked_add(d))
+        .take_while(|p| *p <= MAX_JOB_ID)
+        .collect();
+    if gallop.is_empty() {
+        return Ok(known);
+    }
+    effort.accounting_reads += 1;
+    let hits: BTreeSet<u64> = src.accounted(&gallop).await?.into_iter().collect();
+    let mut newest = gallop
+        .iter()
+        .copied()
+        .filter(|p| hits.contains(p))
+        .max()
+        .unwrap_or(known);
+    // The newest lies below the first gallop point above the last hit.
+    let mut step = gallop
+        .iter()
+        .find(|p| **p > newest)
+        .map_or(1, |miss| miss - newest);
+    while step > 1 {
+        let finer = step.div_ceil(GRID as u64);
+        let ids: Vec<u64> = (1..=GRID as u64)
+            .map(|k| newest + k * finer)
+            .take_while(|p| *p < newest + step && *p <= MAX_JOB_ID)
+            .collect();
+        if !ids.is_empty() {
+            effort.accounting_reads += 1;
+            let hits = src.accounted(&ids).await?;
+            newest = hits
+                .into_iter()
+                .filter(|id| ids.contains(id))
+                .max()
+                .unwrap_or(newest)
+                .max(newest);
+        }
+        step = finer;
+    }
+    Ok(newest)
+}
+
 /// A read of every id from the newest down to the oldest, a window at a time.
 #[derive(Debug)]
 pub struct Sweep {
     /// The highest id not read yet (all above it, to `top`, are read).
     next: u64,
-    /// The oldest id accounting knows: no job is older.
+    /// The newest id when the sweep began (or was last extended).
+    top: u64,
+    /// The oldest id accounting knows (or, extended, the old top + 1): no job is older.
     floor: u64,
+    /// Extended to ids that came while it read: every id is read, whatever the count.
+    topping_up: bool,
     /// When the sweep began (unix seconds): a count of live jobs taken after it covers
     /// every job the sweep must find.
     pub began: i64,
@@ -132,7 +186,9 @@ impl Sweep {
     pub fn new(span: Span, began: i64) -> Self {
         Self {
             next: span.newest,
+            top: span.newest,
             floor: span.oldest.max(1),
+            topping_up: false,
             began,
             queue: Vec::new(),
             counted: false,
@@ -142,6 +198,21 @@ impl Sweep {
     /// Every live job slurmctld counted is read, or every id down to the oldest.
     pub fn done(&self) -> bool {
         self.queue.is_empty() && (self.counted || self.next < self.floor)
+    }
+
+    pub fn top(&self) -> u64 {
+        self.top
+    }
+
+    /// Goes on to the ids given out while it read, `newest` down to its old top: short jobs
+    /// among them may be gone already, and the search for new jobs, which stops at two
+    /// unknown ids in a row, would stop short of the live ones above them.
+    pub fn extend(&mut self, newest: u64) {
+        self.floor = self.top + 1;
+        self.next = newest;
+        self.top = newest;
+        self.topping_up = true;
+        self.counted = false;
     }
 
     /// Ids left to look at.
@@ -164,7 +235,7 @@ impl Sweep {
         let mut read = false;
         while !(self.done() || read && Instant::now() >= deadline) {
             let Some(id) = self.queue.pop() else {
-                if counted.is_some_and(|c| table.live_tasks() >= c) {
+                if !self.topping_up && counted.is_some_and(|c| table.live_tasks() >= c) {
                     self.counted = true;
                     break;
                 }
