@@ -383,7 +383,10 @@ impl JobTracker {
         if !whole {
             // No whole read: what only one could settle is read id by id again, and the
             // listed jobs are read again round the list instead of the periodic full list.
-            if let Some(why) = self.full_wanted.filter(|w| *w != BACKLOG) {
+            // At the full read's pace: a read of the whole list is as costly either way.
+            if let Some(why) = self.full_wanted.filter(|w| *w != BACKLOG)
+                && self.full.ready()
+            {
                 debug!(why, "reading the job list id by id again");
                 self.resweep = true;
             }
@@ -481,9 +484,11 @@ impl JobTracker {
             self.sweep = Some((sweep, counters));
             return Err(e);
         }
-        if complete {
-            // Ids given out while it read are read too, down to its old top; new jobs are
-            // then followed from the counters as they stood when it looked.
+        if complete && !sweep.topped_up() {
+            // Ids given out while it read are read too, down to its old top — once: ids
+            // given out during that short read are recent, still known to slurmctld, and the
+            // search for new jobs finds them (a busy queue gets new ids every step, so
+            // reading on until none came would never end).
             let newest = match sweep::newest_above(src, sweep.top(), &mut effort).await {
                 Ok(n) => n,
                 Err(e) => {
@@ -528,8 +533,7 @@ impl JobTracker {
         }
         // What moved while the sweep read is followed from the counters of its start: the
         // starts and ends (jobs read early may have started since). Submissions are counted
-        // from this step's: no id was given out above the newest read since (the sweep
-        // would have gone on to it), so new ids are searched for after it.
+        // from this step's: those since are searched for after the newest id read.
         let mut counters = counters;
         if let (Some(c), Some(now)) = (counters.as_mut(), diag.and_then(Counters::of)) {
             c.submitted = now.submitted;
@@ -538,6 +542,10 @@ impl JobTracker {
         self.resweep = false;
         self.full_wanted = None;
         self.counters = counters;
+        // Another read of the whole list waits its turn as a full `/jobs` would.
+        let began = Instant::now().checked_sub(sweep.work);
+        self.full
+            .done(began.unwrap_or_else(Instant::now), sweep.work, self.budget);
         self.unread = 0;
         self.next_id = None;
         self.checks.clear();
@@ -1488,8 +1496,43 @@ mod tests {
             // One look for where the ids are and one for the newest after: no second read
             // of the whole list.
             let accounting = asked.iter().filter(|r| **r == "accounting").count();
-            assert!(accounting <= 15, "{accounting} accounting requests: read twice?");
+            assert!(
+                accounting <= 15,
+                "{accounting} accounting requests: read twice?"
+            );
         }
+    }
+
+    #[tokio::test]
+    async fn a_steady_stream_of_new_jobs_does_not_keep_the_read_from_ending() {
+        let slurm = long_queue(true, 40);
+        let mut t = bounded(10);
+        let mut steps = 0;
+        loop {
+            slurm.submit("cpu");
+            let jobs = short_step(&mut t, &slurm).await;
+            if jobs.uncertain.unread == 0 {
+                break;
+            }
+            steps += 1;
+            assert!(steps < 100, "the read never ends while jobs keep coming");
+        }
+        // The jobs that came meanwhile are found by the search for new jobs, at its pace.
+        let mut jobs = t.build();
+        for _ in 0..50 {
+            if jobs.uncertain.exact() {
+                break;
+            }
+            jobs = step(&mut t, &slurm).await.0;
+        }
+        assert!(jobs.uncertain.exact(), "{:?}", jobs.uncertain);
+        let all = slurm.with(|w| {
+            w.jobs
+                .values()
+                .filter(|j| j.state == JobState::Pending)
+                .count() as u64
+        });
+        assert_eq!(pending(&jobs), all);
     }
 
     #[tokio::test]

@@ -180,6 +180,8 @@ pub struct Sweep {
     queue: Vec<u64>,
     /// The list held as many live jobs as slurmctld counted at the end of a window.
     counted: bool,
+    /// Time spent reading: what the sweep cost slurmrestd.
+    pub work: std::time::Duration,
 }
 
 impl Sweep {
@@ -192,6 +194,7 @@ impl Sweep {
             began,
             queue: Vec::new(),
             counted: false,
+            work: std::time::Duration::ZERO,
         }
     }
 
@@ -202,6 +205,11 @@ impl Sweep {
 
     pub fn top(&self) -> u64 {
         self.top
+    }
+
+    /// Extended once already.
+    pub fn topped_up(&self) -> bool {
+        self.topping_up
     }
 
     /// Goes on to the ids given out while it read, `newest` down to its old top: short jobs
@@ -225,6 +233,22 @@ impl Sweep {
     /// after the sweep began, if known — the read ends at a window's end once the table
     /// holds as many.
     pub async fn run(
+        &mut self,
+        src: &impl JobSource,
+        table: &mut JobTable,
+        (window, counted): (usize, Option<u64>),
+        deadline: Instant,
+        effort: &mut JobsEffort,
+    ) -> Result<()> {
+        let started = Instant::now();
+        let result = self
+            .read(src, table, (window, counted), deadline, effort)
+            .await;
+        self.work += started.elapsed();
+        result
+    }
+
+    async fn read(
         &mut self,
         src: &impl JobSource,
         table: &mut JobTable,
