@@ -78,36 +78,12 @@ pub async fn span(
             break;
         }
     }
-    let (Some(mut newest), Some(mut oldest)) = (newest, oldest) else {
+    let (Some(newest), Some(oldest)) = (newest, oldest) else {
         return Ok(None);
     };
-    // Each end lies within one stride of its grid hit: finer grids narrow it to one id.
-    let mut step = stride;
-    while step > 1 {
-        let finer = step.div_ceil(GRID as u64);
-        let up: Vec<u64> = (1..=GRID as u64)
-            .map(|k| newest + k * finer)
-            .take_while(|p| *p < newest + step && *p <= MAX_JOB_ID)
-            .collect();
-        let down: Vec<u64> = (1..=GRID as u64)
-            .map_while(|k| oldest.checked_sub(k * finer))
-            .take_while(|p| *p + step > oldest && *p >= 1)
-            .collect();
-        for (ids, top) in [(up, true), (down, false)] {
-            if ids.is_empty() {
-                continue;
-            }
-            effort.accounting_reads += 1;
-            let hits = src.accounted(&ids).await?;
-            let hits = hits.into_iter().filter(|id| ids.contains(id));
-            if top {
-                newest = hits.max().unwrap_or(newest).max(newest);
-            } else {
-                oldest = hits.min().unwrap_or(oldest).min(oldest);
-            }
-        }
-        step = finer;
-    }
+    // Each end lies within one stride of its grid hit.
+    let newest = narrow(src, newest, stride, true, effort).await?;
+    let oldest = narrow(src, oldest, stride, false, effort).await?;
     debug!(oldest, newest, "accounting's job ids");
     Ok(Some(Span { oldest, newest }))
 }
@@ -130,36 +106,55 @@ pub async fn newest_above(
     }
     effort.accounting_reads += 1;
     let hits: BTreeSet<u64> = src.accounted(&gallop).await?.into_iter().collect();
-    let mut newest = gallop
+    let newest = gallop
         .iter()
         .copied()
         .filter(|p| hits.contains(p))
         .max()
         .unwrap_or(known);
     // The newest lies below the first gallop point above the last hit.
-    let mut step = gallop
+    let step = gallop
         .iter()
         .find(|p| **p > newest)
         .map_or(1, |miss| miss - newest);
+    narrow(src, newest, step, true, effort).await
+}
+
+/// Narrows one end of accounting's range to one id: the end lies within `step` ids of `end`
+/// (which accounting knows), above it for the newest, below for the oldest. Finer grids of at
+/// most [`GRID`] ids, one request each, until one id.
+async fn narrow(
+    src: &impl JobSource,
+    mut end: u64,
+    mut step: u64,
+    upward: bool,
+    effort: &mut JobsEffort,
+) -> Result<u64> {
     while step > 1 {
         let finer = step.div_ceil(GRID as u64);
         let ids: Vec<u64> = (1..=GRID as u64)
-            .map(|k| newest + k * finer)
-            .take_while(|p| *p < newest + step && *p <= MAX_JOB_ID)
+            .map_while(|k| {
+                if upward {
+                    end.checked_add(k * finer)
+                } else {
+                    end.checked_sub(k * finer)
+                }
+            })
+            .take_while(|p| p.abs_diff(end) < step && (1..=MAX_JOB_ID).contains(p))
             .collect();
         if !ids.is_empty() {
             effort.accounting_reads += 1;
             let hits = src.accounted(&ids).await?;
-            newest = hits
-                .into_iter()
-                .filter(|id| ids.contains(id))
-                .max()
-                .unwrap_or(newest)
-                .max(newest);
+            let hits = hits.into_iter().filter(|id| ids.contains(id));
+            end = if upward {
+                hits.max().map_or(end, |h| h.max(end))
+            } else {
+                hits.min().map_or(end, |h| h.min(end))
+            };
         }
         step = finer;
     }
-    Ok(newest)
+    Ok(end)
 }
 
 /// A read of every id from the newest down to the oldest, a window at a time.
