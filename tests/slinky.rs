@@ -19,7 +19,7 @@ mod support;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use slurmscale_autoscaler::crd::NodeSetAutoscaler;
 use slurmscale_exporter::k8s::nodeset::v1beta1;
@@ -278,6 +278,15 @@ async fn submit_at_zero(flavor: &str) {
     })
     .await;
     drop(e);
+    // Nothing left for a later autoscaler, which reconciles every NodeSetAutoscaler, or the
+    // real slurm-operator, which runs pods for every NodeSet, to act on (the test server has
+    // no namespace controller to empty a deleted namespace).
+    let _ = Api::<NodeSetAutoscaler>::namespaced(client.clone(), &ns)
+        .delete("slinky", &DeleteParams::default())
+        .await;
+    let _ = Api::<v1beta1::NodeSet>::namespaced(client.clone(), &ns)
+        .delete("slinky", &DeleteParams::default())
+        .await;
     reset(&cluster).await;
 }
 
