@@ -469,6 +469,7 @@ impl JobTracker {
             .and_then(Diag::live_jobs);
         let deadline = Instant::now() + interval.mul_f64(START_SHARE);
         let window = IDS_PER_REQUEST.min(self.max_jobs as usize).max(1);
+        let reading = Instant::now();
         let ran = sweep
             .run(
                 src,
@@ -478,6 +479,7 @@ impl JobTracker {
                 &mut effort,
             )
             .await;
+        sweep.work += reading.elapsed();
         let found = self.table.live_tasks();
         let mut complete = sweep.done();
         if let Err(e) = ran {

@@ -175,7 +175,7 @@ pub struct Sweep {
     queue: Vec<u64>,
     /// The list held as many live jobs as slurmctld counted at the end of a window.
     counted: bool,
-    /// Time spent reading: what the sweep cost slurmrestd.
+    /// Time spent reading (its caller's count): what the sweep cost slurmrestd.
     pub work: std::time::Duration,
 }
 
@@ -228,22 +228,6 @@ impl Sweep {
     /// after the sweep began, if known — the read ends at a window's end once the table
     /// holds as many.
     pub async fn run(
-        &mut self,
-        src: &impl JobSource,
-        table: &mut JobTable,
-        (window, counted): (usize, Option<u64>),
-        deadline: Instant,
-        effort: &mut JobsEffort,
-    ) -> Result<()> {
-        let started = Instant::now();
-        let result = self
-            .read(src, table, (window, counted), deadline, effort)
-            .await;
-        self.work += started.elapsed();
-        result
-    }
-
-    async fn read(
         &mut self,
         src: &impl JobSource,
         table: &mut JobTable,
