@@ -1,7 +1,7 @@
 //! A queue longer than `--request-max-jobs`, on both real Slurms: the exporter never asks for
 //! the whole job list in one answer. It finds where the job ids are from slurmdbd's
 //! accounting, reads the list id by id from the newest down (on 24.11's v0.0.42 with
-//! `/jobs/state/` saying which ids exist; on 22.05's v0.0.38 every id), publishes what it has
+//! `/jobs/state/` saying which ids exist; on 22.05's v0.0.38 accounting which ended), publishes what it has
 //! as it goes, and ends with every family as Slurm's own commands count it; then it follows
 //! submissions, cancellations and a hold the same way, still without one full `/jobs`.
 //!
@@ -103,9 +103,38 @@ async fn a_long_queue_is_read_id_by_id(flavor: &str) {
         args.extend_from_slice(&["--wrap", "sleep 60"]);
         cluster.submit(&args)
     };
+    // A job that ran and was requeued: accounting keeps its ended run beside its new wait
+    // (it must be read), and ended jobs among the live ones, cancelled while waiting (on
+    // 22.05 accounting says they ended, on 24.11 `/jobs/state/` that they are gone).
+    let requeued = cluster.submit(&[
+        "-p",
+        "cpu",
+        "-J",
+        "long-queue",
+        "--requeue",
+        "--wrap",
+        "sleep 300",
+    ]);
+    let ran = wait_until(Duration::from_secs(30), || async {
+        cluster
+            .run("squeue", &["-h", "-j", &requeued, "-o", "%T"])
+            .trim()
+            == "RUNNING"
+    })
+    .await;
+    assert!(ran, "job {requeued} never started");
+    cluster.run("scontrol", &["requeue", &requeued]);
+    let mut cancelled = Vec::new();
     for i in 0..40 {
         elastic(if i % 5 == 0 { &["-N", "2"] } else { &[] });
+        if i % 2 == 0 {
+            cancelled.push(elastic(&[]));
+        }
     }
+    cluster.run(
+        "scancel",
+        &cancelled.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
     elastic(&["--array=1-10"]);
     for _ in 0..5 {
         elastic(&["--hold"]);
@@ -116,7 +145,7 @@ async fn a_long_queue_is_read_id_by_id(flavor: &str) {
     // The exporter decides from slurmctld's own count, taken every 30 s: one taken after
     // the last submission.
     let submitted = unix_now();
-    let live = 40 + 10 + 5 + 2;
+    let live = 1 + 40 + 10 + 5 + 2;
     let recounted = wait_until(Duration::from_secs(40), || async {
         counted(&cluster).0 > submitted
     })
@@ -153,7 +182,7 @@ async fn a_long_queue_is_read_id_by_id(flavor: &str) {
     let m = exporter.metrics().await;
     assert!(requests(&m, "accounting") >= 1.0, "accounting said nothing");
     // Each record once at least (an array's pending tasks are one record).
-    let records = 40 + 1 + 5 + 2;
+    let records = 1 + 40 + 1 + 5 + 2;
     assert!(
         requests(&m, "single") >= records as f64,
         "jobs were not read one by one"

@@ -132,6 +132,7 @@ fn main() {
         total_gpus: Some(NODES * 8),
         max_nodes_per_job: None,
         node_list: String::new(),
+        never_suspends: false,
     };
     println!("{NODES} nodes ({} up), {JOBS} pending jobs", nodes.len());
     for (case, distinct) in [("site mix", false), ("memory sizes all distinct", true)] {

@@ -59,6 +59,9 @@ pub struct PlannedView {
     /// Records slurmctld lists in the partition that `/nodes` does not show (22.05 hides
     /// powered-down CLOUD nodes without `PrivateData=cloud`).
     pub hidden: Vec<String>,
+    /// The partition, when it has `SuspendTime=INFINITE`: slurmctld never asks for a node
+    /// to go, so pods would stay for good.
+    pub never_suspends: Option<String>,
 }
 
 /// The node records of the target's pods, as slurmctld has them.
@@ -152,7 +155,9 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         }
     });
     let planned = match (inputs.ordinals, &records, snap) {
-        (true, Some(view), Some(snap)) => planned(&ctl.seam.pool, nsa, &target, view, snap).await?,
+        (true, Some(view), Some(snap)) => {
+            planned(&ctl.seam.pool, nsa, (&target, &partitions[0]), view, snap).await?
+        }
         _ => None,
     };
     let slurm_api = snap.and_then(|s| s.api_version);
@@ -184,7 +189,7 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
 async fn planned<P: PoolReader>(
     reader: &P,
     nsa: &NodeSetAutoscaler,
-    target: &Target,
+    (target, partition): (&Target, &str),
     view: &RecordsView,
     snap: &ClusterSnapshot,
 ) -> Result<Option<PlannedView>> {
@@ -229,10 +234,18 @@ async fn planned<P: PoolReader>(
         .filter(|r| view.existing.contains(*r) && !by_name.contains_key(r.as_str()))
         .cloned()
         .collect();
+    let never_suspends = snap
+        .partitions
+        .data
+        .as_deref()
+        .and_then(|ps| ps.iter().find(|p| &*p.name == partition))
+        .filter(|p| p.never_suspends)
+        .map(|p| p.name.to_string());
     Ok(Some(PlannedView {
         ordinals,
         pods: pods.into_iter().map(|p| p.map(|p| p.0)).collect(),
         hidden,
+        never_suspends,
     }))
 }
 

@@ -197,6 +197,11 @@ impl Policy for FollowSlurm {
                 view.hidden.join(",")
             ));
         }
+        if let Some(partition) = &view.never_suspends {
+            return hold(format!(
+                "partition {partition} has SuspendTime=INFINITE: slurmctld never powers its nodes down, so pods it asked for would stay for good; set SuspendTime, SuspendTimeout and ResumeTimeout on it (README: Slurm-planned NodeSets)"
+            ));
+        }
         let d = slurm_planned::decide(&view.ordinals, current, obs.target.status_replicas);
         let reason = match d.replicas.cmp(&current) {
             std::cmp::Ordering::Greater => Reason::ScaleUp,

@@ -204,6 +204,7 @@ fn snapshot(taken: SystemTime, partition: &str, nodes: Vec<Node>, jobs: &[u64]) 
             total_gpus: Some(0),
             max_nodes_per_job: None,
             node_list: format!("{partition}[1-8]"),
+            never_suspends: false,
         }]),
     );
     snap
@@ -854,7 +855,8 @@ async fn slurm_planned_moves_nothing_on_stale_data_or_while_the_nodeset_changes(
 }
 
 #[tokio::test]
-async fn slurm_planned_refuses_a_nodeset_without_slurmd_b_and_records_hidden_from_it() {
+async fn slurm_planned_refuses_a_nodeset_without_slurmd_b_records_hidden_from_it_or_a_partition_that_never_suspends()
+ {
     let rig = planned_rig(json!({}), 0);
     rig.fake.with(|w| {
         w.targets
@@ -890,6 +892,21 @@ async fn slurm_planned_refuses_a_nodeset_without_slurmd_b_and_records_hidden_fro
     assert!(scales(&writes).is_empty(), "{writes:?}");
     let message = rig.status().last_decision.unwrap().message;
     assert!(message.contains("PrivateData=cloud"), "{message}");
+    // Every record shown, but the partition has SuspendTime=INFINITE: nothing would ever
+    // power down. Frozen, saying so.
+    let mut snap = planned_snapshot(at(0), [up, OFF, OFF, OFF]);
+    let mut partitions = snap.partitions.data.as_deref().unwrap().to_vec();
+    partitions[0].never_suspends = true;
+    snap.partitions
+        .succeed(at(0), Duration::from_millis(5), Some(partitions));
+    rig.slurm(snap);
+    let writes = rig.reconcile().await;
+    assert!(scales(&writes).is_empty(), "{writes:?}");
+    let message = rig.status().last_decision.unwrap().message;
+    assert!(message.contains("SuspendTime=INFINITE"), "{message}");
+    // Set up: the powered-up record is followed.
+    rig.slurm(planned_snapshot(at(0), [up, OFF, OFF, OFF]));
+    assert_eq!(scales(&rig.reconcile().await), [1]);
 }
 
 #[tokio::test]

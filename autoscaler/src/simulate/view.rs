@@ -110,6 +110,7 @@ impl SlurmView {
                 total_gpus: Some(u64::from(max) * u64::from(shape.gpus)),
                 max_nodes_per_job: None,
                 node_list: format!("{name}-[0-{}]", max.saturating_sub(1)),
+                never_suspends: false,
             }]),
             partition_list: Arc::from(vec![name.clone()]),
             cursor: 0,

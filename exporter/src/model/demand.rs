@@ -349,6 +349,7 @@ mod tests {
             total_gpus: gpus.map(|g| nodes * g),
             max_nodes_per_job: None,
             node_list: String::new(),
+            never_suspends: false,
         }
     }
 

@@ -264,6 +264,9 @@ pub struct Partition {
     pub max_nodes_per_job: Option<u64>,
     /// The node list expression, e.g. `c[1-4]`.
     pub node_list: String,
+    /// `SuspendTime=INFINITE` on the partition: slurmctld never powers its nodes down
+    /// (v0.0.40 on says so; v0.0.38 does not, and a global setting never shows).
+    pub never_suspends: bool,
 }
 
 /// Job states, as far as counting needs them. Unknown states are `Other`.

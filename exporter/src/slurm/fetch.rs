@@ -257,10 +257,14 @@ pub async fn job_states(
 /// slurmdbd's "Nothing found" (22.05 sends it as an error with an empty answer).
 const NOTHING_FOUND: i64 = 9003;
 
-/// Which of `ids` accounting has a record of, in any state (ended long ago included), from
+/// The records accounting has of `ids`, in any state (ended long ago included), from
 /// slurmdbd's `/slurmdb/…/jobs?step=…`: v0.0.38 takes one comma list, later versions the key
-/// repeated (each refuses the other's form).
-pub async fn accounted(client: &SlurmClient, version: ApiVersion, ids: &[u64]) -> Result<Vec<u64>> {
+/// repeated (each refuses the other's form). An array's tasks come with their array's id.
+pub async fn accounted(
+    client: &SlurmClient,
+    version: ApiVersion,
+    ids: &[u64],
+) -> Result<Vec<StateEntry>> {
     let list: Vec<String> = ids.iter().map(u64::to_string).collect();
     let query = if version == ApiVersion::V0038 {
         format!("jobs?step={}", list.join("%2C"))
@@ -279,7 +283,7 @@ pub async fn accounted(client: &SlurmClient, version: ApiVersion, ids: &[u64]) -
         Fetched::Body { status, bytes } => (status, bytes),
         Fetched::NotModified => return Err(decode_error("304 without update_time".into())),
     };
-    let decoded = tokio::task::spawn_blocking(move || wire::decode_accounted_ids(&bytes))
+    let decoded = tokio::task::spawn_blocking(move || wire::decode_accounted(&bytes))
         .await
         .map_err(|e| decode_error(format!("decoder stopped: {e}")))?
         .map_err(|e| decode_error(e.to_string()))?;

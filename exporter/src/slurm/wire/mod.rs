@@ -8,6 +8,9 @@
 //! `null`. Large answers are decoded straight from the response bytes, borrowing strings,
 //! and `/jobs` is aggregated while it is parsed, so no per-job tree is ever built.
 
+use crate::model::JobState;
+use crate::model::job_table::StateEntry;
+
 pub mod v0038;
 pub mod v0040;
 pub mod v0041;
@@ -25,18 +28,88 @@ pub use envelope::{
 pub(crate) use lenient::wire_struct;
 
 wire_struct! {
-    /// A job record of slurmdbd's `/slurmdb/…/jobs`, of which only the id is read: the same
-    /// name in every version.
-    struct AccountedJob {
+    /// A job record of slurmdbd's `/slurmdb/…/jobs`, of which only the id and the state are
+    /// read: the same names in every version (the state a string in v0.0.38, a list later).
+    struct AccountedJob<'a> {
         job_id: Num,
+        state: AccountedState<'a>,
     }
 }
 
-/// The job ids of a `/slurmdb/…/jobs` answer (any version).
-pub fn decode_accounted_ids(bytes: &[u8]) -> serde_json::Result<Decoded<Vec<u64>>> {
-    decode_list(bytes, "jobs", |j: AccountedJob| j.job_id.unsigned())
+wire_struct! {
+    struct AccountedState<'a> {
+        current: Words<'a>,
+    }
 }
+
+/// The jobs of a `/slurmdb/…/jobs` answer (any version), each with its state: the first word,
+/// or [`JobState::Other`] when flags follow it (a requeued job's record is not an end).
+pub fn decode_accounted(bytes: &[u8]) -> serde_json::Result<Decoded<Vec<StateEntry>>> {
+    decode_list(bytes, "jobs", |j: AccountedJob| {
+        let words = &j.state.current;
+        Some(StateEntry {
+            id: j.job_id.unsigned()?,
+            task: None,
+            state: match words.0.len() {
+                1 => JobState::parse(words.first()),
+                _ => JobState::Other,
+            },
+        })
+    })
+}
+
 pub use lenient::{
     EachSeed, FirstWord, Flag, GresDetailGpus, Lenient, List, Num, RawKey, Str, Words,
     key_signature, mib, micros,
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records as 22.05 (v0.0.38: a state string) and 24.11 (v0.0.42: a list) answered for a
+    /// job that ran and was requeued — its ended run beside its new wait — and for ended ones.
+    #[test]
+    fn accounting_records_keep_a_requeue_apart_from_an_end() {
+        let v0038 = br#"{"jobs": [
+            {"job_id": 74, "state": {"current": "REQUEUED", "reason": "None"}},
+            {"job_id": 74, "state": {"current": "PENDING", "reason": "None"}},
+            {"job_id": 76, "state": {"current": "CANCELLED", "reason": "None"}}]}"#;
+        let v0042 = br#"{"jobs": [
+            {"job_id": 74, "state": {"current": ["PENDING", "REQUEUED"], "reason": "None"}},
+            {"job_id": 74, "state": {"current": ["PENDING"], "reason": "None"}},
+            {"job_id": 76, "state": {"current": ["CANCELLED"], "reason": "None"}}]}"#;
+        for body in [&v0038[..], &v0042[..]] {
+            let states: Vec<(u64, JobState)> = decode_accounted(body)
+                .unwrap()
+                .data
+                .iter()
+                .map(|e| (e.id, e.state))
+                .collect();
+            assert_eq!(
+                states,
+                [
+                    (74, JobState::Other),
+                    (74, JobState::Pending),
+                    (76, JobState::Cancelled)
+                ]
+            );
+        }
+    }
+
+    /// `SuspendTime=INFINITE` on a partition, as 24.11 shows it; unset is the global value.
+    #[test]
+    fn a_partition_that_never_suspends_is_told_from_one_left_to_the_global_setting() {
+        let body = br#"{"partitions": [
+            {"name": "gpu", "suspend_time": {"set": false, "infinite": true, "number": 0}},
+            {"name": "cpu", "suspend_time": {"set": false, "infinite": false, "number": 0}},
+            {"name": "planned", "suspend_time": {"set": true, "infinite": false, "number": 10}}]}"#;
+        let never: Vec<bool> = v0042::decode_partitions(body)
+            .unwrap()
+            .data
+            .iter()
+            .map(|p| p.never_suspends)
+            .collect();
+        assert_eq!(never, [true, false, false]);
+    }
+}

@@ -182,6 +182,7 @@ pub fn decode_partitions(bytes: &[u8]) -> serde_json::Result<Decoded<Vec<Partiti
             total_gpus: tres_gpus(p.tres.as_str()),
             max_nodes_per_job: p.maximum_nodes_per_job.unsigned().filter(|m| *m > 0),
             node_list: p.nodes.0.into_owned(),
+            never_suspends: false,
         })
     })
 }

@@ -247,6 +247,13 @@ wire_struct! {
 }
 
 wire_struct! {
+    /// A `{set, infinite, number}` whose "infinite" matters (a [`Num`] reads it as unset).
+    struct NoVal {
+        infinite: Flag,
+    }
+}
+
+wire_struct! {
     struct WirePartition<'a> {
         name: Str<'a>,
         nodes: PartitionNodes<'a>,
@@ -254,6 +261,7 @@ wire_struct! {
         tres: PartitionTres<'a>,
         partition: PartitionState<'a>,
         maximums: Maximums,
+        suspend_time: NoVal,
     }
 }
 
@@ -268,6 +276,7 @@ pub fn decode_partitions(bytes: &[u8]) -> serde_json::Result<Decoded<Vec<Partiti
             total_gpus: tres_gpus(p.tres.configured.as_str()),
             max_nodes_per_job: p.maximums.nodes.unsigned().filter(|m| *m > 0),
             node_list: p.nodes.configured.0.into_owned(),
+            never_suspends: p.suspend_time.infinite.0,
         })
     })
 }
