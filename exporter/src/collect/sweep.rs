@@ -230,10 +230,12 @@ impl Sweep {
         self.queue.len() as u64 + (self.next + 1).saturating_sub(self.floor)
     }
 
-    /// Reads on until `deadline` (one job at least) or the end, `window` ids at a time, into
-    /// `table` (jobs gone from slurmctld leave it). `counted`: live jobs slurmctld counted
-    /// after the sweep began, if known — the read ends at a window's end once the table
-    /// holds as many.
+    /// Reads on until `deadline` (one request at least: a job, or the next window's states)
+    /// or the end, `window` ids at a time, into `table` (jobs gone from slurmctld leave it).
+    /// `counted`: live jobs slurmctld counted after the sweep began, if known — the read ends
+    /// at a window's end once the table holds as many. A step ends on time even where
+    /// thousands of ended ids lie above the live ones, so what is known is published and the
+    /// other endpoints are polled meanwhile.
     pub async fn run(
         &mut self,
         src: &impl JobSource,
@@ -242,17 +244,18 @@ impl Sweep {
         deadline: Instant,
         effort: &mut JobsEffort,
     ) -> Result<()> {
-        let mut read = false;
-        while !(self.done() || read && Instant::now() >= deadline) {
+        let mut asked = false;
+        while !(self.done() || asked && Instant::now() >= deadline) {
             let Some(id) = self.queue.pop() else {
                 if !self.topping_up && counted.is_some_and(|c| table.live_tasks() >= c) {
                     self.counted = true;
                     break;
                 }
                 self.next_window(src, table, window, effort).await?;
+                asked = true;
                 continue;
             };
-            read = true;
+            asked = true;
             effort.single_reads += 1;
             match src.job_reading_through(id).await {
                 Ok(Some(found)) => table.merge(&found),
