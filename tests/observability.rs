@@ -292,19 +292,15 @@ async fn kubernetes_fixtures(cluster: &SlurmCluster) -> (String, String) {
     .unwrap();
 
     let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
-    for name in ["elastic", "cpu"] {
-        let mut nodeset = v1beta1::NodeSet::new(
-            name,
-            v1beta1::NodeSetSpec {
-                replicas: Some(0),
-                ..Default::default()
-            },
-        );
-        nodeset.metadata.annotations = Some(
-            [("slurmscale.io/cluster".to_string(), cluster.name.clone())]
-                .into_iter()
-                .collect(),
-        );
+    for name in ["elastic", "cpu", "planned"] {
+        // `planned` is the harness's power-saving partition, for a slurm-planned autoscaler
+        // (whose pods' slurmd must run with -b).
+        let nodeset: v1beta1::NodeSet = serde_json::from_value(json!({
+            "apiVersion": "slinky.slurm.net/v1beta1", "kind": "NodeSet",
+            "metadata": {"name": name, "annotations": {"slurmscale.io/cluster": cluster.name}},
+            "spec": {"replicas": 0, "slurmd": {"args": ["-b"]}},
+        }))
+        .unwrap();
         nodesets
             .create(&PostParams::default(), &nodeset)
             .await
@@ -325,6 +321,8 @@ async fn kubernetes_fixtures(cluster: &SlurmCluster) -> (String, String) {
             "slurm": {"cluster": cluster.name, "partitions": ["cpu"]},
             "minReplicas": 0, "maxReplicas": 4,
             "colocation": {"pool": pool, "minSlurmNodes": 0, "podSelector": {"app": pool}}}}),
+        json!({"name": "planned", "spec": {"scaleTargetRef": {"name": "planned"},
+            "slurm": {"cluster": cluster.name}, "maxReplicas": 4, "mode": "SlurmPlanned"}}),
         json!({"name": "missing", "spec": {"scaleTargetRef": {"name": "not-there"},
             "slurm": {"cluster": cluster.name, "partitions": ["cpu"]},
             "minReplicas": 0, "maxReplicas": 4}}),
@@ -344,6 +342,15 @@ async fn kubernetes_fixtures(cluster: &SlurmCluster) -> (String, String) {
 
 async fn remove_fixtures(ns: &str, node_name: &str) {
     let client = kube_client().await;
+    // The test server has no namespace controller: autoscalers left behind would be
+    // reconciled by later tests' autoscalers, which act (a slurm-planned one makes records).
+    let (delete, every) = (DeleteParams::default(), kube::api::ListParams::default());
+    let _ = Api::<NodeSetAutoscaler>::namespaced(client.clone(), ns)
+        .delete_collection(&delete, &every)
+        .await;
+    let _ = Api::<v1beta1::NodeSet>::namespaced(client.clone(), ns)
+        .delete_collection(&delete, &every)
+        .await;
     let _ = Api::<GenericNode>::all(client.clone())
         .delete(node_name, &DeleteParams::default())
         .await;
