@@ -1049,8 +1049,10 @@ mod tests {
             self.with(|w| w.counters.completed += 1);
         }
 
-        /// The job ended long ago: slurmctld forgot it (accounting has not).
-        fn purge(&self, id: u64) {
+        /// The job ran and ended long ago: slurmctld forgot it (accounting has not).
+        fn ended_long_ago(&self, id: u64) {
+            self.start(id);
+            self.complete(id);
             self.with(|w| w.jobs.remove(&id));
         }
 
@@ -1376,9 +1378,7 @@ mod tests {
         for i in 0..n {
             let id = slurm.submit(if i % 2 == 0 { "cpu" } else { "gpu" });
             if i % 4 == 1 {
-                slurm.start(id);
-                slurm.complete(id);
-                slurm.purge(id);
+                slurm.ended_long_ago(id);
             }
         }
         slurm
@@ -1490,9 +1490,7 @@ mod tests {
             // that wait. The search for new jobs would stop at the first two forgotten ids.
             for _ in 0..5 {
                 let id = slurm.submit("cpu");
-                slurm.start(id);
-                slurm.complete(id);
-                slurm.purge(id);
+                slurm.ended_long_ago(id);
             }
             for _ in 0..5 {
                 slurm.submit("gpu");
@@ -1591,9 +1589,7 @@ mod tests {
         slurm.with(|w| w.accounted_from = Some(1));
         for _ in 0..30 {
             let id = slurm.submit("cpu");
-            slurm.start(id);
-            slurm.complete(id);
-            slurm.purge(id);
+            slurm.ended_long_ago(id);
         }
         for _ in 0..20 {
             slurm.submit("cpu");
