@@ -311,8 +311,9 @@ impl Sweep {
 }
 
 /// Which of `ids` accounting does not say ended for good: without filtered `/jobs/state/`
-/// (before v0.0.42) every id would cost a `/job/{id}` — 2 ms of slurmrestd and slurmctld
-/// for one that ended, and most ids of a busy site's range did (accounting: 0.2–0.3 ms an id).
+/// (before v0.0.42) every id would cost a `/job/{id}` — about 1.2 ms of slurmrestd and 0.4 ms
+/// of slurmctld for one that ended, and most ids of a busy site's range did (accounting: about
+/// 0.5 ms of slurmrestd an id; measured on 22.05, exporter/benches/README.md).
 /// Ends a job may come back from (node failure, preemption, boot failure: requeued) are read.
 /// `None` when accounting did not answer: every id is read, the sweep goes on.
 async fn not_ended(
