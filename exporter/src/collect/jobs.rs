@@ -1399,6 +1399,11 @@ mod tests {
         t.build()
     }
 
+    /// How many of the requests `asked` were `what`.
+    fn times(asked: &[&str], what: &str) -> usize {
+        asked.iter().filter(|r| **r == what).count()
+    }
+
     fn pending(jobs: &Jobs) -> u64 {
         ["cpu", "gpu"]
             .iter()
@@ -1444,7 +1449,7 @@ mod tests {
             assert!(jobs.uncertain.exact(), "{:?}", jobs.uncertain);
             slurm.asked();
             assert!(!asked.contains(&"jobs"), "a whole /jobs was asked for");
-            let accounting = asked.iter().filter(|r| **r == "accounting").count();
+            let accounting = times(&asked, "accounting");
             // The coarsest grid (8 requests at most), then two finer ones at each end; before
             // v0.0.42 one more a window of 10 ids (which ended?).
             let windows = if states { 0 } else { 4 };
@@ -1454,7 +1459,7 @@ mod tests {
             );
             // Ids slurmctld forgot cost no read: /jobs/state/ says they are gone, or (before
             // v0.0.42) accounting says they ended.
-            let reads = asked.iter().filter(|r| **r == "job").count();
+            let reads = times(&asked, "job");
             assert_eq!(reads, 30, "states {states}");
             // From then on no whole list either: the periodic full read gives way to a few
             // listed jobs read again each step, round the list.
@@ -1509,7 +1514,7 @@ mod tests {
             assert!(!asked.contains(&"jobs"), "a whole /jobs was asked for");
             // One look for where the ids are and one for the newest after: no second read
             // of the whole list.
-            let accounting = asked.iter().filter(|r| **r == "accounting").count();
+            let accounting = times(&asked, "accounting");
             let windows = if states { 0 } else { 6 };
             assert!(
                 accounting <= 15 + windows,
@@ -1534,7 +1539,7 @@ mod tests {
             last = pending(&jobs);
         }
         let asked = slurm.asked();
-        let reads = asked.iter().filter(|r| **r == "job").count() as u64;
+        let reads = times(&asked, "job") as u64;
         assert!(reads >= 10, "{reads} reads in 15 steps: {asked:?}");
         assert!(last < reads, "forgotten ids were read too: {last} pending");
         // Back: the rest is read as before, and the list completes.
