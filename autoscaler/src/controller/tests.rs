@@ -855,8 +855,7 @@ async fn slurm_planned_moves_nothing_on_stale_data_or_while_the_nodeset_changes(
 }
 
 #[tokio::test]
-async fn slurm_planned_refuses_a_nodeset_without_slurmd_b_records_hidden_from_it_or_a_partition_that_never_suspends()
- {
+async fn slurm_planned_refuses_a_nodeset_or_slurm_not_set_up_for_it() {
     let rig = planned_rig(json!({}), 0);
     rig.fake.with(|w| {
         w.targets
