@@ -27,7 +27,7 @@ pub async fn run(args: ExporterArgs) -> Result<()> {
         per_owner: args.per_user_metrics,
         budget: args.slurm.poll_budget,
         request_max_jobs: args.slurm.request_max_jobs,
-        active: None,
+        ..CollectorOptions::default()
     };
     let stop = CancellationToken::new();
     let changed = Arc::new(Notify::new());

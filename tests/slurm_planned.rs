@@ -57,6 +57,7 @@ async fn reset(cluster: &SlurmCluster) {
                 .await;
         }
     }
+    let _ = std::fs::remove_file(&cluster.wake_file);
     let c = cluster.clone();
     tokio::task::spawn_blocking(move || support::elastic::reset_planned(&c))
         .await
@@ -220,6 +221,8 @@ async fn setup(
         .await
         .unwrap();
     let a = support::elastic::scontrol_autoscaler(client, cluster, "planned-lease").await;
+    // slurmctld's ResumeProgram (the one the README documents) wakes this autoscaler.
+    std::fs::write(&cluster.wake_file, format!("127.0.0.1:{}", a.port)).unwrap();
     (nodesets, autoscalers, a)
 }
 
@@ -311,6 +314,11 @@ async fn follows_slurmctlds_power_requests(flavor: &str) {
         unrequested,
         f64::from(top + 1 - 2),
         "pods beyond the two asked for are counted: nodes {nodes:?}"
+    );
+    let wakes = m.get("slurmscale_autoscaler_wakes_total", &[]);
+    assert!(
+        wakes.is_some_and(|w| w >= 1.0),
+        "slurmctld's ResumeProgram did not reach POST /wake: {wakes:?}"
     );
 
     // Idle for SuspendTime: slurmctld powers both down, their pods go, and the records the
@@ -472,4 +480,78 @@ async fn a_nodeset_without_slurmd_b_is_refused() {
     assert_eq!(scaled, Some(0), "a refused NodeSet was scaled");
     let _ = autoscalers.delete(NODESET, &Default::default()).await;
     drop(a);
+}
+
+/// `POST /wake`, what the documented ResumeProgram calls, reads Slurm's nodes at once rather
+/// than at the next poll, and a standby, which reads nothing, answers 503 so the program
+/// tries again (through a Service, perhaps reaching the leader).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wake_reads_slurms_nodes_at_once_and_a_standby_declines() {
+    let cluster = SlurmCluster::get("24.11");
+    let client = kube_client().await;
+    let lease = namespace(&client, "wake-lease").await;
+    // Polls a minute apart: any fresh read within seconds is the wake's.
+    let slow = ["--interval", "60s"];
+    let (a, b) = (
+        support::autoscaler(&cluster, &lease, &slow),
+        support::autoscaler(&cluster, &lease, &slow),
+    );
+    // (Not yet, until it serves.)
+    let leads = async |p: &Process| {
+        let page = p.get("/metrics").await.map(|(_, body)| body);
+        page.is_some_and(|b| {
+            support::Metrics::parse(&b).get("slurmscale_autoscaler_leader", &[]) == Some(1.0)
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (leader, standby) = loop {
+        match (leads(&a).await, leads(&b).await) {
+            (true, false) => break (&a, &b),
+            (false, true) => break (&b, &a),
+            _ if Instant::now() > deadline => panic!("no one of two replicas leads in 30 s"),
+            _ => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    };
+    let nodes_age = async || {
+        leader.metrics().await.get(
+            "slurm_exporter_endpoint_data_age_seconds",
+            &[("endpoint", "nodes")],
+        )
+    };
+    let aged = support::wait_until(Duration::from_secs(30), || async {
+        nodes_age().await.is_some_and(|age| age >= 4.0)
+    })
+    .await;
+    assert!(
+        aged,
+        "the leader's nodes never aged: {:?}",
+        nodes_age().await
+    );
+
+    assert_eq!(
+        leader.post("/wake").await.map(|(s, _)| s),
+        Some(202),
+        "the leader heeds a wake"
+    );
+    let fresh = support::wait_until(Duration::from_secs(10), || async {
+        nodes_age().await.is_some_and(|age| age < 3.0)
+    })
+    .await;
+    assert!(
+        fresh,
+        "nodes not read within 10 s of a wake (polls are 60 s apart): age {:?}",
+        nodes_age().await
+    );
+    let (status, said) = standby.post("/wake").await.expect("the standby answers");
+    assert_eq!(
+        (status, said.trim()),
+        (503, "standby: the leader polls Slurm")
+    );
+    let wakes = async |p: &Process| {
+        p.metrics()
+            .await
+            .get("slurmscale_autoscaler_wakes_total", &[])
+    };
+    assert_eq!(wakes(leader).await, Some(1.0));
+    assert_eq!(wakes(standby).await, Some(0.0));
 }

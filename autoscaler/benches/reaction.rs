@@ -16,7 +16,10 @@
 //! `mode: SlurmPlanned` (target: ≤ power_save_interval + 2 s, the interval being 1 s there):
 //! the patch follows slurmctld's power-up of the node it allocated. Between trials the bench
 //! forces the node down again (`scontrol update … state=power_down_force`) and sets the
-//! NodeSet back to 0 once slurmctld no longer asks for it.
+//! NodeSet back to 0 once slurmctld no longer asks for it. slurmctld's ResumeProgram (the
+//! harness's runs the documented `examples/autoscaler/resume-program.sh`) POSTs `/wake` to
+//! the autoscaler, which reads nodes at once; `-- slurm-planned no-wake` leaves it out (the
+//! poll alone), the baseline the same minute.
 //! Figures are written down in autoscaler/benches/README.md.
 
 use std::collections::BTreeMap;
@@ -48,6 +51,7 @@ fn env(path: &str) -> BTreeMap<String, String> {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let planned = std::env::args().any(|a| a == "slurm-planned");
+    let wake = planned && !std::env::args().any(|a| a == "no-wake");
     // The NodeSet is named after its partition.
     let (part, nodes_per_job) = if planned {
         ("planned", 1)
@@ -169,6 +173,16 @@ async fn main() {
         max_requests_per_second: None,
         kubernetes_jobs: Default::default(),
     };
+    // A port of its own, named to the harness's ResumeProgram when it is to wake us.
+    let listen = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap();
+    let wake_file = &slurm["SLURM_WAKE_FILE"];
+    if wake {
+        std::fs::write(wake_file, listen.to_string()).unwrap();
+    } else {
+        let _ = std::fs::remove_file(wake_file);
+    }
     let cfg = AutoscalerConfig {
         budget: Default::default(),
         request_max_jobs: slurmscale_exporter::collect::jobs::REQUEST_MAX_JOBS,
@@ -176,7 +190,7 @@ async fn main() {
         web: None,
         clusters: vec![cluster],
         interval: Duration::from_secs(2),
-        listen: "127.0.0.1:0".parse().unwrap(),
+        listen,
         lease: None,
         identity: "reaction-bench".into(),
         kube_timeout: slurmscale_autoscaler::actuator::DEFAULT_TIMEOUT,
@@ -230,6 +244,21 @@ async fn main() {
             "no fresh data within 10 min"
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    if planned {
+        // Slurm 24.11.5 does not allocate CLOUD records made after a dynamic node was deleted
+        // (the tests delete theirs) until a reconfigure: once, as the README tells a site.
+        scontrol(&["reconfigure"]);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        // A reconfigure leaves records resumed after earlier pods unschedulable until they
+        // are set DOWN and resumed again (README).
+        scontrol(&[
+            "update",
+            "nodename=planned-[0-3]",
+            "state=down",
+            "reason=bench",
+        ]);
+        scontrol(&["update", "nodename=planned-[0-3]", "state=resume"]);
     }
     let background = {
         let out = std::process::Command::new(format!("{}/squeue", slurm["SLURM_BIN"]))
@@ -326,7 +355,12 @@ async fn main() {
             .saturating_sub(1)
             .min(sorted.len() - 1)]
     };
-    let mode = if planned { "slurm-planned, " } else { "" };
+    let _ = std::fs::remove_file(wake_file);
+    let mode = match (planned, wake) {
+        (true, true) => "slurm-planned, woken by ResumeProgram, ",
+        (true, false) => "slurm-planned, no wake, ",
+        _ => "",
+    };
     println!("| {TRIALS} trials, {mode}poll every 2 s | p50 (≤ 2 s) | p99 (≤ 5 s) | min | max |");
     println!("|---|---|---|---|---|");
     println!(

@@ -155,6 +155,9 @@ pub async fn run(client: Client, cfg: AutoscalerConfig, stop: CancellationToken)
         }
         None => leader::Leadership::always(),
     };
+    // `POST /wake`: slurmctld's ResumeProgram says it powers nodes up; the pollers read
+    // nodes at once instead of at their next interval (slurm-planned's reaction).
+    let (wake_tx, wake_rx) = tokio::sync::watch::channel(());
     // Only the leader polls Slurm in full; a standby pings, and takes over with a fresh
     // look before its first decision (its data is stale until then: it freezes).
     let opts = CollectorOptions {
@@ -163,6 +166,7 @@ pub async fn run(client: Client, cfg: AutoscalerConfig, stop: CancellationToken)
         budget: cfg.budget,
         request_max_jobs: cfg.request_max_jobs,
         active: cfg.lease.is_some().then(|| leadership.watch()),
+        wake: Some(wake_rx),
     };
     let mut clusters = BTreeMap::new();
     for c in &cfg.clusters {
@@ -211,6 +215,7 @@ pub async fn run(client: Client, cfg: AutoscalerConfig, stop: CancellationToken)
     ));
     tokio::spawn(controller.clone().run(changed, stop.clone()));
 
+    let leading = leadership.clone();
     let rx = render_page(
         clusters,
         controller.metrics.clone(),
@@ -226,6 +231,15 @@ pub async fn run(client: Client, cfg: AutoscalerConfig, stop: CancellationToken)
         } else {
             Err("NodeSetAutoscalers not listed yet".into())
         }
+    }));
+    let metrics = controller.metrics.clone();
+    state.wake = Some(Arc::new(move || {
+        if !leading.is_leader() {
+            return Err("standby: the leader polls Slurm".into());
+        }
+        metrics.lock().unwrap_or_else(|e| e.into_inner()).wakes += 1;
+        wake_tx.send_replace(());
+        Ok(())
     }));
     server::serve_with(cfg.listen, state, stop, cfg.web.as_ref()).await?;
     Ok(())

@@ -60,6 +60,8 @@ pub struct AutoscalerMetrics {
     pub rows: BTreeMap<String, Row>,
     pub errors: BTreeMap<&'static str, u64>,
     pub leader: bool,
+    /// `POST /wake` calls heeded (this replica leading).
+    pub wakes: u64,
 }
 
 pub fn collect(out: &mut Out, m: &AutoscalerMetrics) {
@@ -69,6 +71,12 @@ pub fn collect(out: &mut Out, m: &AutoscalerMetrics) {
         "1 while this replica holds the lease and may actuate.",
         &[],
         f64::from(u8::from(m.leader)),
+    );
+    out.counter(
+        "slurmscale_autoscaler_wakes_total",
+        "POST /wake calls heeded by this replica (slurmctld's ResumeProgram asking for a poll now; a standby answers 503).",
+        &[],
+        m.wakes as f64,
     );
     for (kind, n) in &m.errors {
         out.counter(

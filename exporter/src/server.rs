@@ -1,4 +1,4 @@
-//! The HTTP face: `/metrics`, `/healthz`, `/readyz`.
+//! The HTTP face: `/metrics`, `/healthz`, `/readyz`, and the autoscaler's `POST /wake`.
 //!
 //! A renderer task turns every newly published snapshot into exposition text once; a scrape
 //! only copies that text and appends a few scrape-time gauges (data ages, process metrics).
@@ -10,6 +10,10 @@
 //! `slurm_exporter_endpoint_up` and `slurm_exporter_endpoint_data_age_seconds` — restarting
 //! or unrouting the exporter would only lose that data. Until then it is 503 and says which
 //! endpoint has not answered and why.
+//!
+//! `POST /wake` (where the process has something to wake) asks for Slurm's nodes now: it
+//! only brings a read forward, at most once a second, so it needs no password, like the
+//! probes — slurmctld's ResumeProgram calls it with nothing but bash.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -20,7 +24,7 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use bytes::Bytes;
 use futures::stream;
 use prometheus::{Encoder, Registry, TextEncoder};
@@ -97,6 +101,8 @@ pub struct AppState {
     dynamic: Arc<std::sync::Mutex<Option<(std::time::Instant, Bytes)>>>,
     /// Readiness beyond the Slurm clusters (e.g. Kubernetes caches synced).
     pub extra_ready: Vec<Arc<dyn Fn() -> Result<(), String> + Send + Sync>>,
+    /// Serves `POST /wake` with it: `Err` says why this process will not poll (202 or 503).
+    pub wake: Option<Arc<dyn Fn() -> Result<(), String> + Send + Sync>>,
 }
 
 impl AppState {
@@ -112,6 +118,7 @@ impl AppState {
             page,
             process,
             extra_ready: Vec::new(),
+            wake: None,
             dynamic: Arc::default(),
         }
     }
@@ -121,8 +128,8 @@ pub fn router(state: AppState) -> Router {
     router_with(state, None)
 }
 
-/// The routes; with `users`, `/` and `/metrics` need basic auth (the probes stay open:
-/// kubelet cannot send credentials).
+/// The routes; with `users`, `/` and `/metrics` need basic auth (the probes and `/wake` stay
+/// open: kubelet and a ResumeProgram send no credentials).
 pub fn router_with(state: AppState, users: Option<Arc<web::Users>>) -> Router {
     let mut guarded = Router::new()
         .route("/", get(index))
@@ -133,10 +140,13 @@ pub fn router_with(state: AppState, users: Option<Arc<web::Users>>) -> Router {
             web::require_basic_auth,
         ));
     }
-    guarded
+    let mut open = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
-        .route("/readyz", get(readyz))
-        .with_state(state)
+        .route("/readyz", get(readyz));
+    if state.wake.is_some() {
+        open = open.route("/wake", post(wake));
+    }
+    guarded.merge(open).with_state(state)
 }
 
 /// Serves until `stop` is cancelled, then finishes in-flight requests.
@@ -186,6 +196,14 @@ pub async fn serve_on(
         .with_graceful_shutdown(stop.cancelled_owned())
         .await?;
     Ok(())
+}
+
+async fn wake(State(state): State<AppState>) -> Response {
+    match state.wake.as_ref().map(|w| w()) {
+        Some(Ok(())) => (StatusCode::ACCEPTED, "polling Slurm now\n").into_response(),
+        Some(Err(why)) => (StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n")).into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
 }
 
 async fn index() -> &'static str {

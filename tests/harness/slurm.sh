@@ -53,9 +53,11 @@
 #  * ResumeTimeout=30: a pod's slurmd registers 0.2 s after pod-up here, so 30 s is ample on a
 #    busy 2-core machine and keeps the ResumeTimeout-missed tests short. (The job then waits
 #    for slurmctld's 30 s CONFIGURING check: RUNNING 21-30 s after pod-up.)
-#  * ResumeProgram/SuspendProgram: power saving needs both; here they only log
+#  * ResumeProgram/SuspendProgram: power saving needs both; here they log
 #    `<unix time> resume|suspend HOSTLIST [SLURM_RESUME_FILE's JSON]` to log/power.log
-#    (SLURM_POWER_LOG in `env`), for tests to read.
+#    (SLURM_POWER_LOG in `env`), for tests to read, and resume then runs the documented
+#    examples/autoscaler/resume-program.sh (POST /wake) at the host:port a test or bench
+#    wrote to SLURM_WAKE_FILE, if any.
 #  * ResumeRate=0 SuspendRate=0: no rate limit. power_save_interval=1 (default 10): a
 #    power-up shows in REST /nodes ~1-1.6 s after submit. idle_on_node_suspend: a node that is
 #    DOWN or DRAINED when suspended comes back IDLE. power_save_min_interval stays 0.
@@ -244,6 +246,13 @@ echo "\$(date +%s.%N) $what \$1 \$(cat "\${SLURM_RESUME_FILE:-/dev/null}" 2>/dev
 EOF
     chmod 0755 "$dir/bin/$what"
   done
+  # And the ResumeProgram slurmscale documents, which POSTs /wake to the autoscaler a test
+  # or bench names in wake-to (host:port; SLURM_WAKE_FILE), if any.
+  cp "$HARNESS_DIR/../../examples/autoscaler/resume-program.sh" "$dir/bin/wake"
+  cat >>"$dir/bin/resume" <<EOF
+[ -s "$dir/wake-to" ] && SLURMSCALE_WAKE=\$(cat "$dir/wake-to") exec "$dir/bin/wake" "\$@"
+exit 0
+EOF
   # Each pod's slurmd runs in its own UTS and mount namespaces, under its node name, with
   # this hosts file: Slurm binds a slurmd to the address its host name resolves to, so every
   # pod gets its own loopback address at the shared SlurmdPort, as pods get their own IPs,
@@ -511,6 +520,7 @@ export SLURM_ELASTIC_NODES="${elastic_nodes[*]}"
 export SLURM_SLINKY_PARTITION=slinky
 export SLURM_PLANNED_PARTITION=planned
 export SLURM_POWER_LOG=$dir/log/power.log
+export SLURM_WAKE_FILE=$dir/wake-to
 EOF
 }
 

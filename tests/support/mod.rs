@@ -57,6 +57,8 @@ pub struct SlurmCluster {
     pub conf: PathBuf,
     pub bin: PathBuf,
     pub elastic_nodes: Vec<String>,
+    /// Where a test names the autoscaler (host:port) the harness's ResumeProgram wakes.
+    pub wake_file: PathBuf,
 }
 
 pub const FLAVORS: [&str; 2] = ["22.05", "24.11"];
@@ -88,6 +90,7 @@ impl SlurmCluster {
             conf: var("SLURM_CONF").into(),
             bin: var("SLURM_BIN").into(),
             elastic_nodes: words("SLURM_ELASTIC_NODES"),
+            wake_file: var("SLURM_WAKE_FILE").into(),
         }
     }
 
@@ -333,6 +336,17 @@ impl Process {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// POST to a path with no body; (status, body), or None while the server is not up.
+    pub async fn post(&self, path: &str) -> Option<(u16, String)> {
+        let resp = reqwest::Client::new()
+            .post(self.url(path))
+            .send()
+            .await
+            .ok()?;
+        let status = resp.status().as_u16();
+        Some((status, resp.text().await.ok()?))
+    }
+
     /// GET a path; (status, body), or None while the server is not up.
     pub async fn get(&self, path: &str) -> Option<(u16, String)> {
         let resp = reqwest::get(self.url(path)).await.ok()?;
@@ -413,10 +427,13 @@ pub fn autoscaler_with(
 ) -> Process {
     let key = cluster.key_file.to_string_lossy().into_owned();
     let kubeconfig = kubeconfig.to_string_lossy().into_owned();
-    let mut args = vec![
-        "autoscaler",
-        "--interval",
-        "1s",
+    // Every second, unless `extra` says otherwise.
+    let interval = ["--interval", "1s"];
+    let mut args = vec!["autoscaler"];
+    if !extra.contains(&"--interval") {
+        args.extend(interval);
+    }
+    args.extend([
         "--jwt-key-file",
         &key,
         "--kubeconfig",
@@ -425,7 +442,7 @@ pub fn autoscaler_with(
         lease_ns,
         "--leader-election-duration",
         "6s",
-    ];
+    ]);
     args.extend_from_slice(extra);
     Process::start(
         &args,

@@ -9,7 +9,10 @@
 //! each kind of request keeps to its [`pace`]: every `interval`, or less often when
 //! slurmrestd took long to answer it last time, so that it spends at most `budget` of its
 //! time on each. A standby (the autoscaler's replicas that do not lead) only pings, slowly;
-//! when it starts leading, every lane goes at once.
+//! when it starts leading, every lane goes at once. A wake-up (the autoscaler's `POST /wake`,
+//! which slurmctld's ResumeProgram calls as it powers nodes up) brings the work lane forward:
+//! the next read of nodes goes at once, or right after the one in flight, which may have
+//! started before the news, and at most once a [`WAKE_GAP`], however often it is called.
 
 pub mod jobs;
 pub mod pace;
@@ -39,6 +42,9 @@ use crate::snapshot::{ClusterSnapshot, EndpointState, JobsEffort};
 
 /// A standby's health poll.
 pub const STANDBY_PING: Duration = Duration::from_secs(30);
+/// The shortest time between two wake-ups' reads: slurmctld's power-save pass runs at most
+/// once a second, so a faster caller gains nothing and would only cost slurmrestd.
+pub const WAKE_GAP: Duration = Duration::from_secs(1);
 /// The most single-job reads one jobs step makes (the budget usually allows fewer).
 pub const MAX_SINGLE_READS: u32 = 50;
 
@@ -54,6 +60,9 @@ pub struct CollectorOptions {
     /// Poll while this says `true`; otherwise only ping, every [`STANDBY_PING`].
     /// `None`: always.
     pub active: Option<watch::Receiver<bool>>,
+    /// Each value sent asks for nodes and jobs now (see the module's comment). `None`: the
+    /// pace alone.
+    pub wake: Option<watch::Receiver<()>>,
 }
 
 impl Default for CollectorOptions {
@@ -64,6 +73,7 @@ impl Default for CollectorOptions {
             budget: Budget::DEFAULT,
             request_max_jobs: jobs::REQUEST_MAX_JOBS,
             active: None,
+            wake: None,
         }
     }
 }
@@ -113,6 +123,10 @@ pub struct Poller {
     busy: BTreeSet<Lane>,
     tx: watch::Sender<Arc<ClusterSnapshot>>,
     changed: Arc<Notify>,
+    /// A wake-up not yet turned into a read (one was in flight).
+    wake_pending: bool,
+    /// When the last wake-up's read was due.
+    last_wake: Option<Instant>,
 }
 
 impl Poller {
@@ -145,6 +159,8 @@ impl Poller {
             busy: BTreeSet::new(),
             tx,
             changed,
+            wake_pending: false,
+            last_wake: None,
         };
         Ok((poller, rx))
     }
@@ -157,6 +173,7 @@ impl Poller {
     pub async fn run(mut self, stop: CancellationToken) {
         let mut out: FuturesUnordered<LaneFuture> = FuturesUnordered::new();
         let mut active_rx = self.opts.active.clone();
+        let mut wake_rx = self.opts.wake.clone();
         let mut was_active = self.active();
         loop {
             let active = self.active();
@@ -175,6 +192,11 @@ impl Poller {
             }
             was_active = active;
             self.snapshot.standby = !active;
+            // A standby reads no nodes: its wake-ups go unheeded.
+            self.wake_pending &= active;
+            if self.wake_pending && !self.busy.contains(&Lane::Jobs) {
+                self.wake_up();
+            }
 
             if out.is_empty()
                 && self.snapshot.api_version.is_none()
@@ -201,9 +223,20 @@ impl Poller {
                 _ = stop.cancelled() => return,
                 Some(done) = out.next(), if !out.is_empty() => self.finish(done),
                 _ = tokio::time::sleep_until(wake.into()) => {}
-                _ = leadership_changed(&mut active_rx) => {}
+                _ = changed(&mut active_rx) => {}
+                _ = changed(&mut wake_rx) => self.wake_pending = true,
             }
         }
+    }
+
+    /// The work lane (nodes first) due now, or a [`WAKE_GAP`] after the last wake-up's.
+    fn wake_up(&mut self) {
+        let now = Instant::now();
+        let at = self.last_wake.map_or(now, |t| (t + WAKE_GAP).max(now));
+        self.last_wake = Some(at);
+        self.wake_pending = false;
+        self.nodes_pace.due_by(at);
+        self.paces.entry(Lane::Jobs).or_default().due_by(at);
     }
 
     /// Every lane once, now, whatever the pace (benchmarks and tests).
@@ -442,8 +475,9 @@ impl Poller {
     }
 }
 
-/// Waits until leadership flips (never, without a leadership to follow).
-async fn leadership_changed(rx: &mut Option<watch::Receiver<bool>>) {
+/// Waits until `rx` sees a new value — leadership flips, a wake-up — (never, without one to
+/// watch or once its sender is gone).
+async fn changed<T>(rx: &mut Option<watch::Receiver<T>>) {
     match rx {
         Some(rx) => {
             if rx.changed().await.is_err() {

@@ -127,6 +127,13 @@ impl Pace {
     pub fn now(&mut self) {
         self.next = None;
     }
+
+    /// Due by `at` at the latest (a wake-up brings the next request forward, never back).
+    pub fn due_by(&mut self, at: Instant) {
+        if self.next.is_some_and(|n| n > at) {
+            self.next = Some(at);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -181,5 +188,23 @@ mod tests {
         let b = Budget::DEFAULT;
         p.done_every(t0, Duration::ZERO, b, Duration::from_secs(2));
         assert_eq!(p.gap(), Some(Duration::from_secs(2)));
+    }
+
+    #[test]
+    fn a_wake_up_brings_the_next_request_forward_never_back() {
+        let (mut p, t0) = (Pace::default(), Instant::now());
+        p.done_every(t0, Duration::ZERO, Budget::DEFAULT, Duration::from_secs(60));
+        let soon = t0 + Duration::from_secs(1);
+        p.due_by(soon);
+        assert_eq!(p.next(), Some(soon));
+        p.due_by(t0 + Duration::from_secs(30));
+        assert_eq!(
+            p.next(),
+            Some(soon),
+            "a later wake-up does not push it back"
+        );
+        p.now();
+        p.due_by(soon);
+        assert!(p.ready(), "already due stays due");
     }
 }
