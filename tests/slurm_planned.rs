@@ -12,8 +12,9 @@
 //! are made and shown; a job at zero pods scales the NodeSet to exactly its nodes and runs
 //! on them without a requeue; once idle, slurmctld powers them down and exactly those pods
 //! go; the records the operator left DRAIN/DOWN are resumed, so the next job plans on them
-//! and runs; a record whose pod never came (DOWN at `ResumeTimeout`) is resumed too — and a
-//! NodeSet whose slurmd lacks `-b` is refused.
+//! and runs, after a `scontrol reconfigure` too (the records refreshed); a record whose pod
+//! never came (DOWN at `ResumeTimeout`) is resumed too — and a NodeSet whose slurmd lacks
+//! `-b` is refused.
 
 mod support;
 
@@ -346,15 +347,33 @@ async fn follows_slurmctlds_power_requests(flavor: &str) {
     let resumed = support::event_notes(&client, &ns, "Resume").await;
     assert!(!resumed.is_empty(), "no Resume event");
 
-    // The next job plans on the resumed records and runs.
-    let job = cluster.submit(&["-p", NODESET, "-N", "1", "--exclusive", "--wrap", "sleep 1"]);
+    // slurmctld loads its configuration again (Slinky reconfigures on every change; 24.11
+    // re-executes itself): a resumed record then takes no job until refreshed (DRAIN,
+    // RESUME), which the autoscaler does once it sees the reload in /diag. The next job,
+    // pinned to a resumed record, runs.
+    cluster.run("scontrol", &["reconfigure"]);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let job = cluster.submit(&[
+        "-p",
+        NODESET,
+        "-w",
+        &nodes[0],
+        "--exclusive",
+        "--wrap",
+        "sleep 1",
+    ]);
     support::elastic::eventually(
-        "a job runs again on a resumed record",
+        "a job runs again on a resumed record after a reconfigure",
         Duration::from_secs(90),
         &a,
         async || ran_or_runs(&cluster, &job),
     )
     .await;
+    let refreshed = support::event_notes(&client, &ns, "Refresh").await;
+    assert!(
+        refreshed.iter().any(|n| n.contains(&nodes[0])),
+        "{refreshed:?}"
+    );
     eprintln!(
         "Slurm {flavor}: sbatch -> /scale {} in {scaled:?} (job on {nodes:?}), job running in {started:?}; pods: {:?}",
         top + 1,

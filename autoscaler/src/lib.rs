@@ -1,5 +1,5 @@
 //! The slurmscale autoscaler library: the `NodeSetAutoscaler` CRD ([`crd`]), the pure
-//! planners ([`policy`], [`colocation`], and [`slurm_planned`], not yet wired) and the
+//! planners ([`policy`], [`colocation`] and [`slurm_planned`]) and the
 //! [`plan`] they return, the [`controller`]
 //! loop, the seam it acts and reads through ([`actuator`], [`slurm_nodes`], [`pool`], and
 //! their in-memory [`fakes`]), [`leader`] election, the autoscaler's [`metrics`] and the

@@ -30,6 +30,11 @@ pub struct Plan {
     pub retire: Vec<String>,
     /// Why the nodes in `resume` are resumed, for the Events that say so.
     pub resume_why: &'static str,
+    /// Slurm nodes to refresh, DRAIN then RESUME (slurm-planned: records slurmctld stopped
+    /// planning on when it loaded its configuration again), and the configuration
+    /// generation ([`slurmscale_exporter::model::Diag::config_generation`]) they are
+    /// refreshed for: `None` when nothing is to be refreshed now.
+    pub refresh: Option<(Vec<String>, (i64, u64))>,
     /// Pods this plan adds that Slurm did not ask for (slurm-planned: free ordinals below a
     /// wanted one, which the NodeSet creates first).
     pub unrequested: u64,
@@ -63,6 +68,7 @@ impl Default for Plan {
             release: Vec::new(),
             retire: Vec::new(),
             resume_why: "Slurm has demand again",
+            refresh: None,
             unrequested: 0,
             recommendation: 0,
             limited: false,

@@ -10,7 +10,12 @@
 //! removes the pod ranked first by deletion cost, and a pending or unready pod ranks before
 //! any deletion cost, so a retirement waits until every other pod is up; its scale-in leaves
 //! the record DRAIN (and the pod's preStop DOWN), which only `RESUME` clears once the pod is
-//! gone; and a record that missed `ResumeTimeout` is DOWN until resumed.
+//! gone; and a record that missed `ResumeTimeout` is DOWN until resumed. A resumed record
+//! slurmctld has not heard from since (`NOT_RESPONDING`, powered down) takes jobs until
+//! slurmctld loads its configuration again (a restart or reconfigure, as Slinky does on every
+//! config change); after that it takes none until drained and resumed once more (seen on
+//! 22.05 and 24.11): so after each reload those records are refreshed, DRAIN then RESUME,
+//! which a job allocated in between survives (a DOWN would requeue it).
 //!
 //! Pure: what slurmctld shows of each ordinal's record and which ordinals have a pod in,
 //! one [`Decision`] out. The controller's `SlurmPlanned` policy observes both, and its
@@ -104,6 +109,10 @@ pub struct Ordinal {
     /// DRAIN or DOWN left on the record by the operator's scale-in, the pod's preStop or a
     /// missed `ResumeTimeout` — ours to clear. Anyone else's (an administrator's) is not.
     pub left_drained: bool,
+    /// Powered down, idle, neither drained nor down, and not heard from since it was
+    /// resumed (`NOT_RESPONDING`): unschedulable after slurmctld loads its configuration
+    /// again, until refreshed.
+    pub unheard: bool,
     pub pod: Option<Pod>,
 }
 
@@ -114,6 +123,15 @@ impl Ordinal {
             power: Power::of(node),
             left_drained: node.is_some_and(|n| {
                 (n.state.drain() || n.state.base == NodeBase::Down) && left_by_scaling(&n.reason)
+            }),
+            unheard: node.is_some_and(|n| {
+                let f = n.state.flags;
+                n.state.base == NodeBase::Idle
+                    && !n.state.drain()
+                    && f.contains(NodeFlags::POWERED_DOWN)
+                    && f.contains(NodeFlags::NOT_RESPONDING)
+                    && !f.contains(NodeFlags::POWERING_UP)
+                    && !f.contains(NodeFlags::POWERING_DOWN)
             }),
             pod,
         }
@@ -138,6 +156,9 @@ pub struct Decision {
     pub retire: Vec<usize>,
     /// Records to `RESUME`: no pod, and left drained or failed.
     pub resume: Vec<usize>,
+    /// Records to refresh (DRAIN, then RESUME): slurmctld loaded its configuration since
+    /// the last refresh, and they are unheard, with no pod.
+    pub refresh: Vec<usize>,
     /// Free ordinals below a wanted one that the NodeSet creates first (said in Events and
     /// metrics: pods slurmctld did not ask for).
     pub extra: Vec<usize>,
@@ -146,14 +167,35 @@ pub struct Decision {
 }
 
 /// The decision for `ordinals` (index = ordinal, up to `maxReplicas`), the NodeSet at
-/// `spec_replicas` with `status_replicas` pods. `None` status (the operator has not
-/// reported) or one that differs from the spec holds the replicas: the operator is still
-/// carrying out the last change, and a second one now would be planned on a wrong count.
-pub fn decide(ordinals: &[Ordinal], spec_replicas: u64, status_replicas: Option<u64>) -> Decision {
+/// `spec_replicas` with `status_replicas` pods; `reloaded`: slurmctld has loaded its
+/// configuration since the records were last refreshed (or no one knows: a new leader).
+/// `None` status (the operator has not reported) or one that differs from the spec holds
+/// the replicas: the operator is still carrying out the last change, and a second one now
+/// would be planned on a wrong count.
+pub fn decide(
+    ordinals: &[Ordinal],
+    spec_replicas: u64,
+    status_replicas: Option<u64>,
+    reloaded: bool,
+) -> Decision {
     let mut d = Decision {
         replicas: spec_replicas,
         ..Decision::default()
     };
+    if reloaded {
+        d.refresh = ordinals
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o.pod.is_none() && o.unheard && o.power == Power::Off)
+            .map(|(i, _)| i)
+            .collect();
+    }
+    if !d.refresh.is_empty() {
+        d.steps.push(format!(
+            "refresh {} resumed record(s) (DRAIN, RESUME): slurmctld loaded its configuration again and plans on them only once refreshed",
+            d.refresh.len()
+        ));
+    }
     let live = |o: &Ordinal| matches!(o.pod, Some(Pod::Starting | Pod::Ready));
     d.resume = ordinals
         .iter()
@@ -247,6 +289,7 @@ mod tests {
         Ordinal {
             power,
             left_drained: false,
+            unheard: false,
             pod,
         }
     }
@@ -263,7 +306,7 @@ mod tests {
             ord(Power::Up, None),
             ord(Power::Off, None),
         ];
-        let d = decide(&o, 2, Some(2));
+        let d = decide(&o, 2, Some(2), false);
         assert_eq!((d.replicas, d.extra.clone()), (4, vec![]), "{d:?}");
         assert!(d.retire.is_empty() && d.resume.is_empty());
     }
@@ -277,7 +320,7 @@ mod tests {
             ord(Power::Busy, READY),
             ord(Power::Up, None),
         ];
-        let d = decide(&o, 2, Some(2));
+        let d = decide(&o, 2, Some(2), false);
         assert_eq!((d.replicas, d.extra.clone()), (4, vec![1]), "{d:?}");
         assert!(
             d.steps.iter().any(|s| s.contains("did not ask for")),
@@ -292,21 +335,25 @@ mod tests {
             ord(Power::Down, READY),
             ord(Power::Idle, READY),
         ];
-        let d = decide(&o, 3, Some(3));
+        let d = decide(&o, 3, Some(3), false);
         assert_eq!((d.replicas, d.retire.clone()), (2, vec![1]), "{d:?}");
     }
 
     #[test]
     fn nothing_moves_while_the_nodeset_is_still_changing_or_a_pod_is_starting() {
         let o = [ord(Power::Up, None), ord(Power::Down, READY)];
-        assert_eq!(decide(&o, 2, Some(1)).replicas, 2, "status behind spec");
-        assert_eq!(decide(&o, 2, None).replicas, 2, "no status");
+        assert_eq!(
+            decide(&o, 2, Some(1), false).replicas,
+            2,
+            "status behind spec"
+        );
+        assert_eq!(decide(&o, 2, None, false).replicas, 2, "no status");
         // A retirement waits for the starting pod (the operator would remove it first).
         let o = [
             ord(Power::Down, READY),
             ord(Power::Idle, Some(Pod::Starting)),
         ];
-        let d = decide(&o, 2, Some(2));
+        let d = decide(&o, 2, Some(2), false);
         assert_eq!((d.replicas, d.retire.clone()), (2, vec![]), "{d:?}");
         // A power-up and a power-down together: the power-up first.
         let o = [
@@ -314,7 +361,7 @@ mod tests {
             ord(Power::Idle, READY),
             ord(Power::Up, None),
         ];
-        let d = decide(&o, 2, Some(2));
+        let d = decide(&o, 2, Some(2), false);
         assert_eq!((d.replicas, d.retire.clone()), (3, vec![]), "{d:?}");
     }
 
@@ -323,6 +370,7 @@ mod tests {
         let drained = Ordinal {
             power: Power::Off,
             left_drained: true,
+            unheard: false,
             pod: None,
         };
         let o = [
@@ -339,9 +387,34 @@ mod tests {
             // Down for a reason of an administrator's: left alone.
             ord(Power::Failed, None),
         ];
-        let d = decide(&o, 0, Some(0));
+        let d = decide(&o, 0, Some(0), false);
         assert_eq!(d.resume, vec![0, 2], "{d:?}");
         assert_eq!(d.replicas, 0);
+    }
+
+    #[test]
+    fn after_slurmctld_reloads_the_unheard_records_without_a_pod_are_refreshed() {
+        let unheard = Ordinal {
+            unheard: true,
+            ..ord(Power::Off, None)
+        };
+        let o = [
+            unheard,
+            // Its pod is starting: slurmctld will hear from it.
+            Ordinal {
+                pod: Some(Pod::Starting),
+                ..unheard
+            },
+            ord(Power::Off, None),
+            ord(Power::Up, None),
+            unheard,
+        ];
+        let d = decide(&o, 1, Some(1), true);
+        assert_eq!(d.refresh, vec![0, 4], "{d:?}");
+        assert_eq!(d.replicas, 4, "a power-up goes on beside it: {d:?}");
+        assert!(decide(&o, 1, Some(1), false).refresh.is_empty());
+        // And while the NodeSet is still changing, as resumes do.
+        assert_eq!(decide(&o, 1, Some(0), true).refresh, vec![0, 4]);
     }
 
     #[test]
@@ -409,6 +482,21 @@ mod tests {
         assert_eq!(power(&["DOWN+CLOUD+DRAIN+POWERED_DOWN"], 0), Power::Failed);
         let resumed = ["IDLE+CLOUD+POWERED_DOWN+NOT_RESPONDING"];
         assert_eq!(power(&resumed, 0), Power::Off);
+        // Resumed and not heard from since: refreshed after slurmctld reloads. Fresh from
+        // `scontrol create`, allocated or drained by anyone: not.
+        let unheard = |words: &[&str], alloc| Ordinal::of(Some(&node(words, alloc)), None).unheard;
+        assert!(unheard(&resumed, 0));
+        assert!(unheard(
+            &["IDLE", "CLOUD", "POWERED_DOWN", "NOT_RESPONDING"],
+            0
+        ));
+        assert!(!unheard(&["IDLE+CLOUD+DYNAMIC_NORM+POWERED_DOWN"], 0));
+        assert!(!unheard(&v0042, 2));
+        assert!(!unheard(
+            &["IDLE+CLOUD+DRAIN+POWERED_DOWN+NOT_RESPONDING"],
+            0
+        ));
+        assert!(!unheard(&["DOWN+CLOUD+POWERED_DOWN+NOT_RESPONDING"], 0));
         // Registered.
         assert_eq!(power(&["MIXED", "CLOUD"], 2), Power::Busy);
         assert_eq!(power(&["IDLE", "CLOUD"], 0), Power::Idle);

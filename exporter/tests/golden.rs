@@ -44,16 +44,16 @@ pub fn snapshot(version: ApiVersion) -> ClusterSnapshot {
     assert!(ping.errors.is_empty());
     s.release = ping.release.clone();
     s.ping.succeed(at, took, Some(ping.data));
-    s.diag.succeed(
-        at,
-        took,
-        Some(
-            version
-                .decode_diag(&read(version, "diag"))
-                .expect("diag decodes")
-                .data,
-        ),
+    let diag = version
+        .decode_diag(&read(version, "diag"))
+        .expect("diag decodes")
+        .data;
+    // Slurm-planned NodeSets repair their records when this moves (slurmctld reloaded).
+    assert!(
+        diag.config_generation().is_some(),
+        "{version}: when slurmctld's statistics began"
     );
+    s.diag.succeed(at, took, Some(diag));
     let jobs = version
         .decode_jobs(&read(version, "jobs"), true)
         .expect("jobs decode")

@@ -101,6 +101,7 @@ pub struct Moved {
     resumed: BTreeSet<String>,
     released: BTreeSet<String>,
     retired: BTreeSet<String>,
+    refreshed: BTreeSet<String>,
 }
 
 /// Carries `plan` out as far as `mode` allows; returns what was done.
@@ -205,13 +206,32 @@ async fn move_nodes<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         new(&plan.drain, &moved.drained),
         new(&plan.resume, &moved.resumed),
     );
-    if !drain.is_empty() || !resume.is_empty() {
+    let refresh = plan
+        .refresh
+        .as_ref()
+        .map_or_else(Vec::new, |(nodes, _)| new(nodes, &moved.refreshed));
+    if !drain.is_empty() || !resume.is_empty() || !refresh.is_empty() {
         let cluster = obs.cluster.clone().unwrap_or_default();
         let version = obs.slurm_api.ok_or_else(|| {
             Error::NoSlurm(format!(
                 "slurmrestd of cluster {cluster:?} has not said which API version it speaks"
             ))
         })?;
+        // DRAIN, not DOWN: a job slurmctld allocates on the record meanwhile runs on.
+        for node in &refresh {
+            let why = "refresh after slurmctld loaded its configuration";
+            seam.slurm.drain(&cluster, version, node, why).await?;
+            seam.slurm.resume(&cluster, version, node).await?;
+            moved.refreshed.insert(node.clone());
+        }
+        if !refresh.is_empty() {
+            let note = format!(
+                "refreshed {} (DRAIN, RESUME): slurmctld loaded its configuration again, after which it plans on a resumed record only once refreshed",
+                refresh.join(", ")
+            );
+            info!(autoscaler = %super::key(nsa), "{note}");
+            kube.event(nsa, false, "Refresh", note).await;
+        }
         for node in drain {
             seam.slurm
                 .drain(&cluster, version, &node, "capacity for Kubernetes")

@@ -62,6 +62,8 @@ pub struct PlannedView {
     /// The partition, when it has `SuspendTime=INFINITE`: slurmctld never asks for a node
     /// to go, so pods would stay for good.
     pub never_suspends: Option<String>,
+    /// Which configuration slurmctld runs on (`/diag`: moves when it reloads).
+    pub config_generation: Option<(i64, u64)>,
 }
 
 /// The node records of the target's pods, as slurmctld has them.
@@ -246,6 +248,7 @@ async fn planned<P: PoolReader>(
         pods: pods.into_iter().map(|p| p.map(|p| p.0)).collect(),
         hidden,
         never_suspends,
+        config_generation: snap.diag.data.as_ref().and_then(|d| d.config_generation()),
     }))
 }
 

@@ -160,7 +160,11 @@ impl Policy for SharePool {
 
 /// A NodeSet following exactly the nodes slurmctld powers up and down ([`slurm_planned`]).
 #[derive(Default)]
-struct FollowSlurm;
+struct FollowSlurm {
+    /// The configuration generation the records were last refreshed for. `None` at first:
+    /// what happened before this replica led is unknown, so it refreshes once.
+    refreshed_for: Option<(i64, u64)>,
+}
 
 impl FollowSlurm {
     const NAME: &'static str = "slurm-planned";
@@ -202,7 +206,15 @@ impl Policy for FollowSlurm {
                 "partition {partition} has SuspendTime=INFINITE: slurmctld never powers its nodes down, so pods it asked for would stay for good; set SuspendTime, SuspendTimeout and ResumeTimeout on it (README: Slurm-planned NodeSets)"
             ));
         }
-        let d = slurm_planned::decide(&view.ordinals, current, obs.target.status_replicas);
+        let generation = view.config_generation;
+        let reloaded = generation.is_some() && generation != self.refreshed_for;
+        let d = slurm_planned::decide(
+            &view.ordinals,
+            current,
+            obs.target.status_replicas,
+            reloaded,
+        );
+        let name = |i: &usize| records.wanted[*i].clone();
         let reason = match d.replicas.cmp(&current) {
             std::cmp::Ordering::Greater => Reason::ScaleUp,
             std::cmp::Ordering::Less => Reason::ScaleDown,
@@ -220,12 +232,11 @@ impl Policy for FollowSlurm {
             recommendation: d.replicas,
             reason,
             steps,
-            resume: d
-                .resume
-                .iter()
-                .map(|&i| records.wanted[i].clone())
-                .collect(),
+            resume: d.resume.iter().map(name).collect(),
             resume_why: "its pod is gone, so slurmctld may plan on it again",
+            refresh: generation
+                .filter(|_| reloaded)
+                .map(|g| (d.refresh.iter().map(name).collect(), g)),
             retire: d
                 .retire
                 .iter()
@@ -238,6 +249,13 @@ impl Policy for FollowSlurm {
                 .iter()
                 .any(|o| o.power == slurm_planned::Power::Busy),
             ..Plan::default()
+        }
+    }
+
+    /// Refreshed: until slurmctld reloads again.
+    fn acted(&mut self, plan: &Plan, _outcome: &Outcome, _now: SystemTime) {
+        if let Some((_, generation)) = &plan.refresh {
+            self.refreshed_for = Some(*generation);
         }
     }
 }

@@ -795,6 +795,70 @@ async fn slurm_planned_keeps_cloud_records_and_follows_exactly_the_nodes_slurmct
 }
 
 #[tokio::test]
+async fn slurm_planned_refreshes_resumed_records_once_each_time_slurmctld_reloads() {
+    use slurmscale_exporter::model::{Diag, RpcStat};
+    let rig = planned_rig(json!({}), 0);
+    // Ordinals 0 and 2 were resumed after their pods went (not heard from since).
+    let resumed = "IDLE+CLOUD+POWERED_DOWN+NOT_RESPONDING";
+    let look = |t: u64, since: i64, reconfigures: u64| {
+        let mut snap = planned_snapshot(at(t), [resumed, OFF, resumed, OFF]);
+        let diag = Diag {
+            stats_since: Some(since),
+            rpcs: vec![RpcStat {
+                name: "REQUEST_RECONFIGURE".into(),
+                count: reconfigures,
+                total_seconds: 0.0,
+            }],
+            ..Diag::default()
+        };
+        snap.diag
+            .succeed(at(t), Duration::from_millis(5), Some(diag));
+        rig.at(t);
+        rig.slurm(snap);
+    };
+    // Each refreshed record: DRAIN, then RESUME, nothing else in Slurm.
+    let refreshed = |writes: &[Write]| -> Vec<String> {
+        let slurm: Vec<&Write> = writes
+            .iter()
+            .filter(|w| matches!(w, Write::Drain { .. } | Write::Resume { .. }))
+            .collect();
+        slurm
+            .chunks(2)
+            .map(|pair| match pair {
+                [
+                    Write::Drain { node, reason },
+                    Write::Resume { node: resumed },
+                ] if node == resumed && reason.starts_with("slurmscale:") => node.clone(),
+                other => panic!("not DRAIN then RESUME: {other:?}"),
+            })
+            .collect()
+    };
+    let both = ["elastic-0", "elastic-2"];
+    // A first look: what happened before this replica led is unknown.
+    look(0, 1_000, 0);
+    assert_eq!(refreshed(&rig.reconcile().await), both);
+    look(2, 1_000, 0);
+    assert!(
+        refreshed(&rig.reconcile().await).is_empty(),
+        "no reload since"
+    );
+    // A reconfigure (22.05 counts the call) and a restart (24.11 re-executes on one too).
+    look(4, 1_000, 1);
+    let writes = rig.reconcile().await;
+    assert_eq!(refreshed(&writes), both);
+    assert!(
+        events(&writes)
+            .iter()
+            .any(|(r, n)| *r == "Refresh" && n.contains("elastic-0, elastic-2")),
+        "{writes:?}"
+    );
+    look(6, 2_000, 0);
+    let writes = rig.reconcile().await;
+    assert_eq!(refreshed(&writes), both);
+    assert!(scales(&writes).is_empty(), "{writes:?}");
+}
+
+#[tokio::test]
 async fn slurm_planned_covers_a_wanted_ordinal_above_a_free_one_and_counts_the_extra_pod() {
     use crate::slurm_planned::Pod::Ready;
     let rig = planned_rig(json!({}), 1);

@@ -572,12 +572,29 @@ pub struct Diag {
     pub rpcs: Vec<RpcStat>,
     /// Per user: calls and total time spent (exported only with per-user metrics on).
     pub rpcs_by_user: Vec<RpcStat>,
+    /// When these statistics began (unix seconds): slurmctld's start, or its last
+    /// `sdiag --reset`.
+    pub stats_since: Option<i64>,
 }
 
 impl Diag {
     /// Jobs waiting to run and running (array tasks one by one), as last counted.
     pub fn live_jobs(&self) -> Option<u64> {
         Some(self.jobs_pending? + self.jobs_running?)
+    }
+
+    /// What moves whenever slurmctld loads its configuration again: a restart (and from
+    /// 23.11 a reconfigure, which re-executes it) begins its statistics anew, and an older
+    /// version's reconfigure counts a `REQUEST_RECONFIGURE` call. (`sdiag --reset` moves it
+    /// too; a reconfigure by SIGHUP before 23.11 does not.) `None`: not said.
+    pub fn config_generation(&self) -> Option<(i64, u64)> {
+        let reconfigures = self
+            .rpcs
+            .iter()
+            .filter(|r| r.name == "REQUEST_RECONFIGURE")
+            .map(|r| r.count)
+            .sum();
+        Some((self.stats_since?, reconfigures))
     }
 }
 

@@ -248,6 +248,7 @@ wire_struct! {
         bf_when_last_cycle: Num,
         rpcs_by_message_type: List<RpcType<'a>>,
         rpcs_by_user: List<RpcUser<'a>>,
+        req_time_start: Num,
     }
 }
 
@@ -306,6 +307,7 @@ impl From<Statistics<'_>> for Diag {
             bf_last_backfilled_jobs: s.bf_last_backfilled_jobs.unsigned(),
             bf_active: Some(s.bf_active.0),
             bf_last_cycle_timestamp: s.bf_when_last_cycle.0.filter(|t| *t > 0),
+            stats_since: s.req_time_start.0.filter(|t| *t > 0),
             rpcs: s
                 .rpcs_by_message_type
                 .0
