@@ -114,6 +114,19 @@ async fn main() {
         .args(["--user=root", &format!("--partition={part}")])
         .status();
 
+    // A run that failed left its namespace, whose autoscaler would act on the same
+    // partition beside ours (every autoscaler process reconciles every namespace): gone first.
+    let namespaces = Api::<Namespace>::all(client.clone());
+    let autoscalers_of = |ns: &str| Api::<NodeSetAutoscaler>::namespaced(client.clone(), ns);
+    for old in namespaces.list(&Default::default()).await.unwrap() {
+        let name = old.metadata.name.unwrap_or_default();
+        if name.starts_with("reaction-") {
+            let _ = autoscalers_of(&name)
+                .delete_collection(&Default::default(), &Default::default())
+                .await;
+            let _ = namespaces.delete(&name, &Default::default()).await;
+        }
+    }
     let ns = format!("reaction-{}", std::process::id());
     let n: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
     Api::<Namespace>::all(client.clone())
