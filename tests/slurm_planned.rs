@@ -12,7 +12,9 @@
 //! are made and shown; a job at zero pods scales the NodeSet to exactly its nodes and runs
 //! on them without a requeue; once idle, slurmctld powers them down and exactly those pods
 //! go; the records the operator left DRAIN/DOWN are resumed, so the next job plans on them
-//! and runs, after a `scontrol reconfigure` too (the records refreshed); a record whose pod
+//! and runs, after a `scontrol reconfigure` too (the records refreshed); a big job that must
+//! wait holds no node up before it starts (the mode's premise); a wanted ordinal above free
+//! ones is covered without a requeue, the extra pods counted and later retired; a record whose pod
 //! never came (DOWN at `ResumeTimeout`) is resumed too — and a NodeSet whose slurmd lacks
 //! `-b` is refused.
 
@@ -395,6 +397,210 @@ async fn follows_slurmctlds_power_requests_on_24_11() {
     follows_slurmctlds_power_requests("24.11").await;
 }
 
+/// The premise of the mode: slurmctld plans on the powered-down records, so a big job that
+/// must wait holds no node idle for it. With two records busy, a 4-node job waits for them
+/// (backfill reserves all four) and a 1-node job too long to fit before it waits behind it:
+/// nothing more is powered up and the NodeSet stays at 2 while they wait; when the busy job
+/// ends the big one starts, and only then do the other two come up — the NodeSet reaches
+/// exactly the big job's size. (24.11, whose weights make the first job's records 0 and 1.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_big_job_holds_no_node_up_until_it_starts() {
+    let flavor = "24.11";
+    let _turn = support::turn(flavor).await;
+    let cluster = SlurmCluster::get(flavor);
+    reset(&cluster).await;
+    let client = kube_client().await;
+    let ns = namespace(&client, "planned").await;
+    let (nodesets, autoscalers, a) = setup(&client, &ns, &cluster, &["-b"]).await;
+    let (operator, ran) = operate(client.clone(), ns.clone(), cluster.clone());
+    let replicas = async || support::elastic::spec_replicas(&nodesets, NODESET).await;
+    let powered_down = |i: usize| {
+        let (st, _) = support::elastic::node_state(&cluster, &name(i));
+        st.split('+').any(|w| w == "POWERED_DOWN")
+    };
+    support::elastic::eventually(
+        "four powered-down records",
+        Duration::from_secs(60),
+        &a,
+        async || (0..MAX).all(powered_down),
+    )
+    .await;
+    support::elastic::reconfigure_after_new_records(&client, &ns, &cluster).await;
+
+    let busy = cluster.submit(&[
+        "-p",
+        NODESET,
+        "-N",
+        "2",
+        "--exclusive",
+        "-t",
+        "1",
+        "--wrap",
+        "sleep 12",
+    ]);
+    support::elastic::eventually(
+        "the first job runs on two records",
+        Duration::from_secs(60),
+        &a,
+        async || ran_or_runs(&cluster, &busy),
+    )
+    .await;
+    let big = cluster.submit(&[
+        "-p",
+        NODESET,
+        "-N",
+        "4",
+        "--exclusive",
+        "-t",
+        "1",
+        "--wrap",
+        "sleep 1",
+    ]);
+    let long = cluster.submit(&[
+        "-p",
+        NODESET,
+        "-N",
+        "1",
+        "--exclusive",
+        "-t",
+        "10",
+        "--wrap",
+        "sleep 1",
+    ]);
+    let state = |job: &str| {
+        cluster
+            .run("squeue", &["-h", "-j", job, "-o", "%T"])
+            .trim()
+            .to_string()
+    };
+    // While the first job runs, the other two wait and nothing else comes up.
+    let mut looks = 0;
+    while state(&busy) == "RUNNING" {
+        assert_eq!(
+            replicas().await,
+            2,
+            "a pod while the big job waits: {:?}",
+            ran.lock().unwrap()
+        );
+        assert!(
+            powered_down(2) && powered_down(3),
+            "a record powered up while the big job waits: {:?} {:?}",
+            support::elastic::node_state(&cluster, &name(2)),
+            support::elastic::node_state(&cluster, &name(3))
+        );
+        assert_eq!(
+            (state(&big), state(&long)),
+            ("PENDING".into(), "PENDING".into())
+        );
+        looks += 1;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert!(
+        looks >= 4,
+        "the first job ended before the others were watched waiting"
+    );
+    // It ends: the big job starts on all four, the other two come up only now.
+    support::elastic::eventually(
+        "the NodeSet at the big job's size, the big job running",
+        Duration::from_secs(90),
+        &a,
+        async || replicas().await == 4 && ran_or_runs(&cluster, &big),
+    )
+    .await;
+    let pods = ran.lock().unwrap().clone();
+    assert_eq!(pods, ["+0", "+1", "+2", "+3"], "pods, in order");
+    let shown = cluster.run("scontrol", &["-o", "show", "job", &big]);
+    assert!(
+        shown.contains("Restarts=0"),
+        "the big job was requeued: {shown}"
+    );
+    let _ = autoscalers.delete(NODESET, &Default::default()).await;
+    operator.abort();
+    drop(a);
+    reset(&cluster).await;
+}
+
+/// An ordinal mismatch costs no requeue: a job that may not use records 0 and 1 gets 2
+/// powered up, and since a NodeSet creates its lowest free ordinals first the autoscaler
+/// covers it with three pods, counting the two slurmctld did not ask for. The job runs on its
+/// own record, never requeued, and once idle slurmctld powers the other two down and they go
+/// as well. (22.05, which picks records by its node table; 24.11 runs the premise above.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ordinal_above_free_ones_is_covered_without_a_requeue() {
+    let flavor = "22.05";
+    let _turn = support::turn(flavor).await;
+    let cluster = SlurmCluster::get(flavor);
+    reset(&cluster).await;
+    let client = kube_client().await;
+    let ns = namespace(&client, "planned").await;
+    let (nodesets, autoscalers, a) = setup(&client, &ns, &cluster, &["-b"]).await;
+    let (operator, ran) = operate(client.clone(), ns.clone(), cluster.clone());
+    let replicas = async || support::elastic::spec_replicas(&nodesets, NODESET).await;
+    support::elastic::eventually(
+        "four powered-down records",
+        Duration::from_secs(60),
+        &a,
+        async || {
+            (0..MAX).all(|i| {
+                let (st, _) = support::elastic::node_state(&cluster, &name(i));
+                st.split('+').any(|w| w == "POWERED_DOWN")
+            })
+        },
+    )
+    .await;
+    support::elastic::reconfigure_after_new_records(&client, &ns, &cluster).await;
+
+    let job = cluster.submit(&[
+        "-p",
+        NODESET,
+        "-N",
+        "1",
+        "-x",
+        "planned-[0-1]",
+        "--exclusive",
+        "--wrap",
+        "sleep 1",
+    ]);
+    support::elastic::eventually(
+        "three pods cover ordinal 2",
+        Duration::from_secs(30),
+        &a,
+        async || replicas().await == 3,
+    )
+    .await;
+    support::elastic::eventually(
+        "the job runs on its record",
+        Duration::from_secs(90),
+        &a,
+        async || ran_or_runs(&cluster, &job),
+    )
+    .await;
+    let shown = cluster.run("scontrol", &["-o", "show", "job", &job]);
+    assert!(
+        shown.contains("Restarts=0"),
+        "the job was requeued: {shown}"
+    );
+    assert!(shown.contains(" NodeList=planned-2 "), "{shown}");
+    let unrequested = a.metrics().await.get(
+        "slurmscale_slurm_planned_unrequested_pods_total",
+        &[("namespace", &ns), ("autoscaler", NODESET)],
+    );
+    assert_eq!(unrequested, Some(2.0));
+    support::elastic::eventually(
+        "all three pods gone once slurmctld powered their nodes down",
+        Duration::from_secs(120),
+        &a,
+        async || replicas().await == 0,
+    )
+    .await;
+    let pods = ran.lock().unwrap().clone();
+    assert_eq!(&pods[..3], ["+0", "+1", "+2"], "pods, in order: {pods:?}");
+    let _ = autoscalers.delete(NODESET, &Default::default()).await;
+    operator.abort();
+    drop(a);
+    reset(&cluster).await;
+}
+
 /// A pod that never comes: slurmctld gives up on the record at `ResumeTimeout` (30 s here),
 /// sets it DOWN and requeues the job; the autoscaler resumes the record (no pod, down for
 /// ResumeTimeout), so slurmctld plans on it again. The NodeSet meanwhile holds at what it was
@@ -509,8 +715,10 @@ async fn a_wake_reads_slurms_nodes_at_once_and_a_standby_declines() {
     let cluster = SlurmCluster::get("24.11");
     let client = kube_client().await;
     let lease = namespace(&client, "wake-lease").await;
-    // Polls a minute apart: any fresh read within seconds is the wake's.
-    let slow = ["--interval", "60s"];
+    // Polls a minute apart: any fresh read within seconds is the wake's. A cluster name of
+    // their own: the other tests' autoscalers name theirs, which these two then leave alone
+    // (they would act on them with data a minute old).
+    let slow = ["--interval", "60s", "--cluster", "wake"];
     let (a, b) = (
         support::autoscaler(&cluster, &lease, &slow),
         support::autoscaler(&cluster, &lease, &slow),

@@ -128,7 +128,9 @@ fn render_page(
     tokio::spawn(async move {
         loop {
             let snapshots = clusters.values().map(|r| r.borrow().clone()).collect();
-            let m = metrics.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let mut m = metrics.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            // As it is now, not as at the last reconcile (a minute ago at a long interval).
+            m.leader = leadership.is_leader();
             let full = exporter
                 .as_ref()
                 .filter(|_| leadership.is_leader())
