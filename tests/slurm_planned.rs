@@ -229,34 +229,84 @@ async fn setup(
     (nodesets, autoscalers, a)
 }
 
-async fn follows_slurmctlds_power_requests(flavor: &str) {
-    let _turn = support::turn(flavor).await;
-    let cluster = SlurmCluster::get(flavor);
-    reset(&cluster).await;
-    let client = kube_client().await;
-    let ns = namespace(&client, "planned").await;
-    let (nodesets, autoscalers, a) = setup(&client, &ns, &cluster, &["-b"]).await;
-    let (operator, ran) = operate(client.clone(), ns.clone(), cluster.clone());
-    let replicas = async || support::elastic::spec_replicas(&nodesets, NODESET).await;
-    let state = |i: usize| support::elastic::node_state(&cluster, &name(i));
+/// A slurm-planned NodeSet at zero on one Slurm's `planned` partition, in a namespace of its
+/// own, with its autoscaler and the stand-in operator, once its four records are made, CLOUD,
+/// powered down and schedulable; the partition's turn held until [`Planned::finish`].
+struct Planned {
+    _turn: tokio::sync::MutexGuard<'static, ()>,
+    cluster: SlurmCluster,
+    client: kube::Client,
+    ns: String,
+    nodesets: Api<v1beta1::NodeSet>,
+    autoscalers: Api<NodeSetAutoscaler>,
+    a: Process,
+    operator: tokio::task::JoinHandle<()>,
+    /// The ordinals the operator ran and removed, in order (`+i`, `-i`).
+    ran: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
 
-    // The records: made once, CLOUD and powered down, in the partition.
-    support::elastic::eventually(
-        "four powered-down CLOUD records in the partition",
-        Duration::from_secs(60),
-        &a,
-        async || {
-            let s = autoscalers.get(NODESET).await.ok().and_then(|n| n.status);
-            s.and_then(|s| s.node_records)
-                .is_some_and(|r| (r.wanted, r.existing) == (4, 4))
-                && (0..MAX).all(|i| {
-                    let (st, _) = state(i);
-                    st.contains("CLOUD") && st.split('+').any(|w| w == "POWERED_DOWN")
-                })
-        },
-    )
-    .await;
-    support::elastic::reconfigure_after_new_records(&client, &ns, &cluster).await;
+impl Planned {
+    async fn start(flavor: &str) -> Self {
+        let _turn = support::turn(flavor).await;
+        let cluster = SlurmCluster::get(flavor);
+        reset(&cluster).await;
+        let client = kube_client().await;
+        let ns = namespace(&client, "planned").await;
+        let (nodesets, autoscalers, a) = setup(&client, &ns, &cluster, &["-b"]).await;
+        let (operator, ran) = operate(client.clone(), ns.clone(), cluster.clone());
+        let state = |i: usize| support::elastic::node_state(&cluster, &name(i));
+        support::elastic::eventually(
+            "four powered-down CLOUD records in the partition",
+            Duration::from_secs(60),
+            &a,
+            async || {
+                let s = autoscalers.get(NODESET).await.ok().and_then(|n| n.status);
+                s.and_then(|s| s.node_records)
+                    .is_some_and(|r| (r.wanted, r.existing) == (4, 4))
+                    && (0..MAX).all(|i| {
+                        let (st, _) = state(i);
+                        st.contains("CLOUD") && st.split('+').any(|w| w == "POWERED_DOWN")
+                    })
+            },
+        )
+        .await;
+        support::elastic::reconfigure_after_new_records(&client, &ns, &cluster).await;
+        Self {
+            _turn,
+            cluster,
+            client,
+            ns,
+            nodesets,
+            autoscalers,
+            a,
+            operator,
+            ran,
+        }
+    }
+
+    async fn replicas(&self) -> i32 {
+        support::elastic::spec_replicas(&self.nodesets, NODESET).await
+    }
+
+    /// The pods the operator ran and removed so far.
+    fn pods(&self) -> Vec<String> {
+        self.ran.lock().unwrap().clone()
+    }
+
+    /// Everything stopped and the partition as a fresh install has it.
+    async fn finish(self) {
+        let _ = self.autoscalers.delete(NODESET, &Default::default()).await;
+        self.operator.abort();
+        drop(self.a);
+        reset(&self.cluster).await;
+    }
+}
+
+async fn follows_slurmctlds_power_requests(flavor: &str) {
+    let p = Planned::start(flavor).await;
+    let (cluster, client, ns, a) = (&p.cluster, &p.client, &p.ns, &p.a);
+    let replicas = async || p.replicas().await;
+    let state = |i: usize| support::elastic::node_state(cluster, &name(i));
 
     // A two-node job at zero pods: slurmctld powers up two records, the NodeSet gets pods
     // for exactly them (and for any free ordinal below them, which a NodeSet creates first:
@@ -275,7 +325,7 @@ async fn follows_slurmctlds_power_requests(flavor: &str) {
     support::elastic::eventually(
         "slurmctld allocates two records",
         Duration::from_secs(30),
-        &a,
+        a,
         async || job_nodes().len() == 2,
     )
     .await;
@@ -288,7 +338,7 @@ async fn follows_slurmctlds_power_requests(flavor: &str) {
     support::elastic::eventually(
         "the NodeSet scaled to cover the two nodes slurmctld powers up",
         Duration::from_secs(30),
-        &a,
+        a,
         async || replicas().await == top + 1,
     )
     .await;
@@ -296,8 +346,8 @@ async fn follows_slurmctlds_power_requests(flavor: &str) {
     support::elastic::eventually(
         "the job runs on the powered-up records",
         Duration::from_secs(90),
-        &a,
-        async || ran_or_runs(&cluster, &job),
+        a,
+        async || ran_or_runs(cluster, &job),
     )
     .await;
     let started = sent.elapsed();
@@ -310,7 +360,7 @@ async fn follows_slurmctlds_power_requests(flavor: &str) {
     let unrequested = m
         .get(
             "slurmscale_slurm_planned_unrequested_pods_total",
-            &[("namespace", &ns), ("autoscaler", NODESET)],
+            &[("namespace", ns), ("autoscaler", NODESET)],
         )
         .unwrap_or(-1.0);
     assert_eq!(
@@ -329,7 +379,7 @@ async fn follows_slurmctlds_power_requests(flavor: &str) {
     support::elastic::eventually(
         "back to zero pods once slurmctld powered the nodes down, the records resumed",
         Duration::from_secs(90),
-        &a,
+        a,
         async || {
             replicas().await == 0
                 && (0..MAX).all(|i| {
@@ -339,14 +389,14 @@ async fn follows_slurmctlds_power_requests(flavor: &str) {
         },
     )
     .await;
-    let retired = support::event_notes(&client, &ns, "Retire").await;
+    let retired = support::event_notes(client, ns, "Retire").await;
     assert!(
         retired
             .iter()
             .any(|n| n.contains("planned-0") || n.contains("planned-1")),
         "{retired:?}"
     );
-    let resumed = support::event_notes(&client, &ns, "Resume").await;
+    let resumed = support::event_notes(client, ns, "Resume").await;
     assert!(!resumed.is_empty(), "no Resume event");
 
     // slurmctld loads its configuration again (Slinky reconfigures on every change; 24.11
@@ -367,11 +417,11 @@ async fn follows_slurmctlds_power_requests(flavor: &str) {
     support::elastic::eventually(
         "a job runs again on a resumed record after a reconfigure",
         Duration::from_secs(90),
-        &a,
-        async || ran_or_runs(&cluster, &job),
+        a,
+        async || ran_or_runs(cluster, &job),
     )
     .await;
-    let refreshed = support::event_notes(&client, &ns, "Refresh").await;
+    let refreshed = support::event_notes(client, ns, "Refresh").await;
     assert!(
         refreshed.iter().any(|n| n.contains(&nodes[0])),
         "{refreshed:?}"
@@ -379,12 +429,9 @@ async fn follows_slurmctlds_power_requests(flavor: &str) {
     eprintln!(
         "Slurm {flavor}: sbatch -> /scale {} in {scaled:?} (job on {nodes:?}), job running in {started:?}; pods: {:?}",
         top + 1,
-        ran.lock().unwrap()
+        p.pods()
     );
-    let _ = autoscalers.delete(NODESET, &Default::default()).await;
-    operator.abort();
-    drop(a);
-    reset(&cluster).await;
+    p.finish().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -405,27 +452,13 @@ async fn follows_slurmctlds_power_requests_on_24_11() {
 /// exactly the big job's size. (24.11, whose weights make the first job's records 0 and 1.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiting_big_job_holds_no_node_up_until_it_starts() {
-    let flavor = "24.11";
-    let _turn = support::turn(flavor).await;
-    let cluster = SlurmCluster::get(flavor);
-    reset(&cluster).await;
-    let client = kube_client().await;
-    let ns = namespace(&client, "planned").await;
-    let (nodesets, autoscalers, a) = setup(&client, &ns, &cluster, &["-b"]).await;
-    let (operator, ran) = operate(client.clone(), ns.clone(), cluster.clone());
-    let replicas = async || support::elastic::spec_replicas(&nodesets, NODESET).await;
+    let p = Planned::start("24.11").await;
+    let (cluster, a) = (&p.cluster, &p.a);
+    let replicas = async || p.replicas().await;
     let powered_down = |i: usize| {
-        let (st, _) = support::elastic::node_state(&cluster, &name(i));
+        let (st, _) = support::elastic::node_state(cluster, &name(i));
         st.split('+').any(|w| w == "POWERED_DOWN")
     };
-    support::elastic::eventually(
-        "four powered-down records",
-        Duration::from_secs(60),
-        &a,
-        async || (0..MAX).all(powered_down),
-    )
-    .await;
-    support::elastic::reconfigure_after_new_records(&client, &ns, &cluster).await;
 
     let busy = cluster.submit(&[
         "-p",
@@ -441,8 +474,8 @@ async fn a_waiting_big_job_holds_no_node_up_until_it_starts() {
     support::elastic::eventually(
         "the first job runs on two records",
         Duration::from_secs(60),
-        &a,
-        async || ran_or_runs(&cluster, &busy),
+        a,
+        async || ran_or_runs(cluster, &busy),
     )
     .await;
     let big = cluster.submit(&[
@@ -480,13 +513,13 @@ async fn a_waiting_big_job_holds_no_node_up_until_it_starts() {
             replicas().await,
             2,
             "a pod while the big job waits: {:?}",
-            ran.lock().unwrap()
+            p.pods()
         );
         assert!(
             powered_down(2) && powered_down(3),
             "a record powered up while the big job waits: {:?} {:?}",
-            support::elastic::node_state(&cluster, &name(2)),
-            support::elastic::node_state(&cluster, &name(3))
+            support::elastic::node_state(cluster, &name(2)),
+            support::elastic::node_state(cluster, &name(3))
         );
         assert_eq!(
             (state(&big), state(&long)),
@@ -503,21 +536,17 @@ async fn a_waiting_big_job_holds_no_node_up_until_it_starts() {
     support::elastic::eventually(
         "the NodeSet at the big job's size, the big job running",
         Duration::from_secs(90),
-        &a,
-        async || replicas().await == 4 && ran_or_runs(&cluster, &big),
+        a,
+        async || replicas().await == 4 && ran_or_runs(cluster, &big),
     )
     .await;
-    let pods = ran.lock().unwrap().clone();
-    assert_eq!(pods, ["+0", "+1", "+2", "+3"], "pods, in order");
+    assert_eq!(p.pods(), ["+0", "+1", "+2", "+3"], "pods, in order");
     let shown = cluster.run("scontrol", &["-o", "show", "job", &big]);
     assert!(
         shown.contains("Restarts=0"),
         "the big job was requeued: {shown}"
     );
-    let _ = autoscalers.delete(NODESET, &Default::default()).await;
-    operator.abort();
-    drop(a);
-    reset(&cluster).await;
+    p.finish().await;
 }
 
 /// An ordinal mismatch costs no requeue: a job that may not use records 0 and 1 gets 2
@@ -527,28 +556,9 @@ async fn a_waiting_big_job_holds_no_node_up_until_it_starts() {
 /// as well. (22.05, which picks records by its node table; 24.11 runs the premise above.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ordinal_above_free_ones_is_covered_without_a_requeue() {
-    let flavor = "22.05";
-    let _turn = support::turn(flavor).await;
-    let cluster = SlurmCluster::get(flavor);
-    reset(&cluster).await;
-    let client = kube_client().await;
-    let ns = namespace(&client, "planned").await;
-    let (nodesets, autoscalers, a) = setup(&client, &ns, &cluster, &["-b"]).await;
-    let (operator, ran) = operate(client.clone(), ns.clone(), cluster.clone());
-    let replicas = async || support::elastic::spec_replicas(&nodesets, NODESET).await;
-    support::elastic::eventually(
-        "four powered-down records",
-        Duration::from_secs(60),
-        &a,
-        async || {
-            (0..MAX).all(|i| {
-                let (st, _) = support::elastic::node_state(&cluster, &name(i));
-                st.split('+').any(|w| w == "POWERED_DOWN")
-            })
-        },
-    )
-    .await;
-    support::elastic::reconfigure_after_new_records(&client, &ns, &cluster).await;
+    let p = Planned::start("22.05").await;
+    let (cluster, ns, a) = (&p.cluster, &p.ns, &p.a);
+    let replicas = async || p.replicas().await;
 
     let job = cluster.submit(&[
         "-p",
@@ -564,15 +574,15 @@ async fn an_ordinal_above_free_ones_is_covered_without_a_requeue() {
     support::elastic::eventually(
         "three pods cover ordinal 2",
         Duration::from_secs(30),
-        &a,
+        a,
         async || replicas().await == 3,
     )
     .await;
     support::elastic::eventually(
         "the job runs on its record",
         Duration::from_secs(90),
-        &a,
-        async || ran_or_runs(&cluster, &job),
+        a,
+        async || ran_or_runs(cluster, &job),
     )
     .await;
     let shown = cluster.run("scontrol", &["-o", "show", "job", &job]);
@@ -583,22 +593,19 @@ async fn an_ordinal_above_free_ones_is_covered_without_a_requeue() {
     assert!(shown.contains(" NodeList=planned-2 "), "{shown}");
     let unrequested = a.metrics().await.get(
         "slurmscale_slurm_planned_unrequested_pods_total",
-        &[("namespace", &ns), ("autoscaler", NODESET)],
+        &[("namespace", ns), ("autoscaler", NODESET)],
     );
     assert_eq!(unrequested, Some(2.0));
     support::elastic::eventually(
         "all three pods gone once slurmctld powered their nodes down",
         Duration::from_secs(120),
-        &a,
+        a,
         async || replicas().await == 0,
     )
     .await;
-    let pods = ran.lock().unwrap().clone();
+    let pods = p.pods();
     assert_eq!(&pods[..3], ["+0", "+1", "+2"], "pods, in order: {pods:?}");
-    let _ = autoscalers.delete(NODESET, &Default::default()).await;
-    operator.abort();
-    drop(a);
-    reset(&cluster).await;
+    p.finish().await;
 }
 
 /// A pod that never comes: slurmctld gives up on the record at `ResumeTimeout` (30 s here),

@@ -183,12 +183,9 @@ pub fn decide(
         ..Decision::default()
     };
     if reloaded {
-        d.refresh = ordinals
-            .iter()
-            .enumerate()
-            .filter(|(_, o)| o.pod.is_none() && o.unheard && o.power == Power::Off)
-            .map(|(i, _)| i)
-            .collect();
+        d.refresh = which(ordinals, |o| {
+            o.pod.is_none() && o.unheard && o.power == Power::Off
+        });
     }
     if !d.refresh.is_empty() {
         d.steps.push(format!(
@@ -197,14 +194,9 @@ pub fn decide(
         ));
     }
     let live = |o: &Ordinal| matches!(o.pod, Some(Pod::Starting | Pod::Ready));
-    d.resume = ordinals
-        .iter()
-        .enumerate()
-        .filter(|(_, o)| {
-            o.pod.is_none() && o.left_drained && matches!(o.power, Power::Failed | Power::Off)
-        })
-        .map(|(i, _)| i)
-        .collect();
+    d.resume = which(ordinals, |o| {
+        o.pod.is_none() && o.left_drained && matches!(o.power, Power::Failed | Power::Off)
+    });
     if !d.resume.is_empty() {
         d.steps.push(format!(
             "resume {} record(s) whose pod is gone, so slurmctld plans on them again",
@@ -220,12 +212,7 @@ pub fn decide(
     }
     let pods = ordinals.iter().filter(|o| live(o)).count() as u64;
     // An ordinal whose pod is still terminating is not free yet: its request waits.
-    let wanted: Vec<usize> = ordinals
-        .iter()
-        .enumerate()
-        .filter(|(_, o)| o.power == Power::Up && o.pod.is_none())
-        .map(|(i, _)| i)
-        .collect();
+    let wanted = which(ordinals, |o| o.power == Power::Up && o.pod.is_none());
     if let Some(&top) = wanted.last() {
         // The NodeSet fills the lowest free ordinals: every free one up to the highest wanted.
         let free: Vec<usize> = (0..=top).filter(|&i| ordinals[i].pod.is_none()).collect();
@@ -252,12 +239,9 @@ pub fn decide(
         // would fill instead: it waits for the next look.
         return d;
     }
-    let going: Vec<usize> = ordinals
-        .iter()
-        .enumerate()
-        .filter(|(_, o)| live(o) && matches!(o.power, Power::Down | Power::Off | Power::Failed))
-        .map(|(i, _)| i)
-        .collect();
+    let going = which(ordinals, |o| {
+        live(o) && matches!(o.power, Power::Down | Power::Off | Power::Failed)
+    });
     if going.is_empty() {
         return d;
     }
@@ -278,6 +262,13 @@ pub fn decide(
         d.replicas
     ));
     d
+}
+
+/// The ordinals `pick` accepts, lowest first.
+fn which(ordinals: &[Ordinal], pick: impl Fn(&Ordinal) -> bool) -> Vec<usize> {
+    (0..ordinals.len())
+        .filter(|&i| pick(&ordinals[i]))
+        .collect()
 }
 
 #[cfg(test)]
