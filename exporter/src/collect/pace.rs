@@ -5,7 +5,9 @@
 //! time, so a cluster that grows slows its own polling down, and one that shrinks speeds
 //! it back up. A request slurmrestd turned away (slurmctld down, a refused token) cost it
 //! nothing however long it took, so it is tried again at the poll interval: data is fresh
-//! again within an interval or two of slurmctld's return, not minutes later.
+//! again within an interval or two of slurmctld's return, not minutes later. Nor does one
+//! slow answer (held up while slurmctld went down): the pace follows the smaller of the
+//! last two costs.
 
 use std::fmt;
 use std::str::FromStr;
@@ -82,6 +84,8 @@ pub fn error_cost(took: Duration, error: &crate::error::Error) -> Duration {
 pub struct Pace {
     next: Option<Instant>,
     gap: Option<Duration>,
+    /// What the last request of its kind cost.
+    last_cost: Option<Duration>,
 }
 
 impl Pace {
@@ -99,9 +103,15 @@ impl Pace {
         self.gap
     }
 
-    /// A request started at `started` took `took`; the next waits its rest.
+    /// A request started at `started` took `took`; the next waits its rest. One slow answer
+    /// is not yet a trend: the rest follows the smaller of this cost and the last one, so a
+    /// request held up once (slurmctld saving its state on its way down, a reconfigure's
+    /// locks) is measured again at the interval instead of holding its kind back for 32
+    /// times as long; two slow answers in a row set the pace. The very first sets it alone.
     pub fn done(&mut self, started: Instant, took: Duration, budget: Budget) {
-        let next = started + took + budget.rest_after(took);
+        let cost = self.last_cost.map_or(took, |last| took.min(last));
+        self.last_cost = Some(took);
+        let next = started + took + budget.rest_after(cost);
         self.next = Some(next);
         self.gap = Some(next - started);
     }
@@ -165,6 +175,27 @@ mod tests {
         assert_eq!(p.gap(), Some(Duration::from_secs(2)));
         p.now();
         assert!(p.ready());
+    }
+
+    /// The restart that found it: a `/partitions` answered in 2 s while slurmctld saved its
+    /// state on the way down held partitions back 65 s at 3 %, past its return.
+    #[test]
+    fn one_slow_answer_is_measured_again_two_set_the_pace() {
+        let (b, every) = (Budget::DEFAULT, Duration::from_secs(2));
+        let mut p = Pace::default();
+        let t0 = Instant::now();
+        p.done_every(t0, Duration::from_millis(3), b, every);
+        assert_eq!(p.gap(), Some(every));
+        // Its end plus the last cost's rest (0.1 s), not its own (65 s).
+        let soon = Duration::from_secs(3);
+        p.done_every(t0, Duration::from_secs(2), b, every);
+        assert!(p.gap().unwrap() < soon, "one slow answer: {:?}", p.gap());
+        p.done_every(t0, Duration::from_secs(2), b, every);
+        assert!(p.gap().unwrap() > Duration::from_secs(60), "two in a row");
+        // A request turned away in between costs nothing and is no trend either.
+        p.done_every(t0, Duration::ZERO, b, every);
+        p.done_every(t0, Duration::from_secs(2), b, every);
+        assert!(p.gap().unwrap() < soon, "{:?}", p.gap());
     }
 
     #[test]
