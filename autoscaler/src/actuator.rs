@@ -128,9 +128,18 @@ impl PodsBy<'_> {
     }
 }
 
+/// An autoscaler's Events of one reason and type: its uid, the reason, a warning.
+type EventsOf = (String, String, bool);
+
 pub struct Actuator {
     client: Client,
-    recorder: Recorder,
+    reporter: Reporter,
+    /// The recorder of each autoscaler's Events of one reason and type, with the note it
+    /// last said. kube's recorder folds an Event into the last one of the same reason (for
+    /// six minutes) keeping the *first* note, so "resumed planned-0" would show as a second
+    /// "resumed planned-3": a new note gets a new recorder, hence an Event of its own, and
+    /// only the same note said again is counted in the Event's series.
+    recorders: Mutex<HashMap<EventsOf, (String, Recorder)>>,
     resources: Mutex<HashMap<(String, String), ApiResource>>,
     /// Writes are sent and answered within the lease only.
     leadership: Leadership,
@@ -156,7 +165,8 @@ impl Actuator {
             instance: Some(identity.to_string()),
         };
         Self {
-            recorder: Recorder::new(client.clone(), reporter),
+            reporter,
+            recorders: Mutex::default(),
             client,
             resources: Mutex::default(),
             leadership,
@@ -442,8 +452,28 @@ impl Kubernetes for Actuator {
             action: "Scale".into(),
             secondary: None,
         };
+        let key = (
+            reference
+                .uid
+                .clone()
+                .unwrap_or_else(|| format!("{:?}/{:?}", reference.namespace, reference.name)),
+            reason.to_string(),
+            warning,
+        );
+        let recorder = {
+            let mut recorders = self.recorders.lock().unwrap_or_else(|e| e.into_inner());
+            match recorders.get(&key) {
+                Some((said, r)) if event.note.as_deref() == Some(said.as_str()) => r.clone(),
+                _ => {
+                    let r = Recorder::new(self.client.clone(), self.reporter.clone());
+                    let said = event.note.clone().unwrap_or_default();
+                    recorders.insert(key, (said, r.clone()));
+                    r
+                }
+            }
+        };
         let published = self
-            .write_within("event", self.recorder.publish(&event, &reference))
+            .write_within("event", recorder.publish(&event, &reference))
             .await;
         if let Err(e) = published {
             warn!(error = %e, reason, "cannot record an Event");
