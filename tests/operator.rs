@@ -393,7 +393,7 @@ async fn the_real_operator_follows_slurmctlds_power_requests_in_slurm_planned_mo
         async || (0..4).all(|i| down_and_clean(&state(i))),
     )
     .await;
-    support::elastic::reconfigure_after_new_records(&client, &ns, &cluster).await;
+    support::elastic::reloaded_after_new_records(&client, &ns, &cluster).await;
 
     let sent = Instant::now();
     let job = cluster.submit(&[

@@ -270,7 +270,7 @@ impl Planned {
             },
         )
         .await;
-        support::elastic::reconfigure_after_new_records(&client, &ns, &cluster).await;
+        support::elastic::reloaded_after_new_records(&client, &ns, &cluster).await;
         Self {
             _turn,
             cluster,
@@ -630,7 +630,7 @@ async fn resumes_a_record_that_missed_resume_timeout(flavor: &str) {
         async || (0..MAX).all(clean_and_down),
     )
     .await;
-    support::elastic::reconfigure_after_new_records(&client, &ns, &cluster).await;
+    support::elastic::reloaded_after_new_records(&client, &ns, &cluster).await;
     // No operator runs: the NodeSet is asked for a pod that never comes.
     let job = cluster.submit(&["-p", NODESET, "-N", "1", "--exclusive", "--wrap", "sleep 1"]);
     support::elastic::eventually(

@@ -86,6 +86,8 @@ pub enum Write {
     Create {
         conf: String,
     },
+    /// slurmctld told to load its configuration again.
+    Reconfigure,
     /// Pods on these nodes got the deletion cost that makes them go first.
     MarkToGo {
         nodes: Vec<String>,
@@ -307,6 +309,11 @@ impl SlurmNodes for Fake {
         self.world().writes.push(Write::Create {
             conf: record.conf.clone(),
         });
+        Ok(())
+    }
+
+    async fn reconfigure(&self, _: &str, _: ApiVersion) -> Result<()> {
+        self.world().writes.push(Write::Reconfigure);
         Ok(())
     }
 }

@@ -1,5 +1,6 @@
-//! Draining and resuming Slurm nodes, and creating the records of a NodeSet's nodes
-//! ([`crate::records`]) — the only Slurm writes slurmscale makes — behind the
+//! Draining and resuming Slurm nodes, creating the records of a NodeSet's nodes
+//! ([`crate::records`]) and the one reconfigure some Slurm releases need after that — the
+//! only Slurm writes slurmscale makes — behind the
 //! [`SlurmNodes`] trait, so the controller's colocated path runs on an in-memory Slurm in
 //! tests and the demo. [`SlurmNodeWriters`] does it for real: REST `POST node/{name}` on
 //! v0.0.40+; Slurm 22.05 (v0.0.38) has no node update endpoint, so there it runs
@@ -59,6 +60,13 @@ pub trait SlurmNodes: Send + Sync + 'static {
         version: ApiVersion,
         record: &Record,
     ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Makes slurmctld of `cluster` load its configuration again (`scontrol reconfigure`).
+    fn reconfigure(
+        &self,
+        cluster: &str,
+        version: ApiVersion,
+    ) -> impl Future<Output = Result<()>> + Send;
 }
 
 /// A shared one works too.
@@ -89,6 +97,14 @@ impl<S: SlurmNodes> SlurmNodes for Arc<S> {
         record: &Record,
     ) -> impl Future<Output = Result<()>> + Send {
         (**self).create(cluster, version, record)
+    }
+
+    fn reconfigure(
+        &self,
+        cluster: &str,
+        version: ApiVersion,
+    ) -> impl Future<Output = Result<()>> + Send {
+        (**self).reconfigure(cluster, version)
     }
 }
 
@@ -147,6 +163,13 @@ impl SlurmNodes for SlurmNodeWriters {
         let writer = self.get(cluster)?;
         self.leadership
             .fence("Slurm node record", writer.create(version, record))
+            .await
+    }
+
+    async fn reconfigure(&self, cluster: &str, version: ApiVersion) -> Result<()> {
+        let writer = self.get(cluster)?;
+        self.leadership
+            .fence("Slurm reconfigure", writer.reconfigure(version))
             .await
     }
 }
@@ -221,6 +244,14 @@ impl SlurmNodeWriter {
         self.scontrol_do("create", &words).await
     }
 
+    /// `scontrol reconfigure`: REST `reconfigure/` from v0.0.40, else `scontrol`.
+    pub async fn reconfigure(&self, version: ApiVersion) -> Result<()> {
+        if version.reconfigures() {
+            return Ok(self.client.get_command(version, "reconfigure/").await?);
+        }
+        self.scontrol_do("reconfigure", &[]).await
+    }
+
     async fn scontrol(&self, args: &[&str]) -> Result<()> {
         self.scontrol_do("update", args).await
     }
@@ -240,17 +271,16 @@ impl SlurmNodeWriter {
         if let Some(conf) = &self.scontrol.conf {
             cmd.env("SLURM_CONF", conf);
         }
+        // What the error names: the node (`nodename=…`, `NodeName=…`), else the verb.
+        let what = args.first().copied().unwrap_or(verb).to_string();
         let out = cmd.output().await.map_err(|e| {
-            Error::Target(
-                args[0].to_string(),
-                format!("cannot run {}: {e}", bin.display()),
-            )
+            Error::Target(what.clone(), format!("cannot run {}: {e}", bin.display()))
         })?;
         if out.status.success() {
             Ok(())
         } else {
             Err(Error::Target(
-                args[0].to_string(),
+                what,
                 format!(
                     "scontrol {verb} failed: {}",
                     String::from_utf8_lossy(&out.stderr).trim()

@@ -208,7 +208,7 @@ impl Demo {
                 Write::Resume { node } => self.sim.drain(&node, false),
                 Write::MarkToGo { nodes } => self.sim.pool.mark(&nodes),
                 // The demo's autoscalers keep no node records and follow no power requests.
-                Write::Create { .. } | Write::Retire { .. } => {}
+                Write::Create { .. } | Write::Reconfigure | Write::Retire { .. } => {}
                 Write::Event {
                     autoscaler,
                     warning,

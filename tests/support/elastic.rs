@@ -460,21 +460,50 @@ pub fn planned(i: usize) -> String {
 
 /// Slurm 24.11.5 does not schedule CLOUD records created after any dynamic node was deleted
 /// (as Slinky 1.0/1.1's preStop deletes a pod's node) until slurmctld reconfigures (fixed in
-/// 26.05.3): where the autoscaler made records in namespace `ns` on 24.11, reconfigure once,
-/// as the README tells a site to. Not otherwise: a reconfigure makes records resumed after a
-/// pod left them unschedulable in turn (until DOWN and RESUME), and 22.05 is not affected.
-pub async fn reconfigure_after_new_records(
-    client: &kube::Client,
-    ns: &str,
-    cluster: &SlurmCluster,
-) {
-    if cluster.flavor != "24.11"
-        || super::event_notes(client, ns, "NodeRecords")
-            .await
-            .is_empty()
+/// 26.05.3), so where the autoscaler made records in namespace `ns` on 24.11 it has
+/// slurmctld reconfigure once they are there: waits for its `Reconfigured` Event, then for
+/// slurmctld (24.11 re-executes itself). On 22.05, which is not affected, there must be none.
+pub async fn reloaded_after_new_records(client: &kube::Client, ns: &str, cluster: &SlurmCluster) {
+    let reloads = async || super::event_notes(client, ns, "Reconfigured").await;
+    if cluster.flavor != "24.11" {
+        assert_eq!(
+            reloads().await,
+            Vec::<String>::new(),
+            "22.05 needs no reload"
+        );
+        return;
+    }
+    if super::event_notes(client, ns, "NodeRecords")
+        .await
+        .is_empty()
     {
         return;
     }
-    cluster.run("scontrol", &["reconfigure"]);
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while reloads().await.is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the autoscaler made records on 24.11 but never had slurmctld reconfigure \
+             (24.11.5 allocates none of them until it does); events: {:?}",
+            super::event_notes(client, ns, "ReconfigureFailed").await
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while slurmctld_up(cluster).is_err() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+/// `scontrol ping` answered that slurmctld is up.
+fn slurmctld_up(cluster: &SlurmCluster) -> Result<(), String> {
+    let out = cluster
+        .cmd("scontrol")
+        .arg("ping")
+        .output()
+        .map_err(|e| e.to_string())?;
+    let said = String::from_utf8_lossy(&out.stdout);
+    (out.status.success() && said.contains("UP"))
+        .then_some(())
+        .ok_or_else(|| said.into_owned())
 }

@@ -14,6 +14,7 @@ use crate::crd::NodeSetAutoscaler;
 use crate::error::{Error, Result};
 use crate::plan::Plan;
 use crate::pool::PoolReader;
+use crate::records;
 use crate::slurm_nodes::SlurmNodes;
 
 /// How far a plan is carried out.
@@ -62,9 +63,14 @@ pub struct Announced {
     frozen: bool,
     /// Its effects, so a dry run reports each intention once.
     intent: Option<Intent>,
-    /// When node records were last asked for, and the last failure said in an Event.
+    /// When node records were last asked for, and the last failure about them (or the reload
+    /// they need) said in an Event.
     records_asked: Option<std::time::SystemTime>,
     records_failure: Option<String>,
+    /// Records were made that slurmctld allocates only once it reloads
+    /// ([`records::reload_after_creating`]); when a reload was last asked for.
+    reload_due: bool,
+    reload_asked: Option<std::time::SystemTime>,
 }
 
 /// Missing node records are asked for again no sooner than this: slurmctld 22.05 answers
@@ -122,6 +128,7 @@ pub async fn act<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     };
     if mode == Mode::Act {
         keep_records(seam, nsa, obs, plan, memory).await;
+        reload_for_records(seam, nsa, obs, plan, memory).await;
     }
     let outcome = match mode {
         Mode::Act => apply(seam, nsa, obs, plan, moved).await?,
@@ -314,6 +321,13 @@ async fn keep_records<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         }
         made.push(r.name.as_str());
     }
+    let kind = obs.records.as_ref().map(|r| r.kind);
+    if kind
+        .is_some_and(|k| records::reload_after_creating(k, version, obs.slurm_release.as_deref()))
+        && !made.is_empty()
+    {
+        memory.reload_due = true;
+    }
     if !made.is_empty() {
         let note = format!(
             "asked slurmctld for {} node record(s) ({}), e.g. {}",
@@ -323,6 +337,62 @@ async fn keep_records<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         );
         info!(autoscaler = %super::key(nsa), "{note}");
         seam.kubernetes.event(nsa, false, "NodeRecords", note).await;
+    }
+}
+
+/// Once the records made are there (read back in the partition) and none of the NodeSet's
+/// is powering up (a reload then has tripped Slurm before), has slurmctld reload its
+/// configuration, where the release needs it to allocate new records at all. Asked again
+/// after [`RECORDS_RETRY`] if it fails; the reload's own effect on resumed records is the
+/// refresh the next looks make.
+async fn reload_for_records<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
+    seam: &Seam<K, S, P>,
+    nsa: &NodeSetAutoscaler,
+    obs: &Observation,
+    plan: &Plan,
+    memory: &mut Announced,
+) {
+    let (true, Some(version), Ok(missing)) = (memory.reload_due, obs.slurm_api, &plan.records)
+    else {
+        return;
+    };
+    let powering_up = obs.planned.as_ref().is_some_and(|p| {
+        p.ordinals
+            .iter()
+            .any(|o| o.power == crate::slurm_planned::Power::Up)
+    });
+    let since = memory
+        .reload_asked
+        .and_then(|t| obs.now.duration_since(t).ok());
+    if !missing.is_empty() || powering_up || since.is_some_and(|s| s < RECORDS_RETRY) {
+        return;
+    }
+    memory.reload_asked = Some(obs.now);
+    let cluster = obs.cluster.clone().unwrap_or_default();
+    let release = obs.slurm_release.as_deref().unwrap_or("of unknown release");
+    match seam.slurm.reconfigure(&cluster, version).await {
+        Ok(()) => {
+            memory.reload_due = false;
+            let note = format!(
+                "had slurmctld reload its configuration: Slurm {release} allocates no new CLOUD record until it does"
+            );
+            info!(autoscaler = %super::key(nsa), "{note}");
+            seam.kubernetes
+                .event(nsa, false, "Reconfigured", note)
+                .await;
+        }
+        Err(e) => {
+            let note = format!(
+                "cannot have slurmctld reload its configuration ({e}): until it does, Slurm {release} allocates no new CLOUD record; run `scontrol reconfigure`"
+            );
+            warn!(autoscaler = %super::key(nsa), "{note}");
+            if memory.records_failure.as_deref() != Some(note.as_str()) {
+                seam.kubernetes
+                    .event(nsa, true, "ReconfigureFailed", note.clone())
+                    .await;
+                memory.records_failure = Some(note);
+            }
+        }
     }
 }
 

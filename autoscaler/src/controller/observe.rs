@@ -47,6 +47,8 @@ pub struct Observation {
     pub planned: Option<PlannedView>,
     /// The slurmrestd API version, for Slurm node writes (unknown until it answered).
     pub slurm_api: Option<ApiVersion>,
+    /// The Slurm release slurmrestd says it runs, e.g. `24.11.5`.
+    pub slurm_release: Option<String>,
 }
 
 /// A slurm-planned NodeSet, ordinal by ordinal.
@@ -163,6 +165,7 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         _ => None,
     };
     let slurm_api = snap.and_then(|s| s.api_version);
+    let slurm_release = snap.and_then(|s| s.release.clone());
     let pool = match inputs.pool {
         None => None,
         Some(col) => {
@@ -183,6 +186,7 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         records,
         planned,
         slurm_api,
+        slurm_release,
     })
 }
 

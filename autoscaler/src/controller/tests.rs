@@ -794,6 +794,59 @@ async fn slurm_planned_keeps_cloud_records_and_follows_exactly_the_nodes_slurmct
     );
 }
 
+/// Slurm 24.11.5 allocates no CLOUD record created after a dynamic node was deleted until
+/// slurmctld reloads: once the records it made are there and none is powering up, the
+/// autoscaler has slurmctld reconfigure, once. Not on 22.05 nor on a release with the fix.
+#[tokio::test]
+async fn slurm_planned_has_slurmctld_reload_once_after_making_records() {
+    let up = "MIXED+CLOUD+NOT_RESPONDING+POWERING_UP";
+    let busy = "MIXED+CLOUD";
+    // No record, then two powering up, then both busy (twice).
+    let looks = [
+        [OFF; 4],
+        [up, up, OFF, OFF],
+        [busy, busy, OFF, OFF],
+        [busy, busy, OFF, OFF],
+    ];
+    for (version, release, reloads) in [
+        (ApiVersion::V0042, Some("24.11.5"), vec![2]),
+        (ApiVersion::V0042, None, vec![2]),
+        (ApiVersion::V0044, Some("26.05.3"), vec![]),
+        (ApiVersion::V0038, Some("22.05.8"), vec![]),
+    ] {
+        let rig = planned_rig(json!({}), 0);
+        let mut reloaded = Vec::new();
+        for (look, states) in looks.iter().enumerate() {
+            rig.at(2 * look as u64);
+            let mut snap = if look == 0 {
+                snapshot(at(0), NODESET, vec![], &[2])
+            } else {
+                planned_snapshot(at(2 * look as u64), *states)
+            };
+            snap.api_version = Some(version);
+            snap.release = release.map(String::from);
+            rig.slurm(snap);
+            let writes = rig.reconcile().await;
+            if look == 0 {
+                let made = writes
+                    .iter()
+                    .filter(|w| matches!(w, Write::Create { .. }))
+                    .count();
+                assert_eq!(made, 4, "{release:?}: {writes:?}");
+            }
+            if writes.contains(&Write::Reconfigure) {
+                reloaded.push(look);
+                assert!(
+                    events(&writes).iter().any(|(r, n)| *r == "Reconfigured"
+                        && n.contains(release.unwrap_or("of unknown release"))),
+                    "{writes:?}"
+                );
+            }
+        }
+        assert_eq!(reloaded, reloads, "{version:?} {release:?}");
+    }
+}
+
 #[tokio::test]
 async fn slurm_planned_refreshes_resumed_records_once_each_time_slurmctld_reloads() {
     use slurmscale_exporter::model::{Diag, RpcStat};

@@ -602,7 +602,10 @@ impl Autoscaler {
                         .extend(nodes.iter().filter_map(|n| slot_of_k8s(n)));
                 }
                 // A pool's autoscaler keeps no records and retires no pod by name.
-                Write::Create { .. } | Write::Retire { .. } | Write::Event { .. } => {}
+                Write::Create { .. }
+                | Write::Reconfigure
+                | Write::Retire { .. }
+                | Write::Event { .. } => {}
             }
         }
     }

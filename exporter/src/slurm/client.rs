@@ -289,21 +289,18 @@ impl SlurmClient {
         let started = Instant::now();
         let sent = self.send(self.http.post(&url).json(body), path).await;
         self.record("node", started.elapsed());
-        match sent? {
-            Fetched::NotModified => Ok(()),
-            Fetched::Body { status, bytes } => {
-                let messages = wire::decode_errors(&bytes);
-                if messages.is_empty() {
-                    Ok(())
-                } else {
-                    Err(Error::SlurmErrors {
-                        endpoint: path.into(),
-                        status,
-                        detail: wire::describe(&messages),
-                    })
-                }
-            }
-        }
+        done(path, sent?)
+    }
+
+    /// GETs `/slurm/<version>/<path>` for what it does, not for data (`reconfigure/`, v0.0.40
+    /// on); succeeds as [`Self::post_json`] does.
+    pub async fn get_command(&self, version: ApiVersion, path: &str) -> Result<()> {
+        self.limiter.until_ready().await;
+        let url = format!("{}/slurm/{version}/{path}", self.base);
+        let started = Instant::now();
+        let sent = self.send(self.http.get(&url), path).await;
+        self.record("command", started.elapsed());
+        done(path, sent?)
     }
 
     /// Sends with the credentials and sorts the answer: 2xx body, 304, or an error.
@@ -358,6 +355,25 @@ impl SlurmClient {
     /// The token was refused inside a 2xx answer: sign or read a fresh one next time.
     pub fn invalidate_token(&self) {
         self.token.invalidate();
+    }
+}
+
+/// A command's answer: done on 2xx (or 304) with no `errors[]`, else what Slurm said.
+fn done(path: &str, answer: Fetched) -> Result<()> {
+    match answer {
+        Fetched::NotModified => Ok(()),
+        Fetched::Body { status, bytes } => {
+            let messages = wire::decode_errors(&bytes);
+            if messages.is_empty() {
+                Ok(())
+            } else {
+                Err(Error::SlurmErrors {
+                    endpoint: path.into(),
+                    status,
+                    detail: wire::describe(&messages),
+                })
+            }
+        }
     }
 }
 

@@ -99,6 +99,11 @@ impl ApiVersion {
         self != Self::V0038
     }
 
+    /// `GET reconfigure/` makes slurmctld load its configuration again: v0.0.40 on.
+    pub fn reconfigures(self) -> bool {
+        self >= Self::V0040
+    }
+
     /// `POST new/node/` creates node records: v0.0.44 (Slurm 25.11) on.
     pub fn creates_nodes(self) -> bool {
         self >= Self::V0044
