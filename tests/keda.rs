@@ -3,7 +3,7 @@
 //! job needs through the harness's KEDA (operator and metrics adapter behind the aggregation
 //! layer) and the HPA in its kube-controller-manager, reading our exporter's
 //! `slurm_nodeset_desired_nodes` from the real Slurm 24.11. `tests/run.sh` starts KEDA beside
-//! the first harness copy; alone: `tests/harness/kube.sh keda-start`.
+//! the third harness copy; alone: `tests/harness/kube.sh keda-start`.
 
 mod support;
 

@@ -39,37 +39,45 @@ phase "build the release binary and the container image"
 tests/harness/image.sh >/dev/null
 
 phase "start real servers"
-# Two copies of the harness side by side. The longest tests, the autoscaler's end-to-end tests,
-# the calibration replay, slurm-planned scaling (which waits out SuspendTime) and the long
-# queue (which waits for slurmctld's 30-second count of its jobs), drive their partitions for
-# minutes while mostly waiting on real time; against their own copy they run
-# beside the rest, so the suite takes the time of the longer half instead of the sum.
-apart=(autoscaler_e2e calibration slurm_planned long_queue)
+# Three copies of the harness side by side, so the suite takes the time of its longest third
+# instead of the sum; the tests mostly wait on real time (SuspendTime, slurmctld's 30-second
+# checks, poll intervals). The second copy: the autoscaler's end-to-end tests, slurm-planned
+# scaling (which waits out SuspendTime) and the long queue (which waits for slurmctld's
+# 30-second count of its jobs) drive their partitions for minutes. The third: the tests
+# that stop and start their copy's servers (slurmctld, the kube-apiserver), the calibration
+# replay and KEDA's (KEDA's operator and metrics adapter run beside that copy only).
+apart=(autoscaler_e2e slurm_planned long_queue)
+alone=(restarts calibration keda)
 # Tests of the real Slinky slurm-operator (kube.sh operator-start: it manages the first copy's
 # Slurm 24.11). It reconciles every NodeSet in its cluster, its Controller's or not, and
 # rewrites their status within a second (other tests set NodeSet status themselves), and only
 # one can run on the machine (it dials 127.0.0.1:6820): so it runs on the first copy only,
 # after the rest of that copy's tests, and only while these run.
 with_operator=(operator)
-# Its ports stay below the kernel's ephemeral range (32768 and up here), where an outgoing
+# Their ports stay below the kernel's ephemeral range (32768 and up here), where an outgoing
 # connection could hold a port a slurmd is about to bind.
-second=(env "SLURMSCALE_RUN=${SLURMSCALE_RUN:-/tmp/slurmscale-harness}-2" SLURMSCALE_PORT_BASE_2205=19800
+run=${SLURMSCALE_RUN:-/tmp/slurmscale-harness}
+second=(env "SLURMSCALE_RUN=$run-2" SLURMSCALE_PORT_BASE_2205=19800
   SLURMSCALE_PORT_BASE_2411=20800 SLURMSCALE_KUBE_PORT_BASE=21000)
-trap 'tests/harness/down.sh; "${second[@]}" tests/harness/down.sh' EXIT
-# KEDA (operator and metrics adapter) beside the first copy, for tests/keda.rs.
-SLURMSCALE_KUBE_WITH=keda tests/harness/up.sh
+third=(env "SLURMSCALE_RUN=$run-3" SLURMSCALE_PORT_BASE_2205=25800
+  SLURMSCALE_PORT_BASE_2411=26800 SLURMSCALE_KUBE_PORT_BASE=27000)
+trap 'tests/harness/down.sh; "${second[@]}" tests/harness/down.sh; "${third[@]}" tests/harness/down.sh' EXIT
+tests/harness/up.sh
 "${second[@]}" tests/harness/up.sh
+"${third[@]}" env SLURMSCALE_KUBE_WITH=keda tests/harness/up.sh
 
 phase "tests"
 shopt -s nullglob
 rest=()
 for f in tests/*.rs exporter/tests/*.rs autoscaler/tests/*.rs; do
   name=$(basename "$f" .rs)
-  [[ " ${apart[*]} ${with_operator[*]} " == *" $name "* ]] || rest+=(--test "$name")
+  [[ " ${apart[*]} ${alone[*]} ${with_operator[*]} " == *" $name "* ]] || rest+=(--test "$name")
 done
-apart_log=$(mktemp)
+apart_log=$(mktemp) alone_log=$(mktemp)
 "${second[@]}" cargo test --locked --no-fail-fast "${apart[@]/#/--test=}" >"$apart_log" 2>&1 &
 apart_pid=$!
+"${third[@]}" cargo test --locked --no-fail-fast "${alone[@]/#/--test=}" >"$alone_log" 2>&1 &
+alone_pid=$!
 status=0
 cargo test --workspace --locked --no-fail-fast --lib --bins "${rest[@]}" || status=1
 cargo test --workspace --locked --doc || status=1
@@ -86,8 +94,11 @@ if [ ${#operator_tests[@]} -gt 0 ]; then
   tests/harness/kube.sh operator-stop || status=1
 fi
 wait "$apart_pid" || status=1
-say "the other half (${apart[*]}, on the second harness):"
+say "the second copy's tests (${apart[*]}):"
 cat "$apart_log" && rm -f "$apart_log"
+wait "$alone_pid" || status=1
+say "the third copy's tests (${alone[*]}):"
+cat "$alone_log" && rm -f "$alone_log"
 [ "$status" = 0 ] || die "tests failed (output above)"
 phase ""
 say "all tests passed"
