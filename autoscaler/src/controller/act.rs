@@ -298,10 +298,7 @@ async fn keep_records<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     let (Some(version), false) = (obs.slurm_api, records.is_empty()) else {
         return;
     };
-    let since = memory
-        .records_asked
-        .and_then(|t| obs.now.duration_since(t).ok());
-    if since.is_some_and(|s| s < RECORDS_RETRY) {
+    if !retry_due(memory.records_asked, obs.now) {
         return;
     }
     memory.records_asked = Some(obs.now);
@@ -310,25 +307,17 @@ async fn keep_records<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     for r in records {
         if let Err(e) = seam.slurm.create(&cluster, version, r).await {
             let note = format!("cannot create the Slurm node record {}: {e}", r.name);
-            warn!(autoscaler = %super::key(nsa), "{note}");
-            if memory.records_failure.as_deref() != Some(note.as_str()) {
-                seam.kubernetes
-                    .event(nsa, true, "NodeRecordsFailed", note.clone())
-                    .await;
-                memory.records_failure = Some(note);
-            }
+            records_failed(seam, nsa, memory, "NodeRecordsFailed", note).await;
             break;
         }
         made.push(r.name.as_str());
     }
-    let kind = obs.records.as_ref().map(|r| r.kind);
-    if kind
-        .is_some_and(|k| records::reload_after_creating(k, version, obs.slurm_release.as_deref()))
-        && !made.is_empty()
-    {
-        memory.reload_due = true;
-    }
     if !made.is_empty() {
+        let release = obs.slurm_release.as_deref();
+        memory.reload_due |= obs
+            .records
+            .as_ref()
+            .is_some_and(|r| records::reload_after_creating(r.kind, version, release));
         let note = format!(
             "asked slurmctld for {} node record(s) ({}), e.g. {}",
             made.len(),
@@ -361,10 +350,7 @@ async fn reload_for_records<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
             .iter()
             .any(|o| o.power == crate::slurm_planned::Power::Up)
     });
-    let since = memory
-        .reload_asked
-        .and_then(|t| obs.now.duration_since(t).ok());
-    if !missing.is_empty() || powering_up || since.is_some_and(|s| s < RECORDS_RETRY) {
+    if !missing.is_empty() || powering_up || !retry_due(memory.reload_asked, obs.now) {
         return;
     }
     memory.reload_asked = Some(obs.now);
@@ -385,14 +371,31 @@ async fn reload_for_records<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
             let note = format!(
                 "cannot have slurmctld reload its configuration ({e}): until it does, Slurm {release} allocates no new CLOUD record; run `scontrol reconfigure`"
             );
-            warn!(autoscaler = %super::key(nsa), "{note}");
-            if memory.records_failure.as_deref() != Some(note.as_str()) {
-                seam.kubernetes
-                    .event(nsa, true, "ReconfigureFailed", note.clone())
-                    .await;
-                memory.records_failure = Some(note);
-            }
+            records_failed(seam, nsa, memory, "ReconfigureFailed", note).await;
         }
+    }
+}
+
+/// Whether something last asked for at `asked` (if ever) may be asked for again at `now`.
+fn retry_due(asked: Option<std::time::SystemTime>, now: std::time::SystemTime) -> bool {
+    asked
+        .and_then(|t| now.duration_since(t).ok())
+        .is_none_or(|since| since >= RECORDS_RETRY)
+}
+
+/// A failure to make records (or the reload they need): logged each time, said in a Warning
+/// Event once until it changes.
+async fn records_failed<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
+    seam: &Seam<K, S, P>,
+    nsa: &NodeSetAutoscaler,
+    memory: &mut Announced,
+    reason: &str,
+    note: String,
+) {
+    warn!(autoscaler = %super::key(nsa), "{note}");
+    if memory.records_failure.as_deref() != Some(note.as_str()) {
+        seam.kubernetes.event(nsa, true, reason, note.clone()).await;
+        memory.records_failure = Some(note);
     }
 }
 
