@@ -41,13 +41,14 @@ tests/harness/image.sh >/dev/null
 phase "start real servers"
 # Three copies of the harness side by side, so the suite takes the time of its longest third
 # instead of the sum; the tests mostly wait on real time (SuspendTime, slurmctld's 30-second
-# checks, poll intervals). The second copy: the autoscaler's end-to-end tests, slurm-planned
-# scaling (which waits out SuspendTime) and the long queue (which waits for slurmctld's
-# 30-second count of its jobs) drive their partitions for minutes. The third: the tests
-# that stop and start their copy's servers (slurmctld, the kube-apiserver), the calibration
-# replay and KEDA's (KEDA's operator and metrics adapter run beside that copy only).
-apart=(autoscaler_e2e slurm_planned long_queue)
-alone=(restarts calibration keda)
+# checks, poll intervals). The second copy: the autoscaler's end-to-end tests, the
+# calibration replay and the long queue (which waits for slurmctld's 30-second count of its
+# jobs) drive their partitions for minutes. The third: the tests that stop and start their
+# copy's servers (restarts.rs: slurmctld, the kube-apiserver; slurm_planned.rs: slurmctld
+# while nodes power up, and it waits out SuspendTime) and KEDA's (KEDA's operator and metrics
+# adapter run beside that copy only).
+apart=(autoscaler_e2e calibration long_queue)
+alone=(keda restarts slurm_planned)
 # Tests of the real Slinky slurm-operator (kube.sh operator-start: it manages the first copy's
 # Slurm 24.11). It reconciles every NodeSet in its cluster, its Controller's or not, and
 # rewrites their status within a second (other tests set NodeSet status themselves), and only

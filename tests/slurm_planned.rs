@@ -15,12 +15,17 @@
 //! and runs, after a `scontrol reconfigure` too (the records refreshed); a big job that must
 //! wait holds no node up before it starts (the mode's premise); a wanted ordinal above free
 //! ones is covered without a requeue, the extra pods counted and later retired; a record whose pod
-//! never came (DOWN at `ResumeTimeout`) is resumed too — and a NodeSet whose slurmd lacks
-//! `-b` is refused.
+//! never came (DOWN at `ResumeTimeout`) is resumed too; a slurmctld restart while records
+//! power up for a job whose pods have not come loses neither the job nor the nodes — and a
+//! NodeSet whose slurmd lacks `-b` is refused. The restart is why `tests/run.sh` runs these
+//! on a copy of the servers whose other tests (`restarts.rs`, `keda.rs`) never run beside
+//! them.
 
 mod support;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
@@ -79,10 +84,12 @@ fn ran_or_runs(c: &SlurmCluster, job: &str) -> bool {
 /// slurm-operator and the kubelet for NodeSet `planned`: pods for the lowest free ordinals
 /// as replicas rise, the first-ranked pod (deletion cost, then highest ordinal) drained,
 /// stopped with the preStop's DOWN and deleted as they fall. The ordinals it ran, in order.
+/// While `hold` is set it starts no pod (a pod slow to come: an image pull).
 fn operate(
     client: kube::Client,
     ns: String,
     cluster: SlurmCluster,
+    hold: Arc<AtomicBool>,
 ) -> (
     tokio::task::JoinHandle<()>,
     std::sync::Arc<std::sync::Mutex<Vec<String>>>,
@@ -118,7 +125,7 @@ fn operate(
                     Some((i, cost))
                 })
                 .collect();
-            while have.len() < want {
+            while have.len() < want && !hold.load(Ordering::SeqCst) {
                 let i = (0..MAX).find(|i| !have.contains_key(i)).unwrap();
                 let pod: Pod = serde_json::from_value(json!({
                     "metadata": {"name": name(i), "labels": {"app": NODESET}},
@@ -243,6 +250,8 @@ struct Planned {
     operator: tokio::task::JoinHandle<()>,
     /// The ordinals the operator ran and removed, in order (`+i`, `-i`).
     ran: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// Set: the operator starts no pod.
+    hold: Arc<AtomicBool>,
 }
 
 impl Planned {
@@ -253,7 +262,8 @@ impl Planned {
         let client = kube_client().await;
         let ns = namespace(&client, "planned").await;
         let (nodesets, autoscalers, a) = setup(&client, &ns, &cluster, &["-b"]).await;
-        let (operator, ran) = operate(client.clone(), ns.clone(), cluster.clone());
+        let hold = Arc::new(AtomicBool::new(false));
+        let (operator, ran) = operate(client.clone(), ns.clone(), cluster.clone(), hold.clone());
         let state = |i: usize| support::elastic::node_state(&cluster, &name(i));
         support::elastic::eventually(
             "four powered-down CLOUD records in the partition",
@@ -281,7 +291,13 @@ impl Planned {
             a,
             operator,
             ran,
+            hold,
         }
+    }
+
+    /// The operator starts no pod while `on` (as if their image were still being pulled).
+    fn hold(&self, on: bool) {
+        self.hold.store(on, Ordering::SeqCst);
     }
 
     async fn replicas(&self) -> i32 {
@@ -608,6 +624,74 @@ async fn an_ordinal_above_free_ones_is_covered_without_a_requeue() {
     p.finish().await;
 }
 
+/// slurmctld restarted (stopped, its state saved, started again) while two records power up
+/// for a job whose pods have not come yet: the records stay allocated to the job and powering
+/// up, the NodeSet keeps its two replicas while slurmctld is away, and once the pods come
+/// the job runs on them, never requeued. (Slurm fixed CLOUD nodes "infrequently becoming
+/// FUTURE on slurmctld restart" only in 25.05.7: this is the case it would show in.)
+async fn a_restart_while_nodes_power_up_loses_nothing(flavor: &str) {
+    let p = Planned::start(flavor).await;
+    let (cluster, a) = (&p.cluster, &p.a);
+    let powering_up = |node: &str| {
+        let (st, _) = support::elastic::node_state(cluster, node);
+        st.split('+').any(|w| w == "POWERING_UP")
+    };
+    p.hold(true);
+    let job = cluster.submit(&["-p", NODESET, "-N", "2", "--exclusive", "--wrap", "sleep 2"]);
+    support::elastic::eventually(
+        "the NodeSet asked for the two powered-up nodes",
+        Duration::from_secs(30),
+        a,
+        async || p.replicas().await == 2,
+    )
+    .await;
+    let list = cluster.run("squeue", &["-h", "-j", &job, "-o", "%N"]);
+    let nodes = cluster.run("scontrol", &["show", "hostnames", list.trim()]);
+    let nodes: Vec<&str> = nodes.split_whitespace().collect();
+    assert_eq!(nodes.len(), 2, "the job's nodes: {list:?}");
+    assert!(nodes.iter().all(|n| powering_up(n)), "{nodes:?} power up");
+
+    cluster.harness(&["ctld-stop"]);
+    let until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < until {
+        assert_eq!(p.replicas().await, 2, "scaled while slurmctld was away");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    cluster.harness(&["ctld-start"]);
+    let back = cluster.run("squeue", &["-h", "-j", &job, "-o", "%T %N"]);
+    assert!(
+        back.trim().starts_with("CONFIGURING") && nodes.iter().all(|n| powering_up(n)),
+        "after the restart the job still waits on its powering-up nodes: {back:?}, {:?}",
+        nodes
+            .iter()
+            .map(|n| support::elastic::node_state(cluster, n))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(p.replicas().await, 2);
+
+    p.hold(false);
+    support::elastic::eventually(
+        "the job runs on its nodes once their pods come",
+        Duration::from_secs(90),
+        a,
+        async || ran_or_runs(cluster, &job),
+    )
+    .await;
+    let shown = cluster.run("scontrol", &["-o", "show", "job", &job]);
+    assert!(shown.contains("Restarts=0"), "never requeued: {shown}");
+    p.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_while_nodes_power_up_loses_nothing_on_22_05() {
+    a_restart_while_nodes_power_up_loses_nothing("22.05").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_while_nodes_power_up_loses_nothing_on_24_11() {
+    a_restart_while_nodes_power_up_loses_nothing("24.11").await;
+}
+
 /// A pod that never comes: slurmctld gives up on the record at `ResumeTimeout` (30 s here),
 /// sets it DOWN and requeues the job; the autoscaler resumes the record (no pod, down for
 /// ResumeTimeout), so slurmctld plans on it again. The NodeSet meanwhile holds at what it was
@@ -719,6 +803,8 @@ async fn a_nodeset_without_slurmd_b_is_refused() {
 /// tries again (through a Service, perhaps reaching the leader).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wake_reads_slurms_nodes_at_once_and_a_standby_declines() {
+    // Its turn too: another test restarts this slurmctld.
+    let _turn = support::turn("24.11").await;
     let cluster = SlurmCluster::get("24.11");
     let client = kube_client().await;
     let lease = namespace(&client, "wake-lease").await;
