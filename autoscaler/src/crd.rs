@@ -302,6 +302,10 @@ pub struct NodeRecordsStatus {
     /// well): a merge patch that left it out would keep an old message.
     #[serde(default)]
     pub message: Option<String>,
+    /// Records were made that this Slurm allocates only once slurmctld reloads its
+    /// configuration, and it has not been asked to yet: a replica that takes the lead asks.
+    #[serde(default)]
+    pub reload_pending: bool,
 }
 
 impl NodeSetAutoscalerSpec {

@@ -477,6 +477,7 @@ mod tests {
                 wanted: 4,
                 existing: 2,
                 message: Some("no CPUs".into()),
+                reload_pending: true,
             }),
         };
         let sparse = NodeSetAutoscalerStatus {
@@ -493,6 +494,7 @@ mod tests {
                 wanted: 4,
                 existing: 4,
                 message: None,
+                reload_pending: false,
             }),
             ..Default::default()
         };

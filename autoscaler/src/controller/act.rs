@@ -71,6 +71,15 @@ pub struct Announced {
     /// ([`records::reload_after_creating`]); when a reload was last asked for.
     reload_due: bool,
     reload_asked: Option<std::time::SystemTime>,
+    /// `reload_due` has been taken from the status a previous leader wrote.
+    reload_read: bool,
+}
+
+impl Announced {
+    /// Records were made that wait for slurmctld to reload (the status says so).
+    pub fn reload_pending(&self) -> bool {
+        self.reload_due
+    }
 }
 
 /// Missing node records are asked for again no sooner than this: slurmctld 22.05 answers
@@ -127,6 +136,15 @@ pub async fn act<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         acted: false,
     };
     if mode == Mode::Act {
+        if !memory.reload_read {
+            // A leader that made records may have gone before the reload they need.
+            memory.reload_read = true;
+            memory.reload_due |= nsa
+                .status
+                .as_ref()
+                .and_then(|s| s.node_records.as_ref())
+                .is_some_and(|r| r.reload_pending);
+        }
         keep_records(seam, nsa, obs, plan, memory).await;
         reload_for_records(seam, nsa, obs, plan, memory).await;
     }

@@ -283,7 +283,8 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Controller<K, S, P> {
         entry.last_error = None;
         report::metrics(&mut self.metrics(), nsa, &obs, &plan, &outcome);
         if leader {
-            let status = report::status(nsa, &obs, &plan, &outcome, &mut entry.reported);
+            let pending = entry.announced.reload_pending();
+            let status = report::status(nsa, &obs, &plan, &outcome, &mut entry.reported, pending);
             report::write(kube, nsa, &mut entry.reported, status).await?;
         }
         Ok(())

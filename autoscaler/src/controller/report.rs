@@ -43,13 +43,15 @@ pub async fn write<K: Kubernetes>(
     Ok(())
 }
 
-/// The status after a reconcile that planned (and perhaps acted).
+/// The status after a reconcile that planned (and perhaps acted); `reload_pending`: records
+/// were made that wait for slurmctld to reload.
 pub fn status(
     nsa: &NodeSetAutoscaler,
     obs: &Observation,
     plan: &Plan,
     outcome: &Outcome,
     memory: &mut Reported,
+    reload_pending: bool,
 ) -> NodeSetAutoscalerStatus {
     let now = obs.now;
     if outcome.scaled().is_some() {
@@ -105,6 +107,7 @@ pub fn status(
             wanted: count(r.wanted.len()),
             existing: count(r.wanted.iter().filter(|n| r.existing.contains(*n)).count()),
             message: plan.records.as_ref().err().cloned(),
+            reload_pending,
         }),
     }
 }

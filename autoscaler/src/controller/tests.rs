@@ -42,6 +42,11 @@ impl Rig {
     /// An autoscaler of `NODESET` with `spec` (merged over the minimum), its target at
     /// `replicas`, the time at `at(0)`.
     fn new(spec: Value, replicas: u64) -> Self {
+        Self::with_status(spec, replicas, Value::Null)
+    }
+
+    /// As [`Rig::new`], the autoscaler's status as a previous leader wrote it.
+    fn with_status(spec: Value, replicas: u64, status: Value) -> Self {
         let mut full = json!({"scaleTargetRef": {"name": NODESET}, "maxReplicas": 8});
         if let (Some(f), Some(s)) = (full.as_object_mut(), spec.as_object()) {
             f.extend(s.clone());
@@ -50,6 +55,7 @@ impl Rig {
             "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler",
             "metadata": {"name": NODESET, "namespace": "slurm", "generation": 1},
             "spec": full,
+            "status": status,
         }))
         .expect("a valid autoscaler");
         let world = World {
@@ -657,7 +663,11 @@ fn planned_rig(extra: Value, replicas: u64) -> Rig {
     if let (Some(s), Some(e)) = (spec.as_object_mut(), extra.as_object()) {
         s.extend(e.clone());
     }
-    let rig = Rig::new(spec, replicas);
+    planned(Rig::new(spec, replicas))
+}
+
+/// `rig`'s target as a slurm-planned NodeSet's: its pods run slurmd `-b`, 4 CPUs.
+fn planned(rig: Rig) -> Rig {
     rig.fake.with(|w| {
         let t = w.targets.get_mut(NODESET).unwrap();
         t.nodes.slurmd_args = vec!["-b".into()];
@@ -834,6 +844,10 @@ async fn slurm_planned_has_slurmctld_reload_once_after_making_records() {
                     .count();
                 assert_eq!(made, 4, "{release:?}: {writes:?}");
             }
+            // The status says a reload is due from the records' making to the reload.
+            let pending = rig.status().node_records.is_some_and(|r| r.reload_pending);
+            let due = reloads.first().is_some_and(|r| look < *r);
+            assert_eq!(pending, due, "{release:?} look {look}");
             if writes.contains(&Write::Reconfigure) {
                 reloaded.push(look);
                 assert!(
@@ -844,6 +858,23 @@ async fn slurm_planned_has_slurmctld_reload_once_after_making_records() {
             }
         }
         assert_eq!(reloaded, reloads, "{version:?} {release:?}");
+    }
+}
+
+/// A leader that made records may go before the reload they need: its status says the
+/// reload is pending, and the replica that takes the lead has slurmctld reload.
+#[tokio::test]
+async fn a_new_leader_makes_the_reload_its_predecessor_left_pending() {
+    let spec = json!({"mode": "SlurmPlanned", "maxReplicas": 4});
+    for (pending, reloads) in [(true, true), (false, false)] {
+        let before = json!({"nodeRecords": {"wanted": 4, "existing": 4, "reloadPending": pending}});
+        let rig = planned(Rig::with_status(spec.clone(), 0, before));
+        let mut snap = planned_snapshot(at(0), [OFF; 4]);
+        snap.release = Some("24.11.5".into());
+        rig.slurm(snap);
+        let writes = rig.reconcile().await;
+        assert_eq!(writes.contains(&Write::Reconfigure), reloads, "{writes:?}");
+        assert!(!rig.status().node_records.unwrap().reload_pending);
     }
 }
 
