@@ -15,8 +15,9 @@
 //! and runs, after a `scontrol reconfigure` too (the records refreshed); a big job that must
 //! wait holds no node up before it starts (the mode's premise); a wanted ordinal above free
 //! ones is covered without a requeue, the extra pods counted and later retired; a record whose pod
-//! never came (DOWN at `ResumeTimeout`) is resumed too; a slurmctld restart while records
-//! power up for a job whose pods have not come loses neither the job nor the nodes — and a
+//! never came (DOWN at `ResumeTimeout`) is resumed too; a slurmctld restart (or a 24.11
+//! reconfigure) while records power up for a job whose pods have not come loses neither the
+//! job nor the nodes — and a
 //! NodeSet whose slurmd lacks `-b` is refused. The restart is why `tests/run.sh` runs these
 //! on a copy of the servers whose other tests (`restarts.rs`, `keda.rs`) never run beside
 //! them.
@@ -624,12 +625,22 @@ async fn an_ordinal_above_free_ones_is_covered_without_a_requeue() {
     p.finish().await;
 }
 
-/// slurmctld restarted (stopped, its state saved, started again) while two records power up
-/// for a job whose pods have not come yet: the records stay allocated to the job and powering
-/// up, the NodeSet keeps its two replicas while slurmctld is away, and once the pods come
-/// the job runs on them, never requeued. (Slurm fixed CLOUD nodes "infrequently becoming
-/// FUTURE on slurmctld restart" only in 25.05.7: this is the case it would show in.)
-async fn a_restart_while_nodes_power_up_loses_nothing(flavor: &str) {
+/// How slurmctld loads its configuration again.
+#[derive(Clone, Copy, Debug)]
+enum Reload {
+    /// Stopped (its state saved) and started again.
+    Restart,
+    /// `scontrol reconfigure`, as Slinky does on every config change (24.11 re-executes
+    /// itself; 22.05's is a known Slurm bug while nodes power up, README).
+    Reconfigure,
+}
+
+/// slurmctld reloaded while two records power up for a job whose pods have not come yet: the
+/// records stay allocated to the job and powering up, the NodeSet keeps its two replicas
+/// (while slurmctld is away, on a restart), and once the pods come the job runs on them,
+/// never requeued. (Slurm fixed CLOUD nodes "infrequently becoming FUTURE on slurmctld
+/// restart" only in 25.05.7: this is the case it would show in.)
+async fn a_reload_while_nodes_power_up_loses_nothing(flavor: &str, how: Reload) {
     let p = Planned::start(flavor).await;
     let (cluster, a) = (&p.cluster, &p.a);
     let powering_up = |node: &str| {
@@ -651,17 +662,31 @@ async fn a_restart_while_nodes_power_up_loses_nothing(flavor: &str) {
     assert_eq!(nodes.len(), 2, "the job's nodes: {list:?}");
     assert!(nodes.iter().all(|n| powering_up(n)), "{nodes:?} power up");
 
-    cluster.harness(&["ctld-stop"]);
-    let until = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < until {
-        assert_eq!(p.replicas().await, 2, "scaled while slurmctld was away");
-        tokio::time::sleep(Duration::from_millis(300)).await;
+    match how {
+        Reload::Restart => {
+            cluster.harness(&["ctld-stop"]);
+            let until = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < until {
+                assert_eq!(p.replicas().await, 2, "scaled while slurmctld was away");
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+            cluster.harness(&["ctld-start"]);
+        }
+        Reload::Reconfigure => {
+            cluster.run("scontrol", &["reconfigure"]);
+            support::elastic::eventually(
+                "slurmctld answers after its reconfigure",
+                Duration::from_secs(30),
+                a,
+                async || support::elastic::slurmctld_up(cluster).is_ok(),
+            )
+            .await;
+        }
     }
-    cluster.harness(&["ctld-start"]);
     let back = cluster.run("squeue", &["-h", "-j", &job, "-o", "%T %N"]);
     assert!(
         back.trim().starts_with("CONFIGURING") && nodes.iter().all(|n| powering_up(n)),
-        "after the restart the job still waits on its powering-up nodes: {back:?}, {:?}",
+        "after the {how:?} the job still waits on its powering-up nodes: {back:?}, {:?}",
         nodes
             .iter()
             .map(|n| support::elastic::node_state(cluster, n))
@@ -684,12 +709,17 @@ async fn a_restart_while_nodes_power_up_loses_nothing(flavor: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_while_nodes_power_up_loses_nothing_on_22_05() {
-    a_restart_while_nodes_power_up_loses_nothing("22.05").await;
+    a_reload_while_nodes_power_up_loses_nothing("22.05", Reload::Restart).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_while_nodes_power_up_loses_nothing_on_24_11() {
-    a_restart_while_nodes_power_up_loses_nothing("24.11").await;
+    a_reload_while_nodes_power_up_loses_nothing("24.11", Reload::Restart).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconfigure_while_nodes_power_up_loses_nothing_on_24_11() {
+    a_reload_while_nodes_power_up_loses_nothing("24.11", Reload::Reconfigure).await;
 }
 
 /// A pod that never comes: slurmctld gives up on the record at `ResumeTimeout` (30 s here),

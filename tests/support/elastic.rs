@@ -495,8 +495,8 @@ pub async fn reloaded_after_new_records(client: &kube::Client, ns: &str, cluster
     }
 }
 
-/// `scontrol ping` answered that slurmctld is up.
-fn slurmctld_up(cluster: &SlurmCluster) -> Result<(), String> {
+/// `scontrol ping` answered that slurmctld is up (else what it said).
+pub fn slurmctld_up(cluster: &SlurmCluster) -> Result<(), String> {
     let out = cluster
         .cmd("scontrol")
         .arg("ping")
