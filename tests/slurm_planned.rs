@@ -678,7 +678,7 @@ async fn a_reload_while_nodes_power_up_loses_nothing(flavor: &str, how: Reload) 
                 "slurmctld answers after its reconfigure",
                 Duration::from_secs(30),
                 a,
-                async || support::elastic::slurmctld_up(cluster).is_ok(),
+                async || support::elastic::slurmctld_up(cluster),
             )
             .await;
         }

@@ -479,31 +479,24 @@ pub async fn reloaded_after_new_records(client: &kube::Client, ns: &str, cluster
     {
         return;
     }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while reloads().await.is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "the autoscaler made records on 24.11 but never had slurmctld reconfigure \
-             (24.11.5 allocates none of them until it does); events: {:?}",
-            super::event_notes(client, ns, "ReconfigureFailed").await
-        );
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while slurmctld_up(cluster).is_err() && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
+    let reloaded = super::wait_until(Duration::from_secs(30), async || {
+        !reloads().await.is_empty()
+    })
+    .await;
+    assert!(
+        reloaded,
+        "the autoscaler made records on 24.11 but never had slurmctld reconfigure \
+         (24.11.5 allocates none of them until it does); events: {:?}",
+        super::event_notes(client, ns, "ReconfigureFailed").await
+    );
+    super::wait_until(Duration::from_secs(30), async || slurmctld_up(cluster)).await;
 }
 
-/// `scontrol ping` answered that slurmctld is up (else what it said).
-pub fn slurmctld_up(cluster: &SlurmCluster) -> Result<(), String> {
-    let out = cluster
+/// `scontrol ping` answered that slurmctld is up.
+pub fn slurmctld_up(cluster: &SlurmCluster) -> bool {
+    cluster
         .cmd("scontrol")
         .arg("ping")
         .output()
-        .map_err(|e| e.to_string())?;
-    let said = String::from_utf8_lossy(&out.stdout);
-    (out.status.success() && said.contains("UP"))
-        .then_some(())
-        .ok_or_else(|| said.into_owned())
+        .is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains("UP"))
 }

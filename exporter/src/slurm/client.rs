@@ -284,23 +284,45 @@ impl SlurmClient {
         path: &str,
         body: &serde_json::Value,
     ) -> Result<()> {
-        self.limiter.until_ready().await;
         let url = format!("{}/slurm/{version}/{path}", self.base);
-        let started = Instant::now();
-        let sent = self.send(self.http.post(&url).json(body), path).await;
-        self.record("node", started.elapsed());
-        done(path, sent?)
+        self.command(self.http.post(&url).json(body), path, "node")
+            .await
     }
 
     /// GETs `/slurm/<version>/<path>` for what it does, not for data (`reconfigure/`, v0.0.40
     /// on); succeeds as [`Self::post_json`] does.
     pub async fn get_command(&self, version: ApiVersion, path: &str) -> Result<()> {
-        self.limiter.until_ready().await;
         let url = format!("{}/slurm/{version}/{path}", self.base);
+        self.command(self.http.get(&url), path, "command").await
+    }
+
+    /// Sends a command after waiting for the rate limiter, its time recorded as `name`: done
+    /// on 2xx (or 304) with no `errors[]`, else what Slurm said.
+    async fn command(
+        &self,
+        request: reqwest::RequestBuilder,
+        path: &str,
+        name: &'static str,
+    ) -> Result<()> {
+        self.limiter.until_ready().await;
         let started = Instant::now();
-        let sent = self.send(self.http.get(&url), path).await;
-        self.record("command", started.elapsed());
-        done(path, sent?)
+        let sent = self.send(request, path).await;
+        self.record(name, started.elapsed());
+        match sent? {
+            Fetched::NotModified => Ok(()),
+            Fetched::Body { status, bytes } => {
+                let messages = wire::decode_errors(&bytes);
+                if messages.is_empty() {
+                    Ok(())
+                } else {
+                    Err(Error::SlurmErrors {
+                        endpoint: path.into(),
+                        status,
+                        detail: wire::describe(&messages),
+                    })
+                }
+            }
+        }
     }
 
     /// Sends with the credentials and sorts the answer: 2xx body, 304, or an error.
@@ -355,25 +377,6 @@ impl SlurmClient {
     /// The token was refused inside a 2xx answer: sign or read a fresh one next time.
     pub fn invalidate_token(&self) {
         self.token.invalidate();
-    }
-}
-
-/// A command's answer: done on 2xx (or 304) with no `errors[]`, else what Slurm said.
-fn done(path: &str, answer: Fetched) -> Result<()> {
-    match answer {
-        Fetched::NotModified => Ok(()),
-        Fetched::Body { status, bytes } => {
-            let messages = wire::decode_errors(&bytes);
-            if messages.is_empty() {
-                Ok(())
-            } else {
-                Err(Error::SlurmErrors {
-                    endpoint: path.into(),
-                    status,
-                    detail: wire::describe(&messages),
-                })
-            }
-        }
     }
 }
 
