@@ -14,14 +14,14 @@ use slurmscale_autoscaler::simulate::shared::{self, POLICIES, SharedOptions, Sha
 use slurmscale_autoscaler::simulate::trace::{self, NodeShape, Slice, When};
 
 fn main() {
-    let traces = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces");
+    let traces = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/traces");
     let t = Instant::now();
     let mut parsed = formats::read(
         &traces.join("CEA-Curie-2011-2.1-cln.swf.gz"),
         Format::Swf,
         false,
     )
-    .unwrap_or_else(|e| panic!("{e} (the traces are in ../shared/traces)"));
+    .unwrap_or_else(|e| panic!("{e} (the traces are in tests/traces)"));
     parsed.keep_partitions(&["large".to_string()]);
     let pod_log = pods::read(
         &traces.join("alibaba-gpu-2023/openb_pod_list_default.csv"),

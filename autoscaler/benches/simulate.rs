@@ -1,5 +1,5 @@
 //! `simulate` throughput: the first 100,000 jobs of CEA Curie from 2012-03-08 (the
-//! replayable part of the trace; see ../shared/traces/README.md) through every policy,
+//! replayable part of the trace; see tests/traces/README.md) through every policy,
 //! against the same jobs through `static` alone (the scheduler with no policy) in the same
 //! process, so the figure survives this machine's drifting speed. Peak RSS is the process's
 //! high-water mark after everything ran.
@@ -25,7 +25,7 @@ fn main() {
     let path = std::env::var_os("SLURMSCALE_TRACE").map_or_else(
         || {
             PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../../shared/traces/CEA-Curie-2011-2.1-cln.swf.gz")
+                .join("../tests/traces/CEA-Curie-2011-2.1-cln.swf.gz")
         },
         PathBuf::from,
     );

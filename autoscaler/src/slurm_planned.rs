@@ -4,7 +4,8 @@
 //! `SuspendTime`. This planner turns those requests into the NodeSet's replicas: which pods
 //! to add, which one pod to retire and which records to `RESUME`.
 //!
-//! What it must live with (`../shared/research/slurm-planned-scaling.md`): a NodeSet creates
+//! What it must live with (each measured on the harness's real Slurms, 22.05.8 and 24.11.5, and
+//! under the real slurm-operator; docs/slurm-planned.md): a NodeSet creates
 //! its *lowest free* ordinals, so covering a wanted ordinal may take pods for the free ones
 //! below it too (they register as idle nodes slurmctld uses or powers down again); it
 //! removes the pod ranked first by deletion cost, and a pending or unready pod ranks before
@@ -424,9 +425,9 @@ mod tests {
         }
     }
 
-    /// The state words real slurmctlds reported for CLOUD records in the research's
-    /// experiments (E1, E5 in ../shared/research/slurm-planned-scaling.md): 22.05's REST
-    /// v0.0.38 (a base word and flags) and 24.11's v0.0.42 (one array), and scontrol's.
+    /// The state words real slurmctlds reported for CLOUD records (recorded on the harness's
+    /// 22.05.8 and 24.11.5): 22.05's REST v0.0.38 (a base word and flags) and 24.11's v0.0.42
+    /// (one array), and scontrol's.
     #[test]
     fn power_states_are_read_from_what_both_slurms_report() {
         let node = |words: &[&str], alloc_cpus: u64| Node {

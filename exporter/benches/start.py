@@ -99,7 +99,7 @@ def main():
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--interval", default="2s")
     ap.add_argument("--port", type=int)
-    ap.add_argument("--out", default="/work/logs/h31b-start.jsonl")
+    ap.add_argument("--out", default="start.jsonl")
     ap.add_argument("--min-avail-gib", type=float, default=3)
     a, extra = ap.parse_known_args()
     e = env(a.flavor)

@@ -414,18 +414,13 @@ fn v0042_recorded_from_slurm_24_11() {
     recorded_workload(ApiVersion::V0042);
 }
 
-/// The OpenAPI specs of slurmrestd, kept beside the project (../shared/slurm-openapi).
+/// slurmrestd's OpenAPI document of `version` (tests/openapi/, with its provenance).
 fn spec(version: ApiVersion) -> serde_json::Value {
-    let file = format!("{}.json", version.as_str());
-    let candidates = [
-        std::env::var_os("SLURMSCALE_OPENAPI_DIR").map(PathBuf::from),
-        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/slurm-openapi")),
-        Some(PathBuf::from("/work/shared/slurm-openapi")),
-    ];
-    let dir = candidates.into_iter().flatten().find(|d| d.join(&file).is_file()).unwrap_or_else(|| {
-        panic!("OpenAPI spec {file} not found: set SLURMSCALE_OPENAPI_DIR to the folder holding slurmrestd's specs")
-    });
-    serde_json::from_slice(&std::fs::read(dir.join(&file)).unwrap()).unwrap()
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/openapi")
+        .join(format!("{}.json", version.as_str()));
+    let text = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_slice(&text).unwrap()
 }
 
 /// Checks `instance` against an OpenAPI schema: `$ref`, types, properties, items, enums and

@@ -214,18 +214,13 @@ pub fn mint_hs256(key: &[u8], user: &str, iat: i64, exp: i64) -> String {
     .expect("HS256 signing")
 }
 
-/// An official CRD, unmodified, from the folder beside the project (../shared/crds: the
+/// An official CRD, unmodified (tests/upstream/crds/, with its upstream version: the
 /// published CRDs, CEL rules and all, which the harness's kube-apiserver 1.37 takes as they
-/// are), or $SLURMSCALE_OFFICIAL_CRDS.
+/// are).
 pub fn official_crd_path(file: &str) -> PathBuf {
-    let candidates = [
-        std::env::var_os("SLURMSCALE_OFFICIAL_CRDS").map(PathBuf::from),
-        Some(repo_root().join("../shared/crds")),
-        Some(PathBuf::from("/work/shared/crds")),
-    ];
-    candidates.into_iter().flatten().map(|d| d.join(file)).find(|p| p.is_file()).unwrap_or_else(|| {
-        panic!("official CRD {file} not found: set SLURMSCALE_OFFICIAL_CRDS to the folder holding the official CRDs")
-    })
+    let path = repo_root().join("tests/upstream/crds").join(file);
+    assert!(path.is_file(), "official CRD {} missing", path.display());
+    path
 }
 
 /// The real kube-apiserver started by `tests/harness/kube.sh`.

@@ -1,0 +1,92 @@
+//! The repository stands alone: what its tests, benches and documented commands read lives in
+//! it, with its provenance. No file refers to a folder beside the clone or to a path of the
+//! machine it was built on, and every data file the docs name is here.
+
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every file of the repository (not build output, not git's own).
+fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        if matches!(name.to_str(), Some(".git" | "target")) {
+            continue;
+        }
+        if path.is_dir() {
+            files(&path, out);
+        } else {
+            out.push(path);
+        }
+    }
+}
+
+fn texts() -> Vec<(PathBuf, String)> {
+    let mut all = Vec::new();
+    files(&root(), &mut all);
+    all.into_iter()
+        .filter_map(|p| {
+            let text = String::from_utf8(std::fs::read(&p).ok()?).ok()?;
+            Some((p.strip_prefix(root()).unwrap().to_path_buf(), text))
+        })
+        .collect()
+}
+
+#[test]
+fn nothing_refers_outside_the_repository() {
+    // Spelled in pieces so this file does not match itself.
+    let outside = [
+        concat!("..", "/shared"),
+        concat!("/wo", "rk/"),
+        concat!("SLURMSCALE_OPENAPI", "_DIR"),
+        concat!("SLURMSCALE_OFFICIAL", "_CRDS"),
+    ];
+    let mut found = Vec::new();
+    for (path, text) in texts() {
+        for (n, line) in text.lines().enumerate() {
+            if let Some(what) = outside.iter().find(|o| line.contains(**o)) {
+                found.push(format!("{}:{}: {what}", path.display(), n + 1));
+            }
+        }
+    }
+    assert!(found.is_empty(), "references outside the repository:\n{}", found.join("\n"));
+}
+
+#[test]
+fn every_data_file_the_docs_name_is_here_with_its_provenance() {
+    let data = ["tests/traces/", "tests/upstream/", "exporter/tests/openapi/"];
+    let mut missing = Vec::new();
+    for (path, text) in texts() {
+        if path.extension().is_none_or(|e| e != "md") {
+            continue;
+        }
+        for dir in data {
+            for (at, _) in text.match_indices(dir) {
+                let named: String = text[at..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || "/._-".contains(*c))
+                    .collect();
+                let named = named.trim_end_matches(['.', '/']);
+                if !root().join(named).exists() {
+                    missing.push(format!("{}: {named}", path.display()));
+                }
+            }
+        }
+    }
+    assert!(missing.is_empty(), "named but not in the repository:\n{}", missing.join("\n"));
+    for dir in data {
+        let readme = root().join(dir).join("README.md");
+        assert!(readme.is_file(), "{dir} says nothing of where its files come from");
+    }
+}
+
+#[test]
+fn the_licence_the_packages_declare_is_in_the_repository() {
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    assert!(manifest.contains("license = \"Apache-2.0\""));
+    let licence = std::fs::read_to_string(root().join("LICENSE")).unwrap();
+    assert!(licence.contains("Apache License") && licence.contains("Version 2.0, January 2004"));
+}
