@@ -222,7 +222,79 @@ async fn a_long_queue_is_read_id_by_id(flavor: &str) {
         log.contains("reading the job list id by id") && !log.contains("WARN"),
         "{log}"
     );
+    drop(exporter);
+
+    without_accounting(&cluster, &key, &elastic).await;
     let _ = cluster.cmd("scancel").arg("--user=root").status();
+}
+
+/// The same long queue through a slurmrestd that serves no accounting (started without its
+/// slurmdbd plugins, as many sites run it): nothing says where the ids are, so the list is
+/// read whole, found out once and said once — never taken for a changed server (the API
+/// version probed again and the list started over every poll, its data ages gone from the
+/// page). Jobs keep coming, one a second, meanwhile.
+async fn without_accounting(cluster: &SlurmCluster, key: &str, submit: &dyn Fn(&[&str]) -> String) {
+    const INTERVAL: f64 = 2.0;
+    let exporter = Process::start(
+        &[
+            "exporter",
+            "--no-kubernetes",
+            "--interval",
+            "2s",
+            "--jwt-key-file",
+            key,
+            "--request-max-jobs",
+            BOUND,
+        ],
+        &[
+            ("SLURM_REST_URL", &cluster.no_accounting_url),
+            ("SLURM_USER", &cluster.user),
+            ("SLURM_CLUSTER", &cluster.name),
+        ],
+    );
+    exporter.wait_ready(Duration::from_secs(30)).await;
+    let mut ages = Vec::new();
+    for _ in 0..15 {
+        submit(&[]);
+        let m = exporter.metrics().await;
+        let age = m.get("slurm_exporter_endpoint_data_age_seconds", &[("endpoint", "jobs")]);
+        let snapshot_age = m.get("slurm_exporter_snapshot_age_seconds", &[]);
+        assert!(
+            age.is_some_and(|a| a < 3.0 * INTERVAL) && snapshot_age.is_some(),
+            "Slurm {}: job data age {age:?}, snapshot age {snapshot_age:?} (ages so far {ages:?})\n{}",
+            cluster.flavor,
+            exporter.logs()
+        );
+        ages.push(age.unwrap_or_default());
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    agrees(&exporter, cluster, 30, "without accounting").await;
+    let m = exporter.metrics().await;
+    assert_eq!(
+        m.get(
+            "slurm_exporter_job_list_info",
+            &[("read", "whole"), ("accounting", "not_served")]
+        ),
+        Some(1.0),
+        "Slurm {}: {:?}",
+        cluster.flavor,
+        m.all("slurm_exporter_job_list_info", &[])
+    );
+    assert!(requests(&m, "full") >= 1.0, "the list was never read whole");
+    // Found out by one request, not asked again meanwhile.
+    assert_eq!(requests(&m, "accounting"), 1.0);
+    let log = exporter.logs();
+    let times = |what: &str| log.matches(what).count();
+    assert_eq!(
+        (
+            times("using slurmrestd API version"),
+            times("cannot say where their ids are"),
+            times("probing its API version again"),
+        ),
+        (1, 1, 0),
+        "Slurm {}: the version probed once, the missing accounting said once\n{log}",
+        cluster.flavor
+    );
 }
 
 #[tokio::test]

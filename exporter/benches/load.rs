@@ -11,7 +11,10 @@
 //!   given as SLURMSCALE_BEFORE_BIN (skipped without it);
 //! * `after`: the exporter (30 s) and the leading autoscaler (2 s); the standby only pings
 //!   every 30 s (its zero `/jobs` is checked by tests/autoscaler_e2e.rs);
-//! * `shared`: one poller (2 s) for both, as `slurmscale autoscaler --exporter-metrics` runs.
+//! * `shared`: one poller (2 s) for both, as `slurmscale autoscaler --exporter-metrics` runs;
+//! * `plain`: `after`'s two pollers through a slurmrestd without its slurmdbd plugins (no
+//!   `/slurmdb/` endpoint), as many sites run it: above `--request-max-jobs` nothing says
+//!   where the job ids are, so the list is read whole.
 //!
 //! It starts its own Slurm copy (SLURMSCALE_RUN=/tmp/slurmscale-load, REST on 26820 for
 //! 22.05 and 27820 for 24.11), so the test harness is left alone:
@@ -21,7 +24,7 @@
 //!
 //! SLURMSCALE_LOAD_FLAVORS (default `24.11,22.05`), SLURMSCALE_LOAD_JOBS (20000),
 //! SLURMSCALE_LOAD_WINDOW (seconds per shape, 60), SLURMSCALE_LOAD_SHAPES (default
-//! `idle,before,after,shared`), SLURMSCALE_LOAD_WARMUP (seconds to wait for the first job
+//! `idle,before,after,shared`; `plain` on demand), SLURMSCALE_LOAD_WARMUP (seconds to wait for the first job
 //! list, 300). Loading 20,000 jobs takes a minute or two
 //! of sbatch; the copy is stopped at the end. Figures: exporter/benches/README.md.
 
@@ -37,6 +40,9 @@ use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 
 const RUN: &str = "/tmp/slurmscale-load";
+/// The harness's slurmrestd, and its second one without accounting (env file keys).
+const REST: &str = "SLURM_REST_URL";
+const PLAIN: &str = "SLURM_REST_URL_NO_ACCOUNTING";
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -113,7 +119,8 @@ impl Slurm {
         );
     }
 
-    /// CPU seconds slurmrestd and slurmctld have used so far.
+    /// CPU seconds slurmrestd (both: with and without accounting; the one not polled idles)
+    /// and slurmctld have used so far.
     fn cpu(&self) -> (f64, f64) {
         let of = |name: &str| {
             let pid = std::fs::read_to_string(format!("{RUN}/slurm-{}/pids/{name}", self.flavor))
@@ -126,7 +133,7 @@ impl Slurm {
             let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
             (ticks(11) + ticks(12)) / 100.0
         };
-        (of("slurmrestd"), of("slurmctld"))
+        (of("slurmrestd") + of("slurmrestd-plain"), of("slurmctld"))
     }
 }
 
@@ -201,8 +208,10 @@ impl Drop for Poller {
     }
 }
 
-async fn poller(bin: &Path, slurm: &Slurm, interval: &str, port: u16) -> Poller {
-    let (url, counts) = counting_proxy(slurm.env["SLURM_REST_URL"].clone()).await;
+/// A poller of the slurmrestd at `rest` (an env file key: `SLURM_REST_URL`, or
+/// `SLURM_REST_URL_NO_ACCOUNTING` for the one without accounting).
+async fn poller(bin: &Path, slurm: &Slurm, rest: &str, interval: &str, port: u16) -> Poller {
+    let (url, counts) = counting_proxy(slurm.env[rest].clone()).await;
     let listen = format!("127.0.0.1:{port}");
     let child = Command::new(bin)
         .args([
@@ -418,21 +427,28 @@ async fn main() {
         }
         if let Some(before) = before.as_ref().filter(|_| want("before")) {
             let pollers = vec![
-                poller(before, &slurm, "30s", 29001).await,
-                poller(before, &slurm, "2s", 29002).await,
-                poller(before, &slurm, "2s", 29003).await,
+                poller(before, &slurm, REST, "30s", 29001).await,
+                poller(before, &slurm, REST, "2s", 29002).await,
+                poller(before, &slurm, REST, "2s", 29003).await,
             ];
             rows.push(measure(&slurm, "before", pollers, window).await);
         }
         if want("after") {
             let pollers = vec![
-                poller(&after, &slurm, "30s", 29011).await,
-                poller(&after, &slurm, "2s", 29012).await,
+                poller(&after, &slurm, REST, "30s", 29011).await,
+                poller(&after, &slurm, REST, "2s", 29012).await,
             ];
             rows.push(measure(&slurm, "after", pollers, window).await);
         }
+        if want("plain") {
+            let pollers = vec![
+                poller(&after, &slurm, PLAIN, "30s", 29031).await,
+                poller(&after, &slurm, PLAIN, "2s", 29032).await,
+            ];
+            rows.push(measure(&slurm, "plain", pollers, window).await);
+        }
         if want("shared") {
-            let pollers = vec![poller(&after, &slurm, "2s", 29021).await];
+            let pollers = vec![poller(&after, &slurm, REST, "2s", 29021).await];
             rows.push(measure(&slurm, "shared", pollers, window).await);
         }
 

@@ -81,6 +81,19 @@ impl Error {
         )
     }
 
+    /// slurmrestd does not serve the path asked (404): its plugin for it is not loaded.
+    pub fn not_served(&self) -> bool {
+        matches!(self, Self::Http { status: 404, .. })
+    }
+
+    /// A path every slurmrestd of the API version in use serves is not served: evidence the
+    /// server changed (upgraded, or restarted with other plugins), so the version is probed
+    /// again. Accounting (`/slurmdb/…`, endpoints named `slurmdb_*`) is optional — many sites
+    /// run slurmrestd without its slurmdbd plugin — so its 404 is no such evidence.
+    pub fn version_gone(&self) -> bool {
+        matches!(self, Self::Http { status: 404, endpoint, .. } if !endpoint.starts_with("slurmdb"))
+    }
+
     /// A bounded label value for error counters.
     pub fn kind(&self) -> &'static str {
         match self {

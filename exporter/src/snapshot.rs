@@ -107,6 +107,44 @@ pub struct ClusterSnapshot {
     pub requests: BTreeMap<&'static str, Histogram>,
     /// How the job list was kept current.
     pub jobs_effort: JobsEffort,
+    /// How the job list is read now, and whether accounting can help.
+    pub job_list: JobListRead,
+}
+
+/// How the job list is read: `slurm_exporter_job_list_info`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JobListRead {
+    /// Id by id (a list longer than `--request-max-jobs`, accounting saying where the ids
+    /// are), or whole.
+    pub by_id: bool,
+    pub accounting: Accounting,
+}
+
+/// What slurmrestd's accounting endpoints (`/slurmdb/…`) showed, the last time a list too long
+/// for one answer needed them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Accounting {
+    /// Not asked: the list was never longer than the bound.
+    #[default]
+    Unknown,
+    /// They answer.
+    Served,
+    /// slurmrestd runs without its slurmdbd plugin (every `/slurmdb/` path is a 404): a
+    /// configuration, found once and checked again now and then.
+    NotServed,
+    /// Served but failing (slurmdbd down or unreachable), or with no record of any job id.
+    Failing,
+}
+
+impl Accounting {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Unknown => "unknown",
+            Self::Served => "served",
+            Self::NotServed => "not_served",
+            Self::Failing => "failing",
+        }
+    }
 }
 
 /// Requests made to keep the job list current: by one poll, or since start.

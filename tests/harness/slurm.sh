@@ -15,7 +15,8 @@
 # second copy of either beside the test one (benchmarks) with its own SLURMSCALE_RUN and
 # SLURMSCALE_PORT_BASE_2205 / _2411 (defaults 16800 / 17800). Ports, all on 127.0.0.1:
 # MariaDB base + 6, slurmctld + 17, slurmd + 18 (and + 30... per node), slurmdbd + 19,
-# slurmrestd + 20.
+# slurmrestd + 20, and a second slurmrestd + 21 started without its accounting plugins, as
+# many sites run it (every /slurmdb/... path answers 404): SLURM_REST_URL_NO_ACCOUNTING.
 #
 # Accounting: each cluster has its own mariadbd (Debian's package, never its system service:
 # data dir, socket, log and pid file in $SLURMSCALE_RUN/slurm-FLAVOR/mariadb, the data dir a
@@ -102,9 +103,10 @@ esac
 dir="$SLURMSCALE_RUN/slurm-$flavor"
 conf="$dir/etc/slurm.conf"
 pids="$dir/pids"
-ctld_port=$((base + 17)) rest_port=$((base + 20)) node_port0=$((base + 30))
+ctld_port=$((base + 17)) rest_port=$((base + 20)) plain_rest_port=$((base + 21)) node_port0=$((base + 30))
 db_port=$((base + 6)) dbd_port=$((base + 19))
 rest_url="http://127.0.0.1:$rest_port"
+plain_rest_url="http://127.0.0.1:$plain_rest_port"
 # SlurmUser: slurmctld and slurmdbd take it for an administrator (node updates) whatever
 # the database says.
 jwt_user=slurm
@@ -415,20 +417,24 @@ start_slurmd() { # node
 node_state() { slurm sinfo -h -N -n "$1" -o '%T' 2>/dev/null | head -1; }
 node_ready() { case "$(node_state "$1")" in idle | mixed | allocated) return 0 ;; *) return 1 ;; esac; }
 
-start_slurmrestd() {
-  local plugins
+start_slurmrestd() { # [plain]: without the slurmdbd plugins, on its own port
+  local plugins port=$rest_port name=slurmrestd
   if [ "$flavor" = 22.05 ]; then
     plugins=openapi/v0.0.36,openapi/v0.0.37,openapi/v0.0.38,openapi/dbv0.0.36,openapi/dbv0.0.37,openapi/dbv0.0.38
   else
     plugins=openapi/slurmctld,openapi/slurmdbd
   fi
-  # Every REST version each Slurm has, the slurmdbd ones (/slurmdb/...) included.
+  if [ "${1:-}" = plain ]; then
+    plugins=${plugins%%,openapi/dbv0.0.36*} plugins=${plugins%,openapi/slurmdbd}
+    port=$plain_rest_port name=slurmrestd-plain
+  fi
+  # Every REST version each Slurm has, with the slurmdbd ones (/slurmdb/...) unless plain.
   # slurmrestd refuses root and SlurmUser: it binds first, then drops to nobody.
   # MALLOC_ARENA_MAX keeps its RSS sane on large /jobs answers.
   SLURM_CONF="$conf" SLURM_JWT=daemon MALLOC_ARENA_MAX=2 \
     "$sbin/slurmrestd" -f "$conf" -a rest_auth/jwt -s "$plugins" -u nobody -g nogroup \
-    "127.0.0.1:$rest_port" >>"$dir/log/slurmrestd.log" 2>&1 &
-  echo $! >"$pids/slurmrestd"
+    "127.0.0.1:$port" >>"$dir/log/$name.log" 2>&1 &
+  echo $! >"$pids/$name"
 }
 
 # Runs "$@" (a daemon) in namespaces of its own: a mount namespace where /etc/hosts is the
@@ -463,14 +469,17 @@ running() {
     pid_alive "$pids/mariadbd"
 }
 
-restd_ready() {
+restd_ready() { # URL
   curl -sf -o /dev/null -H "X-SLURM-USER-NAME: $jwt_user" -H "X-SLURM-USER-TOKEN: $(cat "$dir/jwt.token")" \
-    "$rest_url/slurm/${api_versions%% *}/ping"
+    "$1/slurm/${api_versions%% *}/ping"
 }
 
 ensure_slurmrestd() {
   pid_alive "$pids/slurmrestd" || start_slurmrestd
-  wait_for 30 "slurmrestd $flavor on $rest_url (log: $dir/log/slurmrestd.log)" restd_ready
+  pid_alive "$pids/slurmrestd-plain" || start_slurmrestd plain
+  wait_for 30 "slurmrestd $flavor on $rest_url (log: $dir/log/slurmrestd.log)" restd_ready "$rest_url"
+  wait_for 30 "slurmrestd $flavor without accounting on $plain_rest_url (log: $dir/log/slurmrestd-plain.log)" \
+    restd_ready "$plain_rest_url"
 }
 
 start() {
@@ -507,6 +516,7 @@ write_env() {
 export SLURM_CLUSTER=$cluster
 export SLURM_FLAVOR=$flavor
 export SLURM_REST_URL=$rest_url
+export SLURM_REST_URL_NO_ACCOUNTING=$plain_rest_url
 export SLURM_API_VERSIONS="$api_versions"
 export SLURM_USER=$jwt_user
 export HARNESS_JWT_FILE=$dir/jwt.token
@@ -542,6 +552,7 @@ stop() {
   [ -d "$dir" ] || return 0
   cancel_jobs
   stop_pidfile "$pids/slurmrestd"
+  stop_pidfile "$pids/slurmrestd-plain"
   local f
   for f in "$pids"/slurmd-*; do [ -e "$f" ] && stop_pidfile "$f"; done
   stop_pidfile "$pids/slurmctld"

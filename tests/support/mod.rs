@@ -49,6 +49,9 @@ pub struct SlurmCluster {
     pub flavor: String,
     pub name: String,
     pub url: String,
+    /// A second slurmrestd of the same cluster, started without its slurmdbd plugins (every
+    /// `/slurmdb/` path answers 404), as many sites run it.
+    pub no_accounting_url: String,
     /// REST API versions this slurmrestd serves, e.g. `["v0.0.38"]`.
     pub api_versions: Vec<String>,
     pub user: String,
@@ -83,6 +86,7 @@ impl SlurmCluster {
             flavor: flavor.to_string(),
             name: var("SLURM_CLUSTER"),
             url: var("SLURM_REST_URL"),
+            no_accounting_url: var("SLURM_REST_URL_NO_ACCOUNTING"),
             api_versions: words("SLURM_API_VERSIONS"),
             user: var("SLURM_USER"),
             jwt_file: var("HARNESS_JWT_FILE").into(),

@@ -43,7 +43,7 @@ use crate::model::origin::OriginRules;
 use crate::model::{Diag, Jobs, Uncertainty};
 use crate::slurm::fetch::{self, Outcome};
 use crate::slurm::{ApiVersion, SlurmClient};
-use crate::snapshot::JobsEffort;
+use crate::snapshot::{Accounting, JobListRead, JobsEffort};
 use std::future::Future;
 
 /// However quiet the counters, read the whole list this often when the budget allows
@@ -73,9 +73,13 @@ const IDS_PER_REQUEST: usize = 2_000;
 /// The share of each interval a list too long for one answer is read in, one request at a
 /// time, until it is first exact.
 const START_SHARE: f64 = 0.8;
-/// Accounting is asked this many steps in a row where the ids are before the list is read
-/// whole instead (slurmrestd without its `slurmdb` plugin answers 404 every time).
+/// Accounting that fails (slurmdbd down) is asked this many steps in a row where the ids are
+/// before the list is read whole instead. One that is not served (slurmrestd without its
+/// slurmdbd plugin: 404) is a configuration, not a blip: the list is read whole at once.
 const SPAN_TRIES: u32 = 3;
+/// Accounting found absent is asked again this long after (one cheap request): slurmrestd may
+/// have been restarted with its slurmdbd plugin, or slurmdbd may be back.
+pub const ACCOUNTING_RECHECK: Duration = Duration::from_secs(600);
 /// How long a start waits for slurmctld's first count of its jobs (taken within seconds of
 /// its own start, then every 30 s).
 const COUNT_WAIT: Duration = Duration::from_secs(60);
@@ -251,8 +255,11 @@ pub struct JobTracker {
     sweep: Option<(Sweep, Option<Counters>)>,
     /// The list is read id by id again (something only a whole read could settle).
     resweep: bool,
-    /// Accounting could not say where the ids are: the list is read whole, however long.
-    no_accounting: bool,
+    /// What accounting showed when a long list last needed it; the list is read whole, however
+    /// long, while it cannot say where the ids are.
+    accounting: Accounting,
+    /// When accounting was last found absent (asked again [`ACCOUNTING_RECHECK`] after).
+    accounting_checked: Option<Instant>,
     /// Live jobs slurmctld counts that the sweep has not read yet.
     unread: u64,
     /// The listed job read again last, round the list (a large list's resync).
@@ -287,7 +294,8 @@ impl JobTracker {
             large: false,
             sweep: None,
             resweep: false,
-            no_accounting: false,
+            accounting: Accounting::Unknown,
+            accounting_checked: None,
             unread: 0,
             reviewed_all: 0,
             span_failures: 0,
@@ -298,6 +306,19 @@ impl JobTracker {
     /// The gap a full `/jobs` must leave after the last one, now.
     pub fn full_gap(&self) -> Option<Duration> {
         self.full.gap()
+    }
+
+    /// How the list is read now.
+    pub fn read(&self) -> JobListRead {
+        JobListRead {
+            by_id: self.large && self.accounting_helps(),
+            accounting: self.accounting,
+        }
+    }
+
+    /// Accounting can say where a long list's ids are (or has not been asked yet).
+    fn accounting_helps(&self) -> bool {
+        matches!(self.accounting, Accounting::Unknown | Accounting::Served)
     }
 
     /// Forget everything (slurmrestd changed API version).
@@ -326,7 +347,10 @@ impl JobTracker {
             }
             _ => {}
         }
-        let whole = !self.large || self.no_accounting;
+        if self.large && !self.accounting_helps() {
+            self.recheck_accounting(src).await;
+        }
+        let whole = !self.large || !self.accounting_helps();
         if self.sweep.is_some() || (!whole && (!self.has_table || self.resweep)) {
             return self.sweep_step(src, diag, interval).await;
         }
@@ -426,6 +450,7 @@ impl JobTracker {
                 match sweep::span(src, live, &mut effort).await {
                     Ok(Some(span)) => {
                         self.span_failures = 0;
+                        self.accounting = Accounting::Served;
                         info!(
                             live,
                             max = self.max_jobs,
@@ -436,25 +461,20 @@ impl JobTracker {
                         let began = unix_now();
                         (Sweep::new(span, began), diag.and_then(Counters::of))
                     }
-                    Err(e) if self.span_failures + 1 < SPAN_TRIES => {
+                    Err(e) if !e.not_served() && self.span_failures + 1 < SPAN_TRIES => {
                         // Perhaps a blip: asked again next step.
                         self.span_failures += 1;
                         return Err(e);
                     }
                     found => {
                         // Without accounting nothing says where the ids are: the one answer
-                        // it is, however long (and said so).
-                        let why = match found {
-                            Err(e) => e.to_string(),
-                            _ => "it has no record of any job id".into(),
+                        // it is, however long (and said so, once).
+                        let (state, why) = match found {
+                            Err(e) if e.not_served() => (Accounting::NotServed, e.to_string()),
+                            Err(e) => (Accounting::Failing, e.to_string()),
+                            _ => (Accounting::Failing, "it has no record of any job id".into()),
                         };
-                        warn!(
-                            live,
-                            max = self.max_jobs,
-                            "more live jobs than --request-max-jobs, but slurmdbd's accounting cannot say where their ids are ({why}): reading the whole /jobs instead"
-                        );
-                        self.no_accounting = true;
-                        self.resweep = false;
+                        self.accounting_absent(state, live, &why);
                         return Ok((Synced::Waiting, effort));
                     }
                 }
@@ -493,6 +513,12 @@ impl JobTracker {
             // reading on until none came would never end).
             let newest = match sweep::newest_above(src, sweep.top(), &mut effort).await {
                 Ok(n) => n,
+                // Gone meanwhile: what came while it read is left to the search for new
+                // jobs; the next long read, if any, goes whole.
+                Err(e) if e.not_served() => {
+                    self.accounting_absent(Accounting::NotServed, found, &e.to_string());
+                    sweep.top()
+                }
                 Err(e) => {
                     self.sweep = Some((sweep, counters));
                     return Err(e);
@@ -560,6 +586,44 @@ impl JobTracker {
         };
         self.table.compact();
         Ok((Synced::Changed(Box::new(self.build())), effort))
+    }
+
+    /// Accounting cannot say where a long list's ids are: from now on the list is read whole.
+    /// Said once as a warning (and by `slurm_exporter_job_list_info`); asked again after
+    /// [`ACCOUNTING_RECHECK`].
+    fn accounting_absent(&mut self, state: Accounting, live: u64, why: &str) {
+        if self.accounting != state {
+            warn!(
+                live,
+                max = self.max_jobs,
+                accounting = state.as_str(),
+                "more live jobs than --request-max-jobs, but slurmdbd's accounting cannot say where their ids are ({why}): reading the whole /jobs instead"
+            );
+        }
+        self.accounting = state;
+        self.accounting_checked = Some(Instant::now());
+        self.span_failures = 0;
+        self.resweep = false;
+    }
+
+    /// Asks accounting again, [`ACCOUNTING_RECHECK`] after it was found absent: one request
+    /// for the newest listed id. Back, a long list is read id by id again from the next step.
+    async fn recheck_accounting(&mut self, src: &impl JobSource) {
+        if self
+            .accounting_checked
+            .is_some_and(|t| t.elapsed() < ACCOUNTING_RECHECK)
+        {
+            return;
+        }
+        self.accounting_checked = Some(Instant::now());
+        let id = self.table.max_id().unwrap_or(1);
+        match src.accounted(&[id]).await {
+            Ok(_) => {
+                info!("slurmdbd's accounting answers again: a long job list is read id by id");
+                self.accounting = Accounting::Served;
+            }
+            Err(e) => debug!(error = %e, "accounting still cannot say where job ids are"),
+        }
     }
 
     /// A large list's resync: the next listed jobs are read again, round the list, as many
@@ -679,7 +743,7 @@ impl JobTracker {
         } else {
             1
         };
-        let whole = !self.large || self.no_accounting;
+        let whole = !self.large || !self.accounting_helps();
         if whole && self.checks.len() > BACKLOG_STEPS * budget as usize * per_request {
             // Too many to read one by one: which of them changed is for `/jobs/state/` or a
             // full `/jobs` to say (counts of running jobs lag until then).
@@ -815,7 +879,7 @@ impl JobTracker {
         effort: &mut JobsEffort,
     ) -> Result<()> {
         let started = Instant::now();
-        let states = if self.large && !self.no_accounting {
+        let states = if self.large && self.accounting_helps() {
             // Never every job's state in one answer: the listed ones, by id.
             let ids: Vec<u64> = self.table.jobs().map(|j| j.id).collect();
             let mut states = Vec::new();
@@ -988,8 +1052,11 @@ mod tests {
         /// The last id given out (slurmctld never gives one twice).
         last_id: u64,
         counters: Counters,
-        /// Accounting knows every id given out from this one on (`None`: no slurmdbd).
+        /// Accounting knows every id given out from this one on (`None`: slurmrestd serves
+        /// no accounting).
         accounted_from: Option<u64>,
+        /// Accounting is served but slurmdbd does not answer.
+        accounting_fails: bool,
         /// The requests answered, in order: `job`, `states`, `jobs`, `accounting`.
         asked: Vec<&'static str>,
     }
@@ -1127,6 +1194,13 @@ mod tests {
                     status: 404,
                     detail: "not found".into(),
                 })?;
+                if w.accounting_fails {
+                    return Err(crate::Error::SlurmErrors {
+                        endpoint: "slurmdb_jobs".into(),
+                        status: 500,
+                        detail: "Unable to connect to database".into(),
+                    });
+                }
                 Ok(ids
                     .iter()
                     .filter(|id| (from..=w.last_id).contains(id))
@@ -1632,22 +1706,73 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn without_accounting_a_long_queue_is_read_whole_once() {
+    async fn without_accounting_a_long_queue_is_read_whole_at_once_and_said_once() {
         let slurm = Slurmctld::new(true);
         for _ in 0..20 {
             slurm.submit("cpu");
         }
         let mut t = bounded(5);
-        // Asked three steps in a row (a blip would pass), then the whole list once.
-        for _ in 1..SPAN_TRIES {
-            let failed = t.step(&slurm, Some(&slurm.diag()), STEP).await;
-            assert!(failed.is_err());
-        }
-        let (synced, _) = t.step(&slurm, Some(&slurm.diag()), STEP).await.unwrap();
+        // slurmrestd without its slurmdbd plugin (404): a configuration, not a failure — no
+        // error reaches the poller (which would take a 404 for a changed server), and the
+        // whole list is read at its turn.
+        let (synced, effort) = t.step(&slurm, Some(&slurm.diag()), STEP).await.unwrap();
         assert!(matches!(synced, Synced::Waiting));
+        assert_eq!(effort.accounting_reads, 1);
+        assert_eq!(t.read(), JobListRead { by_id: false, accounting: Accounting::NotServed });
         let (jobs, effort) = step(&mut t, &slurm).await;
         assert_eq!(effort.full_fetches, 1);
         assert_eq!(pending(&jobs), 20);
+        // Kept current as a short list is; accounting is not asked again until the recheck.
+        slurm.submit("cpu");
+        let (jobs, effort) = step(&mut t, &slurm).await;
+        assert_eq!((effort.full_fetches, effort.accounting_reads), (0, 0));
+        assert_eq!(pending(&jobs), 21);
+        assert!(!slurm.asked().contains(&"accounting"));
+    }
+
+    #[tokio::test]
+    async fn failing_accounting_is_asked_a_few_steps_before_the_list_is_read_whole() {
+        let slurm = Slurmctld::new(true);
+        for _ in 0..20 {
+            slurm.submit("cpu");
+        }
+        slurm.with(|w| (w.accounted_from, w.accounting_fails) = (Some(1), true));
+        let mut t = bounded(5);
+        // Asked three steps in a row (a blip would pass), then the whole list once.
+        for _ in 1..SPAN_TRIES {
+            let failed = t.step(&slurm, Some(&slurm.diag()), STEP).await;
+            assert!(failed.is_err_and(|e| !e.version_gone()));
+        }
+        let (synced, _) = t.step(&slurm, Some(&slurm.diag()), STEP).await.unwrap();
+        assert!(matches!(synced, Synced::Waiting));
+        assert_eq!(t.read().accounting, Accounting::Failing);
+        let (jobs, effort) = step(&mut t, &slurm).await;
+        assert_eq!(effort.full_fetches, 1);
+        assert_eq!(pending(&jobs), 20);
+    }
+
+    #[tokio::test]
+    async fn accounting_back_after_the_recheck_makes_a_long_list_read_id_by_id_again() {
+        let slurm = Slurmctld::new(true);
+        for _ in 0..20 {
+            slurm.submit("cpu");
+        }
+        let mut t = bounded(5);
+        step(&mut t, &slurm).await;
+        step(&mut t, &slurm).await;
+        assert_eq!(t.read().accounting, Accounting::NotServed);
+        // slurmrestd restarted with its slurmdbd plugin; the recheck is due.
+        slurm.with(|w| w.accounted_from = Some(1));
+        t.accounting_checked = Instant::now().checked_sub(ACCOUNTING_RECHECK);
+        slurm.asked();
+        step(&mut t, &slurm).await;
+        assert_eq!(t.read(), JobListRead { by_id: true, accounting: Accounting::Served });
+        assert_eq!(times(&slurm.asked(), "accounting"), 1);
+        // No whole read any more: the listed jobs are read again round the list.
+        slurm.submit("cpu");
+        let (jobs, effort) = step(&mut t, &slurm).await;
+        assert_eq!(effort.full_fetches, 0);
+        assert_eq!(pending(&jobs), 21);
     }
 
     #[tokio::test]

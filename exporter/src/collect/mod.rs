@@ -363,15 +363,28 @@ impl Poller {
             }
             Done::Jobs(tracker, d) => self.jobs_done(tracker, *d, &mut seen),
         }
-        if seen.release.is_some() {
-            self.snapshot.release = seen.release;
+        let upgraded = match (&self.snapshot.release, &seen.release) {
+            (Some(was), Some(now)) => was != now,
+            _ => false,
+        };
+        if let Some(release) = seen.release {
+            self.snapshot.release = Some(release);
         }
-        if seen.not_served && self.pinned.is_none() && self.snapshot.api_version.is_some() {
-            // slurmrestd was upgraded or restarted with other plugins: probe again.
+        if (seen.version_gone || upgraded)
+            && self.pinned.is_none()
+            && self.snapshot.api_version.is_some()
+        {
+            // slurmrestd was upgraded or restarted with other plugins: probe again. Only
+            // on such evidence — an endpoint the version needs not served, another release —
+            // never on an optional endpoint (accounting) that is absent.
+            info!(cluster = %cluster, upgraded, "slurmrestd changed: probing its API version again");
             self.snapshot.api_version = None;
             if let Some(t) = self.tracker.as_mut() {
                 t.reset();
             }
+        }
+        if let Some(t) = self.tracker.as_ref() {
+            self.snapshot.job_list = t.read();
         }
         self.publish();
     }
@@ -492,7 +505,8 @@ async fn changed<T>(rx: &mut Option<watch::Receiver<T>>) {
 /// What answers said beyond their data.
 #[derive(Default)]
 struct Seen {
-    not_served: bool,
+    /// An endpoint the API version needs was not served.
+    version_gone: bool,
     release: Option<String>,
 }
 
@@ -521,7 +535,7 @@ impl Seen {
                 }
             }
             Err(e) => {
-                self.not_served |= matches!(e, Error::Http { status: 404, .. });
+                self.version_gone |= e.version_gone();
                 let message = e.to_string();
                 if state.last_error.as_deref() != Some(message.as_str()) {
                     warn!(%cluster, %endpoint, kind = e.kind(), error = %message, "keeping the last good data");
