@@ -224,15 +224,97 @@ async fn a_long_queue_is_read_id_by_id(flavor: &str) {
     );
     drop(exporter);
 
+    // A few hundred more, held: long enough a list that a first read under a low rate limit
+    // takes tens of seconds (a 100,000-job queue's takes minutes at any limit).
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                for _ in 0..75 {
+                    cluster.submit(&["-p", "cpu", "--hold", "-J", "long-queue", "--wrap", "true"]);
+                }
+            });
+        }
+    });
+    // The exporter goes by slurmctld's count of its jobs (every 30 s): one with them.
+    let filled = unix_now();
+    let recounted = wait_until(Duration::from_secs(40), || async {
+        counted(&cluster).0 > filled
+    })
+    .await;
+    assert!(recounted, "slurmctld did not count its jobs again");
+    new_jobs_during_the_first_read(&cluster, &key, &cluster.url).await;
     without_accounting(&cluster, &key, &elastic).await;
     let _ = cluster.cmd("scancel").arg("--user=root").status();
 }
 
+/// Jobs submitted while a long list is first read are read ahead of what is left of it: their
+/// demand shows within seconds, not when the read ends. A rate limit set low stands in for a
+/// queue of 100,000 jobs, whose first read takes minutes.
+async fn new_jobs_during_the_first_read(cluster: &SlurmCluster, key: &str, url: &str) {
+    let exporter = Process::start(
+        &[
+            "exporter",
+            "--no-kubernetes",
+            "--interval",
+            "2s",
+            "--jwt-key-file",
+            key,
+            "--request-max-jobs",
+            BOUND,
+            "--max-requests-per-second",
+            "10",
+        ],
+        &[
+            ("SLURM_REST_URL", url),
+            ("SLURM_USER", &cluster.user),
+            ("SLURM_CLUSTER", &cluster.name),
+        ],
+    );
+    let unread = |m: &Metrics| m.get("slurm_exporter_jobs_unread", &[]).unwrap_or(0.0);
+    let reading = wait_until(Duration::from_secs(60), || async {
+        unread(&exporter.metrics().await) > 100.0
+    })
+    .await;
+    assert!(
+        reading,
+        "Slurm {}: the exporter never published part of the list\n{}",
+        cluster.flavor,
+        exporter.logs()
+    );
+    // The slinky partition has no node until a pod comes: these wait there, schedulable.
+    let new: Vec<String> = (0..3)
+        .map(|_| cluster.submit(&["-p", "slinky", "-J", "long-queue", "--wrap", "sleep 60"]))
+        .collect();
+    let submitted = std::time::Instant::now();
+    let schedulable = [("partition", "slinky"), ("class", "schedulable")];
+    let seen = wait_until(Duration::from_secs(10), || async {
+        exporter.metrics().await.get("slurm_partition_demand_jobs", &schedulable) == Some(3.0)
+    })
+    .await;
+    let m = exporter.metrics().await;
+    assert!(
+        seen,
+        "Slurm {} ({url}): the 3 new jobs' demand after {:?}: {:?}\n{}",
+        cluster.flavor,
+        submitted.elapsed(),
+        m.get("slurm_partition_demand_jobs", &schedulable),
+        exporter.logs()
+    );
+    // Still reading the rest: the new jobs did not wait for it.
+    assert!(
+        unread(&m) > 0.0,
+        "Slurm {}: the read ended before the new jobs were looked for",
+        cluster.flavor
+    );
+    cluster.run("scancel", &new.iter().map(String::as_str).collect::<Vec<_>>());
+}
+
 /// The same long queue through a slurmrestd that serves no accounting (started without its
-/// slurmdbd plugins, as many sites run it): nothing says where the ids are, so the list is
-/// read whole, found out once and said once — never taken for a changed server (the API
-/// version probed again and the list started over every poll, its data ages gone from the
-/// page). Jobs keep coming, one a second, meanwhile.
+/// slurmdbd plugins, as many sites run it): found out once and said once — never taken for a
+/// changed server (the API version probed again and the list started over every poll, its
+/// data ages gone from the page). On 24.11 one `/jobs/state/` says where the ids are and the
+/// list is still read id by id; 22.05 has nothing to say it, so the list is read whole. Jobs
+/// keep coming, one a second, meanwhile.
 async fn without_accounting(cluster: &SlurmCluster, key: &str, submit: &dyn Fn(&[&str]) -> String) {
     const INTERVAL: f64 = 2.0;
     let exporter = Process::start(
@@ -268,19 +350,27 @@ async fn without_accounting(cluster: &SlurmCluster, key: &str, submit: &dyn Fn(&
         ages.push(age.unwrap_or_default());
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
-    agrees(&exporter, cluster, 30, "without accounting").await;
+    agrees(&exporter, cluster, 60, "without accounting").await;
     let m = exporter.metrics().await;
+    let by_id = cluster.flavor != "22.05";
+    let read = if by_id { "id_by_id" } else { "whole" };
     assert_eq!(
         m.get(
             "slurm_exporter_job_list_info",
-            &[("read", "whole"), ("accounting", "not_served")]
+            &[("read", read), ("accounting", "not_served")]
         ),
         Some(1.0),
         "Slurm {}: {:?}",
         cluster.flavor,
         m.all("slurm_exporter_job_list_info", &[])
     );
-    assert!(requests(&m, "full") >= 1.0, "the list was never read whole");
+    assert_eq!(
+        requests(&m, "full") == 0.0,
+        by_id,
+        "Slurm {}: full /jobs {}",
+        cluster.flavor,
+        requests(&m, "full")
+    );
     // Found out by one request, not asked again meanwhile.
     assert_eq!(requests(&m, "accounting"), 1.0);
     let log = exporter.logs();
@@ -295,6 +385,11 @@ async fn without_accounting(cluster: &SlurmCluster, key: &str, submit: &dyn Fn(&
         "Slurm {}: the version probed once, the missing accounting said once\n{log}",
         cluster.flavor
     );
+    drop(exporter);
+    if by_id {
+        // Read by the ids /jobs/state/ lists, new jobs are read ahead all the same.
+        new_jobs_during_the_first_read(cluster, key, &cluster.no_accounting_url).await;
+    }
 }
 
 #[tokio::test]

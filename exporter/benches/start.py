@@ -4,7 +4,7 @@ jobs, the first scale-up decision <= 60 s after start, a complete job table <= 1
 start, slurmrestd's peak RSS during our start <= 2 GiB).
 
   start.py FLAVOR BINARY [--timeout 900] [--interval 2s] [--port P] [--out FILE]
-           [--min-avail-gib 3] [EXTRA EXPORTER ARGS...]
+           [--min-avail-gib 3] [--new-jobs 20] [--new-after 5] [EXTRA EXPORTER ARGS...]
 
 Env: the same SLURMSCALE_RUN / SLURMSCALE_PORT_BASE_* as the `tests/harness/slurm.sh FLAVOR
 start` that runs the cluster (queue the jobs first with tests/harness/load-jobs.sh). Restarts
@@ -22,6 +22,12 @@ after the exporter's start:
                   background, only once the gauges say complete: it is slurmctld work too).
                   squeue without -r: the exporter counts an unsplit pending array once, as
                   slurmctld holds it, and `squeue -r` would list each task.
+  t_new_submitted --new-after seconds after the start, --new-jobs one-node jobs are submitted
+                  to the `slinky` partition (no node until a pod comes, no other job there):
+                  when the last sbatch returned
+  t_new_demand    first scrape where slurm_partition_demand_jobs{partition="slinky",
+                  class="schedulable"} counts them all (new_demand_after_s: the difference —
+                  how long an autoscaler restarted beside a long queue is blind to new work)
 Stops at t_complete + 10 s or --timeout, kills the exporter (its pid) and prints one JSON line
 (appended to --out too): the times, peak RSS of both (max of samples and VmHWM), slurmrestd and
 slurmctld CPU seconds during the run, slurm_exporter_job_list_requests_total by request, the
@@ -101,6 +107,8 @@ def main():
     ap.add_argument("--port", type=int)
     ap.add_argument("--out", default="start.jsonl")
     ap.add_argument("--min-avail-gib", type=float, default=3)
+    ap.add_argument("--new-jobs", type=int, default=20)
+    ap.add_argument("--new-after", type=float, default=5)
     a, extra = ap.parse_known_args()
     e = env(a.flavor)
     port = a.port or (28890 if a.flavor == "22.05" else 29890)
@@ -113,7 +121,7 @@ def main():
     pid = {n: int(open(os.path.join(piddir, n)).read()) for n in ("slurmrestd", "slurmctld")}
     c0 = {n: cpu(p) for n, p in pid.items()}
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    log = os.path.join(os.path.dirname(os.path.abspath(a.out)), f"h31b-start-{a.flavor}-{stamp}.exporter.log")
+    log = os.path.join(os.path.dirname(os.path.abspath(a.out)), f"start-{a.flavor}-{stamp}.exporter.log")
     cmd = [a.binary, "exporter", "--no-kubernetes", "--listen", f"127.0.0.1:{port}", "--interval", a.interval,
            "--slurm-url", e["SLURM_REST_URL"], "--slurm-user", e["SLURM_USER"], "--token-file", e["HARNESS_JWT_FILE"],
            "--cluster", e["SLURM_CLUSTER"], *extra]
@@ -124,7 +132,21 @@ def main():
 
     r = {"flavor": a.flavor, "binary": a.binary, "binary_mtime": time.ctime(os.path.getmtime(a.binary)),
          "extra_args": extra, "interval": a.interval, "started": stamp, "log": log,
-         "t_first_data": None, "t_first_demand": None, "t_first_schedulable": None, "t_complete": None}
+         "t_first_data": None, "t_first_demand": None, "t_first_schedulable": None, "t_complete": None,
+         "new_jobs": a.new_jobs, "t_new_submitted": None, "t_new_demand": None, "new_demand_after_s": None}
+    sbatch_env = dict(squeue_env)
+
+    def submit_new():
+        ids = []
+        for _ in range(a.new_jobs):
+            out = subprocess.run([f"{e['SLURM_BIN']}/sbatch", "--parsable", "-p", "slinky", "-J", "start-new", "-o", "/dev/null",
+                                  "--wrap", "sleep 60"], capture_output=True, text=True, env=sbatch_env).stdout.strip()
+            ids.append(out)
+        r["t_new_submitted"] = round(time.time() - t0, 1)
+        return ids
+
+    new_pool = concurrent.futures.ThreadPoolExecutor(1)
+    new_ids = None
     peak = {"restd": 0, "exporter": 0}
     pool = concurrent.futures.ThreadPoolExecutor(1)
     sq, sq_started, sq_pending, sq_t = None, -1e9, None, None  # running squeue, its start, our count then
@@ -145,9 +167,15 @@ def main():
         if exporter.poll() is not None:
             r["exporter_exit"] = exporter.returncode
             break
+        if new_ids is None and a.new_jobs > 0 and now >= a.new_after:
+            new_ids = new_pool.submit(submit_new)
         m = scrape(port)
         if m:
             last = m
+            if r["t_new_submitted"] is not None and r["t_new_demand"] is None and \
+                    (total(m, "slurm_partition_demand_jobs", 'partition="slinky",class="schedulable"') or 0) >= a.new_jobs:
+                r["t_new_demand"] = round(now, 1)
+                r["new_demand_after_s"] = round(r["t_new_demand"] - r["t_new_submitted"], 1)
             pending = total(m, "slurm_partition_jobs_pending")
             demand = total(m, "slurm_partition_demand_jobs")
             sched = total(m, "slurm_partition_demand_jobs", 'class="schedulable"')
@@ -168,7 +196,8 @@ def main():
                 sq_started, sq_pending, sq_t = now, pending, round(now, 1)
                 sq = pool.submit(lambda: len(subprocess.run([f"{e['SLURM_BIN']}/squeue", "-h", "-t", "pd", "-o", "%i"],
                                                             capture_output=True, text=True, env=squeue_env).stdout.split()))
-        if (r["t_complete"] is not None and now > r["t_complete"] + 10) or now > a.timeout:
+        new_done = a.new_jobs == 0 or r["t_new_demand"] is not None
+        if (r["t_complete"] is not None and new_done and now > r["t_complete"] + 10) or now > a.timeout:
             break
         time.sleep(max(0, 0.5 - (time.time() - t0 - now)))
 
@@ -183,6 +212,11 @@ def main():
             exporter.kill()
             exporter.wait()
     pool.shutdown(wait=True)
+    if new_ids is not None:
+        ids = [i for i in new_ids.result() if i]
+        if ids:
+            subprocess.run([f"{e['SLURM_BIN']}/scancel", *ids], env=sbatch_env)
+    new_pool.shutdown(wait=True)
     if sq is not None:
         r["squeue_pending"], r["pending_counted"] = sq.result(), sq_pending
     if "squeue_pending" not in r:  # never complete: one count for the record, after the run

@@ -260,6 +260,12 @@ pub struct JobTracker {
     accounting: Accounting,
     /// When accounting was last found absent (asked again [`ACCOUNTING_RECHECK`] after).
     accounting_checked: Option<Instant>,
+    /// slurmrestd lists every job's id and state (`/jobs/state/`, v0.0.40 on): without
+    /// accounting, that says where a long list's ids are.
+    lists_states: bool,
+    /// While the list is read id by id: `/diag`'s submissions when the jobs given out since it
+    /// began were last all read.
+    new_read_at: Option<u64>,
     /// Live jobs slurmctld counts that the sweep has not read yet.
     unread: u64,
     /// The listed job read again last, round the list (a large list's resync).
@@ -296,6 +302,8 @@ impl JobTracker {
             resweep: false,
             accounting: Accounting::Unknown,
             accounting_checked: None,
+            lists_states: false,
+            new_read_at: None,
             unread: 0,
             reviewed_all: 0,
             span_failures: 0,
@@ -311,7 +319,7 @@ impl JobTracker {
     /// How the list is read now.
     pub fn read(&self) -> JobListRead {
         JobListRead {
-            by_id: self.large && self.accounting_helps(),
+            by_id: !self.whole(),
             accounting: self.accounting,
         }
     }
@@ -319,6 +327,12 @@ impl JobTracker {
     /// Accounting can say where a long list's ids are (or has not been asked yet).
     fn accounting_helps(&self) -> bool {
         matches!(self.accounting, Accounting::Unknown | Accounting::Served)
+    }
+
+    /// The list is asked for in one answer: it is short, or nothing says where its ids are
+    /// (no accounting, and no `/jobs/state/` before v0.0.40).
+    fn whole(&self) -> bool {
+        !self.large || !(self.accounting_helps() || self.lists_states)
     }
 
     /// Forget everything (slurmrestd changed API version).
@@ -347,10 +361,11 @@ impl JobTracker {
             }
             _ => {}
         }
+        self.lists_states = src.has_job_states();
         if self.large && !self.accounting_helps() {
             self.recheck_accounting(src).await;
         }
-        let whole = !self.large || !self.accounting_helps();
+        let whole = self.whole();
         if self.sweep.is_some() || (!whole && (!self.has_table || self.resweep)) {
             return self.sweep_step(src, diag, interval).await;
         }
@@ -445,95 +460,48 @@ impl JobTracker {
         let mut effort = JobsEffort::default();
         let (mut sweep, counters) = match self.sweep.take() {
             Some(s) => s,
-            None => {
-                let live = diag.and_then(Diag::live_jobs).unwrap_or(0);
-                match sweep::span(src, live, &mut effort).await {
-                    Ok(Some(span)) => {
-                        self.span_failures = 0;
-                        self.accounting = Accounting::Served;
-                        info!(
-                            live,
-                            max = self.max_jobs,
-                            oldest = span.oldest,
-                            newest = span.newest,
-                            "more live jobs than --request-max-jobs: reading the job list id by id, newest first"
-                        );
-                        let began = unix_now();
-                        (Sweep::new(span, began), diag.and_then(Counters::of))
-                    }
-                    Err(e) if !e.not_served() && self.span_failures + 1 < SPAN_TRIES => {
-                        // Perhaps a blip: asked again next step.
-                        self.span_failures += 1;
-                        return Err(e);
-                    }
-                    found => {
-                        // Without accounting nothing says where the ids are: the one answer
-                        // it is, however long (and said so, once).
-                        let (state, why) = match found {
-                            Err(e) if e.not_served() => (Accounting::NotServed, e.to_string()),
-                            Err(e) => (Accounting::Failing, e.to_string()),
-                            _ => (Accounting::Failing, "it has no record of any job id".into()),
-                        };
-                        self.accounting_absent(state, live, &why);
-                        return Ok((Synced::Waiting, effort));
-                    }
-                }
-            }
+            None => match self.begin_sweep(src, diag, &mut effort).await? {
+                Some(s) => (s, diag.and_then(Counters::of)),
+                None => return Ok((Synced::Waiting, effort)),
+            },
         };
         // Read until the list holds as many live jobs as slurmctld counted — a count taken
         // after the sweep began, so every job it counts has an id the sweep reads — or every
         // id down to the oldest is read.
         let counted = diag.and_then(Diag::live_jobs);
-        let counted_since = diag
-            .filter(|d| d.jobs_counted_at.is_some_and(|t| t >= sweep.began))
-            .and_then(Diag::live_jobs);
+        let counted_since = diag.and_then(|d| {
+            let at = d.jobs_counted_at.filter(|t| *t >= sweep.began)?;
+            Some((d.live_jobs()?, at))
+        });
         let deadline = Instant::now() + interval.mul_f64(START_SHARE);
         let window = IDS_PER_REQUEST.min(self.max_jobs as usize).max(1);
         let reading = Instant::now();
-        let ran = sweep
-            .run(
-                src,
-                &mut self.table,
-                (window, counted_since),
-                deadline,
-                &mut effort,
-            )
+        let mut ran = self
+            .read_new_first(src, &sweep, diag, interval, &mut effort)
             .await;
-        sweep.work += reading.elapsed();
-        let found = self.table.live_tasks();
+        if ran.is_ok() {
+            ran = sweep
+                .run(
+                    src,
+                    &mut self.table,
+                    (window, counted_since),
+                    deadline,
+                    &mut effort,
+                )
+                .await;
+        }
         let mut complete = sweep.done();
+        if ran.is_ok() && complete && !sweep.topped_up() {
+            ran = self.top_up(src, &mut sweep, &mut effort).await.map(|extended| {
+                complete = !extended;
+            });
+        }
+        sweep.work += reading.elapsed();
         if let Err(e) = ran {
             self.sweep = Some((sweep, counters));
             return Err(e);
         }
-        if complete && !sweep.topped_up() {
-            // Ids given out while it read are read too, down to its old top — once: ids
-            // given out during that short read are recent, still known to slurmctld, and the
-            // search for new jobs finds them (a busy queue gets new ids every step, so
-            // reading on until none came would never end).
-            let newest = match sweep::newest_above(src, sweep.top(), &mut effort).await {
-                Ok(n) => n,
-                // Gone meanwhile: what came while it read is left to the search for new
-                // jobs; the next long read, if any, goes whole.
-                Err(e) if e.not_served() => {
-                    self.accounting_absent(Accounting::NotServed, found, &e.to_string());
-                    sweep.top()
-                }
-                Err(e) => {
-                    self.sweep = Some((sweep, counters));
-                    return Err(e);
-                }
-            };
-            if newest > sweep.top() {
-                debug!(
-                    from = sweep.top(),
-                    to = newest,
-                    "reading the ids given out meanwhile"
-                );
-                sweep.extend(newest);
-                complete = false;
-            }
-        }
+        let found = self.table.live_tasks();
         if !complete {
             self.unread = counted.map_or(1, |c| c.saturating_sub(found).max(1));
             self.uncertain.unseen_new = true;
@@ -546,11 +514,155 @@ impl JobTracker {
             self.sweep = Some((sweep, counters));
             return Ok((Synced::Changed(Box::new(self.build())), effort));
         }
-        if counted_since.is_some_and(|c| found < c) {
+        self.sweep_complete(sweep, counters, diag, counted_since);
+        Ok((Synced::Changed(Box::new(self.build())), effort))
+    }
+
+    /// Where a long list's ids are: accounting's range of them, or without accounting
+    /// (v0.0.40 on) every live id one `/jobs/state/` names; `None` when nothing says (the list
+    /// is then read whole).
+    async fn begin_sweep(
+        &mut self,
+        src: &impl JobSource,
+        diag: Option<&Diag>,
+        effort: &mut JobsEffort,
+    ) -> Result<Option<Sweep>> {
+        let live = diag.and_then(Diag::live_jobs).unwrap_or(0);
+        let began = unix_now();
+        // Jobs given out from now on are read ahead of the sweep (those before are in it).
+        self.new_read_at = diag.and_then(Counters::of).map(|c| c.submitted);
+        if self.accounting_helps() {
+            match sweep::span(src, live, effort).await {
+                Ok(Some(span)) => {
+                    self.span_failures = 0;
+                    self.accounting = Accounting::Served;
+                    info!(
+                        live,
+                        max = self.max_jobs,
+                        oldest = span.oldest,
+                        newest = span.newest,
+                        "more live jobs than --request-max-jobs: reading the job list id by id, newest first"
+                    );
+                    return Ok(Some(Sweep::new(span, began)));
+                }
+                Err(e) if !e.not_served() && self.span_failures + 1 < SPAN_TRIES => {
+                    // Perhaps a blip: asked again next step.
+                    self.span_failures += 1;
+                    return Err(e);
+                }
+                found => {
+                    let (state, why) = match found {
+                        Err(e) if e.not_served() => (Accounting::NotServed, e.to_string()),
+                        Err(e) => (Accounting::Failing, e.to_string()),
+                        _ => (Accounting::Failing, "it has no record of any job id".into()),
+                    };
+                    self.accounting_absent(state, live, &why);
+                }
+            }
+        }
+        if !self.lists_states {
+            return Ok(None);
+        }
+        effort.state_fetches += 1;
+        let Some(states) = src.job_states(&[]).await? else {
+            return Ok(None);
+        };
+        let sweep = Sweep::listed(states.iter().map(|e| e.id).collect(), began);
+        if let Some(s) = &sweep {
+            info!(
+                live,
+                max = self.max_jobs,
+                newest = s.top(),
+                "more live jobs than --request-max-jobs: reading the job list id by id, newest first, as /jobs/state/ lists them"
+            );
+        }
+        Ok(sweep)
+    }
+
+    /// Jobs given out since the read began are read ahead of it, within a step of the counters
+    /// saying so, whatever is left below: their demand counts at once (a lower bound, as all
+    /// of a list being read is).
+    async fn read_new_first(
+        &mut self,
+        src: &impl JobSource,
+        sweep: &Sweep,
+        diag: Option<&Diag>,
+        interval: Duration,
+        effort: &mut JobsEffort,
+    ) -> Result<()> {
+        let Some(submitted) = diag.and_then(Counters::of).map(|c| c.submitted) else {
+            return Ok(());
+        };
+        if self.new_read_at == Some(submitted) && self.next_id.is_none() {
+            return Ok(());
+        }
+        let above = self.table.max_id().unwrap_or(0).max(sweep.top()) + 1;
+        self.next_id = Some(self.next_id.map_or(above, |n| n.max(above)));
+        let used = self
+            .search_new(src, (self.singles_per_step(interval) / 2).max(2))
+            .await?;
+        effort.single_reads += u64::from(used);
+        if self.next_id.is_none() {
+            self.new_read_at = Some(submitted);
+        }
+        Ok(())
+    }
+
+    /// At the sweep's end, once: the ids given out while it read, down to its old top (short
+    /// jobs among them may be gone already, which would stop the search for new jobs short
+    /// of live ones above them). Ids given out during that short read are recent, still known
+    /// to slurmctld, and the search for new jobs finds them (a busy queue gets new ids every
+    /// step, so reading on until none came would never end). Whether it goes on.
+    async fn top_up(
+        &mut self,
+        src: &impl JobSource,
+        sweep: &mut Sweep,
+        effort: &mut JobsEffort,
+    ) -> Result<bool> {
+        let top = sweep.top();
+        if sweep.is_listed() {
+            effort.state_fetches += 1;
+            if let Some(states) = src.job_states(&[]).await? {
+                sweep.extend_listed(states.iter().map(|e| e.id).collect());
+            }
+        } else {
+            match sweep::newest_above(src, top, effort).await {
+                Ok(newest) if newest > top => sweep.extend(newest),
+                Ok(_) => {}
+                // Gone meanwhile: what came while it read is left to the search for new
+                // jobs; the next long read goes by `/jobs/state/` or whole.
+                Err(e) if e.not_served() => {
+                    let live = self.table.live_tasks();
+                    self.accounting_absent(Accounting::NotServed, live, &e.to_string());
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let extended = sweep.top() > top;
+        if extended {
+            debug!(from = top, to = sweep.top(), "reading the ids given out meanwhile");
+        }
+        Ok(extended)
+    }
+
+    /// The sweep read every id: the list is complete, and from now on kept as a short one
+    /// is, with nothing asking for every job.
+    fn sweep_complete(
+        &mut self,
+        sweep: Sweep,
+        counters: Option<Counters>,
+        diag: Option<&Diag>,
+        counted_since: Option<(u64, i64)>,
+    ) {
+        let found = self.table.live_tasks();
+        if let Some((counted, at)) =
+            counted_since.filter(|(c, at)| self.table.live_tasks_submitted_by(*at) < *c)
+        {
             warn!(
                 found,
                 counted,
-                "read the job list down to the oldest job id accounting knows, with fewer live jobs than slurmctld counts"
+                counted_at = at,
+                "read the job list down to its oldest job id, with fewer live jobs than slurmctld counts"
             );
         } else {
             info!(
@@ -576,6 +688,7 @@ impl JobTracker {
             .done(began.unwrap_or_else(Instant::now), sweep.work, self.budget);
         self.unread = 0;
         self.next_id = None;
+        self.new_read_at = None;
         self.checks.clear();
         self.maybe_left = 0;
         self.unfound = 0;
@@ -585,19 +698,23 @@ impl JobTracker {
             ..Uncertainty::default()
         };
         self.table.compact();
-        Ok((Synced::Changed(Box::new(self.build())), effort))
     }
 
-    /// Accounting cannot say where a long list's ids are: from now on the list is read whole.
-    /// Said once as a warning (and by `slurm_exporter_job_list_info`); asked again after
-    /// [`ACCOUNTING_RECHECK`].
+    /// Accounting cannot say where a long list's ids are: from now on `/jobs/state/` does
+    /// (v0.0.40 on), or the list is read whole. Said once as a warning (and by
+    /// `slurm_exporter_job_list_info`); asked again after [`ACCOUNTING_RECHECK`].
     fn accounting_absent(&mut self, state: Accounting, live: u64, why: &str) {
         if self.accounting != state {
+            let instead = if self.lists_states {
+                "reading the ids /jobs/state/ lists instead"
+            } else {
+                "reading the whole /jobs instead"
+            };
             warn!(
                 live,
                 max = self.max_jobs,
                 accounting = state.as_str(),
-                "more live jobs than --request-max-jobs, but slurmdbd's accounting cannot say where their ids are ({why}): reading the whole /jobs instead"
+                "more live jobs than --request-max-jobs, but slurmdbd's accounting cannot say where their ids are ({why}): {instead}"
             );
         }
         self.accounting = state;
@@ -743,7 +860,7 @@ impl JobTracker {
         } else {
             1
         };
-        let whole = !self.large || !self.accounting_helps();
+        let whole = self.whole();
         if whole && self.checks.len() > BACKLOG_STEPS * budget as usize * per_request {
             // Too many to read one by one: which of them changed is for `/jobs/state/` or a
             // full `/jobs` to say (counts of running jobs lag until then).
@@ -879,7 +996,7 @@ impl JobTracker {
         effort: &mut JobsEffort,
     ) -> Result<()> {
         let started = Instant::now();
-        let states = if self.large && self.accounting_helps() {
+        let states = if self.large {
             // Never every job's state in one answer: the listed ones, by id.
             let ids: Vec<u64> = self.table.jobs().map(|j| j.id).collect();
             let mut states = Vec::new();
@@ -1044,6 +1161,8 @@ mod tests {
         reason: &'static str,
         partition: &'static str,
         hold: bool,
+        /// Unix seconds.
+        submitted: i64,
     }
 
     #[derive(Default)]
@@ -1088,6 +1207,7 @@ mod tests {
                     reason: "Priority",
                     partition,
                     hold: false,
+                    submitted: unix_now() - 1,
                 };
                 w.jobs.insert(id, job);
                 w.counters.submitted += 1;
@@ -1161,6 +1281,7 @@ mod tests {
                     hold: j.hold,
                     nodes: Some(1),
                     cpus: Some(1),
+                    submit_time: Some(j.submitted),
                     ..JobRecord::default()
                 });
             }
@@ -1557,6 +1678,90 @@ mod tests {
             assert!(t.build().uncertain.exact(), "states {states}");
             assert!(!slurm.asked().contains(&"jobs"));
         }
+    }
+
+    #[tokio::test]
+    async fn jobs_given_out_during_the_read_are_read_first_within_a_step() {
+        for states in [false, true] {
+            let slurm = long_queue(states, 40);
+            let mut t = bounded(10);
+            short_step(&mut t, &slurm).await;
+            // Two new jobs, while most of the list is still to read: their demand is there
+            // at the next step (a lower bound: more may come), not once the read is done.
+            for _ in 0..2 {
+                slurm.submit("new");
+            }
+            let jobs = short_step(&mut t, &slurm).await;
+            assert_eq!(
+                jobs.partitions["new"].by_state[JobState::Pending as usize],
+                2,
+                "states {states}"
+            );
+            assert!(jobs.uncertain.unread > 20 && jobs.uncertain.unseen_new);
+            // The read goes on to its end, each job counted once.
+            let mut steps = 0;
+            while !t.build().uncertain.exact() {
+                step(&mut t, &slurm).await;
+                steps += 1;
+                assert!(steps < 50, "never exact: {:?}", t.build().uncertain);
+            }
+            assert_eq!(pending(&t.build()), 32, "states {states}");
+            assert!(!slurm.asked().contains(&"jobs"));
+        }
+    }
+
+    #[tokio::test]
+    async fn jobs_read_ahead_of_the_read_do_not_end_it_before_the_ones_slurmctld_counted() {
+        let slurm = long_queue(true, 40);
+        let mut t = bounded(10);
+        short_step(&mut t, &slurm).await;
+        // slurmctld counts its 30 live jobs; then 15 more come, read ahead of the rest. The
+        // read ends at the count only once it holds 30 jobs submitted by the count's time.
+        let counted = slurm.diag();
+        for _ in 0..15 {
+            let id = slurm.submit("new");
+            slurm.set(id, |j| j.submitted = unix_now() + 3600);
+        }
+        let mut steps = 0;
+        while !t.build().uncertain.exact() {
+            let diag = Diag {
+                jobs_pending: counted.jobs_pending,
+                jobs_running: counted.jobs_running,
+                jobs_counted_at: counted.jobs_counted_at,
+                ..slurm.diag()
+            };
+            t.step(&slurm, Some(&diag), Duration::ZERO).await.unwrap();
+            steps += 1;
+            assert!(steps < 200, "never exact: {:?}", t.build().uncertain);
+        }
+        assert_eq!(pending(&t.build()), 45);
+    }
+
+    #[tokio::test]
+    async fn without_accounting_job_states_say_where_a_long_lists_ids_are() {
+        let slurm = long_queue(true, 40);
+        slurm.with(|w| w.accounted_from = None);
+        let mut t = bounded(10);
+        let mut steps = 0;
+        while !(t.has_table && t.build().uncertain.exact()) {
+            step(&mut t, &slurm).await;
+            steps += 1;
+            assert!(steps < 50, "never exact: {:?}", t.build().uncertain);
+        }
+        assert_eq!(pending(&t.build()), 30);
+        assert_eq!(
+            t.read(),
+            JobListRead {
+                by_id: true,
+                accounting: Accounting::NotServed
+            }
+        );
+        let asked = slurm.asked();
+        assert!(!asked.contains(&"jobs"), "a whole /jobs was asked for");
+        // Accounting once (not served); every id from one /jobs/state/ at the start, and once
+        // more at the end for those given out meanwhile; forgotten ids cost no read.
+        assert_eq!(times(&asked, "accounting"), 1);
+        assert_eq!(times(&asked, "job"), 30 + 2);
     }
 
     #[tokio::test]

@@ -9,7 +9,10 @@
 //!    "accounting has a record of id n" holds on one unbroken range of ids, from the oldest
 //!    record not purged to the newest job. A grid of ids no wider apart than there are live
 //!    jobs must hit that range; finer grids at each end find its two ends — a handful of
-//!    requests of at most [`GRID`] ids.
+//!    requests of at most [`GRID`] ids. Without accounting (slurmrestd without its slurmdbd
+//!    plugin), v0.0.40 on, one `/jobs/state/` names every live id instead ([`Sweep::listed`]:
+//!    a few MB at 100,000 jobs, where a full `/jobs` is gigabytes); before v0.0.40 nothing
+//!    says where the ids are, and the list is read whole.
 //! 2. [`Sweep`]: from the newest id down, each job is read with `/job/{id}` (milliseconds of
 //!    slurmrestd's time, a few KB); from v0.0.42 on, `/jobs/state/?job_id=…` first says which
 //!    ids of the next window exist, before it accounting says which ended, so ended ids cost
@@ -180,6 +183,9 @@ pub struct Sweep {
     pub began: i64,
     /// Ids of the current window that `/jobs/state/` said exist, to read, highest last.
     queue: Vec<u64>,
+    /// Every live id, as one `/jobs/state/` named them when the sweep began (without
+    /// accounting): windows are cut from it, with no request of their own.
+    listed: Option<BTreeSet<u64>>,
     /// The list held as many live jobs as slurmctld counted at the end of a window.
     counted: bool,
     /// Time spent reading (its caller's count): what the sweep cost slurmrestd.
@@ -195,9 +201,26 @@ impl Sweep {
             topping_up: false,
             began,
             queue: Vec::new(),
+            listed: None,
             counted: false,
             work: std::time::Duration::ZERO,
         }
+    }
+
+    /// A sweep of the live ids one `/jobs/state/` named (`None` when it named none).
+    pub fn listed(ids: BTreeSet<u64>, began: i64) -> Option<Self> {
+        let span = Span {
+            oldest: *ids.first()?,
+            newest: *ids.last()?,
+        };
+        let mut sweep = Self::new(span, began);
+        sweep.listed = Some(ids);
+        Some(sweep)
+    }
+
+    /// Its ids come from a list of live ids, not from accounting.
+    pub fn is_listed(&self) -> bool {
+        self.listed.is_some()
     }
 
     /// Every live job slurmctld counted is read, or every id down to the oldest.
@@ -218,6 +241,19 @@ impl Sweep {
     /// among them may be gone already, and the search for new jobs, which stops at two
     /// unknown ids in a row, would stop short of the live ones above them.
     pub fn extend(&mut self, newest: u64) {
+        self.extend_to(newest);
+    }
+
+    /// [`Self::extend`] for a listed sweep: to the live ids `ids` above its top.
+    pub fn extend_listed(&mut self, ids: BTreeSet<u64>) {
+        let above: BTreeSet<u64> = ids.range(self.top + 1..).copied().collect();
+        if let Some(&newest) = above.last() {
+            self.listed.get_or_insert_default().extend(above);
+            self.extend_to(newest);
+        }
+    }
+
+    fn extend_to(&mut self, newest: u64) {
         self.floor = self.top + 1;
         self.next = newest;
         self.top = newest;
@@ -232,22 +268,25 @@ impl Sweep {
 
     /// Reads on until `deadline` (one request at least: a job, or the next window's states)
     /// or the end, `window` ids at a time, into `table` (jobs gone from slurmctld leave it).
-    /// `counted`: live jobs slurmctld counted after the sweep began, if known — the read ends
-    /// at a window's end once the table holds as many. A step ends on time even where
-    /// thousands of ended ids lie above the live ones, so what is known is published and the
-    /// other endpoints are polled meanwhile.
+    /// `counted`: live jobs slurmctld counted after the sweep began, and when — the read ends
+    /// at a window's end once the table holds as many jobs submitted by then (new jobs read
+    /// ahead of the sweep are not in that count). A step ends on time even where thousands of
+    /// ended ids lie above the live ones, so what is known is published and the other
+    /// endpoints are polled meanwhile.
     pub async fn run(
         &mut self,
         src: &impl JobSource,
         table: &mut JobTable,
-        (window, counted): (usize, Option<u64>),
+        (window, counted): (usize, Option<(u64, i64)>),
         deadline: Instant,
         effort: &mut JobsEffort,
     ) -> Result<()> {
         let mut asked = false;
         while !(self.done() || asked && Instant::now() >= deadline) {
             let Some(id) = self.queue.pop() else {
-                if !self.topping_up && counted.is_some_and(|c| table.live_tasks() >= c) {
+                if !self.topping_up
+                    && counted.is_some_and(|(c, at)| table.live_tasks_submitted_by(at) >= c)
+                {
                     self.counted = true;
                     break;
                 }
@@ -283,7 +322,9 @@ impl Sweep {
     ) -> Result<()> {
         let low = self.next.saturating_sub(window as u64 - 1).max(self.floor);
         let ids: Vec<u64> = (low..=self.next).collect();
-        let present = if src.filters_job_states() {
+        let present = if let Some(listed) = &self.listed {
+            Some(listed.range(low..=self.next).copied().collect())
+        } else if src.filters_job_states() {
             effort.state_fetches += 1;
             src.job_states(&ids)
                 .await?

@@ -246,8 +246,15 @@ impl JobTable {
     /// Jobs waiting to run or running, array tasks one by one, as `/diag` counts them
     /// (suspended jobs left out: a count that errs low never ends a read of the list early).
     pub fn live_tasks(&self) -> u64 {
+        self.live_tasks_submitted_by(i64::MAX)
+    }
+
+    /// [`Self::live_tasks`] of the jobs submitted at or before `at` (unix seconds; a job whose
+    /// submit time is unknown counts): what a count slurmctld took at `at` can hold.
+    pub fn live_tasks_submitted_by(&self, at: i64) -> u64 {
         self.jobs
             .values()
+            .filter(|j| j.submit_time.is_none_or(|t| t <= at))
             .map(|j| match j.state {
                 Some(JobState::Pending) => j.submissions(),
                 Some(JobState::Running) => 1,
