@@ -5,7 +5,6 @@
 use anyhow::{Context, Result};
 use slurmscale_autoscaler::leader::LeaseConfig;
 use slurmscale_autoscaler::{AutoscalerConfig, run as run_autoscaler};
-use slurmscale_exporter::metrics::MetricsOptions;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
@@ -37,14 +36,15 @@ pub async fn run(args: AutoscalerArgs) -> Result<()> {
         budget: args.slurm.poll_budget,
         request_max_jobs: args.slurm.request_max_jobs,
         web: args
+            .web
             .web_config_file
             .as_deref()
             .map(slurmscale_exporter::web::WebConfig::load)
             .transpose()?,
-        exporter_metrics: args.exporter_metrics.then_some(MetricsOptions {
-            per_owner: args.per_user_metrics,
-            interval,
-        }),
+        telemetry_path: args.web.telemetry_path.clone(),
+        exporter_metrics: args
+            .exporter_metrics
+            .then(|| args.collectors.metrics(interval)),
         listen: args.listen,
         lease: Some(lease),
         identity,

@@ -1,7 +1,9 @@
-//! Command-line surface: the flags and environment variables the README's tables list, which
-//! users, charts and tests rely on (a name changes only with a note in the README). Every
-//! flag has an environment variable; the single-cluster case needs only the slurmrestd URL
-//! and a token. Values of secret variables are never shown in `--help`.
+//! Command-line surface: the flags and environment variables docs/exporter.md lists, which
+//! users, charts and tests rely on (a name changes only with a note in the docs). Every flag
+//! has an environment variable; the single-cluster case needs only the slurmrestd URL and a
+//! token. Values of secret variables are never shown in `--help`. The names Prometheus
+//! exporters share (`--web.listen-address`, `--web.telemetry-path`, `--web.config.file`,
+//! `--log.level`, `--[no-]collector.NAME`) work too, so a site's habits carry over.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -11,6 +13,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use slurmscale_autoscaler::simulate::formats::Format;
 use slurmscale_exporter::config::{self, AuthConfig, ClusterConfig, parse_duration};
+use slurmscale_exporter::metrics::MetricsOptions;
 use slurmscale_exporter::slurm::{Secret, SigningAlgorithm};
 
 /// `slurmscale --version`: the release and the git commit it was built from (build.rs).
@@ -63,18 +66,27 @@ pub enum CrdName {
 }
 
 #[derive(Args)]
+#[command(next_help_heading = "Logging")]
 pub struct LogArgs {
     /// Log format.
     #[arg(
         long,
+        visible_alias = "log.format",
         global = true,
         env = "SLURMSCALE_LOG_FORMAT",
         value_enum,
         default_value = "text"
     )]
     pub log_format: LogFormat,
-    /// Log filter (tracing's EnvFilter syntax, e.g. `info` or `slurmscale_exporter=debug`).
-    #[arg(long, global = true, env = "SLURMSCALE_LOG", default_value = "info")]
+    /// Log filter: a level (`debug`, `info`, `warn`, `error`) or tracing's EnvFilter syntax
+    /// (`info,slurmscale_exporter=debug`).
+    #[arg(
+        long,
+        visible_alias = "log.level",
+        global = true,
+        env = "SLURMSCALE_LOG",
+        default_value = "info"
+    )]
     pub log: String,
 }
 
@@ -90,6 +102,7 @@ fn duration(s: &str) -> Result<Duration, String> {
 
 /// How to reach and authenticate to slurmrestd (one cluster), or a file with several.
 #[derive(Args, Clone)]
+#[command(next_help_heading = "Slurm")]
 pub struct SlurmArgs {
     /// slurmrestd base URL, e.g. http://slurmrestd:6820.
     #[arg(long, env = "SLURM_REST_URL")]
@@ -100,11 +113,14 @@ pub struct SlurmArgs {
     /// The `cluster` label of every series.
     #[arg(long, env = "SLURM_CLUSTER", default_value = "default")]
     pub cluster: String,
-    /// A file holding the JWT; re-read when it changes and when slurmrestd rejects the token.
-    #[arg(long, env = "SLURM_JWT_FILE")]
+    /// A file holding the JWT; re-read when it changes and when slurmrestd rejects the token
+    /// (Slinky's Token object rotates one). SLURM_JWT_FILE is still read, with a warning.
+    #[arg(long, env = "SLURMSCALE_JWT_FILE")]
     pub token_file: Option<PathBuf>,
-    /// The JWT itself. Prefer the environment variable: arguments show in `ps`.
-    #[arg(long, env = "SLURM_JWT", hide_env_values = true)]
+    /// The JWT itself. Prefer the environment variable: arguments show in `ps`. SLURM_JWT is
+    /// still read, with a warning: it is the variable Slurm's own commands read (it switches
+    /// `sbatch` and `squeue` in the same shell to JWT auth).
+    #[arg(long, env = "SLURMSCALE_JWT", hide_env_values = true)]
     pub token: Option<String>,
     /// Sign tokens ourselves with this key: slurmctld's jwt_hs256.key, or a PEM private key.
     #[arg(long, env = "SLURM_JWT_KEY_FILE")]
@@ -171,7 +187,8 @@ impl SlurmArgs {
                 "no Slurm cluster: set --slurm-url (SLURM_REST_URL) or --config (SLURMSCALE_CONFIG)"
             );
         };
-        let auth = match (&self.token_file, &self.token, &self.jwt_key_file) {
+        let (token_file, token) = self.token_sources();
+        let auth = match (&token_file, &token, &self.jwt_key_file) {
             (Some(f), None, None) => AuthConfig::TokenFile(f.clone()),
             (None, Some(t), None) => AuthConfig::Token(Secret::new(t.trim())),
             (None, None, Some(k)) => AuthConfig::Key {
@@ -181,10 +198,10 @@ impl SlurmArgs {
             },
             (None, None, None) => {
                 bail!(
-                    "no token: set --token-file (SLURM_JWT_FILE), SLURM_JWT, or --jwt-key-file (SLURM_JWT_KEY_FILE)"
+                    "no token: set --token-file (SLURMSCALE_JWT_FILE), SLURMSCALE_JWT, or --jwt-key-file (SLURM_JWT_KEY_FILE)"
                 )
             }
-            _ => bail!("set only one of --token-file, SLURM_JWT and --jwt-key-file"),
+            _ => bail!("set only one of --token-file, SLURMSCALE_JWT and --jwt-key-file"),
         };
         let cluster = ClusterConfig {
             name: self.cluster.clone(),
@@ -205,10 +222,27 @@ impl SlurmArgs {
         };
         Ok((vec![cluster], None))
     }
+
+    /// The token file and token, from the flags or their variables, else from the names
+    /// read before (SLURM_JWT_FILE, SLURM_JWT), with a warning.
+    fn token_sources(&self) -> (Option<PathBuf>, Option<String>) {
+        if self.token_file.is_some() || self.token.is_some() || self.jwt_key_file.is_some() {
+            return (self.token_file.clone(), self.token.clone());
+        }
+        let old = |name: &str, new: &str| {
+            let value = std::env::var_os(name).filter(|v| !v.is_empty())?;
+            tracing::warn!("{name} is deprecated: set {new} instead (SLURM_JWT also switches Slurm's own commands to JWT auth)");
+            Some(value)
+        };
+        let file = old("SLURM_JWT_FILE", "SLURMSCALE_JWT_FILE").map(PathBuf::from);
+        let token = old("SLURM_JWT", "SLURMSCALE_JWT").map(|t| t.to_string_lossy().into_owned());
+        (file, token)
+    }
 }
 
 /// How to reach Kubernetes.
 #[derive(Args, Clone)]
+#[command(next_help_heading = "Kubernetes")]
 pub struct KubeArgs {
     /// kubeconfig file (one file); without it, the in-cluster service account is used.
     #[arg(long, env = "KUBECONFIG")]
@@ -240,6 +274,7 @@ impl KubeArgs {
 
 /// Where the GenericNode ledger lives (ACK's defaults; Alibaba publishes no schema).
 #[derive(Args, Clone)]
+#[command(next_help_heading = "GenericNode ledger (ACK colocation)")]
 pub struct LedgerArgs {
     /// GenericNode API group.
     #[arg(
@@ -330,23 +365,103 @@ pub struct DemoArgs {
     pub speed: u64,
 }
 
-#[derive(Args)]
-pub struct ExporterArgs {
-    /// Address to serve /metrics, /healthz and /readyz on.
-    #[arg(long, env = "SLURMSCALE_LISTEN", default_value = "0.0.0.0:9341")]
-    pub listen: SocketAddr,
+/// Where and how /metrics is served.
+#[derive(Args, Clone)]
+#[command(next_help_heading = "Serving")]
+pub struct WebArgs {
+    /// Path of the metrics page.
+    #[arg(
+        long = "web.telemetry-path",
+        env = "SLURMSCALE_TELEMETRY_PATH",
+        default_value = "/metrics",
+        value_parser = telemetry_path
+    )]
+    pub telemetry_path: String,
     /// Lock /metrics down: a web config file in the Prometheus exporter-toolkit's format
     /// (`tls_server_config` with cert_file, key_file and optionally client_ca_file and
     /// client_auth_type; `basic_auth_users` with bcrypt hashes). Certificates are reloaded
     /// when their files change. /healthz and /readyz need no password (probes).
-    #[arg(long, env = "SLURMSCALE_WEB_CONFIG_FILE")]
+    #[arg(
+        long,
+        visible_alias = "web.config.file",
+        env = "SLURMSCALE_WEB_CONFIG_FILE"
+    )]
     pub web_config_file: Option<PathBuf>,
+}
+
+fn telemetry_path(s: &str) -> Result<String, String> {
+    let reserved = ["/", "/healthz", "/readyz", "/wake"];
+    if !s.starts_with('/') || s.len() < 2 || reserved.contains(&s) {
+        return Err(format!(
+            "{s:?}: a path starting with '/', other than {}",
+            reserved.join(", ")
+        ));
+    }
+    Ok(s.to_string())
+}
+
+/// Which metric families to render (node_exporter's `--[no-]collector.NAME`): on a large
+/// cluster the per-node series are most of the page.
+#[derive(Args, Clone)]
+#[command(next_help_heading = "Collectors")]
+pub struct CollectorArgs {
+    /// Jobs per user and account (one series per user and per account).
+    #[arg(
+        long,
+        visible_alias = "collector.jobs-per-user",
+        env = "SLURMSCALE_PER_USER_METRICS"
+    )]
+    pub per_user_metrics: bool,
+    /// No per-node series (`slurm_node_*{node}`); the cluster and partition counts stay.
+    #[arg(long = "no-collector.node", env = "SLURMSCALE_NO_COLLECTOR_NODE")]
+    pub no_node: bool,
+    /// No NodeSet series (Slinky).
+    #[arg(long = "no-collector.nodeset", env = "SLURMSCALE_NO_COLLECTOR_NODESET")]
+    pub no_nodeset: bool,
+    /// No GenericNode ledger series (ACK colocation).
+    #[arg(
+        long = "no-collector.genericnode",
+        env = "SLURMSCALE_NO_COLLECTOR_GENERICNODE"
+    )]
+    pub no_genericnode: bool,
+}
+
+impl CollectorArgs {
+    /// What pages render, polled every `interval`.
+    pub fn metrics(&self, interval: Duration) -> MetricsOptions {
+        let mut skip = Vec::new();
+        if self.no_nodeset {
+            skip.push("nodeset");
+        }
+        if self.no_genericnode {
+            skip.push("genericnode");
+        }
+        MetricsOptions {
+            per_owner: self.per_user_metrics,
+            per_node: !self.no_node,
+            skip,
+            interval,
+        }
+    }
+}
+
+#[derive(Args)]
+pub struct ExporterArgs {
+    /// Address to serve /metrics, /healthz and /readyz on.
+    #[arg(
+        long,
+        visible_alias = "web.listen-address",
+        env = "SLURMSCALE_LISTEN",
+        default_value = "0.0.0.0:9341"
+    )]
+    pub listen: SocketAddr,
     /// How often to poll slurmrestd (scrapes never trigger a poll).
     #[arg(long, env = "SLURMSCALE_INTERVAL", default_value = "30s", value_parser = duration)]
     pub interval: Duration,
-    /// Also export jobs per user and account (one series per user and account).
-    #[arg(long, env = "SLURMSCALE_PER_USER_METRICS")]
-    pub per_user_metrics: bool,
+    #[command(flatten)]
+    pub web: WebArgs,
+    #[command(flatten)]
+    pub collectors: CollectorArgs,
     #[command(flatten)]
     pub slurm: SlurmArgs,
     #[command(flatten)]
@@ -357,15 +472,16 @@ pub struct ExporterArgs {
 
 #[derive(Args)]
 pub struct AutoscalerArgs {
-    /// Address to serve /metrics, /healthz and /readyz on.
-    #[arg(long, env = "SLURMSCALE_LISTEN", default_value = "0.0.0.0:9342")]
+    /// Address to serve /metrics, /healthz, /readyz and /wake on.
+    #[arg(
+        long,
+        visible_alias = "web.listen-address",
+        env = "SLURMSCALE_LISTEN",
+        default_value = "0.0.0.0:9342"
+    )]
     pub listen: SocketAddr,
-    /// Lock /metrics down: a web config file in the Prometheus exporter-toolkit's format
-    /// (`tls_server_config` with cert_file, key_file and optionally client_ca_file and
-    /// client_auth_type; `basic_auth_users` with bcrypt hashes). Certificates are reloaded
-    /// when their files change. /healthz and /readyz need no password (probes).
-    #[arg(long, env = "SLURMSCALE_WEB_CONFIG_FILE")]
-    pub web_config_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub web: WebArgs,
     /// How often to poll slurmrestd and decide (jobs and partitions use update_time, so
     /// unchanged polls are cheap).
     #[arg(long, env = "SLURMSCALE_INTERVAL", default_value = "2s", value_parser = duration)]
@@ -407,11 +523,11 @@ pub struct AutoscalerArgs {
     /// Also serve every metric the exporter serves (Slurm, NodeSets, GenericNodes), from
     /// this process's own polling: run instead of the exporter, Slurm is polled once. Only
     /// the leader serves them (a standby's would be stale); its own health it always serves.
+    /// The collector switches below apply to them.
     #[arg(long, env = "SLURMSCALE_EXPORTER_METRICS")]
     pub exporter_metrics: bool,
-    /// With --exporter-metrics: jobs per user and account (one series each).
-    #[arg(long, env = "SLURMSCALE_PER_USER_METRICS")]
-    pub per_user_metrics: bool,
+    #[command(flatten)]
+    pub collectors: CollectorArgs,
     #[command(flatten)]
     pub slurm: SlurmArgs,
     #[command(flatten)]
@@ -556,4 +672,90 @@ fn trace_format() -> impl clap::builder::TypedValueParser<Value = TraceFormat> {
     use clap::builder::TypedValueParser;
     let names = Format::ALL.map(Format::name).into_iter().chain(["auto"]);
     clap::builder::PossibleValuesParser::new(names).map(|s| TraceFormat(s.parse().ok()))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    fn exporter(args: &[&str]) -> Box<ExporterArgs> {
+        let argv = ["slurmscale", "exporter"].iter().chain(args);
+        match Cli::try_parse_from(argv).map(|c| c.command) {
+            Ok(Command::Exporter(e)) => e,
+            Ok(_) => panic!("not the exporter"),
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn the_names_prometheus_exporters_share_work_too() {
+        let e = exporter(&[
+            "--web.listen-address",
+            "127.0.0.1:9999",
+            "--web.telemetry-path",
+            "/slurm",
+            "--web.config.file",
+            "web.yml",
+            "--collector.jobs-per-user",
+            "--no-collector.node",
+            "--no-collector.genericnode",
+        ]);
+        assert_eq!(e.listen.port(), 9999);
+        assert_eq!(e.web.telemetry_path, "/slurm");
+        assert_eq!(e.web.web_config_file.as_deref(), Some("web.yml".as_ref()));
+        let m = e.collectors.metrics(Duration::from_secs(2));
+        assert!(m.per_owner && !m.per_node);
+        assert_eq!(m.skip, ["genericnode"]);
+        let cli = Cli::try_parse_from(["slurmscale", "--log.level", "debug", "demo"]).unwrap();
+        assert_eq!(cli.log.log, "debug");
+        // The defaults: everything on but per-user series, at /metrics.
+        let e = exporter(&[]);
+        let m = e.collectors.metrics(Duration::from_secs(2));
+        assert!(!m.per_owner && m.per_node && m.skip.is_empty());
+        assert_eq!(e.web.telemetry_path, "/metrics");
+    }
+
+    #[test]
+    fn a_telemetry_path_must_not_hide_the_probes() {
+        for bad in ["metrics", "/", "/healthz", "/readyz", "/wake"] {
+            let argv = ["slurmscale", "exporter", "--web.telemetry-path", bad];
+            assert!(Cli::try_parse_from(argv).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn help_groups_the_flags_under_headings() {
+        let mut cmd = Cli::command();
+        let help = cmd
+            .find_subcommand_mut("exporter")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        // The heading a flag is listed under: the last heading line above it.
+        let heading_of = |flag: &str| {
+            let at = help
+                .find(&format!("{flag} "))
+                .unwrap_or_else(|| panic!("no {flag} in\n{help}"));
+            help[..at]
+                .lines()
+                .rev()
+                .find(|l| !l.starts_with(' ') && l.ends_with(':'))
+                .map(|l| l.trim_end_matches(':').to_string())
+        };
+        for (flag, heading) in [
+            ("--web.telemetry-path", "Serving"),
+            ("--no-collector.node", "Collectors"),
+            ("--token-file", "Slurm"),
+            ("--request-max-jobs", "Slurm"),
+            ("--kubeconfig", "Kubernetes"),
+            ("--genericnode-group", "GenericNode ledger (ACK colocation)"),
+            ("--log", "Logging"),
+        ] {
+            assert_eq!(heading_of(flag).as_deref(), Some(heading), "{flag} in\n{help}");
+        }
+        // Secrets' values never shown.
+        assert!(!help.contains("SLURMSCALE_JWT="));
+    }
 }

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use anyhow::Result;
 use slurmscale_exporter::collect::{CollectorOptions, Poller};
 use slurmscale_exporter::k8s::watch::KubeSource;
-use slurmscale_exporter::metrics::MetricsOptions;
 use slurmscale_exporter::server::{self, AppState};
 use slurmscale_exporter::web::WebConfig;
 use tokio::sync::Notify;
@@ -17,6 +16,7 @@ use crate::cli::ExporterArgs;
 
 pub async fn run(args: ExporterArgs) -> Result<()> {
     let web = args
+        .web
         .web_config_file
         .as_deref()
         .map(WebConfig::load)
@@ -24,7 +24,7 @@ pub async fn run(args: ExporterArgs) -> Result<()> {
     let (clusters, file_interval) = args.slurm.clusters()?;
     let opts = CollectorOptions {
         interval: file_interval.unwrap_or(args.interval),
-        per_owner: args.per_user_metrics,
+        per_owner: args.collectors.per_user_metrics,
         budget: args.slurm.poll_budget,
         request_max_jobs: args.slurm.request_max_jobs,
         ..CollectorOptions::default()
@@ -50,12 +50,10 @@ pub async fn run(args: ExporterArgs) -> Result<()> {
         }
         None => None,
     };
-    let metrics = MetricsOptions {
-        per_owner: args.per_user_metrics,
-        interval: opts.interval,
-    };
+    let metrics = args.collectors.metrics(opts.interval);
     let page = server::spawn_renderer(receivers, kube.clone(), changed, metrics, stop.clone());
     let mut state = AppState::new(page);
+    state.telemetry_path = args.web.telemetry_path.clone();
     if let Some(kube) = kube {
         state.extra_ready.push(Arc::new(move || kube.ready()));
     }

@@ -160,10 +160,11 @@ async fn main() {
         budget: Default::default(),
         request_max_jobs: slurmscale_exporter::collect::jobs::REQUEST_MAX_JOBS,
         exporter_metrics: Some(MetricsOptions {
-            per_owner: false,
             interval,
+            ..MetricsOptions::default()
         }),
         web: None,
+        telemetry_path: "/metrics".into(),
         clusters: vec![cluster],
         interval,
         listen: ([127, 0, 0, 1], port).into(),

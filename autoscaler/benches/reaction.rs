@@ -201,6 +201,7 @@ async fn main() {
         request_max_jobs: slurmscale_exporter::collect::jobs::REQUEST_MAX_JOBS,
         exporter_metrics: None,
         web: None,
+        telemetry_path: "/metrics".into(),
         clusters: vec![cluster],
         interval: Duration::from_secs(2),
         listen,

@@ -72,6 +72,8 @@ pub struct AutoscalerConfig {
     pub exporter_metrics: Option<slurmscale_exporter::metrics::MetricsOptions>,
     /// TLS and basic auth for `/metrics` (`--web-config-file`); `None`: plain HTTP.
     pub web: Option<slurmscale_exporter::web::WebConfig>,
+    /// Where the metrics page is served (`--web.telemetry-path`).
+    pub telemetry_path: String,
 }
 
 /// NodeSetAutoscalers of every namespace, in memory, and whether the first list is in.
@@ -227,6 +229,7 @@ pub async fn run(client: Client, cfg: AutoscalerConfig, stop: CancellationToken)
         stop.clone(),
     );
     let mut state = AppState::new(rx);
+    state.telemetry_path = cfg.telemetry_path.clone();
     state.extra_ready.push(Arc::new(move || {
         if listed.load(Ordering::SeqCst) {
             Ok(())

@@ -103,6 +103,8 @@ pub struct AppState {
     pub extra_ready: Vec<Arc<dyn Fn() -> Result<(), String> + Send + Sync>>,
     /// Serves `POST /wake` with it: `Err` says why this process will not poll (202 or 503).
     pub wake: Option<Arc<dyn Fn() -> Result<(), String> + Send + Sync>>,
+    /// Where the metrics page is served (`--web.telemetry-path`).
+    pub telemetry_path: String,
 }
 
 impl AppState {
@@ -119,6 +121,7 @@ impl AppState {
             process,
             extra_ready: Vec::new(),
             wake: None,
+            telemetry_path: "/metrics".into(),
             dynamic: Arc::default(),
         }
     }
@@ -133,7 +136,7 @@ pub fn router(state: AppState) -> Router {
 pub fn router_with(state: AppState, users: Option<Arc<web::Users>>) -> Router {
     let mut guarded = Router::new()
         .route("/", get(index))
-        .route("/metrics", get(metrics_handler));
+        .route(&state.telemetry_path, get(metrics_handler));
     if let Some(users) = users {
         guarded = guarded.layer(axum::middleware::from_fn_with_state(
             users,
@@ -206,8 +209,11 @@ async fn wake(State(state): State<AppState>) -> Response {
     }
 }
 
-async fn index() -> &'static str {
-    "slurmscale exporter: /metrics /healthz /readyz\n"
+async fn index(State(state): State<AppState>) -> String {
+    format!(
+        "slurmscale: {} /healthz /readyz\n",
+        state.telemetry_path
+    )
 }
 
 /// How long the scrape-time part of `/metrics` may be reused.

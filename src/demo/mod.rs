@@ -137,8 +137,8 @@ impl Demo {
         }
 
         let opts = MetricsOptions {
-            per_owner: false,
             interval: INTERVAL,
+            ..MetricsOptions::default()
         };
         let input = PageInput {
             snapshots: std::slice::from_ref(&snap),

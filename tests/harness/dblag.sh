@@ -8,10 +8,10 @@ source <("$here/slurm.sh" "$flavor" env)
 v=v0.0.38; [ "$flavor" = 24.11 ] && v=v0.0.42
 for _ in $(seq "$count"); do
   t0=$(date +%s.%N)
-  id=$(SLURM_JWT= "$SLURM_BIN/sbatch" --parsable -H -p cpu -J dblag -o /dev/null --wrap 'sleep 1' 2>/dev/null || env -u SLURM_JWT "$SLURM_BIN/sbatch" --parsable -H -p cpu -J dblag -o /dev/null --wrap 'sleep 1')
+  id=$("$SLURM_BIN/sbatch" --parsable -H -p cpu -J dblag -o /dev/null --wrap 'sleep 1')
   t1=$(date +%s.%N)
   while :; do
-    n=$(curl -s -H "X-SLURM-USER-NAME: $SLURM_USER" -H "X-SLURM-USER-TOKEN: $SLURM_JWT" "$SLURM_REST_URL/slurmdb/$v/job/$id" |
+    n=$(curl -s -H "X-SLURM-USER-NAME: $SLURM_USER" -H "X-SLURM-USER-TOKEN: $SLURMSCALE_JWT" "$SLURM_REST_URL/slurmdb/$v/job/$id" |
       python3 -c 'import json,sys
 try: print(len(json.load(sys.stdin).get("jobs") or []))
 except Exception: print(0)')
@@ -19,6 +19,6 @@ except Exception: print(0)')
     sleep 0.2
   done
   t2=$(date +%s.%N)
-  env -u SLURM_JWT "$SLURM_BIN/scancel" "$id"
+  "$SLURM_BIN/scancel" "$id"
   awk -v a="$t0" -v b="$t1" -v c="$t2" -v id="$id" 'BEGIN { printf "job %s: sbatch %.2f s, visible in slurmdb %.2f s after sbatch returned\n", id, b - a, c - b }'
 done

@@ -74,8 +74,9 @@
 #  of adjacent entries, so records interleaved with slinky pods' nodes are not taken in
 #  ordinal order; 24.11 takes the lowest Weight.
 #
-# `env` prints sourceable exports: SLURM_REST_URL, SLURM_USER, SLURM_CLUSTER and SLURM_JWT (what
-# `slurmscale exporter` reads), the token file and HS256 key as HARNESS_JWT_FILE and
+# `env` prints sourceable exports: SLURM_REST_URL, SLURM_USER, SLURM_CLUSTER and SLURMSCALE_JWT
+# (what `slurmscale exporter` reads; not SLURM_JWT, which would switch Slurm's own commands in
+# that shell to JWT auth), the token file and HS256 key as HARNESS_JWT_FILE and
 # HARNESS_JWT_KEY_FILE, SLURM_CONF/SLURM_BIN for the cluster's own commands (sacct and sacctmgr
 # among them), SLURM_DBD_PORT/SLURM_DB_NAME, and SLURM_PLANNED_PARTITION/SLURM_POWER_LOG. The
 # token is read from its file at source time so it never shows up in a log. Only pids this
@@ -632,7 +633,7 @@ case "$cmd" in
   start) start ;;
   stop) stop ;;
   status) running && echo "running: $rest_url" || { echo "stopped"; exit 1; } ;;
-  env) [ -f "$dir/env" ] || die "Slurm $flavor is not running: run tests/harness/slurm.sh $flavor start"; cat "$dir/env"; echo "export SLURM_JWT=\"\$(cat $dir/jwt.token)\"" ;;
+  env) [ -f "$dir/env" ] || die "Slurm $flavor is not running: run tests/harness/slurm.sh $flavor start"; cat "$dir/env"; echo "export SLURMSCALE_JWT=\"\$(cat $dir/jwt.token)\"" ;;
   node-up) node_up "${3:?node name}" ;;
   restd-stop) stop_pidfile "$pids/slurmrestd" ;;
   restd-start) running || die "Slurm $flavor is not running"; ensure_slurmrestd ;;

@@ -28,11 +28,15 @@ pub mod nodeset;
 pub mod partitions;
 pub mod scheduler;
 
-/// What to render beyond the defaults.
+/// What to render beyond the defaults, and what not to.
 #[derive(Clone, Debug)]
 pub struct MetricsOptions {
     /// Per-user and per-account job series (`slurm_user_jobs{username}`, ...).
     pub per_owner: bool,
+    /// Per-node series (`slurm_node_*{node}`): most of a large cluster's page.
+    pub per_node: bool,
+    /// Families of [`FAMILIES`] left out, by name.
+    pub skip: Vec<&'static str>,
     /// The poll interval: scaling signals older than a few intervals are stale.
     pub interval: Duration,
 }
@@ -41,6 +45,8 @@ impl Default for MetricsOptions {
     fn default() -> Self {
         Self {
             per_owner: false,
+            per_node: true,
+            skip: Vec::new(),
             interval: Duration::from_secs(30),
         }
     }
@@ -334,7 +340,8 @@ pub fn render(input: &PageInput<'_>, own: impl FnOnce(&mut Out)) -> String {
 pub fn collect(out: &mut Out, input: &PageInput<'_>) {
     let families = FAMILIES
         .iter()
-        .filter(|(name, _)| !input.health_only || *name == "exporter");
+        .filter(|(name, _)| !input.health_only || *name == "exporter")
+        .filter(|(name, _)| !input.opts.skip.contains(name));
     for (_, source) in families {
         match *source {
             Source::Cluster(family) => {

@@ -78,7 +78,7 @@ const FLAG_METRICS: [(NodeFlags, &str, &str); 8] = [
     (NodeFlags::CLOUD, "slurm_nodes_cloud", "Cloud nodes."),
 ];
 
-pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
+pub fn collect(out: &mut Out, s: &ClusterSnapshot, opts: &MetricsOptions) {
     let Some(nodes) = &s.nodes.data else { return };
     let hidden = s
         .partitions
@@ -193,7 +193,7 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
         );
     }
 
-    for n in nodes.iter() {
+    for n in nodes.iter().filter(|_| opts.per_node) {
         let node = [("node", n.name.as_str())];
         out.gauge("slurm_node_cpus", "CPUs of the node.", &node, n.cpus as f64);
         out.gauge(
