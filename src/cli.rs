@@ -1,9 +1,10 @@
-//! Command-line surface: the flags and environment variables docs/exporter.md lists, which
-//! users, charts and tests rely on (a name changes only with a note in the docs). Every flag
-//! has an environment variable; the single-cluster case needs only the slurmrestd URL and a
-//! token. Values of secret variables are never shown in `--help`. The names Prometheus
-//! exporters share (`--web.listen-address`, `--web.telemetry-path`, `--web.config.file`,
-//! `--log.level`, `--[no-]collector.NAME`) work too, so a site's habits carry over.
+//! Command-line surface: the flags and environment variables the tables in docs/exporter.md
+//! and docs/autoscaler.md list, which users, charts and tests rely on (a name changes only
+//! with a note in those pages). Every flag has an environment variable; the single-cluster
+//! case needs only the slurmrestd URL and a token. Values of secret variables are never shown
+//! in `--help`. The names Prometheus exporters share (`--web.listen-address`,
+//! `--web.telemetry-path`, `--web.config.file`, `--log.level`, `--[no-]collector.NAME`) work
+//! too, so a site's habits carry over.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -569,7 +570,7 @@ fn memory_mib(s: &str) -> Result<u64, String> {
 
 #[derive(Args)]
 pub struct SimulateArgs {
-    /// The trace to replay: SWF (`.swf`, `.swf.gz`) or a sacct export (see the README).
+    /// The trace to replay: SWF (`.swf`, `.swf.gz`) or a sacct export (see docs/simulate.md).
     #[arg(long, conflicts_with = "workload")]
     pub trace: Option<PathBuf>,
     /// The trace's format; `auto` tells it from the file's name or first line.

@@ -513,8 +513,8 @@ fn the_values_schema_offers_every_api_version_the_exporter_speaks() {
     }
 }
 
-/// The API versions written out by hand for people — `--api-version`'s help, the README's
-/// flag table, the chart's values.yaml — name exactly the versions the exporter speaks
+/// The API versions written out by hand for people — `--api-version`'s help, the flag table
+/// in docs/exporter.md, the chart's values.yaml — name exactly the versions the exporter speaks
 /// (ranges like `v0.0.40-v0.0.45` spelled out), so none of them goes stale when
 /// `slurm::versions` gains one.
 #[test]
@@ -526,7 +526,7 @@ fn every_hand_written_list_of_api_versions_names_what_the_exporter_speaks() {
     want.sort();
     for (file, marker) in [
         ("src/cli.rs", "REST API version"),
-        ("README.md", "| `--api-version`"),
+        ("docs/exporter.md", "| `--api-version`"),
         ("charts/slurmscale/values.yaml", "probes the newest version"),
     ] {
         let text = std::fs::read_to_string(repo_root().join(file)).unwrap();

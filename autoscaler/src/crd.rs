@@ -149,7 +149,7 @@ pub struct NodeSetAutoscalerSpec {
     /// `State=CLOUD` record per ordinal below `maxReplicas` (kept by the autoscaler, ordinal
     /// order by `Weight`) and the NodeSet follows exactly the nodes it powers up and down;
     /// Slurm's power saving must be set up for the partition and the NodeSet's slurmd must
-    /// run with `-b` (README, "Slurm's plan as the scaling signal"). `minReplicas`,
+    /// run with `-b` (docs/slurm-planned.md). `minReplicas`,
     /// `idleReplicas`, the idle timeout and the scaling rules do not apply: slurmctld's
     /// `SuspendTime` and `SuspendExcNodes` say how long nodes stay and how many stay warm.
     #[serde(default)]
@@ -223,7 +223,7 @@ pub struct ColocationSpec {
     pub cooldown_seconds: Option<u32>,
     /// Idle Slurm nodes go back to Kubernetes (down to `minSlurmNodes`) even when Kubernetes
     /// is not asking (default false: an idle node a pod asks for is drained at once, and
-    /// giving it away unasked only brings it back for the next job; see the README's replay).
+    /// giving it away unasked only brings it back for the next job; see docs/simulate.md).
     #[serde(default)]
     pub release_idle_slurm_nodes: bool,
     /// Only pending pods with these labels count as Kubernetes demand (default: every

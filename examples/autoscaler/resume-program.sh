@@ -1,5 +1,5 @@
 #!/bin/bash
-# ResumeProgram for slurm-planned NodeSets (README, "Slurm-planned NodeSets"). slurmctld runs
+# ResumeProgram for slurm-planned NodeSets (docs/slurm-planned.md). slurmctld runs
 # it with the nodes it is powering up; their pods are the autoscaler's business, so all it
 # does is tell the autoscaler to read Slurm's nodes now rather than at its next poll: the
 # NodeSet is scaled within a moment of slurmctld's decision. Bash alone (no curl needed in

@@ -203,7 +203,7 @@ impl Policy for FollowSlurm {
         }
         if let Some(partition) = &view.never_suspends {
             return hold(format!(
-                "partition {partition} has SuspendTime=INFINITE: slurmctld never powers its nodes down, so pods it asked for would stay for good; set SuspendTime, SuspendTimeout and ResumeTimeout on it (README: Slurm-planned NodeSets)"
+                "partition {partition} has SuspendTime=INFINITE: slurmctld never powers its nodes down, so pods it asked for would stay for good; set SuspendTime, SuspendTimeout and ResumeTimeout on it (docs/slurm-planned.md)"
             ));
         }
         let generation = view.config_generation;

@@ -2,8 +2,8 @@
 //! to its wire module ([`ApiVersion::wire`]). Adding v0.0.46 = a `wire/v0046.rs` module; here
 //! its variant, its place in `ALL`, its name in `as_str` and its arm in `wire` (plus a
 //! capability below if it changes one); golden answers; and the hand-written version lists
-//! (`--api-version`'s help, README, values.yaml, values.schema.json — tests/chart.rs checks
-//! them against `ALL`).
+//! (`--api-version`'s help, docs/exporter.md, values.yaml, values.schema.json —
+//! tests/chart.rs checks them against `ALL`).
 
 use std::fmt;
 use std::str::FromStr;
