@@ -2,7 +2,9 @@
 //! the rendered manifests through `kubernetes-validate --strict` (Kubernetes 1.33 schemas)
 //! and through a server-side dry run on the harness's kube-apiserver with the official
 //! Prometheus Operator CRDs. Also what the rendered objects promise: least privilege,
-//! non-root, read-only root filesystem, probes, a leader-elected autoscaler.
+//! non-root, read-only root filesystem, probes, a leader-elected autoscaler kept through node
+//! drains, objects where the release (or namespaceOverride) puts them, monitoring objects a
+//! kube-prometheus-stack picks up, alerts with runbooks, and a README listing every value.
 
 mod support;
 
@@ -328,8 +330,14 @@ fn monitoring_objects_dashboards_and_our_crd_come_along() {
         .collect();
     for a in [
         "SlurmExporterDown",
+        "SlurmMetricsAbsent",
         "SlurmExporterDataStale",
         "SlurmUnreachable",
+        "SlurmNodesDownOrDrained",
+        "SlurmPartitionNotUp",
+        "SlurmJobPendingTooLong",
+        "SlurmDbdQueueGrowing",
+        "SlurmscaleAutoscalerAbsent",
         "SlurmscaleAutoscalerFrozen",
         "SlurmscaleScaleErrors",
         "NodeSetBelowDesired",
@@ -368,6 +376,538 @@ fn monitoring_objects_dashboards_and_our_crd_come_along() {
     );
 }
 
+/// A file of the repository, as text.
+fn read(path: &str) -> String {
+    std::fs::read_to_string(repo_root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// `values` with `--set` of each of `sets` after them.
+fn with(values: &[String], sets: &[&str]) -> Vec<String> {
+    let mut out = values.to_vec();
+    for s in sets {
+        out.extend(["--set".to_string(), s.to_string()]);
+    }
+    out
+}
+
+/// Two replicas are kept through node drains: a PodDisruptionBudget of one, and the
+/// replicas spread over nodes. One replica has nothing to keep, so no budget (it would
+/// block every drain of its node).
+#[test]
+fn the_autoscaler_keeps_a_replica_through_drains_only_when_it_has_two() {
+    let (_, values) = values_sets().remove(0);
+    let objs = objects(&render("slurm", &values));
+    let d = find(&objs, "Deployment", "-autoscaler").expect("autoscaler Deployment");
+    let selector = &d["spec"]["selector"]["matchLabels"];
+    let pdb = find(&objs, "PodDisruptionBudget", "-autoscaler").expect("a budget with 2 replicas");
+    assert_eq!(pdb["metadata"]["namespace"], "slurm");
+    assert_eq!(pdb["spec"]["minAvailable"], 1);
+    assert_eq!(&pdb["spec"]["selector"]["matchLabels"], selector);
+    // The default spread: one replica per node where it can be, never unschedulable for it.
+    let spread = &d["spec"]["template"]["spec"]["topologySpreadConstraints"][0];
+    assert_eq!(spread["topologyKey"], "kubernetes.io/hostname");
+    assert_eq!(spread["whenUnsatisfiable"], "ScheduleAnyway");
+    assert_eq!(&spread["labelSelector"]["matchLabels"], selector);
+
+    for (sets, what) in [
+        (["autoscaler.replicas=1"], "one replica"),
+        (
+            ["autoscaler.podDisruptionBudget.enabled=false"],
+            "switched off",
+        ),
+    ] {
+        let objs = objects(&render("slurm", &with(&values, &sets)));
+        assert!(
+            find(&objs, "PodDisruptionBudget", "").is_none(),
+            "a PodDisruptionBudget with {what}"
+        );
+    }
+}
+
+/// A PodMonitor per component instead of the ServiceMonitors, with the same job names (the
+/// pods carry the label the Services do) and the same scrape options; both at once is refused.
+#[test]
+fn a_pod_monitor_replaces_the_service_monitors_with_the_same_jobs_and_options() {
+    let (_, values) = values_sets().remove(0);
+    for kind in ["ServiceMonitor", "PodMonitor"] {
+        let key = if kind == "ServiceMonitor" {
+            "serviceMonitor"
+        } else {
+            "podMonitor"
+        };
+        let sets = [
+            "serviceMonitor.enabled=false".to_string(),
+            format!("{key}.enabled=true"),
+            format!("{key}.scrapeTimeout=20s"),
+            format!("{key}.labels.release=prometheus"),
+            format!("{key}.relabelings[0].targetLabel=site"),
+            format!("{key}.relabelings[0].replacement=hpc"),
+            format!("{key}.metricRelabelings[0].action=drop"),
+            format!("{key}.metricRelabelings[0].regex=slurm_node_gres.*"),
+            format!("{key}.metricRelabelings[0].sourceLabels[0]=__name__"),
+        ];
+        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+        let objs = objects(&render("slurm", &with(&values, &sets)));
+        let other = if kind == "ServiceMonitor" {
+            "PodMonitor"
+        } else {
+            "ServiceMonitor"
+        };
+        assert!(
+            objs.iter().all(|o| o["kind"] != other),
+            "{kind}: a {other} too"
+        );
+        for component in ["exporter", "autoscaler"] {
+            let what = format!("{kind} of the {component}");
+            let m = find(&objs, kind, &format!("-{component}")).unwrap_or_else(|| panic!("{what}"));
+            assert_eq!(m["metadata"]["labels"]["release"], "prometheus", "{what}");
+            assert_eq!(m["spec"]["jobLabel"], "slurmscale.io/job", "{what}");
+            assert_eq!(m["spec"]["namespaceSelector"]["matchNames"][0], "slurm");
+            let endpoints = if kind == "ServiceMonitor" {
+                "endpoints"
+            } else {
+                "podMetricsEndpoints"
+            };
+            let ep = &m["spec"][endpoints][0];
+            assert_eq!(ep["port"], "metrics", "{what}");
+            assert_eq!(ep["scrapeTimeout"], "20s", "{what}");
+            assert_eq!(ep["relabelings"][0]["targetLabel"], "site", "{what}");
+            assert_eq!(ep["metricRelabelings"][0]["action"], "drop", "{what}");
+            assert_eq!(
+                ep["metricRelabelings"][0]["sourceLabels"][0], "__name__",
+                "{what}"
+            );
+            // What the monitor selects carries the job label it names.
+            let job = format!("slurmscale-{component}");
+            let (selected, labels) = if kind == "ServiceMonitor" {
+                let svc = find(&objs, "Service", &format!("-{component}")).expect("Service");
+                (svc, &svc["metadata"]["labels"])
+            } else {
+                let d = find(&objs, "Deployment", &format!("-{component}")).expect("Deployment");
+                (d, &d["spec"]["template"]["metadata"]["labels"])
+            };
+            assert_eq!(labels["slurmscale.io/job"], job.as_str(), "{what}");
+            for (k, v) in m["spec"]["selector"]["matchLabels"].as_object().unwrap() {
+                assert_eq!(
+                    &labels[k], v,
+                    "{what} does not select {}",
+                    selected["metadata"]["name"]
+                );
+            }
+        }
+    }
+}
+
+/// examples/helm/slinky-quickstart.yaml against a kube-prometheus-stack installed with its
+/// defaults as release `prometheus`: its Prometheus selects ServiceMonitors and rules by
+/// `release: prometheus`, its Grafana sidecar ConfigMaps by `grafana_dashboard: "1"`.
+#[test]
+fn the_quick_start_is_picked_up_by_a_default_kube_prometheus_stack() {
+    let file = repo_root().join("examples/helm/slinky-quickstart.yaml");
+    let values = ["-f".to_string(), file.to_string_lossy().into_owned()];
+    let objs = objects(&render("slurm", &values));
+    let monitoring: Vec<&Value> = objs
+        .iter()
+        .filter(|o| {
+            matches!(
+                o["kind"].as_str(),
+                Some("ServiceMonitor" | "PodMonitor" | "PrometheusRule")
+            )
+        })
+        .collect();
+    let kinds: Vec<&str> = monitoring
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "ServiceMonitor").count(),
+        2,
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "PrometheusRule").count(),
+        1,
+        "{kinds:?}"
+    );
+    for o in monitoring {
+        assert_eq!(
+            o["metadata"]["labels"]["release"], "prometheus",
+            "{} {}",
+            o["kind"], o["metadata"]["name"]
+        );
+    }
+    let dashboards = objs
+        .iter()
+        .filter(|o| o["kind"] == "ConfigMap" && o["metadata"]["labels"]["grafana_dashboard"] == "1")
+        .count();
+    assert_eq!(
+        dashboards, 4,
+        "one ConfigMap per dashboard, labelled for the sidecar"
+    );
+    // Slinky's slurmrestd and JWT key Secret.
+    let d = find(&objs, "Deployment", "-exporter").expect("exporter Deployment");
+    let pod = &d["spec"]["template"]["spec"];
+    assert!(
+        pod["containers"][0]["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["name"] == "SLURM_REST_URL"
+                && e["value"] == "http://slurm-restapi.slurm:6820")
+    );
+    assert!(
+        pod["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v["secret"]["secretName"] == "slurm-auth-jwths256")
+    );
+}
+
+/// GitHub's anchor of a Markdown heading: lower case, spaces to dashes, other punctuation
+/// dropped.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every alert of files/alerts.yaml links its runbook: `runbook_url` is docs/runbooks.md
+/// (the chart's default prometheusRule.runbookUrl), `#`, the alert's name in lower case, and
+/// docs/runbooks.md has that section. The chart points them at another base when asked, and
+/// leaves out the alerts named in prometheusRule.disabled.
+#[test]
+fn every_alert_links_its_section_of_the_runbooks() {
+    let values: Value = serde_saphyr::from_str(&read("charts/slurmscale/values.yaml")).unwrap();
+    let base = values["prometheusRule"]["runbookUrl"]
+        .as_str()
+        .expect("prometheusRule.runbookUrl");
+    assert!(
+        base.ends_with("/docs/runbooks.md"),
+        "the default runbookUrl is docs/runbooks.md: {base}"
+    );
+    let sections: Vec<String> = read("docs/runbooks.md")
+        .lines()
+        .filter_map(|l| l.strip_prefix("## "))
+        .map(anchor)
+        .collect();
+    let rules: Value =
+        serde_saphyr::from_str(&read("charts/slurmscale/files/alerts.yaml")).unwrap();
+    let mut alerts = Vec::new();
+    for g in rules["groups"].as_array().unwrap() {
+        for r in g["rules"].as_array().unwrap() {
+            let alert = r["alert"].as_str().expect("alert rules only");
+            let url = r["annotations"]["runbook_url"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{alert}: no runbook_url"));
+            let lower = alert.to_lowercase();
+            assert_eq!(url, format!("{base}#{lower}"), "{alert}");
+            assert!(
+                sections.contains(&lower),
+                "{alert}: docs/runbooks.md has no section #{lower} (sections: {sections:?})"
+            );
+            alerts.push(alert.to_string());
+        }
+    }
+    assert_eq!(
+        sections.len(),
+        alerts.len(),
+        "one section per alert: {sections:?} for {alerts:?}"
+    );
+
+    let (_, values) = values_sets().remove(0);
+    let sets = [
+        "prometheusRule.runbookUrl=https://wiki.example.org/slurm/runbooks",
+        "prometheusRule.disabled={SlurmPartitionNotUp,SlurmJobPendingTooLong}",
+    ];
+    let objs = objects(&render("slurm", &with(&values, &sets)));
+    let rule = find(&objs, "PrometheusRule", "slurmscale").expect("PrometheusRule");
+    let rendered: Vec<&Value> = rule["spec"]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["rules"].as_array().unwrap())
+        .collect();
+    assert_eq!(rendered.len(), alerts.len() - 2, "two alerts left out");
+    for r in rendered {
+        let alert = r["alert"].as_str().unwrap();
+        assert!(!["SlurmPartitionNotUp", "SlurmJobPendingTooLong"].contains(&alert));
+        assert_eq!(
+            r["annotations"]["runbook_url"],
+            format!(
+                "https://wiki.example.org/slurm/runbooks#{}",
+                alert.to_lowercase()
+            )
+            .as_str()
+        );
+    }
+}
+
+/// A release without the autoscaler does not alert on its absence (its series are absent by
+/// design); one without anything serving Slurm's metrics does not alert on theirs.
+#[test]
+fn absent_series_alerts_follow_the_components_the_release_runs() {
+    let (_, values) = values_sets().remove(0);
+    let alerts_with = |sets: &[&str]| -> Vec<String> {
+        let objs = objects(&render("slurm", &with(&values, sets)));
+        let rule = find(&objs, "PrometheusRule", "slurmscale").expect("PrometheusRule");
+        rule["spec"]["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|g| g["rules"].as_array().unwrap())
+            .map(|r| r["alert"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let all = alerts_with(&[]);
+    assert!(all.iter().any(|a| a == "SlurmMetricsAbsent"));
+    assert!(all.iter().any(|a| a == "SlurmscaleAutoscalerAbsent"));
+    let exporter_only = alerts_with(&["autoscaler.enabled=false"]);
+    assert!(exporter_only.iter().any(|a| a == "SlurmMetricsAbsent"));
+    assert!(
+        !exporter_only
+            .iter()
+            .any(|a| a == "SlurmscaleAutoscalerAbsent")
+    );
+    let shared = alerts_with(&["exporter.enabled=false", "autoscaler.exporterMetrics=true"]);
+    assert!(shared.iter().any(|a| a == "SlurmMetricsAbsent"));
+    let nothing = alerts_with(&["exporter.enabled=false"]);
+    assert!(!nothing.iter().any(|a| a == "SlurmMetricsAbsent"));
+}
+
+/// Every namespaced object goes to the release namespace, or to namespaceOverride; the
+/// bindings name the ServiceAccounts there and the monitors look there. Cluster-scoped
+/// objects have none. The only exception: the pod Roles of autoscaler.podNamespaces, in the
+/// namespaces they cover.
+#[test]
+fn every_object_goes_to_the_release_namespace_or_the_override() {
+    let mut sets = values_sets();
+    let (_, defaults) = sets[0].clone();
+    sets.push((
+        "namespaceOverride".into(),
+        with(
+            &defaults,
+            &[
+                "namespaceOverride=elsewhere",
+                "autoscaler.podNamespaces={hpc}",
+            ],
+        ),
+    ));
+    sets.push((
+        "podMonitor".into(),
+        with(
+            &defaults,
+            &[
+                "namespaceOverride=elsewhere",
+                "serviceMonitor.enabled=false",
+                "podMonitor.enabled=true",
+            ],
+        ),
+    ));
+    for (name, values) in sets {
+        let want = if values.iter().any(|v| v == "namespaceOverride=elsewhere") {
+            "elsewhere"
+        } else {
+            "slurm"
+        };
+        for o in objects(&render("slurm", &values)) {
+            let kind = o["kind"].as_str().unwrap();
+            let obj = format!("{name}: {kind} {}", o["metadata"]["name"]);
+            let namespace = &o["metadata"]["namespace"];
+            if matches!(
+                kind,
+                "ClusterRole" | "ClusterRoleBinding" | "CustomResourceDefinition"
+            ) {
+                assert!(namespace.is_null(), "{obj} has a namespace");
+            } else if matches!(kind, "Role" | "RoleBinding")
+                && o["metadata"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.ends_with("-autoscaler-pods"))
+            {
+                assert_eq!(namespace, "hpc", "{obj}");
+            } else {
+                assert_eq!(namespace, want, "{obj}");
+            }
+            for subject in o["subjects"].as_array().into_iter().flatten() {
+                assert_eq!(subject["namespace"], want, "{obj}");
+            }
+            if let Some(names) = o["spec"]["namespaceSelector"]["matchNames"].as_array() {
+                assert_eq!(names, &[Value::from(want)], "{obj}");
+            }
+        }
+    }
+}
+
+/// autoscaler.podNamespaces moves the pod patch from the ClusterRole to a Role in each
+/// namespace listed; listing pods stays cluster-wide (a colocated pool looks for
+/// unschedulable pods in every namespace).
+#[test]
+fn pod_patches_can_be_limited_to_the_namespaces_of_the_autoscalers() {
+    let (_, values) = values_sets().remove(0);
+    let pod_verbs = |role: &Value| -> Vec<String> {
+        role["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| {
+                r["resources"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|x| x == "pods")
+            })
+            .flat_map(|r| r["verbs"].as_array().unwrap().iter())
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect()
+    };
+    let objs = objects(&render("slurm", &values));
+    let role = find(&objs, "ClusterRole", "-autoscaler").expect("autoscaler ClusterRole");
+    assert_eq!(pod_verbs(role), ["list", "patch"]);
+    assert!(find(&objs, "Role", "-autoscaler-pods").is_none());
+
+    let objs = objects(&render(
+        "slurm",
+        &with(&values, &["autoscaler.podNamespaces={slurm,hpc}"]),
+    ));
+    let role = find(&objs, "ClusterRole", "-autoscaler").expect("autoscaler ClusterRole");
+    assert_eq!(pod_verbs(role), ["list"], "patch left in the ClusterRole");
+    for ns in ["slurm", "hpc"] {
+        let in_ns = |kind: &str| {
+            objs.iter()
+                .find(|o| {
+                    o["kind"] == kind
+                        && o["metadata"]["namespace"] == ns
+                        && o["metadata"]["name"]
+                            .as_str()
+                            .is_some_and(|n| n.ends_with("-autoscaler-pods"))
+                })
+                .unwrap_or_else(|| panic!("no pod {kind} in {ns}"))
+        };
+        let role = in_ns("Role");
+        assert_eq!(pod_verbs(role), ["list", "patch"], "{ns}");
+        let binding = in_ns("RoleBinding");
+        assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
+        assert_eq!(binding["subjects"][0]["namespace"], "slurm");
+        assert!(
+            binding["subjects"][0]["name"]
+                .as_str()
+                .is_some_and(|n| n.ends_with("-autoscaler")),
+            "{binding}"
+        );
+    }
+}
+
+/// nameOverride, fullnameOverride and the PriorityClass (a component's own over the
+/// top-level one) reach the objects and pods.
+#[test]
+fn names_and_priority_classes_follow_the_values() {
+    let (_, values) = values_sets().remove(0);
+    let objs = objects(&render(
+        "slurm",
+        &with(
+            &values,
+            &[
+                "fullnameOverride=hpc",
+                "nameOverride=batch-scaler",
+                "priorityClassName=high",
+                "autoscaler.priorityClassName=system-cluster-critical",
+                "exporter.podLabels.team=hpc",
+            ],
+        ),
+    ));
+    for (component, class) in [
+        ("exporter", "high"),
+        ("autoscaler", "system-cluster-critical"),
+    ] {
+        let d = find(&objs, "Deployment", &format!("hpc-{component}"))
+            .unwrap_or_else(|| panic!("Deployment hpc-{component}"));
+        assert_eq!(d["metadata"]["name"], format!("hpc-{component}").as_str());
+        assert_eq!(
+            d["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"],
+            "batch-scaler"
+        );
+        assert_eq!(
+            d["spec"]["template"]["spec"]["priorityClassName"], class,
+            "{component}"
+        );
+    }
+    let d = find(&objs, "Deployment", "hpc-exporter").unwrap();
+    assert_eq!(d["spec"]["template"]["metadata"]["labels"]["team"], "hpc");
+    assert!(
+        d["spec"]["selector"]["matchLabels"]["team"].is_null(),
+        "podLabels stay out of the selector"
+    );
+}
+
+/// The values table of charts/slurmscale/README.md has one row per leaf key of values.yaml
+/// (a key whose default is not a non-empty map: scalars, lists, and maps empty by default),
+/// each with a type, a default and a description; `python3 charts/values-table.py --write`
+/// regenerates it.
+#[test]
+fn the_chart_readme_lists_every_value() {
+    fn leaves(v: &Value, path: &str, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) if !m.is_empty() => {
+                for (k, x) in m {
+                    let p = if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}.{k}")
+                    };
+                    leaves(x, &p, out);
+                }
+            }
+            _ => out.push(path.to_string()),
+        }
+    }
+    let values: Value = serde_saphyr::from_str(&read("charts/slurmscale/values.yaml")).unwrap();
+    let mut want = Vec::new();
+    leaves(&values, "", &mut want);
+    want.sort();
+
+    let readme = read("charts/slurmscale/README.md");
+    let start = readme
+        .find("<!-- values-table")
+        .expect("README: the values table's start marker");
+    let end = readme
+        .find("<!-- end of values-table -->")
+        .expect("README: the values table's end marker");
+    let mut got = Vec::new();
+    for row in readme[start..end].lines().filter(|l| l.starts_with("| `")) {
+        let key = row["| `".len()..].split('`').next().unwrap();
+        let cells: Vec<&str> = row.split(" | ").collect();
+        assert!(cells.len() >= 4, "README: {row}");
+        assert!(
+            !cells[1].trim().is_empty()
+                && !cells
+                    .last()
+                    .unwrap()
+                    .trim_end_matches('|')
+                    .trim()
+                    .is_empty(),
+            "README: {key} has no type or description: {row}"
+        );
+        got.push(key.to_string());
+    }
+    let rows = got.len();
+    got.sort();
+    got.dedup();
+    assert_eq!(got.len(), rows, "README: a key listed twice");
+    let missing: Vec<&String> = want.iter().filter(|k| !got.contains(*k)).collect();
+    let extra: Vec<&String> = got.iter().filter(|k| !want.contains(*k)).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "charts/slurmscale/README.md's values table is stale (python3 charts/values-table.py --write): missing {missing:?}, not in values.yaml {extra:?}"
+    );
+}
+
 /// Missing or wrong values fail at install time with a message naming the value.
 #[test]
 fn bad_values_are_refused_with_a_clear_message() {
@@ -382,6 +922,28 @@ fn bad_values_are_refused_with_a_clear_message() {
         (vec![URL, SECRET, "slurm.apiVersion=v0.0.39"], "apiVersion"),
         (vec![URL, SECRET, "exporter.interval=often"], "interval"),
         (vec![URL, SECRET, "autoscaler.replicaz=2"], "replicaz"),
+        (
+            vec![URL, SECRET, "podMonitor.scrapeTimout=5s"],
+            "scrapeTimout",
+        ),
+        (
+            vec![
+                URL,
+                SECRET,
+                "serviceMonitor.enabled=true",
+                "podMonitor.enabled=true",
+            ],
+            "enable one of them",
+        ),
+        (
+            vec![
+                URL,
+                SECRET,
+                "prometheusRule.enabled=true",
+                "prometheusRule.disabled={SlurmNodesDown}",
+            ],
+            "SlurmNodesDown, which is not an alert of this chart",
+        ),
     ] {
         let mut a = vec!["template", "x", "charts/slurmscale"];
         for set in &sets {

@@ -253,6 +253,37 @@ impl Drop for Jobs<'_> {
     }
 }
 
+/// A node drained with a reason while the test runs (the dashboards show drain reasons and
+/// the nodes down or drained), resumed however the test ends.
+struct Drained<'a>(&'a SlurmCluster, &'static str);
+
+impl<'a> Drained<'a> {
+    fn new(cluster: &'a SlurmCluster, node: &'static str) -> Self {
+        let name = format!("nodename={node}");
+        cluster.run(
+            "scontrol",
+            &[
+                "update",
+                name.as_str(),
+                "state=drain",
+                "reason=observability: drain reason panel",
+            ],
+        );
+        Self(cluster, node)
+    }
+}
+
+impl Drop for Drained<'_> {
+    fn drop(&mut self) {
+        let name = format!("nodename={}", self.1);
+        let _ = self
+            .0
+            .cmd("scontrol")
+            .args(["update", name.as_str(), "state=resume"])
+            .status();
+    }
+}
+
 /// Kubernetes objects the dashboards show: a NodeSet serving the elastic partition with its
 /// autoscaler, a colocated pool (Node + GenericNode) with its own, and an autoscaler whose
 /// target does not exist (so error panels have errors to show).
@@ -363,7 +394,8 @@ async fn remove_fixtures(ns: &str, node_name: &str) {
 }
 
 /// The exporter polls two clusters: the real 24.11, and the real 22.05 with a token it
-/// rejects — a cluster that does not answer, as the error panels and alerts expect.
+/// rejects — a cluster that does not answer, as the error panels and alerts expect. With
+/// per-user metrics, which the per-user and per-account panels show.
 fn exporter(cluster: &SlurmCluster, broken: &SlurmCluster, dir: &Path) -> Process {
     let bad_token = dir.join("bad-token");
     std::fs::write(&bad_token, "not-a-jwt").unwrap();
@@ -389,6 +421,7 @@ fn exporter(cluster: &SlurmCluster, broken: &SlurmCluster, dir: &Path) -> Proces
             config.to_str().unwrap(),
             "--kubeconfig",
             kubeconfig.to_str().unwrap(),
+            "--per-user-metrics",
         ],
         &[],
     )
@@ -400,6 +433,7 @@ async fn every_dashboard_and_alert_query_returns_data_from_a_real_prometheus() {
     let broken = SlurmCluster::get("22.05");
     let pending = cluster.submit(&["-p", "elastic", "-N", "2", "--wrap", "sleep 600"]);
     let _jobs = Jobs(&cluster, vec![pending]);
+    let _drained = Drained::new(&cluster, "c4");
     let (ns, node_name) = kubernetes_fixtures(&cluster).await;
     let dir = tempfile::tempdir().unwrap();
     let exporter = exporter(&cluster, &broken, dir.path());
@@ -460,7 +494,7 @@ async fn every_dashboard_and_alert_query_returns_data_from_a_real_prometheus() {
         .iter()
         .flat_map(|g| g["rules"].as_array().unwrap())
         .collect();
-    assert_eq!(evaluated.len(), 10, "{rules}");
+    assert_eq!(evaluated.len(), 16, "{rules}");
     for r in evaluated {
         assert_eq!(
             r["health"], "ok",

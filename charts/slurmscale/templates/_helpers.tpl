@@ -1,15 +1,33 @@
-{{/* Names: <release> when it already says slurmscale, else <release>-slurmscale. */}}
+{{/* The chart's name in labels and object names: nameOverride, else the chart's. */}}
+{{- define "slurmscale.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+Names: fullnameOverride; else <release> when it already says the name, else <release>-<name>.
+At most 50 characters, so `<fullname>-autoscaler`, a Service's name, stays a DNS label (63).
+*/}}
 {{- define "slurmscale.fullname" -}}
-{{- if contains .Chart.Name .Release.Name -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := include "slurmscale.name" . -}}
+{{- if contains $name .Release.Name -}}
 {{- .Release.Name | trunc 50 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 50 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 50 | trimSuffix "-" -}}
 {{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Where every namespaced object goes: namespaceOverride, else the release's namespace. */}}
+{{- define "slurmscale.namespace" -}}
+{{- default .Release.Namespace .Values.namespaceOverride -}}
 {{- end -}}
 
 {{- define "slurmscale.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
-app.kubernetes.io/name: slurmscale
+app.kubernetes.io/name: {{ include "slurmscale.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
@@ -17,9 +35,32 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/* Selector labels of one component: (dict "root" . "component" "exporter"). */}}
 {{- define "slurmscale.selectorLabels" -}}
-app.kubernetes.io/name: slurmscale
+app.kubernetes.io/name: {{ include "slurmscale.name" .root }}
 app.kubernetes.io/instance: {{ .root.Release.Name }}
 app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/*
+Pod-spec fields both components set the same way from their own values, (dict "root" .
+"component" "exporter"): the PriorityClass (the component's, else the top-level one) and the
+topology spread constraints, where an entry without labelSelector selects the component's own
+pods (values cannot name them: the labels carry the release name).
+*/}}
+{{- define "slurmscale.podScheduling" -}}
+{{- $c := index .root.Values .component -}}
+{{- with ($c.priorityClassName | default .root.Values.priorityClassName) }}
+priorityClassName: {{ . | quote }}
+{{- end }}
+{{- with $c.topologySpreadConstraints }}
+topologySpreadConstraints:
+{{- range . }}
+{{- $constraint := deepCopy . }}
+{{- if not (hasKey $constraint "labelSelector") }}
+{{- $_ := set $constraint "labelSelector" (dict "matchLabels" (include "slurmscale.selectorLabels" (dict "root" $.root "component" $.component) | fromYaml)) }}
+{{- end }}
+  - {{ toYaml $constraint | nindent 4 | trim }}
+{{- end }}
+{{- end }}
 {{- end -}}
 
 {{- define "slurmscale.image" -}}
