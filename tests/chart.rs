@@ -150,7 +150,7 @@ fn the_chart_lints_and_renders_valid_manifests() {
             for e in c["env"].as_array().unwrap() {
                 let n = e["name"].as_str().unwrap();
                 assert!(
-                    !(n == "SLURM_JWT"
+                    !(matches!(n, "SLURM_JWT" | "SLURMSCALE_JWT")
                         || e["value"].as_str().is_some_and(|v| v.contains("c2VjcmV0"))),
                     "{what}: a secret in env {e}"
                 );

@@ -99,7 +99,7 @@ topologySpreadConstraints:
 - name: SLURM_JWT_LIFETIME
   value: {{ .Values.slurm.auth.lifetime | quote }}
 {{- else }}
-- name: SLURM_JWT_FILE
+- name: SLURMSCALE_JWT_FILE
   value: /var/run/secrets/slurm/{{ .Values.slurm.auth.secretKey }}
 {{- end }}
 {{- if .Values.slurm.caSecret }}
