@@ -16,6 +16,8 @@ HARNESS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 SLURM_2411_VERSION=24.11.5
 SLURM_2411_PREFIX="${SLURM_2411_PREFIX:-$SLURMSCALE_CACHE/slurm-$SLURM_2411_VERSION}"
+# Debian sid's Slurm 26.05, in a root filesystem of its own (build-slurm-26.05.sh).
+SLURM_2605_ROOT="${SLURM_2605_ROOT:-$SLURMSCALE_CACHE/slurm-26.05-root}"
 
 say() { printf '[harness] %s\n' "$*" >&2; }
 die() { printf '[harness] error: %s\n' "$*" >&2; exit 1; }

@@ -10,10 +10,13 @@
 #                   | ctld-stop | ctld-start     (stop slurmctld, as a restart or upgrade would, and
 #                                                 start it again from its saved state)
 #
-# FLAVOR is 22.05 (Debian bookworm's packages, REST v0.0.38) or 24.11 (built from Debian's
-# source by build-slurm-24.11.sh, REST v0.0.40-v0.0.42). Both can run side by side, and a
-# second copy of either beside the test one (benchmarks) with its own SLURMSCALE_RUN and
-# SLURMSCALE_PORT_BASE_2205 / _2411 (defaults 16800 / 17800). Ports, all on 127.0.0.1:
+# FLAVOR is 22.05 (Debian bookworm's packages, REST v0.0.38), 24.11 (built from Debian's
+# source by build-slurm-24.11.sh, REST v0.0.40-v0.0.42) or 26.05 (Debian sid's packages in a
+# root filesystem of their own, build-slurm-26.05.sh: REST v0.0.42-v0.0.45, slurmctld's native
+# metrics; its daemons and commands run chrooted there, see run_slurm). All three can run side
+# by side, and a second copy of any beside the test one (benchmarks) with its own
+# SLURMSCALE_RUN and SLURMSCALE_PORT_BASE_2205 / _2411 / _2605 (defaults 16800 / 17800 /
+# 18800). Ports, all on 127.0.0.1:
 # MariaDB base + 6, slurmctld + 17, slurmd + 18 (and + 30... per node), slurmdbd + 19,
 # slurmrestd + 20, and a second slurmrestd + 21 started without its accounting plugins, as
 # many sites run it (every /slurmdb/... path answers 404): SLURM_REST_URL_NO_ACCOUNTING.
@@ -98,8 +101,19 @@ case "$flavor" in
     cluster=s2411 base=${SLURMSCALE_PORT_BASE_2411:-17800} api_versions="v0.0.40 v0.0.41 v0.0.42"
     sbin=$SLURM_2411_PREFIX/sbin bin=$SLURM_2411_PREFIX/bin
     ;;
-  *) die "usage: slurm.sh 22.05|24.11 start|stop|status|env|node-up NODE|node-down NODE" ;;
+  26.05)
+    cluster=s2605 base=${SLURMSCALE_PORT_BASE_2605:-18800} api_versions="v0.0.42 v0.0.43 v0.0.44 v0.0.45"
+    sbin=/usr/sbin bin=/usr/bin root=$SLURM_2605_ROOT
+    ;;
+  *) die "usage: slurm.sh 22.05|24.11|26.05 start|stop|status|env|node-up NODE|node-down NODE" ;;
 esac
+# Debian's packages (22.05, 26.05) name their daemons *-wlm; the 24.11 build does not.
+root=${root:-}
+# Where a test finds this Slurm's commands (SLURM_BIN in `env`): for 26.05, wrappers that run
+# them in its root filesystem (`slurm.sh 26.05 run`).
+cmd_bin=$bin
+[ -n "$root" ] && cmd_bin=$SLURMSCALE_RUN/slurm-$flavor/cmd
+debian_names=$([ "$flavor" = 24.11 ] || echo yes)
 
 dir="$SLURMSCALE_RUN/slurm-$flavor"
 conf="$dir/etc/slurm.conf"
@@ -124,7 +138,7 @@ slinky_max=16
 planned_max=8
 all_nodes=("${cpu_nodes[@]}" "${gpu_nodes[@]}" "${elastic_nodes[@]}")
 
-slurm() { SLURM_CONF="$conf" "$bin/$1" "${@:2}"; }
+slurm() { (SLURM_CONF="$conf" run_slurm "$bin/$1" "${@:2}"); }
 
 node_port() {
   local i
@@ -140,8 +154,9 @@ write_config() {
   chown slurm:slurm "$dir/state" "$dir/log"
 
   # Debian names its daemons *-wlm, but Slurm decides what it is from argv[0] (under the
-  # -wlm names, GPU counts on node lines are silently dropped), so run them via symlinks.
-  if [ "$flavor" = 22.05 ]; then
+  # -wlm names, GPU counts on node lines are silently dropped), so run them via symlinks
+  # (26.05's resolve inside its root filesystem, where the run dir is bound at its own path).
+  if [ -n "$debian_names" ]; then
     for d in slurmctld slurmd slurmstepd; do ln -sf "/usr/sbin/$d-wlm" "$dir/bin/$d"; done
   else
     for d in slurmctld slurmd slurmstepd; do ln -sf "$sbin/$d" "$dir/bin/$d"; done
@@ -154,6 +169,19 @@ write_config() {
 
   dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
   chmod 0400 "$dir/munge/munge.key"
+
+  if [ -n "$root" ]; then
+    mkdir -p "$cmd_bin"
+    local c
+    for c in sacct sacctmgr salloc sbatch scancel scontrol sdiag sinfo sprio squeue sreport srun sshare sstat; do
+      cat >"$cmd_bin/$c" <<EOF
+#!/bin/sh
+exec env SLURMSCALE_RUN='$SLURMSCALE_RUN' SLURMSCALE_CACHE='$SLURMSCALE_CACHE' \\
+  SLURMSCALE_PORT_BASE_2605='$base' SLURM_2605_ROOT='$root' '$HARNESS_DIR/slurm.sh' $flavor run $bin/$c "\$@"
+EOF
+      chmod 0755 "$cmd_bin/$c"
+    done
+  fi
 
   # gres/gpu needs device files; symlinks to /dev/null pass its checks.
   for i in 0 1 2 3; do ln -sf /dev/null "$dir/dev/nvidia$i"; done
@@ -238,6 +266,8 @@ EOF
       echo "SlurmctldParameters=idle_on_node_suspend,power_save_interval=1"
       echo "ReconfigFlags=KeepPowerSaveSettings"
     fi
+    # 26.05: slurmctld serves its own OpenMetrics at /metrics/... on SlurmctldPort.
+    [ "$flavor" = 26.05 ] && echo "MetricsType=metrics/openmetrics"
   } >"$conf"
   # Power saving's programs (they run as SlurmUser, which owns log/): a line per call, for
   # tests to read; a pod stands for the node, so there is nothing to power.
@@ -326,8 +356,8 @@ EOF
 }
 
 start_munged() {
-  /usr/sbin/munged --force --key-file="$dir/munge/munge.key" --socket="$dir/munge/munge.socket" \
-    --pid-file="$dir/munge/munged.pid" --log-file="$dir/munge/munged.log" --seed-file="$dir/munge/seed" ||
+  (run_slurm /usr/sbin/munged --force --key-file="$dir/munge/munge.key" --socket="$dir/munge/munge.socket" \
+    --pid-file="$dir/munge/munged.pid" --log-file="$dir/munge/munged.log" --seed-file="$dir/munge/seed") ||
     die "munged failed to start (log: $dir/munge/munged.log)"
   cp "$dir/munge/munged.pid" "$pids/munged"
 }
@@ -390,7 +420,7 @@ EOF
 # slurmdbd creates its tables on first contact with the database; then the cluster and its
 # users are registered, before slurmctld registers with it.
 start_slurmdbd() {
-  SLURM_CONF="$conf" "$sbin/slurmdbd" -D >>"$dir/log/slurmdbd.out" 2>&1 &
+  SLURM_CONF="$conf" run_slurm "$sbin/slurmdbd" -D >>"$dir/log/slurmdbd.out" 2>&1 &
   echo $! >"$pids/slurmdbd"
   wait_daemon 60 slurmdbd "$dir/log/slurmdbd.out" "slurmdbd $flavor on 127.0.0.1:$dbd_port" \
     slurm sacctmgr -n show cluster
@@ -406,12 +436,10 @@ register_cluster() {
 start_slurmd() { # node
   local n=$1
   mkdir -p "$dir/spool/$n"
-  if [ "$flavor" = 22.05 ]; then
-    SLURM_CONF="$conf" "$dir/bin/slurmd" -D -N "$n" -f "$conf" -d "$dir/bin/slurmstepd" \
-      >>"$dir/log/slurmd-$n.out" 2>&1 &
-  else
-    SLURM_CONF="$conf" "$dir/bin/slurmd" -D -N "$n" -f "$conf" >>"$dir/log/slurmd-$n.out" 2>&1 &
-  fi
+  local stepd=()
+  [ -n "$debian_names" ] && stepd=(-d "$dir/bin/slurmstepd")
+  SLURM_CONF="$conf" run_slurm "$dir/bin/slurmd" -D -N "$n" -f "$conf" "${stepd[@]}" \
+    >>"$dir/log/slurmd-$n.out" 2>&1 &
   echo $! >"$pids/slurmd-$n"
 }
 
@@ -430,29 +458,54 @@ start_slurmrestd() { # [plain]: without the slurmdbd plugins, on its own port
     port=$plain_rest_port name=slurmrestd-plain
   fi
   # Every REST version each Slurm has, with the slurmdbd ones (/slurmdb/...) unless plain.
-  # slurmrestd refuses root and SlurmUser: it binds first, then drops to nobody.
+  # slurmrestd refuses root and SlurmUser: it binds first, then drops to nobody (by number:
+  # 26.05's cannot resolve the name inside its root filesystem).
   # MALLOC_ARENA_MAX keeps its RSS sane on large /jobs answers.
   SLURM_CONF="$conf" SLURM_JWT=daemon MALLOC_ARENA_MAX=2 \
-    "$sbin/slurmrestd" -f "$conf" -a rest_auth/jwt -s "$plugins" -u nobody -g nogroup \
+    run_slurm "$sbin/slurmrestd" -f "$conf" -a rest_auth/jwt -s "$plugins" -u "$(id -u nobody)" -g "$(getent group nogroup | cut -d: -f3)" \
     "127.0.0.1:$port" >>"$dir/log/$name.log" 2>&1 &
   echo $! >"$pids/$name"
 }
 
-# Runs "$@" (a daemon) in namespaces of its own: a mount namespace where /etc/hosts is the
-# run's hosts file, and with `--hostname NAME` also a UTS namespace with that host name.
-# Only ever run in the background (`in_own_namespaces … &`): it execs, so $! is the daemon.
-in_own_namespaces() {
-  local name="" uts=()
-  if [ "$1" = --hostname ]; then name=$2 uts=(--uts) && shift 2; fi
+# Runs "$@" — a daemon or a command of this flavor's Slurm — the way this flavor runs, and
+# execs: only ever in the background (`run_slurm … &`: $! is then the daemon) or in a
+# subshell (`(run_slurm …)`). With --hosts, in a mount namespace of its own where the run's
+# hosts file is /etc/hosts; with `--hostname NAME` also in a UTS namespace under that name.
+# For 26.05, chrooted into its root filesystem (build-slurm-26.05.sh), in a mount namespace
+# of its own where /proc, /sys, /dev and the run dir are bound in at their own paths (so
+# every path in the configs means the same inside and out), in the caller's directory when
+# it exists there. The mounts go with the namespace, when its last process ends.
+run_slurm() {
+  local name="" hosts="" uts=()
+  while :; do
+    case "${1:-}" in
+      --hostname) name=$2 uts=(--uts) && shift 2 ;;
+      --hosts) hosts=$dir/etc/hosts && shift ;;
+      *) break ;;
+    esac
+  done
+  [ -z "$root$hosts$name" ] && exec "$@"
+  # The root has no hosts file of its own: the run's is its /etc/hosts.
+  [ -n "$root" ] && hosts=$dir/etc/hosts
   exec unshare --mount "${uts[@]}" -- sh -c '
-    [ -z "$1" ] || hostname "$1"
-    mount --bind "$2" /etc/hosts && shift 2 && exec "$@"' sh "$name" "$dir/etc/hosts" "$@"
+    name=$1 hosts=$2 root=$3 run=$4 cwd=$5
+    shift 5
+    [ -z "$name" ] || hostname "$name"
+    if [ -z "$root" ]; then
+      [ -z "$hosts" ] || mount --bind "$hosts" /etc/hosts
+      exec "$@"
+    fi
+    for d in /proc /sys /dev; do mount --rbind "$d" "$root$d"; done
+    mkdir -p "$root$run" && mount --bind "$run" "$root$run"
+    [ -z "$hosts" ] || mount --bind "$hosts" "$root/etc/hosts"
+    exec chroot "$root" /bin/sh -c "cd \"\$0\" 2>/dev/null; exec \"\$@\"" "$cwd" "$@"' \
+    sh "$name" "$hosts" "$root" "$dir" "$PWD" "$@"
 }
 
 start_slurmctld() {
   # Without -c it recovers jobs, nodes and reservations from StateSaveLocation, as a restart
   # after an upgrade or a crash does.
-  SLURM_CONF="$conf" in_own_namespaces "$dir/bin/slurmctld" -D -i -f "$conf" >>"$dir/log/slurmctld.out" 2>&1 &
+  SLURM_CONF="$conf" run_slurm --hosts "$dir/bin/slurmctld" -D -i -f "$conf" >>"$dir/log/slurmctld.out" 2>&1 &
   echo $! >"$pids/slurmctld"
   wait_for 30 "slurmctld $flavor (log: $dir/log/slurmctld.log)" slurm scontrol ping
 }
@@ -489,10 +542,10 @@ start() {
     say "Slurm $flavor already running ($rest_url)"
     return
   fi
-  [ -x "$sbin/slurmctld" ] && [ -x "$sbin/slurmdbd" ] && [ -x /usr/sbin/mariadbd ] ||
-    die "Slurm $flavor or MariaDB is not installed here: run tests/harness/deps.sh (22.05) or tests/harness/build-slurm-24.11.sh (24.11)"
+  [ -x "$root$sbin/slurmctld" ] && [ -x "$root$sbin/slurmdbd" ] && [ -x /usr/sbin/mariadbd ] ||
+    die "Slurm $flavor or MariaDB is not installed here: run tests/harness/deps.sh (22.05), tests/harness/build-slurm-24.11.sh (24.11) or tests/harness/build-slurm-26.05.sh (26.05)"
   # slurmctld re-executes itself as SlurmUser and slurmrestd runs as nobody.
-  runuser -u nobody -- test -x "$sbin/slurmrestd" ||
+  runuser -u nobody -- test -x "$root$sbin/slurmrestd" ||
     die "$sbin is not reachable by other users (is SLURMSCALE_CACHE under /root?); use a world-traversable cache dir"
   stop >/dev/null 2>&1 || true
   write_config
@@ -523,7 +576,7 @@ export SLURM_USER=$jwt_user
 export HARNESS_JWT_FILE=$dir/jwt.token
 export HARNESS_JWT_KEY_FILE=$dir/etc/jwt_hs256.key
 export SLURM_CONF=$conf
-export SLURM_BIN=$bin
+export SLURM_BIN=$cmd_bin
 export SLURM_DBD_PORT=$dbd_port
 export SLURM_DB_NAME=$db_name
 export SLURM_HARNESS="$HARNESS_DIR/slurm.sh $flavor"
@@ -585,12 +638,12 @@ pod_up() {
   pid_alive "$pids/slurmd-$n" && return 0
   mkdir -p "$dir/spool/$n"
   local stepd=() shim="$dir/bin/srcaddr.so"
-  [ "$flavor" = 22.05 ] && stepd=(-d "$dir/bin/slurmstepd")
+  [ -n "$debian_names" ] && stepd=(-d "$dir/bin/slurmstepd")
   [ -f "$shim" ] || gcc -shared -fPIC -O2 -o "$shim" "$HARNESS_DIR/srcaddr.c" -ldl ||
     die "cannot build $HARNESS_DIR/srcaddr.c (gcc comes with tests/harness/deps.sh)"
   # The pod's own address (its hosts line), for what it listens on and connects from.
   SLURM_CONF="$conf" LD_PRELOAD="$shim" SLURMSCALE_SOURCE_ADDR="$(awk -v n="$n" '$2 == n {print $1}' "$dir/etc/hosts")" \
-    in_own_namespaces --hostname "$n" \
+    run_slurm --hosts --hostname "$n" \
     "$dir/bin/slurmd" -D -Z -N "$n" --conf "$nconf" -f "$conf" "${stepd[@]}" "${@:3}" \
     >>"$dir/log/slurmd-$n.out" 2>&1 &
   echo $! >"$pids/slurmd-$n"
@@ -635,6 +688,8 @@ case "$cmd" in
   status) running && echo "running: $rest_url" || { echo "stopped"; exit 1; } ;;
   env) [ -f "$dir/env" ] || die "Slurm $flavor is not running: run tests/harness/slurm.sh $flavor start"; cat "$dir/env"; echo "export SLURMSCALE_JWT=\"\$(cat $dir/jwt.token)\"" ;;
   node-up) node_up "${3:?node name}" ;;
+  # A command of this Slurm as its daemons run (26.05: inside its root filesystem).
+  run) shift 2 && run_slurm "$@" ;;
   restd-stop) stop_pidfile "$pids/slurmrestd" ;;
   restd-start) running || die "Slurm $flavor is not running"; ensure_slurmrestd ;;
   node-down) node_down "${3:?node name}" ;;
