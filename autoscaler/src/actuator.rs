@@ -24,7 +24,8 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource};
 use serde_json::{Value, json};
 use slurmscale_exporter::k8s::nodeset::{
-    NODE_SHAPE_ANNOTATION, features, partition_of, template_shape, v1beta1,
+    NODE_SHAPE_ANNOTATION, features, node_prefix, partition_of, slurm_name, template_shape,
+    v1beta1,
 };
 use slurmscale_exporter::model::demand::Shape;
 use tracing::warn;
@@ -71,12 +72,16 @@ pub struct Target {
 
 /// What a NodeSet says of the nodes its pods register: the shape its
 /// `slurmscale.io/node-shape` annotation sets, the shape its pod template implies, the
-/// features and how its pods' ordinals are written (for [`crate::records`]).
+/// features, and how its pods' node names are written — a prefix and the ordinal, padded
+/// (for [`crate::records`]).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct NodeFacts {
     pub shape: Shape,
     pub template_shape: Shape,
     pub features: Vec<String>,
+    /// What its pods' Slurm node names start with ([`node_prefix`]: `gpu-` for a NodeSet
+    /// whose pods are `gpu-0`, `gpu-1`, …).
+    pub node_prefix: String,
     pub ordinal_padding: u32,
     /// Arguments added to the pods' slurmd (`spec.slurmd.args`).
     pub slurmd_args: Vec<String>,
@@ -89,6 +94,7 @@ impl NodeFacts {
         annotations: Option<&BTreeMap<String, String>>,
         spec: Option<&Value>,
     ) -> Self {
+        let hostname = nodeset_hostname(spec);
         let spec: v1beta1::NodeSetSpec = spec
             .and_then(|s| serde_json::from_value(s.clone()).ok())
             .unwrap_or_default();
@@ -98,11 +104,17 @@ impl NodeFacts {
                 .map(|s| Shape::parse(s))
                 .unwrap_or_default(),
             template_shape: template_shape(spec.extra_conf.as_deref(), spec.slurmd.as_ref()),
-            features: features(name, spec.extra_conf.as_deref()),
+            features: features(&slurm_name(name, hostname), spec.extra_conf.as_deref()),
+            node_prefix: node_prefix(name, hostname),
             ordinal_padding: spec.ordinal_padding.unwrap_or(0),
             slurmd_args: spec.slurmd.map(|c| c.args).unwrap_or_default(),
         }
     }
+}
+
+/// A NodeSet's pod template host name (`spec.template.spec.hostname`), from its spec as read.
+fn nodeset_hostname(spec: Option<&Value>) -> Option<&str> {
+    spec?.get("template")?.get("spec")?.get("hostname")?.as_str()
 }
 
 /// The annotation slurm-operator reads to choose which NodeSet pods go first on scale-in.
@@ -354,7 +366,14 @@ impl Kubernetes for Actuator {
                 .and_then(|s| s.get("scalingMode"))
                 .and_then(Value::as_str)
                 .map(String::from),
-            partition: partition_of(object.metadata.annotations.as_ref(), &target.name),
+            partition: partition_of(
+                object.metadata.annotations.as_ref(),
+                &if target.kind == "NodeSet" {
+                    slurm_name(&target.name, nodeset_hostname(spec))
+                } else {
+                    target.name.clone()
+                },
+            ),
             selector: object
                 .data
                 .get("status")

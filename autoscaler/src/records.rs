@@ -65,13 +65,12 @@ pub struct Record {
     pub conf: String,
 }
 
-/// The names a NodeSet gives its pods' nodes: `<name>-<ordinal>`, the ordinal padded to
-/// `padding` digits, for ordinals below `count`.
-pub fn names(nodeset: &str, padding: u32, count: u64) -> Vec<String> {
+/// The names a NodeSet's pods' nodes take: `<prefix><ordinal>` (the prefix is the pod
+/// template's host name, `gpu-`, else `<nodeset>-`), the ordinal padded to `padding` digits,
+/// for ordinals below `count`.
+pub fn names(prefix: &str, padding: u32, count: u64) -> Vec<String> {
     let width = padding as usize;
-    (0..count)
-        .map(|i| format!("{nodeset}-{i:0width$}"))
-        .collect()
+    (0..count).map(|i| format!("{prefix}{i:0width$}")).collect()
 }
 
 /// The node names slurmctld has in `partition`: its node list (FUTURE records, which
@@ -181,14 +180,15 @@ mod tests {
 
     #[test]
     fn names_follow_the_nodesets_ordinals() {
-        assert_eq!(names("gpu", 0, 3), ["gpu-0", "gpu-1", "gpu-2"]);
-        assert_eq!(names("gpu", 3, 2), ["gpu-000", "gpu-001"]);
-        assert!(names("gpu", 0, 0).is_empty());
+        assert_eq!(names("gpu-", 0, 3), ["gpu-0", "gpu-1", "gpu-2"]);
+        assert_eq!(names("gpu-", 3, 2), ["gpu-000", "gpu-001"]);
+        assert_eq!(names("gpu", 0, 2), ["gpu0", "gpu1"]);
+        assert!(names("gpu-", 0, 0).is_empty());
     }
 
     #[test]
     fn only_missing_records_are_made_with_the_nodesets_features_and_shape() {
-        let wanted = names("slinky", 0, 4);
+        let wanted = names("slinky-", 0, 4);
         let existing: BTreeSet<String> =
             ["slinky-0", "slinky-2", "other-9"].map(String::from).into();
         let shape = Shape {
@@ -231,7 +231,7 @@ mod tests {
     /// first, as the NodeSet creates them.
     #[test]
     fn cloud_records_weigh_by_ordinal() {
-        let wanted = names("planned", 0, 3);
+        let wanted = names("planned-", 0, 3);
         let existing: BTreeSet<String> = ["planned-0".to_string()].into();
         let shape = Shape {
             cpus: Some(4),

@@ -145,11 +145,11 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         .and_then(|s| signals(s, &partitions, &ask, now, ctl.cfg.stale_after));
     let snap = snapshot.as_deref().ok();
     let records = records::Kind::of(spec).map(|kind| {
-        let wanted = records::names(
-            &spec.scale_target_ref.name,
-            target.nodes.ordinal_padding,
-            Bounds::from(spec).max,
-        );
+        let prefix = match target.nodes.node_prefix.as_str() {
+            "" => format!("{}-", spec.scale_target_ref.name),
+            p => p.to_string(),
+        };
+        let wanted = records::names(&prefix, target.nodes.ordinal_padding, Bounds::from(spec).max);
         RecordsView {
             existing: snap.map_or_else(BTreeSet::new, |s| {
                 records::existing(s, &partitions[0], wanted.len() + 1024)

@@ -112,13 +112,51 @@ pub struct SlurmdContainer {
     pub args: Vec<String>,
 }
 
-/// Labels and annotations of the pod template: the `pod-deletion-cost` steering and the
-/// partition mapping read them.
+/// Labels and annotations of the pod template, which the `pod-deletion-cost` steering and the
+/// partition mapping read, and its host name, which names the NodeSet in Slurm.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
 pub struct PodTemplate {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<TemplateMetadata>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<TemplateSpec>,
+}
+
+/// The pod template's spec: its host name (Slinky's `slurm` Helm chart sets `<key>-` on every
+/// NodeSet it renders).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
+pub struct TemplateSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+}
+
+impl PodTemplate {
+    fn hostname(&self) -> Option<&str> {
+        self.spec.as_ref()?.hostname.as_deref()
+    }
+}
+
+/// The name a NodeSet goes by in Slurm, as slurm-operator writes its `NodeSet=`, `Feature=`
+/// and `PartitionName=`: the pod template's host name with every leading and trailing `-`
+/// trimmed when one is set (Slinky's chart names a NodeSet `slurm-worker-gpu` and sets host
+/// name `gpu-`: Slurm knows it as `gpu`), else the object's name.
+pub fn slurm_name(object_name: &str, hostname: Option<&str>) -> String {
+    match hostname.filter(|h| !h.is_empty()) {
+        Some(h) => h.trim_matches('-').to_string(),
+        None => object_name.to_string(),
+    }
+}
+
+/// What a NodeSet's pods' Slurm node names start with, before their ordinal: the template's
+/// host name as it is (`gpu-` gives `gpu-0`, `gpu` gives `gpu0`), else the pod name's
+/// `<object name>-` (slurm-operator's pods register under their host name).
+pub fn node_prefix(object_name: &str, hostname: Option<&str>) -> String {
+    match hostname.filter(|h| !h.is_empty()) {
+        Some(h) => h.to_string(),
+        None => format!("{object_name}-"),
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
@@ -248,7 +286,8 @@ pub const MAX_NODES_ANNOTATION: &str = "slurmscale.io/max-nodes";
 pub const NODE_SHAPE_ANNOTATION: &str = "slurmscale.io/node-shape";
 
 /// The Slurm partition a NodeSet (or any scale target) serves: its [`PARTITION_ANNOTATION`],
-/// else its name. The exporter's NodeSet series and the autoscaler both read it here.
+/// else the name it goes by in Slurm ([`slurm_name`]; a target that is no NodeSet: its
+/// name). The exporter's NodeSet series and the autoscaler both read it here.
 pub fn partition_of(annotations: Option<&BTreeMap<String, String>>, name: &str) -> String {
     annotations
         .and_then(|a| a.get(PARTITION_ANNOTATION))
@@ -310,8 +349,9 @@ pub fn template_shape(extra_conf: Option<&str>, slurmd: Option<&SlurmdContainer>
     }
 }
 
-/// The features a NodeSet's pods register with: the NodeSet's name (slurm-operator's
-/// `NodeSet=<name> Feature=<name>` line selects its pods by it) and those of its `--conf`.
+/// The features a NodeSet's pods register with: the NodeSet's name in Slurm ([`slurm_name`]:
+/// slurm-operator's `NodeSet=<name> Feature=<name>` line selects its pods by it) and those of
+/// its `--conf`.
 pub fn features(name: &str, extra_conf: Option<&str>) -> Vec<String> {
     let mut all = vec![name.to_string()];
     for f in conf_value(extra_conf.unwrap_or_default(), &["Features", "Feature"])
@@ -353,7 +393,7 @@ impl NodeSetView {
         api_version: &'static str,
         replicas: Option<i32>,
         status: Option<&NodeSetStatus>,
-        scaling_mode: Option<ScalingMode>,
+        (scaling_mode, hostname): (Option<ScalingMode>, Option<&str>),
         template_shape: Shape,
     ) -> Self {
         let annotation = |k: &str| {
@@ -365,7 +405,7 @@ impl NodeSetView {
         let name = meta.name.clone().unwrap_or_default();
         Self {
             namespace: meta.namespace.clone().unwrap_or_default(),
-            partition: partition_of(meta.annotations.as_ref(), &name),
+            partition: partition_of(meta.annotations.as_ref(), &slurm_name(&name, hostname)),
             cluster: annotation(CLUSTER_ANNOTATION).filter(|c| !c.is_empty()),
             max_nodes: annotation(MAX_NODES_ANNOTATION).and_then(|m| m.parse().ok()),
             shape: annotation(NODE_SHAPE_ANNOTATION)
@@ -395,7 +435,10 @@ impl From<&v1beta1::NodeSet> for NodeSetView {
             "slinky.slurm.net/v1beta1",
             n.spec.replicas,
             n.status.as_ref(),
-            n.spec.scaling_mode.clone(),
+            (
+                n.spec.scaling_mode.clone(),
+                n.spec.template.as_ref().and_then(PodTemplate::hostname),
+            ),
             template_shape(n.spec.extra_conf.as_deref(), n.spec.slurmd.as_ref()),
         )
     }
@@ -408,7 +451,7 @@ impl From<&v1alpha1::NodeSet> for NodeSetView {
             "slinky.slurm.net/v1alpha1",
             n.spec.replicas,
             n.status.as_ref(),
-            None,
+            (None, n.spec.template.as_ref().and_then(PodTemplate::hostname)),
             template_shape(n.spec.extra_conf.as_deref(), n.spec.slurmd.as_ref()),
         )
     }
@@ -476,6 +519,34 @@ mod tests {
             }
         );
         assert_eq!(template_shape(Some("Weight=10"), None), Shape::default());
+    }
+
+    #[test]
+    fn a_template_host_name_names_the_nodeset_in_slurm_as_slurm_operator_does() {
+        // Slinky's chart: `slurm-worker-gpu` with host name `gpu-`.
+        assert_eq!(slurm_name("slurm-worker-gpu", Some("gpu-")), "gpu");
+        assert_eq!(node_prefix("slurm-worker-gpu", Some("gpu-")), "gpu-");
+        // Trimmed at both ends, every dash (Go's strings.Trim); the prefix is not.
+        assert_eq!(slurm_name("x", Some("--gpu--")), "gpu");
+        assert_eq!(node_prefix("x", Some("gpu")), "gpu");
+        // No host name (or an empty one): the object's name, and its pods' names.
+        for none in [None, Some("")] {
+            assert_eq!(slurm_name("slinky", none), "slinky");
+            assert_eq!(node_prefix("slinky", none), "slinky-");
+        }
+        let chart: v1beta1::NodeSet = serde_json::from_value(serde_json::json!({
+            "apiVersion": "slinky.slurm.net/v1beta1",
+            "kind": "NodeSet",
+            "metadata": {"name": "slurm-worker-gpu", "namespace": "slurm"},
+            "spec": {"template": {"spec": {"hostname": "gpu-", "containers": []}}}
+        }))
+        .unwrap();
+        assert_eq!(NodeSetView::from(&chart).partition, "gpu");
+        // The annotation still decides.
+        let mut annotated = chart.clone();
+        annotated.metadata.annotations =
+            Some([(PARTITION_ANNOTATION.to_string(), "batch".to_string())].into());
+        assert_eq!(NodeSetView::from(&annotated).partition, "batch");
     }
 
     #[test]
