@@ -16,7 +16,7 @@
 # metrics; its daemons and commands run chrooted there, see run_slurm). All three can run side
 # by side, and a second copy of any beside the test one (benchmarks) with its own
 # SLURMSCALE_RUN and SLURMSCALE_PORT_BASE_2205 / _2411 / _2605 (defaults 16800 / 17800 /
-# 18800). Ports, all on 127.0.0.1:
+# 15800). Ports, all on 127.0.0.1:
 # MariaDB base + 6, slurmctld + 17, slurmd + 18 (and + 30... per node), slurmdbd + 19,
 # slurmrestd + 20, and a second slurmrestd + 21 started without its accounting plugins, as
 # many sites run it (every /slurmdb/... path answers 404): SLURM_REST_URL_NO_ACCOUNTING.
@@ -102,7 +102,7 @@ case "$flavor" in
     sbin=$SLURM_2411_PREFIX/sbin bin=$SLURM_2411_PREFIX/bin
     ;;
   26.05)
-    cluster=s2605 base=${SLURMSCALE_PORT_BASE_2605:-18800} api_versions="v0.0.42 v0.0.43 v0.0.44 v0.0.45"
+    cluster=s2605 base=${SLURMSCALE_PORT_BASE_2605:-15800} api_versions="v0.0.42 v0.0.43 v0.0.44 v0.0.45"
     sbin=/usr/sbin bin=/usr/bin root=$SLURM_2605_ROOT
     ;;
   *) die "usage: slurm.sh 22.05|24.11|26.05 start|stop|status|env|node-up NODE|node-down NODE" ;;
