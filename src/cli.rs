@@ -232,7 +232,9 @@ impl SlurmArgs {
         }
         let old = |name: &str, new: &str| {
             let value = std::env::var_os(name).filter(|v| !v.is_empty())?;
-            tracing::warn!("{name} is deprecated: set {new} instead (SLURM_JWT also switches Slurm's own commands to JWT auth)");
+            tracing::warn!(
+                "{name} is deprecated: set {new} instead (SLURM_JWT also switches Slurm's own commands to JWT auth)"
+            );
             Some(value)
         };
         let file = old("SLURM_JWT_FILE", "SLURMSCALE_JWT_FILE").map(PathBuf::from);
@@ -729,6 +731,8 @@ mod tests {
     #[test]
     fn help_groups_the_flags_under_headings() {
         let mut cmd = Cli::command();
+        // Global flags (logging) reach the subcommands when the command is built.
+        cmd.build();
         let help = cmd
             .find_subcommand_mut("exporter")
             .unwrap()
@@ -736,14 +740,17 @@ mod tests {
             .to_string();
         // The heading a flag is listed under: the last heading line above it.
         let heading_of = |flag: &str| {
-            let at = help
-                .find(&format!("{flag} "))
-                .unwrap_or_else(|| panic!("no {flag} in\n{help}"));
-            help[..at]
-                .lines()
-                .rev()
-                .find(|l| !l.starts_with(' ') && l.ends_with(':'))
-                .map(|l| l.trim_end_matches(':').to_string())
+            let mut heading = None;
+            for line in help.lines() {
+                if !line.starts_with(' ') && line.ends_with(':') {
+                    heading = Some(line.trim_end_matches(':').to_string());
+                }
+                let rest = line.trim_start().strip_prefix(flag);
+                if rest.is_some_and(|r| r.is_empty() || r.starts_with([' ', ','])) {
+                    return heading;
+                }
+            }
+            panic!("no {flag} in\n{help}")
         };
         for (flag, heading) in [
             ("--web.telemetry-path", "Serving"),
@@ -754,7 +761,11 @@ mod tests {
             ("--genericnode-group", "GenericNode ledger (ACK colocation)"),
             ("--log", "Logging"),
         ] {
-            assert_eq!(heading_of(flag).as_deref(), Some(heading), "{flag} in\n{help}");
+            assert_eq!(
+                heading_of(flag).as_deref(),
+                Some(heading),
+                "{flag} in\n{help}"
+            );
         }
         // Secrets' values never shown.
         assert!(!help.contains("SLURMSCALE_JWT="));

@@ -42,9 +42,15 @@ async fn the_old_token_variable_works_with_a_warning_and_the_collectors_switch_o
     let m = support::Metrics::parse(&body);
     assert_eq!(m.get("slurm_exporter_up", &[]), Some(1.0), "{body}");
     assert!(m.get("slurm_nodes", &[]).is_some_and(|n| n > 0.0));
-    assert!(m.all("slurm_node_cpus", &[]).is_empty(), "per-node series left in");
+    assert!(
+        m.all("slurm_node_cpus", &[]).is_empty(),
+        "per-node series left in"
+    );
     assert_eq!(exporter.get("/metrics").await.map(|(s, _)| s), Some(404));
     let log = exporter.logs();
-    assert!(log.contains("SLURM_JWT is deprecated: set SLURMSCALE_JWT"), "{log}");
+    assert!(
+        log.contains("SLURM_JWT is deprecated: set SLURMSCALE_JWT"),
+        "{log}"
+    );
     assert!(!log.contains(&token), "the token was logged");
 }

@@ -23,7 +23,7 @@ use slurmscale_exporter::k8s::genericnode::{
 };
 use slurmscale_exporter::k8s::nodeset::{
     ControllerRef, NodeSetPartition, NodeSetStatus, PodTemplate, ScalingMode, SlurmdContainer,
-    TemplateMetadata, v1alpha1, v1beta1,
+    TemplateMetadata, TemplateSpec, v1alpha1, v1beta1,
 };
 use support::{kube_client, namespace, unique};
 
@@ -145,6 +145,9 @@ fn template() -> Option<PodTemplate> {
         metadata: Some(TemplateMetadata {
             labels: [("app".to_string(), "slurmd".to_string())].into(),
             annotations: [("note".to_string(), "from-test".to_string())].into(),
+        }),
+        spec: Some(TemplateSpec {
+            hostname: Some("gpu-".into()),
         }),
     })
 }

@@ -288,7 +288,11 @@ async fn new_jobs_during_the_first_read(cluster: &SlurmCluster, key: &str, url: 
     let submitted = std::time::Instant::now();
     let schedulable = [("partition", "slinky"), ("class", "schedulable")];
     let seen = wait_until(Duration::from_secs(10), || async {
-        exporter.metrics().await.get("slurm_partition_demand_jobs", &schedulable) == Some(3.0)
+        exporter
+            .metrics()
+            .await
+            .get("slurm_partition_demand_jobs", &schedulable)
+            == Some(3.0)
     })
     .await;
     let m = exporter.metrics().await;
@@ -306,7 +310,10 @@ async fn new_jobs_during_the_first_read(cluster: &SlurmCluster, key: &str, url: 
         "Slurm {}: the read ended before the new jobs were looked for",
         cluster.flavor
     );
-    cluster.run("scancel", &new.iter().map(String::as_str).collect::<Vec<_>>());
+    cluster.run(
+        "scancel",
+        &new.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
 }
 
 /// The same long queue through a slurmrestd that serves no accounting (started without its
@@ -339,7 +346,10 @@ async fn without_accounting(cluster: &SlurmCluster, key: &str, submit: &dyn Fn(&
     for _ in 0..15 {
         submit(&[]);
         let m = exporter.metrics().await;
-        let age = m.get("slurm_exporter_endpoint_data_age_seconds", &[("endpoint", "jobs")]);
+        let age = m.get(
+            "slurm_exporter_endpoint_data_age_seconds",
+            &[("endpoint", "jobs")],
+        );
         let snapshot_age = m.get("slurm_exporter_snapshot_age_seconds", &[]);
         assert!(
             age.is_some_and(|a| a < 3.0 * INTERVAL) && snapshot_age.is_some(),

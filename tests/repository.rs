@@ -52,12 +52,20 @@ fn nothing_refers_outside_the_repository() {
             }
         }
     }
-    assert!(found.is_empty(), "references outside the repository:\n{}", found.join("\n"));
+    assert!(
+        found.is_empty(),
+        "references outside the repository:\n{}",
+        found.join("\n")
+    );
 }
 
 #[test]
 fn every_data_file_the_docs_name_is_here_with_its_provenance() {
-    let data = ["tests/traces/", "tests/upstream/", "exporter/tests/openapi/"];
+    let data = [
+        "tests/traces/",
+        "tests/upstream/",
+        "exporter/tests/openapi/",
+    ];
     let mut missing = Vec::new();
     for (path, text) in texts() {
         if path.extension().is_none_or(|e| e != "md") {
@@ -76,10 +84,17 @@ fn every_data_file_the_docs_name_is_here_with_its_provenance() {
             }
         }
     }
-    assert!(missing.is_empty(), "named but not in the repository:\n{}", missing.join("\n"));
+    assert!(
+        missing.is_empty(),
+        "named but not in the repository:\n{}",
+        missing.join("\n")
+    );
     for dir in data {
         let readme = root().join(dir).join("README.md");
-        assert!(readme.is_file(), "{dir} says nothing of where its files come from");
+        assert!(
+            readme.is_file(),
+            "{dir} says nothing of where its files come from"
+        );
     }
 }
 
@@ -89,4 +104,63 @@ fn the_licence_the_packages_declare_is_in_the_repository() {
     assert!(manifest.contains("license = \"Apache-2.0\""));
     let licence = std::fs::read_to_string(root().join("LICENSE")).unwrap();
     assert!(licence.contains("Apache License") && licence.contains("Version 2.0, January 2004"));
+}
+
+/// Family names in the tables of docs/metrics.md (first column, in backticks).
+fn documented_families() -> std::collections::BTreeSet<String> {
+    let text = std::fs::read_to_string(root().join("docs/metrics.md")).unwrap();
+    text.lines()
+        .filter_map(|l| l.strip_prefix("| `")?.split_once('`'))
+        .map(|(name, _)| name.to_string())
+        .collect()
+}
+
+#[test]
+fn the_metrics_reference_lists_every_family_the_code_renders_and_no_other() {
+    // Every family name the code writes: string literals in the metric modules (each family
+    // is rendered under a literal name), and what the golden pages of every API version hold.
+    let mut rendered = std::collections::BTreeSet::new();
+    let mut sources = Vec::new();
+    files(&root().join("exporter/src/metrics"), &mut sources);
+    sources.push(root().join("autoscaler/src/metrics.rs"));
+    for path in sources {
+        let text = std::fs::read_to_string(&path).unwrap();
+        for piece in text.split('"').skip(1).step_by(2) {
+            let is_name = (piece.starts_with("slurm_") || piece.starts_with("slurmscale_"))
+                && piece
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+            if is_name {
+                rendered.insert(piece.to_string());
+            }
+        }
+    }
+    let mut goldens = Vec::new();
+    files(&root().join("exporter/tests/golden"), &mut goldens);
+    for path in goldens.iter().filter(|p| p.ends_with("metrics.prom")) {
+        let text = std::fs::read_to_string(path).unwrap();
+        for line in text.lines() {
+            if let Some(name) = line
+                .strip_prefix("# TYPE ")
+                .and_then(|l| l.split(' ').next())
+            {
+                rendered.insert(name.to_string());
+            }
+        }
+    }
+    let documented = documented_families();
+    let undocumented: Vec<_> = rendered.difference(&documented).collect();
+    assert!(
+        undocumented.is_empty(),
+        "rendered but not in docs/metrics.md: {undocumented:?}"
+    );
+    // What the reference lists beyond them is only the process's standard families.
+    let extra: Vec<_> = documented
+        .difference(&rendered)
+        .filter(|n| !n.starts_with("process_"))
+        .collect();
+    assert!(
+        extra.is_empty(),
+        "in docs/metrics.md but rendered nowhere: {extra:?}"
+    );
 }

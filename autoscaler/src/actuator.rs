@@ -24,8 +24,7 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource};
 use serde_json::{Value, json};
 use slurmscale_exporter::k8s::nodeset::{
-    NODE_SHAPE_ANNOTATION, features, node_prefix, partition_of, slurm_name, template_shape,
-    v1beta1,
+    NODE_SHAPE_ANNOTATION, features, node_prefix, partition_of, slurm_name, template_shape, v1beta1,
 };
 use slurmscale_exporter::model::demand::Shape;
 use tracing::warn;
@@ -114,7 +113,11 @@ impl NodeFacts {
 
 /// A NodeSet's pod template host name (`spec.template.spec.hostname`), from its spec as read.
 fn nodeset_hostname(spec: Option<&Value>) -> Option<&str> {
-    spec?.get("template")?.get("spec")?.get("hostname")?.as_str()
+    spec?
+        .get("template")?
+        .get("spec")?
+        .get("hostname")?
+        .as_str()
 }
 
 /// The annotation slurm-operator reads to choose which NodeSet pods go first on scale-in.

@@ -210,10 +210,7 @@ async fn wake(State(state): State<AppState>) -> Response {
 }
 
 async fn index(State(state): State<AppState>) -> String {
-    format!(
-        "slurmscale: {} /healthz /readyz\n",
-        state.telemetry_path
-    )
+    format!("slurmscale: {} /healthz /readyz\n", state.telemetry_path)
 }
 
 /// How long the scrape-time part of `/metrics` may be reused.

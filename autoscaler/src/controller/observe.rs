@@ -149,7 +149,11 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
             "" => format!("{}-", spec.scale_target_ref.name),
             p => p.to_string(),
         };
-        let wanted = records::names(&prefix, target.nodes.ordinal_padding, Bounds::from(spec).max);
+        let wanted = records::names(
+            &prefix,
+            target.nodes.ordinal_padding,
+            Bounds::from(spec).max,
+        );
         RecordsView {
             existing: snap.map_or_else(BTreeSet::new, |s| {
                 records::existing(s, &partitions[0], wanted.len() + 1024)

@@ -451,7 +451,10 @@ impl From<&v1alpha1::NodeSet> for NodeSetView {
             "slinky.slurm.net/v1alpha1",
             n.spec.replicas,
             n.status.as_ref(),
-            (None, n.spec.template.as_ref().and_then(PodTemplate::hostname)),
+            (
+                None,
+                n.spec.template.as_ref().and_then(PodTemplate::hostname),
+            ),
             template_shape(n.spec.extra_conf.as_deref(), n.spec.slurmd.as_ref()),
         )
     }

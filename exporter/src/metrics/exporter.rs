@@ -118,7 +118,7 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
         let read = &s.job_list;
         out.info(
             "slurm_exporter_job_list_info",
-            "How the job list is read: whole (/jobs, kept current between reads) or id by id (above --request-max-jobs live jobs, where slurmdbd's accounting says where the ids are); and what accounting showed when a long list needed it (unknown: never needed; not_served: slurmrestd runs without its slurmdbd plugin; failing: slurmdbd did not answer).",
+            "How the job list is read: whole (/jobs, kept current between reads) or id by id (above --request-max-jobs live jobs; slurmdbd's accounting, or without it /jobs/state/, says where the ids are); and what accounting showed when a long list needed it (unknown: never needed; not_served: slurmrestd runs without its slurmdbd plugin; failing: slurmdbd did not answer).",
             &[
                 ("read", if read.by_id { "id_by_id" } else { "whole" }),
                 ("accounting", read.accounting.as_str()),
