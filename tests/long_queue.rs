@@ -270,6 +270,8 @@ async fn new_jobs_during_the_first_read(cluster: &SlurmCluster, key: &str, url: 
             ("SLURM_CLUSTER", &cluster.name),
         ],
     );
+    // Ready as soon as part of the list is published.
+    exporter.wait_ready(Duration::from_secs(30)).await;
     let unread = |m: &Metrics| m.get("slurm_exporter_jobs_unread", &[]).unwrap_or(0.0);
     let reading = wait_until(Duration::from_secs(60), || async {
         unread(&exporter.metrics().await) > 100.0
@@ -281,17 +283,20 @@ async fn new_jobs_during_the_first_read(cluster: &SlurmCluster, key: &str, url: 
         cluster.flavor,
         exporter.logs()
     );
-    // The slinky partition has no node until a pod comes: these wait there, schedulable.
+    // Three new jobs where no other job is: the gpu partition, waiting for a begin time.
     let new: Vec<String> = (0..3)
-        .map(|_| cluster.submit(&["-p", "slinky", "-J", "long-queue", "--wrap", "sleep 60"]))
+        .map(|_| {
+            let args = ["-p", "gpu", "-J", "long-queue", "--begin", "now+3600"];
+            cluster.submit(&[&args[..], &["--wrap", "sleep 60"]].concat())
+        })
         .collect();
     let submitted = std::time::Instant::now();
-    let schedulable = [("partition", "slinky"), ("class", "schedulable")];
+    let waiting = [("partition", "gpu"), ("class", "waiting")];
     let seen = wait_until(Duration::from_secs(10), || async {
         exporter
             .metrics()
             .await
-            .get("slurm_partition_demand_jobs", &schedulable)
+            .get("slurm_partition_demand_jobs", &waiting)
             == Some(3.0)
     })
     .await;
@@ -301,7 +306,7 @@ async fn new_jobs_during_the_first_read(cluster: &SlurmCluster, key: &str, url: 
         "Slurm {} ({url}): the 3 new jobs' demand after {:?}: {:?}\n{}",
         cluster.flavor,
         submitted.elapsed(),
-        m.get("slurm_partition_demand_jobs", &schedulable),
+        m.get("slurm_partition_demand_jobs", &waiting),
         exporter.logs()
     );
     // Still reading the rest: the new jobs did not wait for it.
