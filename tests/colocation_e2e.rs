@@ -258,11 +258,13 @@ impl Pool {
 /// Tests of one Slurm's cpu partition take turns.
 static CPU_2205: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 static CPU_2411: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+static CPU_2605: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 async fn turn(cluster: &SlurmCluster) -> tokio::sync::MutexGuard<'static, ()> {
     match cluster.flavor.as_str() {
         "22.05" => CPU_2205.lock().await,
-        _ => CPU_2411.lock().await,
+        "24.11" => CPU_2411.lock().await,
+        _ => CPU_2605.lock().await,
     }
 }
 
@@ -531,6 +533,11 @@ fn job_running(cluster: &SlurmCluster, id: &str) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rebalances_a_pool_with_slurm_24_11_over_rest() {
     rebalances_the_pool("24.11").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rebalances_a_pool_with_slurm_26_05_over_rest() {
+    rebalances_the_pool("26.05").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -572,11 +572,13 @@ fn exporter_with(cluster: &SlurmCluster, version: &str, extra: &[&str]) -> Proce
 /// Tests that submit the workload to one Slurm take turns.
 static WORKLOAD_2205: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 static WORKLOAD_2411: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+static WORKLOAD_2605: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 async fn turn(flavor: &str) -> tokio::sync::MutexGuard<'static, ()> {
     match flavor {
         "22.05" => WORKLOAD_2205.lock().await,
-        _ => WORKLOAD_2411.lock().await,
+        "24.11" => WORKLOAD_2411.lock().await,
+        _ => WORKLOAD_2605.lock().await,
     }
 }
 
@@ -639,6 +641,11 @@ async fn every_family_matches_slurm_22_05_over_v0038() {
 #[tokio::test]
 async fn every_family_matches_slurm_24_11_over_v0040_v0041_v0042() {
     every_family_matches_slurm("24.11").await;
+}
+
+#[tokio::test]
+async fn every_family_matches_slurm_26_05_over_v0042_to_v0045() {
+    every_family_matches_slurm("26.05").await;
 }
 
 /// A token file rotated on disk is picked up without a restart; a bad token in between is
@@ -946,6 +953,11 @@ async fn the_job_list_follows_changes_on_24_11() {
     the_job_list_follows_changes_without_full_fetches("24.11").await;
 }
 
+#[tokio::test]
+async fn the_job_list_follows_changes_on_26_05() {
+    the_job_list_follows_changes_without_full_fetches("26.05").await;
+}
+
 /// The job list kept between polls stays right through what its counters cannot see or
 /// cannot keep up with: a burst of submissions larger than a poll's reads, a counter reset
 /// (`sdiag --reset`, as at midnight), a mass cancel, and holds and releases (which move no
@@ -1008,6 +1020,11 @@ async fn the_job_list_survives_bursts_resets_and_holds_on_22_05() {
 #[tokio::test]
 async fn the_job_list_survives_bursts_resets_and_holds_on_24_11() {
     the_job_list_survives_bursts_resets_and_holds("24.11").await;
+}
+
+#[tokio::test]
+async fn the_job_list_survives_bursts_resets_and_holds_on_26_05() {
+    the_job_list_survives_bursts_resets_and_holds("26.05").await;
 }
 
 /// A release moves none of slurmctld's job counters, and on a large queue the next full
@@ -1079,4 +1096,9 @@ async fn a_release_is_seen_within_seconds_on_22_05() {
 #[tokio::test]
 async fn a_release_is_seen_within_seconds_on_24_11() {
     a_release_is_seen_within_seconds("24.11").await;
+}
+
+#[tokio::test]
+async fn a_release_is_seen_within_seconds_on_26_05() {
+    a_release_is_seen_within_seconds("26.05").await;
 }

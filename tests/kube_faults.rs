@@ -25,10 +25,12 @@ use support::{Process, SlurmCluster, autoscaler_with, kube_client};
 
 static ELASTIC_2411: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 static ELASTIC_2205: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+static ELASTIC_2605: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 async fn turn(flavor: &str) -> tokio::sync::MutexGuard<'static, ()> {
     match flavor {
         "24.11" => ELASTIC_2411.lock().await,
+        "26.05" => ELASTIC_2605.lock().await,
         _ => ELASTIC_2205.lock().await,
     }
 }

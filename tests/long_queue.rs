@@ -416,3 +416,8 @@ async fn a_long_queue_is_read_id_by_id_on_22_05() {
 async fn a_long_queue_is_read_id_by_id_on_24_11() {
     a_long_queue_is_read_id_by_id("24.11").await;
 }
+
+#[tokio::test]
+async fn a_long_queue_is_read_id_by_id_on_26_05() {
+    a_long_queue_is_read_id_by_id("26.05").await;
+}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a bare Debian bookworm machine (as root): installs what is
-# missing, builds (once, cached) Kubernetes with KEDA and the slurm-operator, and Slurm 24.11,
+# missing, builds (once, cached) Kubernetes with KEDA and the slurm-operator, Slurm 24.11 and
+# Slurm 26.05's root filesystem,
 # checks formatting and lints, builds the container image, starts the real servers, runs
 # every test against them (the image's among them) and stops the servers.
 #
@@ -19,10 +20,11 @@ phase() { # report the previous phase's time, announce the next
   return 0
 }
 
-phase "prerequisites (apt, Kubernetes/KEDA/slurm-operator build, Slurm 24.11 build, kubectl/helm)"
+phase "prerequisites (apt, Kubernetes/KEDA/slurm-operator build, Slurm 24.11 build, Slurm 26.05 root, kubectl/helm)"
 tests/harness/deps.sh
 tests/harness/build-go-stack.sh
 tests/harness/build-slurm-24.11.sh
+tests/harness/build-slurm-26.05.sh
 PATH="$(tests/harness/tools.sh):$PATH"
 export PATH
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$SLURMSCALE_CACHE/target}"
@@ -59,9 +61,9 @@ with_operator=(operator)
 # connection could hold a port a slurmd is about to bind.
 run=${SLURMSCALE_RUN:-/tmp/slurmscale-harness}
 second=(env "SLURMSCALE_RUN=$run-2" SLURMSCALE_PORT_BASE_2205=19800
-  SLURMSCALE_PORT_BASE_2411=20800 SLURMSCALE_KUBE_PORT_BASE=21000)
+  SLURMSCALE_PORT_BASE_2411=20800 SLURMSCALE_PORT_BASE_2605=22800 SLURMSCALE_KUBE_PORT_BASE=21000)
 third=(env "SLURMSCALE_RUN=$run-3" SLURMSCALE_PORT_BASE_2205=25800
-  SLURMSCALE_PORT_BASE_2411=26800 SLURMSCALE_KUBE_PORT_BASE=27000)
+  SLURMSCALE_PORT_BASE_2411=26800 SLURMSCALE_PORT_BASE_2605=28800 SLURMSCALE_KUBE_PORT_BASE=27000)
 trap 'tests/harness/down.sh; "${second[@]}" tests/harness/down.sh; "${third[@]}" tests/harness/down.sh' EXIT
 tests/harness/up.sh
 "${second[@]}" tests/harness/up.sh

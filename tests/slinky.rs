@@ -213,8 +213,13 @@ async fn partition_follows_pods_on_24_11() {
     partition_follows_pods("24.11").await;
 }
 
-/// At zero pods the partition has no node: Slurm 22.05 accepts a job and leaves it pending
-/// (`PartitionConfig`), 24.11 refuses it at submit. The exporter reads a NodeSet without a
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partition_follows_pods_on_26_05() {
+    partition_follows_pods("26.05").await;
+}
+
+/// At zero pods the partition has no node: Slurm 22.05 and 26.05 accept a job and leave it
+/// pending, 24.11 refuses it at submit (slurm-operator#18). The exporter reads a NodeSet without a
 /// bound as asking for the job's nodes (KEDA's metric is not capped at the zero nodes there
 /// are), and a NodeSetAutoscaler's `maxReplicas` becomes its bound.
 async fn submit_at_zero(flavor: &str) {
@@ -229,9 +234,12 @@ async fn submit_at_zero(flavor: &str) {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     match flavor {
-        "22.05" => assert!(out.status.success(), "22.05 accepts it: {stderr}"),
+        "22.05" | "26.05" => assert!(out.status.success(), "{flavor} accepts it: {stderr}"),
         _ => {
-            assert!(!out.status.success(), "24.11 refuses a job at zero nodes");
+            assert!(
+                !out.status.success(),
+                "{flavor} refuses a job at zero nodes"
+            );
             assert!(
                 stderr.contains("Requested node configuration is not available"),
                 "{stderr}"
@@ -298,6 +306,11 @@ async fn a_job_at_zero_pods_on_22_05() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_at_zero_pods_on_24_11() {
     submit_at_zero("24.11").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_at_zero_pods_on_26_05() {
+    submit_at_zero("26.05").await;
 }
 
 /// The test's slurm-operator: follows the NodeSet's replicas with pods, the lowest free
@@ -522,4 +535,9 @@ async fn scale_from_zero_with_node_records_on_22_05() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scale_from_zero_with_node_records_on_24_11() {
     scale_from_zero_with_records("24.11").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scale_from_zero_with_node_records_on_26_05() {
+    scale_from_zero_with_records("26.05").await;
 }

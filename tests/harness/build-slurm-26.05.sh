@@ -22,11 +22,6 @@ need_root
 stamp="$SLURM_2605_ROOT/.slurmscale-ready"
 [ -f "$stamp" ] && exit 0
 "$HARNESS_DIR/deps.sh"
-command -v debootstrap >/dev/null || {
-  say "installing debootstrap"
-  TMPDIR=/var/tmp DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null ||
-    die "apt-get install debootstrap failed"
-}
 
 packages=slurmctld,slurmd,slurmrestd,slurmdbd,slurm-client,slurm-wlm-basic-plugins,slurm-wlm-jwt-plugin,slurm-wlm-mysql-plugin,munge,bash,coreutils,procps
 work="$SLURMSCALE_CACHE/build/slurm-26.05-root"

@@ -14,6 +14,8 @@ packages=(
   # the MariaDB client headers make configure build accounting_storage/mysql
   build-essential make pkg-config libmunge-dev libjwt-dev libjson-c-dev libhttp-parser-dev
   libyaml-dev liblz4-dev libssl-dev libmariadb-dev libmariadb-dev-compat
+  # Slurm 26.05: Debian sid's packages in a root filesystem of their own (build-slurm-26.05.sh)
+  debootstrap
   # scripts, certificates, metric and rule linting, a real Prometheus
   openssl curl jq xz-utils unzip dpkg-dev prometheus
   # kubernetes-validate (tools.sh) lives in a virtualenv; slurmrestd-v0044.py (kube.sh)

@@ -64,7 +64,7 @@ pub struct SlurmCluster {
     pub wake_file: PathBuf,
 }
 
-pub const FLAVORS: [&str; 2] = ["22.05", "24.11"];
+pub const FLAVORS: [&str; 3] = ["22.05", "24.11", "26.05"];
 
 impl SlurmCluster {
     /// The running cluster of this flavor; panics with the fix when it is not running.
@@ -98,7 +98,8 @@ impl SlurmCluster {
         }
     }
 
-    /// Both real Slurms: 22.05 (REST v0.0.38) and 24.11 (v0.0.40-v0.0.42).
+    /// The three real Slurms: 22.05 (REST v0.0.38), 24.11 (v0.0.40-v0.0.42) and 26.05
+    /// (v0.0.42-v0.0.45).
     pub fn all() -> Vec<Self> {
         FLAVORS.iter().map(|f| Self::get(f)).collect()
     }
@@ -624,8 +625,10 @@ pub fn image_name() -> String {
 pub async fn turn(flavor: &str) -> tokio::sync::MutexGuard<'static, ()> {
     static TURN_2205: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     static TURN_2411: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    static TURN_2605: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     match flavor {
         "24.11" => TURN_2411.lock().await,
+        "26.05" => TURN_2605.lock().await,
         _ => TURN_2205.lock().await,
     }
 }

@@ -331,11 +331,10 @@ async fn keep_records<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         made.push(r.name.as_str());
     }
     if !made.is_empty() {
-        let release = obs.slurm_release.as_deref();
         memory.reload_due |= obs
             .records
             .as_ref()
-            .is_some_and(|r| records::reload_after_creating(r.kind, version, release));
+            .is_some_and(|r| records::reload_after_creating(r.kind, version));
         let note = format!(
             "asked slurmctld for {} node record(s) ({}), e.g. {}",
             made.len(),
@@ -378,7 +377,7 @@ async fn reload_for_records<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         Ok(()) => {
             memory.reload_due = false;
             let note = format!(
-                "had slurmctld reload its configuration: Slurm {release} allocates no new CLOUD record until it does"
+                "had slurmctld reload its configuration, so that Slurm {release} puts the new CLOUD records to use (24.11 allocates none of them, 26.05 powers none up, until it reloads)"
             );
             info!(autoscaler = %super::key(nsa), "{note}");
             seam.kubernetes
@@ -387,7 +386,7 @@ async fn reload_for_records<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         }
         Err(e) => {
             let note = format!(
-                "cannot have slurmctld reload its configuration ({e}): until it does, Slurm {release} allocates no new CLOUD record; run `scontrol reconfigure`"
+                "cannot have slurmctld reload its configuration ({e}): until it does, Slurm {release} may not use the new CLOUD records; run `scontrol reconfigure`"
             );
             records_failed(seam, nsa, memory, "ReconfigureFailed", note).await;
         }
