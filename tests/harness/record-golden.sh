@@ -3,7 +3,10 @@
 # harness Slurm, saves ping/diag/jobs/nodes/partitions for every REST version it serves into
 # exporter/tests/golden/<version>/, then cancels the workload.
 #
-#   record-golden.sh 22.05|24.11
+#   record-golden.sh 22.05|24.11|26.05
+#
+# 22.05's and 24.11's go to exporter/tests/golden/<version>/, 26.05's (v0.0.42-v0.0.45, beside
+# the hand-written v0.0.43-45 fixtures there) to exporter/tests/golden/slurm-26.05/<version>/.
 #
 # The workload: a running 2-node CPU job, a running GPU job (2 GPUs), a pending 2-node GPU job
 # (8 GPUs), a running job submitted to two partitions, a pending 3-node job and a pending
@@ -13,7 +16,7 @@ source "$(dirname "$0")/common.sh"
 need_root
 unset SLURM_JWT
 
-flavor=${1:?usage: record-golden.sh 22.05|24.11}
+flavor=${1:?usage: record-golden.sh 22.05|24.11|26.05}
 repo="$(cd "$HARNESS_DIR/../.." && pwd)"
 "$HARNESS_DIR/slurm.sh" "$flavor" status >/dev/null || die "Slurm $flavor is not running: run tests/harness/up.sh"
 eval "$("$HARNESS_DIR/slurm.sh" "$flavor" env | grep -v SLURM_JWT=)"
@@ -38,6 +41,7 @@ sleep 3
 token=$(cat "$HARNESS_JWT_FILE")
 for version in $SLURM_API_VERSIONS; do
   out="$repo/exporter/tests/golden/$version"
+  [ "$flavor" = 26.05 ] && out="$repo/exporter/tests/golden/slurm-26.05/$version"
   mkdir -p "$out"
   for endpoint in ping diag jobs nodes partitions; do
     curl -sf -H "X-SLURM-USER-NAME: $SLURM_USER" -H "X-SLURM-USER-TOKEN: $token" \
