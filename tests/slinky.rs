@@ -316,12 +316,17 @@ async fn a_job_at_zero_pods_on_26_05() {
 /// The test's slurm-operator: follows the NodeSet's replicas with pods, the lowest free
 /// ordinal first on the way up and the highest on the way down (a pod whose node still runs
 /// a job stays, as the operator drains before deleting), leaving the record DOWN (1.2).
-fn operate(client: kube::Client, ns: String, cluster: SlurmCluster) -> tokio::task::JoinHandle<()> {
+fn operate(
+    client: kube::Client,
+    ns: String,
+    cluster: SlurmCluster,
+    name: &'static str,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let api: Api<v1beta1::NodeSet> = Api::namespaced(client, &ns);
         let mut up: BTreeSet<usize> = BTreeSet::new();
         loop {
-            let Ok(nodeset) = api.get("slinky").await else {
+            let Ok(nodeset) = api.get(name).await else {
                 tokio::time::sleep(Duration::from_millis(300)).await;
                 continue;
             };
@@ -353,7 +358,7 @@ fn operate(client: kube::Client, ns: String, cluster: SlurmCluster) -> tokio::ta
             }
             let status = json!({"status": {"replicas": up.len(), "readyReplicas": up.len(), "selector": "app=slinky", "nodeSetHash": "test"}});
             let _ = api
-                .patch_status("slinky", &PatchParams::default(), &Patch::Merge(status))
+                .patch_status(name, &PatchParams::default(), &Patch::Merge(status))
                 .await;
             tokio::time::sleep(Duration::from_millis(300)).await;
         }
@@ -365,20 +370,30 @@ fn operate(client: kube::Client, ns: String, cluster: SlurmCluster) -> tokio::ta
 /// NodeSet's pod template until a node registers, the NodeSet grows for the job and its pods
 /// join their records; once idle it goes back to zero, the records stay (DOWN, as the pods
 /// left them), and the next job scales it up again from them. A job larger than
-/// `maxReplicas` is never scaled for.
-async fn scale_from_zero_with_records(flavor: &str) {
+/// `maxReplicas` is never scaled for. `chart`: the NodeSet as Slinky's own Helm chart makes
+/// it (`slurm-worker-slinky`, pod host name `slinky-`: `slinky` in Slurm), with neither an
+/// annotation nor `spec.slurm.partitions` to say which partition it serves.
+async fn scale_from_zero_with_records(flavor: &str, chart: bool) {
     let _turn = support::turn(flavor).await;
     let cluster = SlurmCluster::get(flavor);
     reset(&cluster).await;
     let client = kube_client().await;
     let ns = namespace(&client, "slinky-records").await;
-    let nodesets =
+    let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
+    let name = if chart {
+        let made = support::elastic::chart_nodesets(&client, &ns, None).await;
+        assert!(made.iter().any(|n| n == "slurm-worker-slinky"), "{made:?}");
+        "slurm-worker-slinky"
+    } else {
         support::elastic::nodeset_at_zero(&client, &ns, "slinky", Some("CPUs=4 RealMemory=8000"))
             .await;
-    let (autoscalers, a) = support::elastic::slinky_autoscaler(&client, &ns, &cluster).await;
-    let operator = operate(client.clone(), ns.clone(), cluster.clone());
+        "slinky"
+    };
+    let (autoscalers, a) =
+        support::elastic::slinky_autoscaler_of(&client, &ns, &cluster, name).await;
+    let operator = operate(client.clone(), ns.clone(), cluster.clone(), name);
     let status = async || autoscalers.get("slinky").await.ok().and_then(|n| n.status);
-    let replicas = async || support::elastic::spec_replicas(&nodesets, "slinky").await;
+    let replicas = async || support::elastic::spec_replicas(&nodesets, name).await;
     support::elastic::eventually(
         "three FUTURE records in the partition, shaped by the pod template",
         Duration::from_secs(30),
@@ -524,20 +539,37 @@ async fn scale_from_zero_with_records(flavor: &str) {
     let _ = autoscalers.delete("slinky", &Default::default()).await;
     operator.abort();
     drop(a);
+    if chart {
+        // Nothing left for the real slurm-operator, which reconciles every NodeSet, to act on
+        // (the test server has no namespace controller to empty a deleted namespace).
+        let _ = nodesets
+            .delete_collection(&DeleteParams::default(), &Default::default())
+            .await;
+    }
     reset(&cluster).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scale_from_zero_with_node_records_on_22_05() {
-    scale_from_zero_with_records("22.05").await;
+    scale_from_zero_with_records("22.05", false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scale_from_zero_with_node_records_on_24_11() {
-    scale_from_zero_with_records("24.11").await;
+    scale_from_zero_with_records("24.11", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nodeset_from_slinkys_chart_scales_from_zero_on_24_11() {
+    scale_from_zero_with_records("24.11", true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nodeset_from_slinkys_chart_scales_from_zero_on_26_05() {
+    scale_from_zero_with_records("26.05", true).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scale_from_zero_with_node_records_on_26_05() {
-    scale_from_zero_with_records("26.05").await;
+    scale_from_zero_with_records("26.05", false).await;
 }

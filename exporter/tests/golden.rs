@@ -67,9 +67,7 @@ fn snapshot(g: Golden) -> ClusterSnapshot {
     let took = Duration::from_millis(5);
     let mut s = ClusterSnapshot::new("golden", "http://127.0.0.1:6820");
     s.api_version = Some(version);
-    let ping = version
-        .decode_ping(&read(g, "ping"))
-        .expect("ping decodes");
+    let ping = version.decode_ping(&read(g, "ping")).expect("ping decodes");
     assert!(ping.errors.is_empty());
     s.release = ping.release.clone();
     s.ping.succeed(at, took, Some(ping.data));

@@ -114,7 +114,18 @@ build_slurm_operator() {
   done_already "$out" && return
   build slurm-operator "$out" "" manager=github.com/SlinkyProject/slurm-operator/cmd/manager
   mkdir -p "$out.partial/crds"
-  cp "$(module_dir "$(basename "$out")" github.com/SlinkyProject/slurm-operator)"/config/crd/bases/*.yaml "$out.partial/crds/"
+  local mod
+  mod=$(module_dir "$(basename "$out")" github.com/SlinkyProject/slurm-operator)
+  cp "$mod"/config/crd/bases/*.yaml "$out.partial/crds/"
+  # Slinky's own `slurm` Helm chart, which sites install their NodeSets with (the tests render
+  # it). A module zip leaves out every directory named vendor/, so its templates/vendor/
+  # (NVIDIA DCGM prolog and epilog, off unless asked for) is missing; the one helper the other
+  # templates call from there comes back as it says: off.
+  cp -r "$mod/helm/slurm" "$out.partial/helm-slurm"
+  chmod -R u+w "$out.partial/helm-slurm"
+  mkdir -p "$out.partial/helm-slurm/templates/vendor"
+  printf '%s\n' '{{- define "vendor.dcgm.enabled" -}}{{- end -}}' \
+    >"$out.partial/helm-slurm/templates/vendor/_dcgm.tpl"
   # Its Controller reconciler deletes/creates ServiceMonitors and fails while that kind is
   # unknown, so the ServiceMonitor CRD ships with it (prometheus-operator's module, download only).
   local src work="$GOSTACK_CACHE/mod/monitoring-crds"

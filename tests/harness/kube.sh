@@ -10,10 +10,12 @@
 #
 # SLURMSCALE_KUBE_WITH="keda slurm-operator" (either or both) makes `start` start those too.
 # The slurm-operator comes with what makes it manage the harness's real Slurm
-# (SLURMSCALE_OPERATOR_SLURM: 24.11, the default, which slurm.sh must have started; or `none`
-# for the operator alone): slurmrestd-v0044.py on 127.0.0.1:6820 (its fixed slurmrestd
-# address), a Controller and a RestApi in namespace slurm-operator, and operator-pods.sh,
-# which plays each NodeSet pod's slurmd. See operator_start. Mind that the operator
+# (SLURMSCALE_OPERATOR_SLURM: 26.05, the default, which slurm.sh must have started; 24.11;
+# or `none` for the operator alone): a slurmrestd on 127.0.0.1:6820 (its fixed slurmrestd
+# address) — 26.05's own, which speaks the operator's v0.0.44, or for 24.11
+# slurmrestd-v0044.py, a path-rewriting proxy in front of 24.11's —, a Controller and a
+# RestApi in namespace slurm-operator, and operator-pods.sh, which plays each NodeSet pod's
+# slurmd. See operator_start. Mind that the operator
 # reconciles every NodeSet in the cluster, whichever Controller it names, and rewrites its
 # status within a second: tests/run.sh starts it only while the operator's own tests run.
 #
@@ -56,7 +58,7 @@ operator_restd_port=6820
 # controllerRef (they say `slurm`): the operator would make pods for those, and it gives up
 # reconciling a Controller when a NodeSet in another namespace names it.
 operator_ns=slurm-operator operator_controller=harness
-operator_slurm=${SLURMSCALE_OPERATOR_SLURM:-24.11}
+operator_slurm=${SLURMSCALE_OPERATOR_SLURM:-26.05}
 api_url="https://127.0.0.1:$api_port"
 kubeconfig="$dir/kubeconfig"
 kwok_nodes=${SLURMSCALE_KWOK_NODES:-1}
@@ -322,6 +324,8 @@ export HARNESS_KEDA_METRICS_URL=http://127.0.0.1:$keda_metrics_port/metrics
 export HARNESS_KEDA_ADAPTER_URL=https://127.0.0.1:$adapter_port
 export HARNESS_SLURM_OPERATOR_VERSION=$SLURM_OPERATOR_VERSION
 export HARNESS_SLURM_OPERATOR_CRDS=$GOSTACK_SLURM_OPERATOR_DIR/crds
+# Slinky's own \`slurm\` Helm chart, from the same operator module.
+export HARNESS_SLINKY_CHART=$GOSTACK_SLURM_OPERATOR_DIR/helm-slurm
 export HARNESS_SLURM_OPERATOR_METRICS_URL=http://127.0.0.1:$operator_metrics_port/metrics
 export HARNESS_SLURM_OPERATOR_RESTD_URL=http://127.0.0.1:$operator_restd_port
 export HARNESS_SLURM_OPERATOR_NAMESPACE=$operator_ns
@@ -468,14 +472,14 @@ operator_start() {
   need_bin "$GOSTACK_SLURM_OPERATOR_DIR/manager" slurm-operator
   running || die "Kubernetes is not running: run tests/harness/kube.sh start"
   case "$operator_slurm" in
-    24.11 | none) ;;
+    26.05 | 24.11 | none) ;;
     # Its slurmrestd serves v0.0.36-v0.0.38: no node update endpoint at all (the operator
     # drains through POST node/{name}, v0.0.39 on), and states are strings, not arrays.
     22.05) die "SLURMSCALE_OPERATOR_SLURM=22.05: the operator needs REST v0.0.44; Slurm 22.05 serves v0.0.38, which has no node update and other shapes; use 24.11" ;;
-    *) die "SLURMSCALE_OPERATOR_SLURM=$operator_slurm: 24.11 or none" ;;
+    *) die "SLURMSCALE_OPERATOR_SLURM=$operator_slurm: 26.05, 24.11 or none" ;;
   esac
   if pid_alive "$pids/slurm-operator" && { [ "$operator_slurm" = none ] ||
-    { pid_alive "$pids/slurmrestd-v0044" && pid_alive "$pids/operator-pods"; }; }; then
+    { restd_answers && pid_alive "$pids/operator-pods"; }; }; then
     return
   fi
   operator_stop
@@ -498,16 +502,23 @@ operator_start() {
   fi
   KUBE_API_URL=$api_url HARNESS_KUBE_PKI=$pki \
     run operator-pods "$HARNESS_DIR/operator-pods.sh" "$operator_ns" "$operator_slurm" "$dir/operator-pods"
-  # Ready once the operator has built its Slurm client (after the RestApi's Deployment is
-  # ready, ~10 s) and slurmrestd accepted its own token: a 200 in this proxy's log.
-  wait_up 60 slurm-operator "the operator's first answered call to slurmrestd (log: $logs/slurmrestd-v0044.log)" \
-    restd_served "$proxy_log_from"
+  # Ready once the operator has built its Slurm client and slurmrestd accepted its own token.
+  wait_up 60 slurm-operator "the operator's first answered call to slurmrestd (log: $logs/slurm-operator.log)" \
+    restd_served
   trap - EXIT
   say "slurm-operator $SLURM_OPERATOR_VERSION up, managing Slurm $operator_slurm through http://127.0.0.1:$operator_restd_port (Controller $operator_ns/$operator_controller)"
 }
 
-restd_served() { # a 200 in the proxy's log after its first $1 lines
-  tail -n "+$(($1 + 1))" "$logs/slurmrestd-v0044.log" | grep -q ' -> 200 '
+# The operator's Slurm client answered: 24.11's proxy logged a 200 since this start (after
+# its first $proxy_log_from lines); 26.05's slurmrestd, which logs no request, counts one in
+# its own `/diag` statistics... of the operator's user: the Controller's status says the
+# cluster is reachable once its client pinged it.
+restd_served() {
+  if [ "$operator_slurm" = 24.11 ]; then
+    tail -n "+$((proxy_log_from + 1))" "$logs/slurmrestd-v0044.log" | grep -q ' -> 200 '
+  else
+    operator_slurm_ready
+  fi
 }
 
 restd_answers() { # any HTTP status (401 without a token): the proxy and slurmrestd are up
@@ -524,9 +535,9 @@ data: {$2: $3}
 EOF
 }
 
-# The v0.0.44 proxy in front of Slurm $operator_slurm's slurmrestd, and what the operator
-# needs before it reconciles a NodeSet. Applied, not just created: after a Slurm restart the
-# key and ports are new.
+# A slurmrestd speaking v0.0.44 on the operator's fixed address — 26.05's own, or the proxy
+# in front of 24.11's — and what the operator needs before it reconciles a NodeSet. Applied,
+# not just created: after a Slurm restart the key and ports are new.
 operator_slurm_objects() {
   local env ctld_port
   env=$("$HARNESS_DIR/slurm.sh" "$operator_slurm" env 2>/dev/null) ||
@@ -536,10 +547,15 @@ operator_slurm_objects() {
   ctld_port=$(awk -F= '$1 == "SlurmctldPort" {print $2}' "$SLURM_CONF")
   # The log is appended to: operator_start reads what this start adds, after line $proxy_log_from.
   proxy_log_from=0
-  if [ -f "$logs/slurmrestd-v0044.log" ]; then proxy_log_from=$(wc -l <"$logs/slurmrestd-v0044.log"); fi
-  run slurmrestd-v0044 python3 "$HARNESS_DIR/slurmrestd-v0044.py" "$operator_restd_port" "$SLURM_REST_URL"
-  wait_up 15 slurmrestd-v0044 "slurmrestd-v0044 on 127.0.0.1:$operator_restd_port (taken by another harness copy?)" \
-    restd_answers
+  if [ "$operator_slurm" = 26.05 ]; then
+    "$HARNESS_DIR/slurm.sh" 26.05 restd-at "$operator_restd_port" ||
+      die "cannot start 26.05's slurmrestd on 127.0.0.1:$operator_restd_port (taken by another harness copy?)"
+  else
+    if [ -f "$logs/slurmrestd-v0044.log" ]; then proxy_log_from=$(wc -l <"$logs/slurmrestd-v0044.log"); fi
+    run slurmrestd-v0044 python3 "$HARNESS_DIR/slurmrestd-v0044.py" "$operator_restd_port" "$SLURM_REST_URL"
+    wait_up 15 slurmrestd-v0044 "slurmrestd-v0044 on 127.0.0.1:$operator_restd_port (taken by another harness copy?)" \
+      restd_answers
+  fi
   create /api/v1/namespaces <<<"{\"apiVersion\": \"v1\", \"kind\": \"Namespace\", \"metadata\": {\"name\": \"$operator_ns\"}}"
   # The JWT key: the exact bytes of slurmctld's key file (the operator mints HS256 tokens with
   # it for user `slurm`, SlurmUser here). The auth/slurm key is required by the schema but
@@ -556,7 +572,7 @@ spec:
   external: true
   externalConfig: {host: 127.0.0.1, port: $ctld_port}
   slurmKeyRef: {name: $operator_controller-slurm-key, key: slurm.key}
-  jwtHs256KeyRef: {name: $operator_controller-jwt-key, key: jwt_hs256.key}
+  jwtKeyRef: {name: $operator_controller-jwt-key, key: jwt_hs256.key}
 EOF
   # The operator builds its Slurm client only once the RestApi's Deployment has a ready
   # replica: a stand-in pod on kwok (the real slurmrestd is behind the proxy).
@@ -578,6 +594,9 @@ operator_stop() {
   # The pods' stand-in first: pods vanishing with the operator are no preStop.
   stop_pidfiles "$pids/operator-pods" "$pids/slurm-operator"
   stop_pidfile "$pids/slurmrestd-v0044"
+  if [ "$operator_slurm" = 26.05 ]; then
+    "$HARNESS_DIR/slurm.sh" 26.05 restd-at-stop "$operator_restd_port" 2>/dev/null || true
+  fi
 }
 
 stop_processes() {

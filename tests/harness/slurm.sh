@@ -446,17 +446,20 @@ start_slurmd() { # node
 node_state() { slurm sinfo -h -N -n "$1" -o '%T' 2>/dev/null | head -1; }
 node_ready() { case "$(node_state "$1")" in idle | mixed | allocated) return 0 ;; *) return 1 ;; esac; }
 
-start_slurmrestd() { # [plain]: without the slurmdbd plugins, on its own port
+start_slurmrestd() { # [plain | PORT]: without the slurmdbd plugins, or one more on PORT
   local plugins port=$rest_port name=slurmrestd
   if [ "$flavor" = 22.05 ]; then
     plugins=openapi/v0.0.36,openapi/v0.0.37,openapi/v0.0.38,openapi/dbv0.0.36,openapi/dbv0.0.37,openapi/dbv0.0.38
   else
     plugins=openapi/slurmctld,openapi/slurmdbd
   fi
-  if [ "${1:-}" = plain ]; then
-    plugins=${plugins%%,openapi/dbv0.0.36*} plugins=${plugins%,openapi/slurmdbd}
-    port=$plain_rest_port name=slurmrestd-plain
-  fi
+  case "${1:-}" in
+    plain)
+      plugins=${plugins%%,openapi/dbv0.0.36*} plugins=${plugins%,openapi/slurmdbd}
+      port=$plain_rest_port name=slurmrestd-plain
+      ;;
+    [0-9]*) port=$1 name=slurmrestd-$1 ;;
+  esac
   # Every REST version each Slurm has, with the slurmdbd ones (/slurmdb/...) unless plain.
   # slurmrestd refuses root and SlurmUser: it binds first, then drops to nobody (by number:
   # 26.05's cannot resolve the name inside its root filesystem).
@@ -571,6 +574,7 @@ export SLURM_CLUSTER=$cluster
 export SLURM_FLAVOR=$flavor
 export SLURM_REST_URL=$rest_url
 export SLURM_REST_URL_NO_ACCOUNTING=$plain_rest_url
+export SLURMCTLD_URL=http://127.0.0.1:$ctld_port
 export SLURM_API_VERSIONS="$api_versions"
 export SLURM_USER=$jwt_user
 export HARNESS_JWT_FILE=$dir/jwt.token
@@ -606,8 +610,8 @@ stop() {
   [ -d "$dir" ] || return 0
   cancel_jobs
   stop_pidfile "$pids/slurmrestd"
-  stop_pidfile "$pids/slurmrestd-plain"
   local f
+  for f in "$pids"/slurmrestd-*; do [ -e "$f" ] && stop_pidfile "$f"; done
   for f in "$pids"/slurmd-*; do [ -e "$f" ] && stop_pidfile "$f"; done
   stop_pidfile "$pids/slurmctld"
   # after slurmctld, which sends its last records on the way out
@@ -691,6 +695,16 @@ case "$cmd" in
   # A command of this Slurm as its daemons run (26.05: inside its root filesystem).
   run) shift 2 && run_slurm "$@" ;;
   restd-stop) stop_pidfile "$pids/slurmrestd" ;;
+  # Another slurmrestd of this cluster on PORT (the slurm-operator dials a fixed
+  # 127.0.0.1:6820), until restd-at-stop PORT or stop.
+  restd-at)
+    running || die "Slurm $flavor is not running"
+    port=${3:?port}
+    pid_alive "$pids/slurmrestd-$port" || start_slurmrestd "$port"
+    wait_for 30 "slurmrestd $flavor on 127.0.0.1:$port (log: $dir/log/slurmrestd-$port.log)" \
+      restd_ready "http://127.0.0.1:$port"
+    ;;
+  restd-at-stop) stop_pidfile "$pids/slurmrestd-${3:?port}" ;;
   restd-start) running || die "Slurm $flavor is not running"; ensure_slurmrestd ;;
   node-down) node_down "${3:?node name}" ;;
   pod-up) pod_up "${3:?node name}" "${@:4}" ;;

@@ -114,12 +114,23 @@ pub async fn slinky_autoscaler(
     ns: &str,
     cluster: &SlurmCluster,
 ) -> (Api<NodeSetAutoscaler>, Process) {
+    slinky_autoscaler_of(client, ns, cluster, "slinky").await
+}
+
+/// [`slinky_autoscaler`] of NodeSet `nodeset`: the partition is the one it serves, as
+/// slurm-operator names it (no annotation, no `spec.slurm.partitions`).
+pub async fn slinky_autoscaler_of(
+    client: &kube::Client,
+    ns: &str,
+    cluster: &SlurmCluster,
+    nodeset: &str,
+) -> (Api<NodeSetAutoscaler>, Process) {
     let autoscalers: Api<NodeSetAutoscaler> = Api::namespaced(client.clone(), ns);
     let nsa: NodeSetAutoscaler = serde_json::from_value(json!({
         "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler",
         "metadata": {"name": "slinky"},
         "spec": {
-            "scaleTargetRef": {"name": "slinky"},
+            "scaleTargetRef": {"name": nodeset},
             "slurm": {"cluster": cluster.name},
             "maxReplicas": 3, "idleTimeoutSeconds": 6,
             "scaleDown": {"stabilizationWindowSeconds": 4, "maxStep": 8},
@@ -501,4 +512,57 @@ pub fn slurmctld_up(cluster: &SlurmCluster) -> bool {
         .arg("ping")
         .output()
         .is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains("UP"))
+}
+
+/// The NodeSets of Slinky's own `slurm` Helm chart (the operator module's, which the harness
+/// builds), rendered with `tests/support/slinky-chart-values.yaml` as a site's `helm install
+/// slurm` would make them and created in `ns` unmodified — but for their `controllerRef`,
+/// pointed at `controller` (namespace, name) when given (the harness's Controller, for the
+/// real operator). Returns their names: `slurm-worker-slinky` (host name `slinky-`, Slurm's
+/// `slinky`), `slurm-worker-planned` (`planned-`, its pods' slurmd run with `-b`) and
+/// `slurm-worker-accel` (`accel-`, 4 GPUs a node).
+pub async fn chart_nodesets(
+    client: &kube::Client,
+    ns: &str,
+    controller: Option<(&str, &str)>,
+) -> Vec<String> {
+    use kube::api::DynamicObject;
+    use kube::discovery::ApiResource;
+    let chart = super::kube_env("HARNESS_SLINKY_CHART").expect(
+        "kube.sh env names HARNESS_SLINKY_CHART: restart the harness (tests/harness/up.sh)",
+    );
+    let values = super::repo_root().join("tests/support/slinky-chart-values.yaml");
+    let out = std::process::Command::new(super::tool("helm"))
+        .args(["template", "slurm", &chart, "-n", ns, "-f"])
+        .arg(&values)
+        .env("HOME", std::env::temp_dir())
+        .output()
+        .expect("helm (tests/harness/tools.sh)");
+    assert!(
+        out.status.success(),
+        "helm template of Slinky's chart failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let resource = ApiResource::erase::<v1beta1::NodeSet>(&());
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &resource);
+    let mut names = Vec::new();
+    for doc in text.split("\n---") {
+        let Ok(mut object) = serde_saphyr::from_str::<serde_json::Value>(doc) else {
+            continue;
+        };
+        if object["kind"] != "NodeSet" {
+            continue;
+        }
+        if let Some((namespace, name)) = controller {
+            object["spec"]["controllerRef"] = json!({"namespace": namespace, "name": name});
+        }
+        let object: DynamicObject = serde_json::from_value(object).unwrap();
+        names.push(object.metadata.name.clone().unwrap_or_default());
+        api.create(&PostParams::default(), &object)
+            .await
+            .unwrap_or_else(|e| panic!("creating {:?}: {e}", object.metadata.name));
+    }
+    names.sort();
+    names
 }

@@ -52,6 +52,8 @@ pub struct SlurmCluster {
     /// A second slurmrestd of the same cluster, started without its slurmdbd plugins (every
     /// `/slurmdb/` path answers 404), as many sites run it.
     pub no_accounting_url: String,
+    /// slurmctld's own HTTP address (26.05 serves its OpenMetrics endpoints there).
+    pub ctld_url: String,
     /// REST API versions this slurmrestd serves, e.g. `["v0.0.38"]`.
     pub api_versions: Vec<String>,
     pub user: String,
@@ -87,6 +89,7 @@ impl SlurmCluster {
             name: var("SLURM_CLUSTER"),
             url: var("SLURM_REST_URL"),
             no_accounting_url: var("SLURM_REST_URL_NO_ACCOUNTING"),
+            ctld_url: var("SLURMCTLD_URL"),
             api_versions: words("SLURM_API_VERSIONS"),
             user: var("SLURM_USER"),
             jwt_file: var("HARNESS_JWT_FILE").into(),
