@@ -504,3 +504,60 @@ async fn the_rbac_example_is_sufficient() {
         let _ = std::fs::remove_file(&path);
     }
 }
+
+/// NodeSets as Slinky's own Helm chart renders them (`slurm-worker-<key>`, pod host name
+/// `<key>-`): their series name the partition slurm-operator gives them in Slurm, `<key>`,
+/// with no annotation.
+#[tokio::test]
+async fn nodesets_from_slinkys_chart_are_read_under_their_slurm_names() {
+    let cluster = SlurmCluster::get("26.05");
+    let client = kube_client().await;
+    let ns = namespace(&client, "ns-chart").await;
+    let made = support::elastic::chart_nodesets(&client, &ns, None).await;
+    assert_eq!(
+        made,
+        [
+            "slurm-worker-accel",
+            "slurm-worker-planned",
+            "slurm-worker-slinky"
+        ]
+    );
+    let exporter = exporter(&cluster, &kubeconfig_path());
+    exporter.wait_ready(Duration::from_secs(30)).await;
+    let partition_of = async |nodeset: &str| {
+        let m = exporter.metrics().await;
+        m.0.iter()
+            .find(|(name, labels, _)| {
+                name == "slurm_nodeset_info"
+                    && labels.contains(&("namespace".to_string(), ns.clone()))
+                    && labels.contains(&("nodeset".to_string(), nodeset.to_string()))
+            })
+            .and_then(|(_, labels, _)| {
+                labels
+                    .iter()
+                    .find(|(k, _)| k == "partition")
+                    .map(|(_, v)| v.clone())
+            })
+    };
+    let named = wait_until(Duration::from_secs(20), || async {
+        partition_of("slurm-worker-slinky").await.as_deref() == Some("slinky")
+    })
+    .await;
+    assert!(
+        named,
+        "slurm-worker-slinky's partition: {:?}",
+        partition_of("slurm-worker-slinky").await
+    );
+    assert_eq!(
+        partition_of("slurm-worker-accel").await.as_deref(),
+        Some("accel")
+    );
+    assert_eq!(
+        partition_of("slurm-worker-planned").await.as_deref(),
+        Some("planned")
+    );
+    let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
+    let _ = nodesets
+        .delete_collection(&Default::default(), &Default::default())
+        .await;
+}

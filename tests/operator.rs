@@ -1,17 +1,18 @@
-//! The real Slinky slurm-operator (v1.0.1) under the autoscaler, against the real Slurm 24.11:
-//! a job waits → the builtin autoscaler patches the NodeSet's `/scale` → the operator creates
-//! the pods → kwok runs them and the harness starts a real `slurmd -Z` for each under the
-//! pod's name (`tests/harness/operator-pods.sh`) → the job runs on them; idle → the
-//! autoscaler scales to zero → the operator drains the nodes through slurmrestd, waits, and
-//! deletes the pods → their nodes leave Slurm (v1.0.1's preStop deletes them) → the
-//! autoscaler keeps the node records for the next job.
+//! The real Slinky slurm-operator (v1.1.0-rc1, the newest the module proxy builds) under the
+//! autoscaler, against the real Slurm 26.05, which speaks the operator's REST v0.0.44 itself
+//! (no proxy): a job waits → the builtin autoscaler patches the NodeSet's `/scale` → the
+//! operator creates the pods → kwok runs them and the harness starts a real `slurmd -Z` for
+//! each under the pod's host name (`tests/harness/operator-pods.sh`) → the job runs on them;
+//! idle → the autoscaler scales to zero → the operator drains the nodes through slurmrestd,
+//! waits, and deletes the pods → their nodes leave Slurm (the operator's preStop deletes them)
+//! → the autoscaler keeps the node records for the next job. The first test's NodeSet is the
+//! one Slinky's own `slurm` Helm chart renders (`slurm-worker-slinky`, pod host name
+//! `slinky-`), applied as it is, but for its Controller.
 //!
-//! The operator speaks only v0.0.44; Slurm 24.11 serves up to v0.0.42, so the harness puts a
-//! path-rewriting proxy in front (`tests/harness/slurmrestd-v0044.py`: nothing in the JSON
-//! the operator reads differs between the two). Slurm 22.05's REST API has no node writes
-//! and other types: the operator cannot run against it. `tests/run.sh` starts the operator
-//! for this test only (it reconciles every NodeSet of the cluster); alone:
-//! `tests/harness/kube.sh operator-start`.
+//! Slurm 22.05's REST API has no node writes and other types: the operator cannot run against
+//! it; 24.11 needs a path-rewriting proxy (`SLURMSCALE_OPERATOR_SLURM=24.11`). `tests/run.sh`
+//! starts the operator for this test only (it reconciles every NodeSet of the cluster);
+//! alone: `tests/harness/kube.sh operator-start`.
 
 mod support;
 
@@ -25,10 +26,17 @@ use slurmscale_exporter::k8s::nodeset::v1beta1;
 use support::{SlurmCluster, kube_client, kube_env};
 
 const PARTITION: &str = "slinky";
+/// The first test's NodeSet, as Slinky's chart names it (`slinky` in Slurm).
+const NODESET: &str = "slurm-worker-slinky";
 const SLURMD_PODS: &str = "app.kubernetes.io/name=slurmd";
 
 /// The harness can run one NodeSet's pods (`slinky-N`): the tests take turns.
 static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The Slurm the operator manages (`kube.sh operator-start`: 26.05 unless told otherwise).
+fn operated() -> SlurmCluster {
+    SlurmCluster::get(&kube_env("HARNESS_SLURM_OPERATOR_SLURM").unwrap_or_else(|| "26.05".into()))
+}
 
 /// The operator's namespace and Controller, as `kube.sh operator-start` set them up; fails
 /// with what to run when the operator is not there.
@@ -63,12 +71,12 @@ async fn until(what: &str, within: Duration, a: &support::Process, check: impl A
     support::elastic::eventually(what, within, a, check).await
 }
 
-/// The slurmd container of a NodeSet as a site writes it for slurm-operator v1.0.1.
+/// The slurmd container of a NodeSet as a site writes it for slurm-operator 1.x.
 fn slurmd() -> serde_json::Value {
     json!({"image": "harness/slurmd"})
 }
 
-/// NodeSet `name` as a site writes it for slurm-operator v1.0.1 (its pods tolerate kwok's
+/// NodeSet `name` as a site writes it for slurm-operator 1.x (its pods tolerate kwok's
 /// nodes, where they run), at `replicas`, with this `slurmd` container.
 async fn nodeset(
     client: &kube::Client,
@@ -135,7 +143,14 @@ async fn reset(cluster: &SlurmCluster, ns: &str) {
         }
     }
     let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), ns);
-    let _ = nodesets.delete("slinky", &DeleteParams::default()).await;
+    for name in [
+        "slinky",
+        "slurm-worker-slinky",
+        "slurm-worker-planned",
+        "slurm-worker-accel",
+    ] {
+        let _ = nodesets.delete(name, &DeleteParams::default()).await;
+    }
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let gone = support::wait_until(Duration::from_secs(90), || async {
         pods.list(&ListParams::default().labels(SLURMD_PODS))
@@ -171,16 +186,21 @@ async fn reset(cluster: &SlurmCluster, ns: &str) {
 async fn the_real_operator_runs_the_pods_the_autoscaler_asks_for_and_drains_them_back_to_zero() {
     let _turn = TURN.lock().await;
     let (ns, controller) = operator();
-    let cluster = SlurmCluster::get("24.11");
+    let cluster = operated();
     reset(&cluster, &ns).await;
     let client = kube_client().await;
 
-    let nodesets = nodeset(&client, &ns, &controller, ("slinky", 0), slurmd()).await;
-    // 24.11 refuses a job for a NodeSet= partition without nodes: records first.
-    let (autoscalers, a) = support::elastic::slinky_autoscaler(&client, &ns, &cluster).await;
+    // The NodeSets of Slinky's chart, their Controller the harness's.
+    let made = support::elastic::chart_nodesets(&client, &ns, Some((&ns, &controller))).await;
+    assert!(made.iter().any(|n| n == NODESET), "{made:?}");
+    let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
+    // Records first: 24.11 refuses a job for a NodeSet= partition without nodes, and on any
+    // release they give the partition its size at zero pods.
+    let (autoscalers, a) =
+        support::elastic::slinky_autoscaler_of(&client, &ns, &cluster, NODESET).await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     let running_pods = async || running(&pods).await;
-    let replicas = async || support::elastic::spec_replicas(&nodesets, "slinky").await;
+    let replicas = async || support::elastic::spec_replicas(&nodesets, NODESET).await;
     until(
         "the autoscaler's three FUTURE records",
         Duration::from_secs(30),
@@ -209,10 +229,10 @@ async fn the_real_operator_runs_the_pods_the_autoscaler_asks_for_and_drains_them
     .await;
     let scaled = sent.elapsed();
     until(
-        "the operator runs pods slinky-0 and slinky-1",
+        "the operator runs pods slurm-worker-slinky-0 and -1 (nodes slinky-0, slinky-1)",
         Duration::from_secs(30),
         &a,
-        async || running_pods().await == ["slinky-0", "slinky-1"],
+        async || running_pods().await == ["slurm-worker-slinky-0", "slurm-worker-slinky-1"],
     )
     .await;
     let pods_up = sent.elapsed();
@@ -223,7 +243,7 @@ async fn the_real_operator_runs_the_pods_the_autoscaler_asks_for_and_drains_them
         "the operator's pod info on slinky-0",
         Duration::from_secs(30),
         &a,
-        async || node(&cluster, "slinky-0").contains(r#""podName":"slinky-0""#),
+        async || node(&cluster, "slinky-0").contains(r#""podName":"slurm-worker-slinky-0""#),
     )
     .await;
 
@@ -260,8 +280,11 @@ async fn the_real_operator_runs_the_pods_the_autoscaler_asks_for_and_drains_them
     )
     .await;
     println!(
-        "operator e2e (Slurm 24.11, slurm-operator v1.0.1): submit → /scale 2 in {:.1}s, pods \
-         Running in {:.1}s, job running in {:.1}s; job end → pods gone at 0 in {:.1}s",
+        "operator e2e (Slurm {}, slurm-operator {}, Slinky chart's NodeSet): submit → /scale 2 \
+         in {:.1}s, pods Running in {:.1}s, job running in {:.1}s; job end → pods gone at 0 in \
+         {:.1}s",
+        cluster.flavor,
+        kube_env("HARNESS_SLURM_OPERATOR_VERSION").unwrap_or_default(),
         scaled.as_secs_f64(),
         pods_up.as_secs_f64(),
         ran.as_secs_f64(),
@@ -271,10 +294,9 @@ async fn the_real_operator_runs_the_pods_the_autoscaler_asks_for_and_drains_them
         .delete("slinky", &DeleteParams::default())
         .await
         .unwrap();
-    nodesets
-        .delete("slinky", &DeleteParams::default())
-        .await
-        .unwrap();
+    let _ = nodesets
+        .delete_collection(&DeleteParams::default(), &Default::default())
+        .await;
 }
 
 /// What the colocation planner counts on (it marks the pod on the node it hands to
@@ -284,7 +306,7 @@ async fn the_real_operator_runs_the_pods_the_autoscaler_asks_for_and_drains_them
 async fn the_real_operator_removes_the_pod_we_mark_to_go_first() {
     let _turn = TURN.lock().await;
     let (ns, controller) = operator();
-    let cluster = SlurmCluster::get("24.11");
+    let cluster = operated();
     reset(&cluster, &ns).await;
     let client = kube_client().await;
     let nodesets = nodeset(&client, &ns, &controller, ("slinky", 3), slurmd()).await;
@@ -354,7 +376,7 @@ async fn the_real_operator_removes_the_pod_we_mark_to_go_first() {
 async fn the_real_operator_follows_slurmctlds_power_requests_in_slurm_planned_mode() {
     let _turn = TURN.lock().await;
     let (ns, controller) = operator();
-    let cluster = SlurmCluster::get("24.11");
+    let cluster = operated();
     reset(&cluster, &ns).await;
     let client = kube_client().await;
     let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
@@ -445,7 +467,8 @@ async fn the_real_operator_follows_slurmctlds_power_requests_in_slurm_planned_mo
     )
     .await;
     eprintln!(
-        "slurm-planned under slurm-operator v1.0.1: sbatch -> /scale in {scaled:?}, job on {} done in {ran:?}, back to zero and resumed at {:?}",
+        "slurm-planned under slurm-operator {}: sbatch -> /scale in {scaled:?}, job on {} done in {ran:?}, back to zero and resumed at {:?}",
+        kube_env("HARNESS_SLURM_OPERATOR_VERSION").unwrap_or_default(),
         shown.trim(),
         sent.elapsed()
     );

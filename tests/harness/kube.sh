@@ -278,16 +278,20 @@ start_kwok() {
 
 kwok_node_names() { local i; for ((i = 0; i < kwok_nodes; i++)); do printf 'kwok-node-%s ' "$i"; done; }
 
+# create_kwok_nodes [NAME...]: kwok's fake Nodes (default: kwok_node_names), labelled as a
+# Linux node is (Slinky's chart selects kubernetes.io/os=linux for its pods).
 create_kwok_nodes() {
   local n taint='[{"key":"kwok.x-k8s.io/node","value":"fake","effect":"NoSchedule"}]'
-  for n in $(kwok_node_names); do
+  local names=("$@")
+  [ ${#names[@]} -gt 0 ] || read -ra names <<<"$(kwok_node_names)"
+  for n in "${names[@]}"; do
     create /api/v1/nodes <<EOF
 apiVersion: v1
 kind: Node
 metadata:
   name: $n
   annotations: {kwok.x-k8s.io/node: fake}
-  labels: {kubernetes.io/hostname: $n, type: kwok}
+  labels: {kubernetes.io/hostname: $n, kubernetes.io/os: linux, type: kwok}
 spec:
   taints: $taint
 status:
@@ -486,7 +490,14 @@ operator_start() {
   # die exits the script: leave none of the three behind, but keep the logs to read.
   trap 'if [ $? -ne 0 ]; then operator_stop; say "operator start failed; stopped, logs kept in $logs"; fi' EXIT
   install_crds "$GOSTACK_SLURM_OPERATOR_DIR"/crds/*.yaml
+  # slurm-operator 1.1 keeps one slurmd pod a Kubernetes node (a required anti-affinity):
+  # Nodes for as many pods as a NodeSet here has (slurm.sh's slinky-0..15), beside the first.
+  local i extra=()
+  for ((i = 0; i < 16; i++)); do extra+=("kwok-slurmd-$i"); done
+  create_kwok_nodes "${extra[@]}"
   [ "$operator_slurm" = none ] || operator_slurm_objects
+  operator_log_from=0
+  if [ -f "$logs/slurm-operator.log" ]; then operator_log_from=$(wc -l <"$logs/slurm-operator.log"); fi
   # DEBUG=1: slurmrestd is http://localhost:6820 instead of the RestApi's Service (no
   # cluster DNS here). The operator still waits for the RestApi's Deployment to have a ready
   # replica, which kwok provides when its pod template tolerates kwok's taint.
@@ -509,15 +520,14 @@ operator_start() {
   say "slurm-operator $SLURM_OPERATOR_VERSION up, managing Slurm $operator_slurm through http://127.0.0.1:$operator_restd_port (Controller $operator_ns/$operator_controller)"
 }
 
-# The operator's Slurm client answered: 24.11's proxy logged a 200 since this start (after
-# its first $proxy_log_from lines); 26.05's slurmrestd, which logs no request, counts one in
-# its own `/diag` statistics... of the operator's user: the Controller's status says the
-# cluster is reachable once its client pinged it.
+# The operator's Slurm client is up: 24.11's proxy logged a 200 since this start (after its
+# first $proxy_log_from lines); 26.05's slurmrestd logs no request, so the operator's own log
+# since this start (after its first $operator_log_from lines) says it made its client.
 restd_served() {
   if [ "$operator_slurm" = 24.11 ]; then
     tail -n "+$((proxy_log_from + 1))" "$logs/slurmrestd-v0044.log" | grep -q ' -> 200 '
   else
-    operator_slurm_ready
+    tail -n "+$((operator_log_from + 1))" "$logs/slurm-operator.log" | grep -q '"Finished syncing SlurmClient"'
   fi
 }
 
