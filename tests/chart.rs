@@ -544,23 +544,37 @@ fn the_quick_start_is_picked_up_by_a_default_kube_prometheus_stack() {
         dashboards, 4,
         "one ConfigMap per dashboard, labelled for the sidecar"
     );
-    // Slinky's slurmrestd and JWT key Secret.
+    // Slinky's slurmrestd, and a Token slurm-operator signs with Slinky's JWT key: the pods
+    // mount the Secret it keeps the token in, never the key.
     let d = find(&objs, "Deployment", "-exporter").expect("exporter Deployment");
     let pod = &d["spec"]["template"]["spec"];
+    let env = pod["containers"][0]["env"].as_array().unwrap();
     assert!(
-        pod["containers"][0]["env"]
-            .as_array()
-            .unwrap()
-            .iter()
+        env.iter()
             .any(|e| e["name"] == "SLURM_REST_URL"
                 && e["value"] == "http://slurm-restapi.slurm:6820")
     );
     assert!(
-        pod["volumes"]
-            .as_array()
-            .unwrap()
+        env.iter().any(|e| e["name"] == "SLURMSCALE_JWT_FILE"
+            && e["value"] == "/var/run/secrets/slurm/SLURM_JWT"),
+        "{env:?}"
+    );
+    let token = objs
+        .iter()
+        .find(|o| o["kind"] == "Token")
+        .expect("a Token for slurm-operator");
+    assert_eq!(token["spec"]["jwtKeyRef"]["name"], "slurm-auth-jwths256");
+    assert_eq!(token["spec"]["username"], "slurm");
+    let mounted = format!("{}-jwt-slurm", token["metadata"]["name"].as_str().unwrap());
+    let volumes = pod["volumes"].as_array().unwrap();
+    assert!(
+        volumes
             .iter()
-            .any(|v| v["secret"]["secretName"] == "slurm-auth-jwths256")
+            .any(|v| v["secret"]["secretName"] == mounted.as_str())
+            && !volumes
+                .iter()
+                .any(|v| v["secret"]["secretName"] == "slurm-auth-jwths256"),
+        "{volumes:?}"
     );
 }
 
@@ -980,6 +994,8 @@ async fn the_rendered_chart_passes_a_server_side_dry_run() {
         "prometheusrules.monitoring.coreos.com",
     )
     .await;
+    // The quick start asks slurm-operator for a Token.
+    apply_official_crd("slinky.slurm.net_tokens.yaml", "tokens.slinky.slurm.net").await;
     let client = support::kube_client().await;
     let ns = support::namespace(&client, "chart").await;
     for (name, values) in values_sets() {

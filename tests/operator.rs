@@ -481,3 +481,116 @@ async fn the_real_operator_follows_slurmctlds_power_requests_in_slurm_planned_mo
         .await
         .unwrap();
 }
+
+/// Slinky's way to a token, as the chart's `slurm.auth.mode: slinkyToken` sets it up: the
+/// chart renders a Token; slurm-operator signs a JWT for the Slurm user with the key it
+/// holds, keeps it in a Secret and rotates it; slurmscale reads that file, as the Secret's
+/// volume has it, across rotations — and never sees slurmctld's signing key.
+#[tokio::test]
+async fn the_operators_rotating_token_keeps_the_exporter_in() {
+    use k8s_openapi::api::core::v1::Secret;
+    use kube::api::DynamicObject;
+    use kube::discovery::ApiResource;
+    let (ns, controller) = operator();
+    let cluster = operated();
+    let client = kube_client().await;
+    // Our chart, rendered as `helm install slurmscale -n <ns>` with the Token mode does.
+    let key_secret = format!("{controller}-jwt-key");
+    let out = std::process::Command::new(support::tool("helm"))
+        .args(["template", "slurmscale"])
+        .arg(support::repo_root().join("charts/slurmscale"))
+        .args(["-n", &ns, "--set", "slurm.url=http://127.0.0.1:6820"])
+        .args(["--set", "slurm.auth.mode=slinkyToken"])
+        .args([
+            "--set",
+            &format!("slurm.auth.slinkyToken.jwtKeySecret={key_secret}"),
+        ])
+        .args(["--set", "slurm.auth.slinkyToken.jwtKeyKey=jwt_hs256.key"])
+        .args(["--set", "slurm.auth.slinkyToken.lifetime=20s"])
+        .env("HOME", std::env::temp_dir())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let token: serde_json::Value = String::from_utf8_lossy(&out.stdout)
+        .split("\n---")
+        .filter_map(|d| serde_saphyr::from_str::<serde_json::Value>(d).ok())
+        .find(|d| d["kind"] == "Token")
+        .expect("the chart renders a Token");
+    let gvk = kube::core::GroupVersionKind::gvk("slinky.slurm.net", "v1beta1", "Token");
+    let tokens: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), &ns, &ApiResource::from_gvk(&gvk));
+    let token: DynamicObject = serde_json::from_value(token).unwrap();
+    let name = token.metadata.name.clone().unwrap();
+    let _ = tokens.delete(&name, &DeleteParams::default()).await;
+    tokens
+        .create(&kube::api::PostParams::default(), &token)
+        .await
+        .unwrap();
+    // The Secret the chart mounts: <token>-jwt-<user>, key SLURM_JWT.
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
+    let secret = format!("{name}-jwt-{}", cluster.user);
+    let jwt = async || {
+        let s = secrets.get(&secret).await.ok()?;
+        let data = s.data?.get("SLURM_JWT")?.0.clone();
+        String::from_utf8(data).ok()
+    };
+    let first = support::wait_until(Duration::from_secs(30), async || jwt().await.is_some()).await;
+    assert!(first, "slurm-operator wrote no Secret {secret}");
+    let first = jwt().await.unwrap();
+    // Signed no later than now: expired 20 s from now at the latest.
+    let first_seen = Instant::now();
+    // As the kubelet updates a Secret volume: the new file swapped in.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("SLURM_JWT");
+    let write = |t: &str| {
+        let tmp = dir.path().join("..new");
+        std::fs::write(&tmp, t).unwrap();
+        std::fs::rename(&tmp, &file).unwrap();
+    };
+    write(&first);
+    let path = file.to_string_lossy().into_owned();
+    let exporter = support::Process::start(
+        &[
+            "exporter",
+            "--no-kubernetes",
+            "--interval",
+            "1s",
+            "--token-file",
+            &path,
+        ],
+        &[
+            ("SLURM_REST_URL", &cluster.url),
+            ("SLURM_USER", &cluster.user),
+            ("SLURM_CLUSTER", &cluster.name),
+        ],
+    );
+    exporter.wait_ready(Duration::from_secs(30)).await;
+    // Rotated at four fifths of its 20 s: the new one in the file, the first expired.
+    let rotated = support::wait_until(Duration::from_secs(30), async || {
+        jwt().await.is_some_and(|t| t != first)
+    })
+    .await;
+    assert!(rotated, "slurm-operator never rotated the token");
+    write(&jwt().await.unwrap());
+    tokio::time::sleep(Duration::from_secs(23).saturating_sub(first_seen.elapsed())).await;
+    let fresh = support::wait_until(Duration::from_secs(10), async || {
+        let m = exporter.metrics().await;
+        m.get("slurm_exporter_up", &[]) == Some(1.0)
+            && m.get(
+                "slurm_exporter_endpoint_data_age_seconds",
+                &[("endpoint", "ping")],
+            )
+            .is_some_and(|a| a < 3.0)
+    })
+    .await;
+    assert!(
+        fresh,
+        "the exporter lost Slurm once the first token expired\n{}",
+        exporter.logs()
+    );
+    let _ = tokens.delete(&name, &DeleteParams::default()).await;
+}

@@ -67,8 +67,22 @@ topologySpreadConstraints:
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
 
+{{/* The Token slurm-operator keeps (mode slinkyToken), and the Secret it writes it to. */}}
+{{- define "slurmscale.tokenName" -}}
+{{- include "slurmscale.fullname" . -}}
+{{- end -}}
+
 {{- define "slurmscale.secretName" -}}
+{{- if eq .Values.slurm.auth.mode "slinkyToken" -}}
+{{- printf "%s-jwt-%s" (include "slurmscale.tokenName" .) .Values.slurm.user -}}
+{{- else -}}
 {{- .Values.slurm.auth.existingSecret | default (printf "%s-slurm-auth" (include "slurmscale.fullname" .)) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The Secret's key the mounted file is named after. */}}
+{{- define "slurmscale.secretKey" -}}
+{{- if eq .Values.slurm.auth.mode "slinkyToken" -}}SLURM_JWT{{- else -}}{{ .Values.slurm.auth.secretKey }}{{- end -}}
 {{- end -}}
 
 {{/* Environment shared by both components: where Slurm is and how to authenticate. */}}
@@ -100,7 +114,7 @@ topologySpreadConstraints:
   value: {{ .Values.slurm.auth.lifetime | quote }}
 {{- else }}
 - name: SLURMSCALE_JWT_FILE
-  value: /var/run/secrets/slurm/{{ .Values.slurm.auth.secretKey }}
+  value: /var/run/secrets/slurm/{{ include "slurmscale.secretKey" . }}
 {{- end }}
 {{- if .Values.slurm.caSecret }}
 - name: SLURM_CA_FILE
