@@ -14,7 +14,7 @@
 # are Debian's build of 26.05, named `*-wlm` as in bookworm's packages.
 #
 # ~30-60 s the first time (about 290 MB); a no-op afterwards. sid moves: the cache keeps the
-# release it was made with (26.05.N, printed below and in `slurm.sh 26.05 env`), and a root
+# release it was made with (26.05.N, printed below and kept in the root's .slurmscale-ready), and a root
 # that no longer holds a 26.05 is refused rather than used.
 source "$(dirname "$0")/common.sh"
 need_root
