@@ -4,6 +4,8 @@
 //! the scheduler (marks a pod Unschedulable, later places it), slurm-operator (deletes the pod
 //! marked to go, adds one when replicas rise) and the ledger writer (GenericNode status).
 //!
+//! On 24.11 and 26.05 the NodeSet is the one Slinky's own chart renders (`slurm-worker-cpu`,
+//! pod host name `cpu-`), and the autoscaler serves its partition by that name alone.
 //! Slurm 22.05 has no REST node update, so there the autoscaler drains with `scontrol`.
 //! Both tests drain nodes of the cpu partition of their own cluster, so they run side by side.
 
@@ -87,6 +89,8 @@ struct Pool {
     gns: Api<GenericNode>,
     nodesets: Api<v1beta1::NodeSet>,
     autoscalers: Api<NodeSetAutoscaler>,
+    /// The NodeSet's name: `cpu`, or `slurm-worker-cpu` as Slinky's chart names it.
+    nodeset: &'static str,
 }
 
 impl Pool {
@@ -111,14 +115,14 @@ impl Pool {
         let status = json!({"status": {"replicas": replicas, "readyReplicas": replicas,
             "selector": format!("app=slurmd-{}", self.name), "nodeSetHash": "test"}});
         self.nodesets
-            .patch_status("cpu", &PatchParams::default(), &Patch::Merge(status))
+            .patch_status(self.nodeset, &PatchParams::default(), &Patch::Merge(status))
             .await
             .unwrap();
     }
 
     async fn replicas(&self) -> i32 {
         self.nodesets
-            .get("cpu")
+            .get(self.nodeset)
             .await
             .unwrap()
             .spec
@@ -269,14 +273,11 @@ async fn turn(cluster: &SlurmCluster) -> tokio::sync::MutexGuard<'static, ()> {
 }
 
 /// The pool, the NodeSet with its four pods, and the autoscaler object (minSlurmNodes 2,
-/// cooldown 3 s, demand only from this test's pods).
-async fn setup(cluster: &SlurmCluster) -> Pool {
-    setup_with(cluster, |_| json!({})).await
-}
-
-/// As [`setup`], each Kubernetes node also given `node(slurm_node)` (labels, taints: a
-/// Node object to merge).
-async fn setup_with(cluster: &SlurmCluster, decorate: impl Fn(&str) -> Value) -> Pool {
+/// cooldown 3 s, demand only from this test's pods), each Kubernetes node also given
+/// `decorate(slurm_node)` (labels, taints: a Node object to merge). With `chart`, the NodeSet
+/// is the one Slinky's own chart renders (`slurm-worker-cpu`, pod host name `cpu-`: Slurm's
+/// `cpu`) and the autoscaler names no partition, so it serves the NodeSet's own.
+async fn setup(cluster: &SlurmCluster, decorate: impl Fn(&str) -> Value, chart: bool) -> Pool {
     reset_cpu(cluster);
     let client = kube_client().await;
     let ns = namespace(&client, "coloc").await;
@@ -288,6 +289,7 @@ async fn setup_with(cluster: &SlurmCluster, decorate: impl Fn(&str) -> Value) ->
         gns: Api::all(client.clone()),
         nodesets: Api::namespaced(client.clone(), &ns),
         autoscalers: Api::namespaced(client.clone(), &ns),
+        nodeset: if chart { "slurm-worker-cpu" } else { "cpu" },
         ns,
     };
     for n in NODES {
@@ -322,21 +324,35 @@ async fn setup_with(cluster: &SlurmCluster, decorate: impl Fn(&str) -> Value) ->
         pool.ledger(n, "8", "0").await;
         pool.add_slurmd_pod(n).await;
     }
-    let spec = v1beta1::NodeSetSpec {
-        replicas: Some(4),
-        ..Default::default()
-    };
-    pool.nodesets
-        .create(&PostParams::default(), &v1beta1::NodeSet::new("cpu", spec))
-        .await
-        .unwrap();
+    if chart {
+        support::elastic::chart_nodesets(&client, &pool.ns, None, &["cpu"]).await;
+        let four = json!({"spec": {"replicas": 4}});
+        pool.nodesets
+            .patch(pool.nodeset, &PatchParams::default(), &Patch::Merge(four))
+            .await
+            .unwrap();
+    } else {
+        let spec = v1beta1::NodeSetSpec {
+            replicas: Some(4),
+            ..Default::default()
+        };
+        pool.nodesets
+            .create(&PostParams::default(), &v1beta1::NodeSet::new("cpu", spec))
+            .await
+            .unwrap();
+    }
     pool.set_nodeset_replicas_status(4).await;
+    let slurm = if chart {
+        json!({"cluster": cluster.name})
+    } else {
+        json!({"cluster": cluster.name, "partitions": ["cpu"]})
+    };
     let nsa: NodeSetAutoscaler = serde_json::from_value(json!({
         "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler",
         "metadata": {"name": "cpu"},
         "spec": {
-            "scaleTargetRef": {"name": "cpu"},
-            "slurm": {"cluster": cluster.name, "partitions": ["cpu"]},
+            "scaleTargetRef": {"name": pool.nodeset},
+            "slurm": slurm,
             "minReplicas": 0, "maxReplicas": 4,
             "colocation": {
                 "pool": pool.name, "minSlurmNodes": 2, "cooldownSeconds": 3,
@@ -378,10 +394,10 @@ fn merge(base: &mut Value, extra: Value) {
     }
 }
 
-async fn rebalances_the_pool(flavor: &str) {
+async fn rebalances_the_pool(flavor: &str, chart: bool) {
     let cluster = SlurmCluster::get(flavor);
     let _turn = turn(&cluster).await;
-    let pool = setup(&cluster).await;
+    let pool = setup(&cluster, |_| json!({}), chart).await;
     // Different amounts of work on each node; c4 is drained by an administrator.
     // c3's job is the smallest and ends first: whichever rule breaks the tie, c3 is the node
     // to give.
@@ -532,17 +548,17 @@ fn job_running(cluster: &SlurmCluster, id: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rebalances_a_pool_with_slurm_24_11_over_rest() {
-    rebalances_the_pool("24.11").await;
+    rebalances_the_pool("24.11", true).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rebalances_a_pool_with_slurm_26_05_over_rest() {
-    rebalances_the_pool("26.05").await;
+    rebalances_the_pool("26.05", true).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rebalances_a_pool_with_slurm_22_05_over_scontrol() {
-    rebalances_the_pool("22.05").await;
+    rebalances_the_pool("22.05", false).await;
 }
 
 /// Pending pods are placed by the pool nodes' labels and taints: the node drained for a pod
@@ -596,7 +612,7 @@ async fn drains_a_node_the_pending_pod_may_use() {
         ),
     ];
     for (what, labels, placement, allowed) in cases {
-        let pool = setup_with(&cluster, labels).await;
+        let pool = setup(&cluster, labels, false).await;
         // c1 runs a job, so an idle node would be drained first wherever the pod may go.
         let job = sbatch(&cluster, "c1", 1, 60);
         let running = support::wait_until(Duration::from_secs(30), || async {

@@ -513,7 +513,8 @@ async fn nodesets_from_slinkys_chart_are_read_under_their_slurm_names() {
     let cluster = SlurmCluster::get("26.05");
     let client = kube_client().await;
     let ns = namespace(&client, "ns-chart").await;
-    let made = support::elastic::chart_nodesets(&client, &ns, None).await;
+    let made =
+        support::elastic::chart_nodesets(&client, &ns, None, &["slinky", "planned", "accel"]).await;
     assert_eq!(
         made,
         [

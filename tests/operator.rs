@@ -191,7 +191,13 @@ async fn the_real_operator_runs_the_pods_the_autoscaler_asks_for_and_drains_them
     let client = kube_client().await;
 
     // The NodeSets of Slinky's chart, their Controller the harness's.
-    let made = support::elastic::chart_nodesets(&client, &ns, Some((&ns, &controller))).await;
+    let made = support::elastic::chart_nodesets(
+        &client,
+        &ns,
+        Some((&ns, &controller)),
+        &["slinky", "planned", "accel"],
+    )
+    .await;
     assert!(made.iter().any(|n| n == NODESET), "{made:?}");
     let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
     // Records first: 24.11 refuses a job for a NodeSet= partition without nodes, and on any

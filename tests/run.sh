@@ -45,11 +45,12 @@ phase "start real servers"
 # instead of the sum; the tests mostly wait on real time (SuspendTime, slurmctld's 30-second
 # checks, poll intervals). The second copy: the autoscaler's end-to-end tests, the
 # calibration replay and the long queue (which waits for slurmctld's 30-second count of its
-# jobs) drive their partitions for minutes. The third: the tests that stop and start their
+# jobs) drive their partitions for minutes, and the chart under the Prometheus Operator (its
+# own processes, a minute) joins them there, the shortest part. The third: the tests that stop and start their
 # copy's servers (restarts.rs: slurmctld, the kube-apiserver; slurm_planned.rs: slurmctld
 # while nodes power up, and it waits out SuspendTime) and KEDA's (KEDA's operator and metrics
 # adapter run beside that copy only).
-apart=(autoscaler_e2e calibration long_queue)
+apart=(autoscaler_e2e calibration long_queue prometheus_operator)
 alone=(keda restarts slurm_planned)
 # Tests of the real Slinky slurm-operator (kube.sh operator-start: it manages the first copy's
 # Slurm 24.11). It reconciles every NodeSet in its cluster, its Controller's or not, and

@@ -381,7 +381,7 @@ async fn scale_from_zero_with_records(flavor: &str, chart: bool) {
     let ns = namespace(&client, "slinky-records").await;
     let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
     let name = if chart {
-        let made = support::elastic::chart_nodesets(&client, &ns, None).await;
+        let made = support::elastic::chart_nodesets(&client, &ns, None, &["slinky"]).await;
         assert!(made.iter().any(|n| n == "slurm-worker-slinky"), "{made:?}");
         "slurm-worker-slinky"
     } else {

@@ -1,4 +1,4 @@
-//! Slurm-planned scaling (`spec.mode: SlurmPlanned`) on both real Slurms. The harness's
+//! Slurm-planned scaling (`spec.mode: SlurmPlanned`) on the three real Slurms. The harness's
 //! `planned` partition is a Slinky NodeSet's partition (`NodeSet=planned Feature=planned`)
 //! with Slurm's power saving on for it alone (`tests/harness/slurm.sh`): the autoscaler keeps
 //! one powered-down `State=CLOUD` record per ordinal, slurmctld plans jobs on them and powers
@@ -18,7 +18,10 @@
 //! never came (DOWN at `ResumeTimeout`) is resumed too; a slurmctld restart (or a 24.11
 //! reconfigure) while records power up for a job whose pods have not come loses neither the
 //! job nor the nodes — and a
-//! NodeSet whose slurmd lacks `-b` is refused. The restart is why `tests/run.sh` runs these
+//! NodeSet whose slurmd lacks `-b` is refused. On 24.11 and 26.05 the main case runs on the
+//! NodeSet exactly as Slinky's own chart renders it (`slurm-worker-planned`, pods
+//! `slurm-worker-planned-<ordinal>` with host name, so Slurm node, `planned-<ordinal>`); the
+//! rest on one named `planned`, as a NodeSet made without the chart is. The restart is why `tests/run.sh` runs these
 //! on a copy of the servers whose other tests (`restarts.rs`, `keda.rs`) never run beside
 //! them.
 
@@ -36,7 +39,10 @@ use slurmscale_autoscaler::crd::NodeSetAutoscaler;
 use slurmscale_exporter::k8s::nodeset::v1beta1;
 use support::{Process, SlurmCluster, kube_client, namespace};
 
+/// The partition, its autoscaler and (made by hand) its NodeSet.
 const NODESET: &str = "planned";
+/// The NodeSet as Slinky's chart names it (pod host name `planned-`, so Slurm's `planned`).
+const CHART_NODESET: &str = "slurm-worker-planned";
 /// Ordinals the autoscaler keeps records for (`maxReplicas`).
 const MAX: usize = 4;
 const SELECTOR: &str = "app=planned";
@@ -44,6 +50,7 @@ const DELETION_COST: &str = "nodeset.slinky.slurm.net/pod-deletion-cost";
 /// What the pods' slurmd registers (the NodeSet's extraConf, with its feature).
 const POD_CONF: &str = "Feature=planned CPUs=4 RealMemory=8000";
 
+/// The Slurm node of ordinal `i`, whichever way the NodeSet is named.
 fn name(i: usize) -> String {
     format!("{NODESET}-{i}")
 }
@@ -82,15 +89,17 @@ fn ran_or_runs(c: &SlurmCluster, job: &str) -> bool {
                 .contains("COMPLETED"))
 }
 
-/// slurm-operator and the kubelet for NodeSet `planned`: pods for the lowest free ordinals
-/// as replicas rise, the first-ranked pod (deletion cost, then highest ordinal) drained,
-/// stopped with the preStop's DOWN and deleted as they fall. The ordinals it ran, in order.
-/// While `hold` is set it starts no pod (a pod slow to come: an image pull).
+/// slurm-operator and the kubelet for NodeSet `nodeset`: pods `<nodeset>-<ordinal>` (host
+/// name, so Slurm node, `planned-<ordinal>`) for the lowest free ordinals as replicas rise,
+/// the first-ranked pod (deletion cost, then highest ordinal) drained, stopped with the
+/// preStop's DOWN and deleted as they fall. The ordinals it ran, in order. While `hold` is
+/// set it starts no pod (a pod slow to come: an image pull).
 fn operate(
     client: kube::Client,
     ns: String,
     cluster: SlurmCluster,
     hold: Arc<AtomicBool>,
+    nodeset: &'static str,
 ) -> (
     tokio::task::JoinHandle<()>,
     std::sync::Arc<std::sync::Mutex<Vec<String>>>,
@@ -102,20 +111,20 @@ fn operate(
         let pods: Api<Pod> = Api::namespaced(client, &ns);
         loop {
             tokio::time::sleep(Duration::from_millis(300)).await;
-            let Ok(nodeset) = nodesets.get(NODESET).await else {
+            let Ok(object) = nodesets.get(nodeset).await else {
                 continue;
             };
             let Ok(list) = pods.list(&Default::default()).await else {
                 continue;
             };
-            let want = nodeset.spec.replicas.unwrap_or(0).clamp(0, MAX as i32) as usize;
+            let want = object.spec.replicas.unwrap_or(0).clamp(0, MAX as i32) as usize;
             // Ordinal → deletion cost of the pods there are.
             let mut have: BTreeMap<usize, i64> = list
                 .items
                 .iter()
                 .filter_map(|p| {
                     let n = p.metadata.name.as_deref()?;
-                    let i = n.strip_prefix("planned-")?.parse().ok()?;
+                    let i = n.strip_prefix(nodeset)?.strip_prefix('-')?.parse().ok()?;
                     let cost = p
                         .metadata
                         .annotations
@@ -129,8 +138,8 @@ fn operate(
             while have.len() < want && !hold.load(Ordering::SeqCst) {
                 let i = (0..MAX).find(|i| !have.contains_key(i)).unwrap();
                 let pod: Pod = serde_json::from_value(json!({
-                    "metadata": {"name": name(i), "labels": {"app": NODESET}},
-                    "spec": {"containers": [{"name": "slurmd", "image": "slurmd"}]},
+                    "metadata": {"name": format!("{nodeset}-{i}"), "labels": {"app": NODESET}},
+                    "spec": {"hostname": name(i), "containers": [{"name": "slurmd", "image": "slurmd"}]},
                 }))
                 .unwrap();
                 if pods.create(&PostParams::default(), &pod).await.is_err() {
@@ -144,7 +153,11 @@ fn operate(
                 .unwrap();
                 let ready = json!({"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}});
                 let _ = pods
-                    .patch_status(&name(i), &PatchParams::default(), &Patch::Merge(ready))
+                    .patch_status(
+                        &format!("{nodeset}-{i}"),
+                        &PatchParams::default(),
+                        &Patch::Merge(ready),
+                    )
                     .await;
                 said.lock().unwrap().push(format!("+{i}"));
                 have.insert(i, 0);
@@ -177,42 +190,75 @@ fn operate(
                 .await
                 .unwrap();
                 if gone {
-                    let _ = pods.delete(&name(i), &DeleteParams::default()).await;
+                    let _ = pods
+                        .delete(&format!("{nodeset}-{i}"), &DeleteParams::default())
+                        .await;
                     said.lock().unwrap().push(format!("-{i}"));
                     have.remove(&i);
                 }
             }
             let status = json!({"status": {"replicas": have.len(), "readyReplicas": have.len(), "selector": SELECTOR, "nodeSetHash": "test"}});
             let _ = nodesets
-                .patch_status(NODESET, &PatchParams::default(), &Patch::Merge(status))
+                .patch_status(nodeset, &PatchParams::default(), &Patch::Merge(status))
                 .await;
         }
     });
     (task, log)
 }
 
-/// NodeSet `planned` at 0 with slurmd `args`, and a slurm-planned autoscaler on it, and the
-/// autoscaler process (its Lease in a namespace of its own).
+/// How the test's NodeSet is made.
+#[derive(Clone, Copy)]
+enum Made {
+    /// By hand, `planned`, its slurmd run with these args.
+    ByHand(&'static [&'static str]),
+    /// As Slinky's own chart renders it: `slurm-worker-planned`, pod host name `planned-`,
+    /// slurmd run with `-b` (tests/support/slinky-chart-values.yaml).
+    ByChart,
+}
+
+impl Made {
+    fn nodeset(self) -> &'static str {
+        match self {
+            Made::ByHand(_) => NODESET,
+            Made::ByChart => CHART_NODESET,
+        }
+    }
+}
+
+/// The NodeSet at 0, made as `made` says, and a slurm-planned autoscaler `planned` on it
+/// (naming no partition: it is the NodeSet's name in Slurm), and the autoscaler process (its
+/// Lease in a namespace of its own).
 async fn setup(
     client: &kube::Client,
     ns: &str,
     cluster: &SlurmCluster,
-    args: &[&str],
+    made: Made,
 ) -> (Api<v1beta1::NodeSet>, Api<NodeSetAutoscaler>, Process) {
     let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), ns);
-    let nodeset: v1beta1::NodeSet = serde_json::from_value(json!({
-        "apiVersion": "slinky.slurm.net/v1beta1", "kind": "NodeSet",
-        "metadata": {"name": NODESET},
-        "spec": {"replicas": 0, "extraConf": "CPUs=4 RealMemory=8000", "slurmd": {"args": args}},
-    }))
-    .unwrap();
-    nodesets
-        .create(&PostParams::default(), &nodeset)
-        .await
-        .unwrap();
+    match made {
+        Made::ByHand(args) => {
+            let nodeset: v1beta1::NodeSet = serde_json::from_value(json!({
+                "apiVersion": "slinky.slurm.net/v1beta1", "kind": "NodeSet",
+                "metadata": {"name": NODESET},
+                "spec": {"replicas": 0, "extraConf": "CPUs=4 RealMemory=8000", "slurmd": {"args": args}},
+            }))
+            .unwrap();
+            nodesets
+                .create(&PostParams::default(), &nodeset)
+                .await
+                .unwrap();
+        }
+        Made::ByChart => {
+            support::elastic::chart_nodesets(client, ns, None, &["planned"]).await;
+        }
+    }
     let status = json!({"status": {"replicas": 0, "selector": SELECTOR, "nodeSetHash": "test"}});
     nodesets
-        .patch_status(NODESET, &PatchParams::default(), &Patch::Merge(status))
+        .patch_status(
+            made.nodeset(),
+            &PatchParams::default(),
+            &Patch::Merge(status),
+        )
         .await
         .unwrap();
     let autoscalers: Api<NodeSetAutoscaler> = Api::namespaced(client.clone(), ns);
@@ -220,7 +266,7 @@ async fn setup(
         "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler",
         "metadata": {"name": NODESET},
         "spec": {
-            "scaleTargetRef": {"name": NODESET},
+            "scaleTargetRef": {"name": made.nodeset()},
             "slurm": {"cluster": cluster.name},
             "maxReplicas": MAX,
             "mode": "SlurmPlanned",
@@ -253,18 +299,29 @@ struct Planned {
     ran: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     /// Set: the operator starts no pod.
     hold: Arc<AtomicBool>,
+    nodeset: &'static str,
 }
 
 impl Planned {
     async fn start(flavor: &str) -> Self {
+        Self::start_made(flavor, Made::ByHand(&["-b"])).await
+    }
+
+    async fn start_made(flavor: &str, made: Made) -> Self {
         let _turn = support::turn(flavor).await;
         let cluster = SlurmCluster::get(flavor);
         reset(&cluster).await;
         let client = kube_client().await;
         let ns = namespace(&client, "planned").await;
-        let (nodesets, autoscalers, a) = setup(&client, &ns, &cluster, &["-b"]).await;
+        let (nodesets, autoscalers, a) = setup(&client, &ns, &cluster, made).await;
         let hold = Arc::new(AtomicBool::new(false));
-        let (operator, ran) = operate(client.clone(), ns.clone(), cluster.clone(), hold.clone());
+        let (operator, ran) = operate(
+            client.clone(),
+            ns.clone(),
+            cluster.clone(),
+            hold.clone(),
+            made.nodeset(),
+        );
         let state = |i: usize| support::elastic::node_state(&cluster, &name(i));
         support::elastic::eventually(
             "four powered-down CLOUD records in the partition",
@@ -293,6 +350,7 @@ impl Planned {
             operator,
             ran,
             hold,
+            nodeset: made.nodeset(),
         }
     }
 
@@ -302,7 +360,7 @@ impl Planned {
     }
 
     async fn replicas(&self) -> i32 {
-        support::elastic::spec_replicas(&self.nodesets, NODESET).await
+        support::elastic::spec_replicas(&self.nodesets, self.nodeset).await
     }
 
     /// The pods the operator ran and removed so far.
@@ -319,8 +377,8 @@ impl Planned {
     }
 }
 
-async fn follows_slurmctlds_power_requests(flavor: &str) {
-    let p = Planned::start(flavor).await;
+async fn follows_slurmctlds_power_requests(flavor: &str, made: Made) {
+    let p = Planned::start_made(flavor, made).await;
     let (cluster, client, ns, a) = (&p.cluster, &p.client, &p.ns, &p.a);
     let replicas = async || p.replicas().await;
     let state = |i: usize| support::elastic::node_state(cluster, &name(i));
@@ -455,17 +513,17 @@ async fn follows_slurmctlds_power_requests(flavor: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn follows_slurmctlds_power_requests_on_22_05() {
-    follows_slurmctlds_power_requests("22.05").await;
+    follows_slurmctlds_power_requests("22.05", Made::ByHand(&["-b"])).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn follows_slurmctlds_power_requests_on_24_11() {
-    follows_slurmctlds_power_requests("24.11").await;
+    follows_slurmctlds_power_requests("24.11", Made::ByChart).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn follows_slurmctlds_power_requests_on_26_05() {
-    follows_slurmctlds_power_requests("26.05").await;
+    follows_slurmctlds_power_requests("26.05", Made::ByChart).await;
 }
 
 /// The premise of the mode: slurmctld plans on the powered-down records, so a big job that
@@ -749,7 +807,7 @@ async fn resumes_a_record_that_missed_resume_timeout(flavor: &str) {
     reset(&cluster).await;
     let client = kube_client().await;
     let ns = namespace(&client, "planned").await;
-    let (nodesets, _autoscalers, a) = setup(&client, &ns, &cluster, &["-b"]).await;
+    let (nodesets, _autoscalers, a) = setup(&client, &ns, &cluster, Made::ByHand(&["-b"])).await;
     let clean_and_down = |i: usize| {
         let (st, _) = support::elastic::node_state(&cluster, &name(i));
         st.split('+').any(|w| w == "POWERED_DOWN") && support::elastic::clean(&st)
@@ -821,7 +879,7 @@ async fn a_nodeset_without_slurmd_b_is_refused() {
     reset(&cluster).await;
     let client = kube_client().await;
     let ns = namespace(&client, "planned-refused").await;
-    let (nodesets, autoscalers, a) = setup(&client, &ns, &cluster, &[]).await;
+    let (nodesets, autoscalers, a) = setup(&client, &ns, &cluster, Made::ByHand(&[])).await;
     support::elastic::eventually(
         "refused: Ready=False, SlurmPlannedNotSetUp",
         Duration::from_secs(20),

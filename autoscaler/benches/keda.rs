@@ -16,6 +16,11 @@
 //! submitted one at a time, each once both NodeSets have caught up with the last: the first
 //! is a scale from zero, the rest scale-ups of one node. Then every job is cancelled and the
 //! time each takes back to zero is measured. Figures: autoscaler/benches/README.md.
+//!
+//! A third NodeSet, `keda-prometheus`, is scaled the way Slinky's guide sets KEDA up: by
+//! `examples/keda/scaledobject-prometheus.yaml`, through a real Prometheus (Debian's) scraping
+//! the same page every 30 s (SLURMSCALE_KEDA_SCRAPE_INTERVAL), kube-prometheus-stack's and the
+//! chart's default.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -38,7 +43,7 @@ use tokio_util::sync::CancellationToken;
 /// Jobs per round: the partition's size.
 const NODES: i32 = 8;
 const ROUNDS: usize = 2;
-const SCALERS: [&str; 2] = ["builtin", "keda"];
+const SCALERS: [&str; 3] = ["builtin", "keda", "keda-prometheus"];
 
 fn env(path: &str) -> BTreeMap<String, String> {
     let text = std::fs::read_to_string(path)
@@ -71,6 +76,63 @@ fn scaled_object(ns: &str, cluster: &str, url: &str) -> DynamicObject {
         "slurm_nodeset_desired_nodes{{cluster=\"{cluster}\",namespace=\"{ns}\",nodeset=\"keda\"}}"
     ));
     serde_json::from_value(so).unwrap()
+}
+
+/// The Prometheus example as a site applies it, pointed at this run's Prometheus and NodeSet.
+fn scaled_object_prometheus(ns: &str, prometheus: &str) -> DynamicObject {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/keda/scaledobject-prometheus.yaml"
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut so: serde_json::Value = serde_saphyr::from_str(&text).unwrap();
+    so["metadata"]["namespace"] = json!(ns);
+    so["metadata"]["name"] = json!("keda-prometheus");
+    so["spec"]["scaleTargetRef"]["name"] = json!("keda-prometheus");
+    let meta = &mut so["spec"]["triggers"][0]["metadata"];
+    meta["serverAddress"] = json!(prometheus);
+    meta["query"] = json!(format!(
+        "max(slurm_nodeset_desired_nodes{{namespace=\"{ns}\",nodeset=\"keda-prometheus\"}})"
+    ));
+    serde_json::from_value(so).unwrap()
+}
+
+/// Debian's Prometheus scraping `port` every `interval`; killed (by its pid) when dropped,
+/// its files with it.
+struct Prometheus {
+    child: std::process::Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn prometheus(target: u16, listen: u16, interval: &str) -> Prometheus {
+    let dir = tempfile::tempdir().unwrap();
+    let config = json!({
+        "global": {"scrape_interval": interval},
+        "scrape_configs": [{"job_name": "slurmscale-autoscaler", "honor_labels": true,
+            "static_configs": [{"targets": [format!("127.0.0.1:{target}")]}]}],
+    });
+    let file = dir.path().join("prometheus.yml");
+    std::fs::write(&file, config.to_string()).unwrap();
+    let child = std::process::Command::new("prometheus")
+        .arg(format!("--config.file={}", file.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.path().join("data").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{listen}"))
+        .arg("--log.level=warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("prometheus (Debian's prometheus package; tests/harness/deps.sh installs it)");
+    Prometheus { child, _dir: dir }
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -134,11 +196,14 @@ async fn main() {
         .await
         .unwrap();
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let free_port = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let port = free_port();
     let stop = CancellationToken::new();
     let cluster = ClusterConfig {
         name: slurm["SLURM_CLUSTER"].clone(),
@@ -194,6 +259,40 @@ async fn main() {
         .unwrap_or_else(|e| {
             panic!("no ScaledObject ({e}): start KEDA with tests/harness/kube.sh keda-start")
         });
+    let scrape = std::env::var("SLURMSCALE_KEDA_SCRAPE_INTERVAL").unwrap_or_else(|_| "30s".into());
+    let prom_port = free_port();
+    let _prometheus = prometheus(port, prom_port, &scrape);
+    // Only once Prometheus has the series: before, the example's fallback (an empty answer is
+    // an error, three of them hold 8 nodes) would scale it up before any job.
+    let query = format!(
+        "http://127.0.0.1:{prom_port}/api/v1/query?query=slurm_nodeset_desired_nodes%7Bnodeset%3D%22keda-prometheus%22%7D"
+    );
+    let started = Instant::now();
+    loop {
+        let has = match reqwest::get(&query).await {
+            Ok(r) => r
+                .text()
+                .await
+                .unwrap_or_default()
+                .contains("keda-prometheus"),
+            Err(_) => false,
+        };
+        if has {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "Prometheus has no slurm_nodeset_desired_nodes for keda-prometheus after 2 min"
+        );
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    scaled
+        .create(
+            &PostParams::default(),
+            &scaled_object_prometheus(&ns, &format!("http://127.0.0.1:{prom_port}")),
+        )
+        .await
+        .unwrap();
 
     // Each NodeSet's spec.replicas with the moment the watch saw it change.
     let mut seen: BTreeMap<&str, watch::Receiver<(i32, Instant)>> = BTreeMap::new();
@@ -253,8 +352,8 @@ async fn main() {
         }
     };
 
-    // KEDA's first poll and the exporter's first fresh page.
-    tokio::time::sleep(Duration::from_secs(20)).await;
+    // KEDA's first poll, the exporter's first fresh page and Prometheus's first scrapes.
+    tokio::time::sleep(Duration::from_secs(45)).await;
     let mut up: BTreeMap<&str, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
     let mut down: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for _ in 0..ROUNDS {
@@ -303,6 +402,7 @@ async fn main() {
         .delete(&ns, &Default::default())
         .await;
 
+    println!("Prometheus scrapes every {scrape}");
     println!(
         "| {ROUNDS} rounds of {NODES} whole-node jobs | from 0 (each) | +1 node p50 | p95 | max | back to 0 after the last scancel (each) |"
     );

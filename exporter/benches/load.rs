@@ -15,16 +15,23 @@
 //! * `plain`: `after`'s two pollers through a slurmrestd without its slurmdbd plugins (no
 //!   `/slurmdb/` endpoint), as many sites run it: above `--request-max-jobs` nothing says
 //!   where the job ids are, so the list is read whole.
+//! * `exporter`: the exporter alone (30 s), beside which
+//! * `native`: slurmctld's own metrics (26.05 on), the four endpoints Slinky's ServiceMonitor
+//!   scrapes (`/metrics/{jobs,nodes,partitions,scheduler}`), every 30 s as Prometheus would;
+//! * `native-2s`: the same every 2 s, beside `shared` (what an autoscaler reading them through
+//!   Prometheus at our poll's pace would cost).
 //!
 //! It starts its own Slurm copy (SLURMSCALE_RUN=/tmp/slurmscale-load, REST on 26820 for
-//! 22.05 and 27820 for 24.11), so the test harness is left alone:
+//! 22.05, 27820 for 24.11 and 24820 for 26.05), so the test harness is left alone:
 //!
 //!     cargo build --release
 //!     SLURMSCALE_BEFORE_BIN=/path/to/old/slurmscale cargo bench -p slurmscale-exporter --bench load
 //!
 //! SLURMSCALE_LOAD_FLAVORS (default `24.11,22.05`), SLURMSCALE_LOAD_JOBS (20000),
 //! SLURMSCALE_LOAD_WINDOW (seconds per shape, 60), SLURMSCALE_LOAD_SHAPES (default
-//! `idle,before,after,shared`; `plain` on demand), SLURMSCALE_LOAD_WARMUP (seconds to wait for the first job
+//! `idle,before,after,shared`; `plain`, `exporter`, `native` and `native-2s` on demand:
+//! `SLURMSCALE_LOAD_FLAVORS=26.05 SLURMSCALE_LOAD_SHAPES=idle,exporter,native,shared,native-2s
+//! SLURMSCALE_LOAD_WINDOW=180` compares slurmctld's own metrics with our poll), SLURMSCALE_LOAD_WARMUP (seconds to wait for the first job
 //! list, 300). Loading 20,000 jobs takes a minute or two
 //! of sbatch; the copy is stopped at the end. Figures: exporter/benches/README.md.
 
@@ -55,6 +62,7 @@ fn harness(flavor: &str, cmd: &str) {
         .env("SLURMSCALE_RUN", RUN)
         .env("SLURMSCALE_PORT_BASE_2205", "26800")
         .env("SLURMSCALE_PORT_BASE_2411", "27800")
+        .env("SLURMSCALE_PORT_BASE_2605", "24800")
         .status()
         .is_ok_and(|s| s.success());
     assert!(ok, "slurm.sh {flavor} {cmd} failed");
@@ -275,6 +283,59 @@ async fn metrics(p: &Poller) -> Option<String> {
         .ok()
 }
 
+/// Scrapes slurmctld's own metrics endpoints every `interval`, as Prometheus would (one
+/// endpoint after the other, each a whole page), and keeps when the last full round ended and
+/// how long each round took.
+/// When the last full round ended, and every round's (seconds, bytes).
+type Rounds = (Option<Instant>, Vec<(f64, usize)>);
+
+struct Scraper {
+    task: tokio::task::JoinHandle<()>,
+    /// When the last full round ended, and every round's duration and size (bytes).
+    done: Arc<Mutex<Rounds>>,
+}
+
+impl Drop for Scraper {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn native_scraper(slurm: &Slurm, interval: Duration) -> Scraper {
+    let base = slurm.env["SLURMCTLD_URL"].clone();
+    let done = Arc::new(Mutex::new((None, Vec::new())));
+    let said = done.clone();
+    let task = tokio::spawn(async move {
+        let http = reqwest::Client::new();
+        let mut tick = tokio::time::interval(interval);
+        loop {
+            tick.tick().await;
+            let t = Instant::now();
+            let mut bytes = 0;
+            let mut ok = true;
+            for endpoint in ["jobs", "nodes", "partitions", "scheduler"] {
+                match http
+                    .get(format!("{base}/metrics/{endpoint}"))
+                    .timeout(Duration::from_secs(60))
+                    .send()
+                    .await
+                {
+                    Ok(r) if r.status().is_success() => {
+                        bytes += r.bytes().await.map_or(0, |b| b.len());
+                    }
+                    _ => ok = false,
+                }
+            }
+            if ok {
+                let mut d = said.lock().unwrap();
+                d.0 = Some(Instant::now());
+                d.1.push((t.elapsed().as_secs_f64(), bytes));
+            }
+        }
+    });
+    Scraper { task, done }
+}
+
 struct Row {
     shape: &'static str,
     restd: f64,
@@ -289,6 +350,7 @@ async fn measure(
     slurm: &Slurm,
     shape: &'static str,
     pollers: Vec<Poller>,
+    scraper: Option<Scraper>,
     window: Duration,
 ) -> Row {
     // Warm up: every poller's first complete job list, then steady state.
@@ -300,7 +362,9 @@ async fn measure(
             .unwrap_or(300),
     );
     while warm.elapsed() < warm_limit {
-        let mut ready = true;
+        let mut ready = scraper
+            .as_ref()
+            .is_none_or(|s| s.done.lock().unwrap().0.is_some());
         for p in &pollers {
             ready &= jobs_age(p).await.is_some() && jobs_complete(p).await;
         }
@@ -309,7 +373,7 @@ async fn measure(
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
-    if !pollers.is_empty() {
+    if !pollers.is_empty() || scraper.is_some() {
         eprintln!(
             "[load] {shape}: first complete job list after {:.0?}",
             warm.elapsed()
@@ -330,6 +394,10 @@ async fn measure(
                 ages.push(a);
             }
         }
+        // What a reader of slurmctld's own metrics holds is as old as its last round.
+        if let Some(at) = scraper.as_ref().and_then(|s| s.done.lock().unwrap().0) {
+            ages.push(at.elapsed().as_secs_f64());
+        }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
     let minutes = start.elapsed().as_secs_f64() / 60.0;
@@ -345,6 +413,15 @@ async fn measure(
                 _ => {}
             }
         }
+    }
+    if let Some(s) = &scraper {
+        let rounds = s.done.lock().unwrap().1.clone();
+        let max = rounds.iter().map(|r| r.0).fold(0.0, f64::max);
+        let bytes = rounds.iter().map(|r| r.1).max().unwrap_or(0);
+        eprintln!(
+            "[load] {shape}: {} rounds of slurmctld's four endpoints, the longest {max:.2} s, up to {bytes} bytes",
+            rounds.len()
+        );
     }
     ages.sort_by(f64::total_cmp);
     let pick = |q: f64| {
@@ -423,7 +500,7 @@ async fn main() {
         let want = |s: &str| shapes.split(',').any(|x| x == s);
         let mut rows = Vec::new();
         if want("idle") {
-            rows.push(measure(&slurm, "idle", Vec::new(), window).await);
+            rows.push(measure(&slurm, "idle", Vec::new(), None, window).await);
         }
         if let Some(before) = before.as_ref().filter(|_| want("before")) {
             let pollers = vec![
@@ -431,25 +508,37 @@ async fn main() {
                 poller(before, &slurm, REST, "2s", 29002).await,
                 poller(before, &slurm, REST, "2s", 29003).await,
             ];
-            rows.push(measure(&slurm, "before", pollers, window).await);
+            rows.push(measure(&slurm, "before", pollers, None, window).await);
         }
         if want("after") {
             let pollers = vec![
                 poller(&after, &slurm, REST, "30s", 29011).await,
                 poller(&after, &slurm, REST, "2s", 29012).await,
             ];
-            rows.push(measure(&slurm, "after", pollers, window).await);
+            rows.push(measure(&slurm, "after", pollers, None, window).await);
         }
         if want("plain") {
             let pollers = vec![
                 poller(&after, &slurm, PLAIN, "30s", 29031).await,
                 poller(&after, &slurm, PLAIN, "2s", 29032).await,
             ];
-            rows.push(measure(&slurm, "plain", pollers, window).await);
+            rows.push(measure(&slurm, "plain", pollers, None, window).await);
+        }
+        if want("exporter") {
+            let pollers = vec![poller(&after, &slurm, REST, "30s", 29041).await];
+            rows.push(measure(&slurm, "exporter", pollers, None, window).await);
+        }
+        if want("native") {
+            let s = native_scraper(&slurm, Duration::from_secs(30));
+            rows.push(measure(&slurm, "native", Vec::new(), Some(s), window).await);
         }
         if want("shared") {
             let pollers = vec![poller(&after, &slurm, REST, "2s", 29021).await];
-            rows.push(measure(&slurm, "shared", pollers, window).await);
+            rows.push(measure(&slurm, "shared", pollers, None, window).await);
+        }
+        if want("native-2s") {
+            let s = native_scraper(&slurm, Duration::from_secs(2));
+            rows.push(measure(&slurm, "native-2s", Vec::new(), Some(s), window).await);
         }
 
         stop.store(true, Ordering::Relaxed);

@@ -7,6 +7,7 @@
 #   kwok    fake Nodes whose Pods become Running without a kubelet, plus its stage files
 #   keda    KEDA operator + external-metrics adapter, plus KEDA's CRDs
 #   slurm-operator  Slinky slurm-operator (NodeSet v1beta1), plus its CRDs
+#   prometheus-operator  the Prometheus Operator, plus its CRDs (monitoring.coreos.com)
 #
 #   build-go-stack.sh [COMPONENT...]   (default: all of them)
 #
@@ -127,18 +128,26 @@ build_slurm_operator() {
   printf '%s\n' '{{- define "vendor.dcgm.enabled" -}}{{- end -}}' \
     >"$out.partial/helm-slurm/templates/vendor/_dcgm.tpl"
   # Its Controller reconciler deletes/creates ServiceMonitors and fails while that kind is
-  # unknown, so the ServiceMonitor CRD ships with it (prometheus-operator's module, download only).
-  local src work="$GOSTACK_CACHE/mod/monitoring-crds"
-  mkdir -p "$work" && cp "$GOSTACK_MODS/monitoring-crds/go.mod" "$work/go.mod"
-  src=$(cd "$work" && nice -n 19 "$GO" mod download -json \
-    "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION" | jq -r .Dir) ||
-    die "downloading prometheus-operator $PROMETHEUS_OPERATOR_VERSION failed"
-  cp "$src/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml" "$out.partial/crds/"
+  # unknown, so the ServiceMonitor CRD ships with it (the Prometheus Operator's).
+  build_prometheus_operator
+  cp "$GOSTACK_PROMETHEUS_OPERATOR_DIR/crds/monitoring.coreos.com_servicemonitors.yaml" "$out.partial/crds/"
+  finish "$out"
+}
+
+build_prometheus_operator() {
+  local out=$GOSTACK_PROMETHEUS_OPERATOR_DIR
+  done_already "$out" && return
+  build prometheus-operator "$out" \
+    "-X github.com/prometheus/common/version.Version=${PROMETHEUS_OPERATOR_VERSION#v}" \
+    operator=github.com/prometheus-operator/prometheus-operator/cmd/operator
+  mkdir -p "$out.partial/crds"
+  cp "$(module_dir "$(basename "$out")" github.com/prometheus-operator/prometheus-operator)"/example/prometheus-operator-crd/*.yaml \
+    "$out.partial/crds/"
   finish "$out"
 }
 
 components=("$@")
-[ ${#components[@]} -gt 0 ] || components=(kube etcd kwok keda slurm-operator)
+[ ${#components[@]} -gt 0 ] || components=(kube etcd kwok keda prometheus-operator slurm-operator)
 total=$SECONDS built=()
 for c in "${components[@]}"; do
   case "$c" in
@@ -147,7 +156,8 @@ for c in "${components[@]}"; do
     kwok) build_kwok ;;
     keda) build_keda ;;
     slurm-operator) build_slurm_operator ;;
-    *) die "unknown component '$c' (kube etcd kwok keda slurm-operator)" ;;
+    prometheus-operator) build_prometheus_operator ;;
+    *) die "unknown component '$c' (kube etcd kwok keda prometheus-operator slurm-operator)" ;;
   esac
 done
 [ ${#built[@]} -eq 0 ] || say "built ${built[*]} in $((SECONDS - total))s (under $GOSTACK_CACHE/bin)"

@@ -62,9 +62,12 @@ operator_slurm=${SLURMSCALE_OPERATOR_SLURM:-26.05}
 api_url="https://127.0.0.1:$api_port"
 kubeconfig="$dir/kubeconfig"
 kwok_nodes=${SLURMSCALE_KWOK_NODES:-1}
-# kwok hands out fake Pod IPs and Services get ClusterIPs; there is no kube-proxy, so keep both
-# on loopback: nothing that dials one by mistake reaches a real network.
-pod_cidr=127.1.0.0/16 service_cidr=127.2.0.0/16
+# kwok hands out fake Pod IPs and Services get ClusterIPs; there is no kube-proxy, so nothing
+# that dials one by mistake may reach a real network. ClusterIPs stay on loopback; Pod IPs are
+# in 198.18.0.0/15, the block reserved for benchmarking networks (RFC 2544, never routed),
+# because Endpoints and EndpointSlices refuse a loopback address: a Service's endpoints are
+# filled as on a real cluster (a Prometheus discovers its targets through them).
+pod_cidr=198.18.0.0/15 service_cidr=127.2.0.0/16
 repo_root="$(cd "$HARNESS_DIR/../.." && pwd)"
 # CRDs installed at start: ours generated from Rust types (NodeSet with both versions,
 # GenericNode, NodeSetAutoscaler, ...), all checked in under tests/crds and charts/.
@@ -338,6 +341,8 @@ export HARNESS_SLURM_OPERATOR_SLURM=$operator_slurm
 export HARNESS_SLURM_OPERATOR_LOG=$logs/slurm-operator.log
 # operator-pods.sh's pods with a slurmd running (one file each): empty once it is done.
 export HARNESS_SLURM_OPERATOR_PODS=$dir/operator-pods
+# The Prometheus Operator's build (operator, crds/): tests/prometheus_operator.rs runs it.
+export HARNESS_PROMETHEUS_OPERATOR=$GOSTACK_PROMETHEUS_OPERATOR_DIR
 EOF
 }
 

@@ -516,15 +516,17 @@ pub fn slurmctld_up(cluster: &SlurmCluster) -> bool {
 
 /// The NodeSets of Slinky's own `slurm` Helm chart (the operator module's, which the harness
 /// builds), rendered with `tests/support/slinky-chart-values.yaml` as a site's `helm install
-/// slurm` would make them and created in `ns` unmodified — but for their `controllerRef`,
-/// pointed at `controller` (namespace, name) when given (the harness's Controller, for the
-/// real operator). Returns their names: `slurm-worker-slinky` (host name `slinky-`, Slurm's
-/// `slinky`), `slurm-worker-planned` (`planned-`, its pods' slurmd run with `-b`) and
-/// `slurm-worker-accel` (`accel-`, 4 GPUs a node).
+/// slurm` would make them, and those of `keys` created in `ns` unmodified — but for their
+/// `controllerRef`, pointed at `controller` (namespace, name) when given (the harness's
+/// Controller, for the real operator). The keys: `slinky` (NodeSet `slurm-worker-slinky`,
+/// host name `slinky-`, Slurm's `slinky`), `planned` (`planned-`, its pods' slurmd run with
+/// `-b`), `accel` (`accel-`, 4 GPUs a node) and `cpu` (`cpu-`, for a colocated pool). Returns
+/// the names made.
 pub async fn chart_nodesets(
     client: &kube::Client,
     ns: &str,
     controller: Option<(&str, &str)>,
+    keys: &[&str],
 ) -> Vec<String> {
     use kube::api::DynamicObject;
     use kube::discovery::ApiResource;
@@ -551,7 +553,11 @@ pub async fn chart_nodesets(
         let Ok(mut object) = serde_saphyr::from_str::<serde_json::Value>(doc) else {
             continue;
         };
-        if object["kind"] != "NodeSet" {
+        if object["kind"] != "NodeSet"
+            || !keys
+                .iter()
+                .any(|k| object["metadata"]["name"] == format!("slurm-worker-{k}"))
+        {
             continue;
         }
         if let Some((namespace, name)) = controller {
@@ -564,5 +570,10 @@ pub async fn chart_nodesets(
             .unwrap_or_else(|e| panic!("creating {:?}: {e}", object.metadata.name));
     }
     names.sort();
+    assert_eq!(
+        names.len(),
+        keys.len(),
+        "the chart rendered {names:?} of {keys:?}"
+    );
     names
 }

@@ -15,7 +15,7 @@ ETCD_VERSION=$(gostack_pin etcd go.etcd.io/etcd/server/v3)
 KWOK_VERSION=$(gostack_pin kwok sigs.k8s.io/kwok)
 KEDA_VERSION=$(gostack_pin keda github.com/kedacore/keda/v2)
 SLURM_OPERATOR_VERSION=$(gostack_pin slurm-operator github.com/SlinkyProject/slurm-operator)
-PROMETHEUS_OPERATOR_VERSION=$(gostack_pin monitoring-crds github.com/prometheus-operator/prometheus-operator)
+PROMETHEUS_OPERATOR_VERSION=$(gostack_pin prometheus-operator github.com/prometheus-operator/prometheus-operator)
 
 # One directory per component and version: a new pin builds beside the old one.
 GOSTACK_KUBE_DIR="$GOSTACK_CACHE/bin/kube-$KUBE_VERSION"
@@ -23,3 +23,4 @@ GOSTACK_ETCD_DIR="$GOSTACK_CACHE/bin/etcd-$ETCD_VERSION"
 GOSTACK_KWOK_DIR="$GOSTACK_CACHE/bin/kwok-$KWOK_VERSION"
 GOSTACK_KEDA_DIR="$GOSTACK_CACHE/bin/keda-$KEDA_VERSION"
 GOSTACK_SLURM_OPERATOR_DIR="$GOSTACK_CACHE/bin/slurm-operator-$SLURM_OPERATOR_VERSION"
+GOSTACK_PROMETHEUS_OPERATOR_DIR="$GOSTACK_CACHE/bin/prometheus-operator-$PROMETHEUS_OPERATOR_VERSION"
