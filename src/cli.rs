@@ -12,10 +12,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use slurmscale_autoscaler::simulate::formats::Format;
 use slurmscale_exporter::config::{self, AuthConfig, ClusterConfig, parse_duration};
 use slurmscale_exporter::metrics::MetricsOptions;
 use slurmscale_exporter::slurm::{Secret, SigningAlgorithm};
+use slurmscale_sim::formats::Format;
 
 /// `slurmscale --version`: the release and the git commit it was built from (build.rs).
 pub const VERSION: &str = concat!(
@@ -624,7 +624,7 @@ pub struct SimulateArgs {
     /// The moment of the pod log (seconds or an offset such as 100d from its start) laid on
     /// the start of the job replay (default: its first pod).
     #[arg(long)]
-    pub pods_from: Option<slurmscale_autoscaler::simulate::trace::When>,
+    pub pods_from: Option<slurmscale_sim::trace::When>,
     /// Replay each pod this many times (a fraction thins the log), to load the pool's
     /// Kubernetes side as a site's would be.
     #[arg(long, default_value_t = 1.0)]
@@ -638,10 +638,10 @@ pub struct SimulateArgs {
     pub autoscaler: Option<PathBuf>,
     /// Replay jobs submitted from this date (2012-03-08[T06:00:00], UTC) or offset (30d).
     #[arg(long)]
-    pub from: Option<slurmscale_autoscaler::simulate::trace::When>,
+    pub from: Option<slurmscale_sim::trace::When>,
     /// ... and before this date or offset from the first job.
     #[arg(long)]
-    pub until: Option<slurmscale_autoscaler::simulate::trace::When>,
+    pub until: Option<slurmscale_sim::trace::When>,
     /// At most this many jobs.
     #[arg(long)]
     pub limit_jobs: Option<usize>,
@@ -659,7 +659,7 @@ pub struct SimulateArgs {
     pub keda_threshold: f64,
     /// `keda`, `keda-desired`: the HPA's scale-up tolerance (`behavior.scaleUp.tolerance`,
     /// Kubernetes 1.33 on; `examples/keda` sets 0). The default is the HPA's fixed 10 %.
-    #[arg(long, default_value_t = slurmscale_autoscaler::simulate::rivals::TOLERANCE)]
+    #[arg(long, default_value_t = slurmscale_sim::rivals::TOLERANCE)]
     pub keda_up_tolerance: f64,
     /// `power-save`: Slurm's SuspendTime.
     #[arg(long, default_value = "600s", value_parser = duration)]

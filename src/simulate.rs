@@ -10,15 +10,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use slurmscale_autoscaler::crd::NodeSetAutoscaler;
-use slurmscale_autoscaler::simulate::formats;
-use slurmscale_autoscaler::simulate::trace::TraceJob;
-use slurmscale_autoscaler::simulate::trace::{self, NodeShape, Parsed, Slice};
-use slurmscale_autoscaler::simulate::{self, Options, Policy, report};
+use slurmscale_sim::formats;
+use slurmscale_sim::trace::TraceJob;
+use slurmscale_sim::trace::{self, NodeShape, Parsed, Slice};
+use slurmscale_sim::{self as simulate, Options, Policy, report};
 
 use crate::cli::{PodFormatArg, SimulateArgs};
-use crate::demo::sim::{BOOT_SECONDS, BURST_MAX, BURST_NODE};
-use crate::demo::workload::{Part, Workload};
-use slurmscale_autoscaler::simulate::pods::{self, Alignment, PodFormat, PodRequest};
+use slurmscale_sim::demo::{BOOT_SECONDS, BURST_MAX, BURST_NODE};
+use slurmscale_sim::pods::{self, Alignment, PodFormat, PodRequest};
+use slurmscale_sim::workload::{Part, Workload};
 
 /// The key of lines passed over with --skip-bad-lines in the JSON rows' `not_replayed`.
 const MALFORMED: &str = "malformed line (--skip-bad-lines)";
@@ -452,7 +452,7 @@ fn pods_input(
 /// `--pods`: the job log and a pod log on one pool shared by Slurm and Kubernetes, under
 /// each way of sharing it.
 fn run_shared(args: SimulateArgs) -> Result<()> {
-    use slurmscale_autoscaler::simulate::{shared, shared_report};
+    use slurmscale_sim::{shared, shared_report};
 
     let policies: Vec<String> = if args.policies.is_empty() {
         shared::POLICIES.iter().map(|p| p.to_string()).collect()

@@ -23,9 +23,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use slurmscale_autoscaler::simulate::formats::{self, Format};
-use slurmscale_autoscaler::simulate::trace::{NodeShape, Request, TraceJob};
-use slurmscale_autoscaler::simulate::{Options, Policy, run_policy};
+use slurmscale_sim::formats::{self, Format};
+use slurmscale_sim::trace::{NodeShape, Request, TraceJob};
+use slurmscale_sim::{Options, Policy, run_policy};
 use support::SlurmCluster;
 
 /// The slice: 100 consecutive CEA Curie jobs that fit eight 4-CPU nodes (the harness's

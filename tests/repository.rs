@@ -164,3 +164,140 @@ fn the_metrics_reference_lists_every_family_the_code_renders_and_no_other() {
         "in docs/metrics.md but rendered nowhere: {extra:?}"
     );
 }
+
+/// Where a path of ARCHITECTURE.md lives: a crate's source folder by its first segment.
+fn crate_dir(first: &str) -> Option<&'static str> {
+    Some(match first {
+        "slurm" | "model" | "collect" | "snapshot" | "signals" | "k8s" | "metrics" | "server"
+        | "config" | "histogram" | "quantity" | "web" => "exporter/src",
+        "controller" | "actuator" | "slurm_nodes" | "pool" | "fakes" | "leader" | "crd"
+        | "plan" | "policy" | "colocation" | "slurm_planned" | "records" => "autoscaler/src",
+        "cluster" | "view" | "kube" | "trace" | "formats" | "swf" | "sacct" | "pods"
+        | "workload" | "shared" | "shared_report" | "report" | "svg" | "rivals" | "builtin"
+        | "demo" => "sim/src",
+        _ => return None,
+    })
+}
+
+/// The source of module `dir/name`, if it is one.
+fn module_file(dir: &Path, name: &str) -> Option<PathBuf> {
+    [
+        dir.join(format!("{name}.rs")),
+        dir.join(name).join("mod.rs"),
+    ]
+    .into_iter()
+    .find(|p| p.is_file())
+}
+
+/// Whether `item` is declared in `file` (or in a file of its folder: a `mod.rs`'s children).
+fn declares(file: &Path, item: &str) -> bool {
+    let kinds = [
+        "fn", "struct", "enum", "trait", "type", "const", "static", "mod",
+    ];
+    let mut sources = vec![file.to_path_buf()];
+    if file.ends_with("mod.rs") || file.ends_with("lib.rs") {
+        files(file.parent().unwrap(), &mut sources);
+    }
+    sources.iter().any(|f| {
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        kinds.iter().any(|k| {
+            text.contains(&format!("{k} {item}(")) || text.contains(&format!("{k} {item}<"))
+                || text.contains(&format!("{k} {item} "))
+                || text.contains(&format!("{k} {item}:"))
+                || text.contains(&format!("{k} {item};"))
+        }) || text.contains(&format!("    {item},")) // an enum variant
+            || text.contains(&format!("    {item}("))
+            || text.contains(&format!("    {item} {{"))
+    })
+}
+
+/// Resolves `a::b::C` from a crate's source folder: modules, then at most two items (a type
+/// and its method or variant).
+fn resolves(path: &str) -> bool {
+    let segments: Vec<&str> = path.split("::").collect();
+    let Some(dir) = crate_dir(segments[0]) else {
+        return true; // not one of ours (std, kube, …)
+    };
+    let mut dir = root().join(dir);
+    let mut file = None;
+    for (i, s) in segments.iter().enumerate() {
+        if let Some(f) = module_file(&dir, s) {
+            dir = f.parent().unwrap().join(s);
+            file = Some(f);
+            continue;
+        }
+        let Some(f) = &file else { return false };
+        // The rest are items: the first declared in the module, a second (a method or a
+        // variant) anywhere in the same file.
+        let rest = &segments[i..];
+        return rest.len() <= 2
+            && declares(f, rest[0])
+            && rest.get(1).is_none_or(|m| declares(f, m));
+    }
+    true
+}
+
+/// ARCHITECTURE.md is a map a newcomer follows: every file, folder and module path it names
+/// exists, and every item it names is declared where it says.
+#[test]
+fn every_path_the_architecture_page_names_exists() {
+    let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let mut missing = Vec::new();
+    for (i, part) in text.split('`').enumerate() {
+        if i % 2 == 0 {
+            continue; // outside backticks
+        }
+        let word = part.trim();
+        if word.contains(' ') || word.is_empty() {
+            continue;
+        }
+        if word.contains("::") {
+            let path = word.trim_end_matches("()");
+            if !resolves(path) {
+                missing.push(word.to_string());
+            }
+        } else if (word.ends_with(".rs") || word.ends_with('/') || word.ends_with(".md"))
+            && word.contains('/')
+            && !word.starts_with('/') // a REST path
+            && !word.contains('*')
+            && !word.contains("NN")
+            // From the repository's root, or from a crate's sources.
+            && !["", "exporter/src/", "autoscaler/src/", "sim/src/", "src/"]
+                .iter()
+                .any(|dir| root().join(dir).join(word).exists())
+        {
+            missing.push(word.to_string());
+        }
+    }
+    // The file names of the code block ("Rooms") are relative to their folder: check those too.
+    let rooms = text
+        .split("## Rooms")
+        .nth(1)
+        .and_then(|t| t.split("```").nth(1))
+        .expect("ARCHITECTURE.md has a Rooms block");
+    let mut parent = String::new();
+    for line in rooms.lines() {
+        let top = !line.starts_with(' ');
+        let first = line.split_whitespace().next().unwrap_or("");
+        if top && first.ends_with('/') && !first.contains('*') {
+            parent = first.to_string();
+            if !root().join(first).is_dir() {
+                missing.push(first.to_string());
+            }
+        } else if line.starts_with("  ") && !line.starts_with("   ") {
+            let name = first.trim_end_matches(',');
+            let path = if parent == "sim/" || parent == "exporter/" || parent == "autoscaler/" {
+                format!("{parent}src/{name}")
+            } else {
+                format!("{parent}{name}")
+            };
+            if (name.ends_with(".rs") || name.ends_with('/')) && !root().join(&path).exists() {
+                missing.push(path);
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md names what is not there: {missing:?}"
+    );
+}

@@ -32,25 +32,6 @@ pub enum Error {
 
     #[error(transparent)]
     Exporter(#[from] slurmscale_exporter::Error),
-
-    #[error("{}: {source}", path.display())]
-    Io {
-        path: std::path::PathBuf,
-        source: std::io::Error,
-    },
-
-    /// A trace line `simulate` cannot read: the file, the 1-based line and the field.
-    #[error("{}:{line}: {field}: {message}", file.display())]
-    Trace {
-        file: std::path::PathBuf,
-        line: usize,
-        field: &'static str,
-        message: String,
-    },
-
-    /// A simulation that cannot run as asked (an empty trace, a bad option).
-    #[error("simulate: {0}")]
-    Simulate(String),
 }
 
 impl Error {
@@ -72,8 +53,6 @@ impl Error {
             Self::UnknownCluster(_) => "config",
             Self::NoSlurm(_) => "slurm",
             Self::Exporter(e) => e.kind(),
-            Self::Io { .. } => "io",
-            Self::Trace { .. } | Self::Simulate(_) => "input",
         }
     }
 

@@ -2,9 +2,9 @@
 //! planners ([`policy`], [`colocation`] and [`slurm_planned`]) and the
 //! [`plan`] they return, the [`controller`]
 //! loop, the seam it acts and reads through ([`actuator`], [`slurm_nodes`], [`pool`], and
-//! their in-memory [`fakes`]), [`leader`] election, the autoscaler's [`metrics`] and the
-//! trace replay ([`simulate`]). [`run`] wires them together as `slurmscale autoscaler` runs
-//! them.
+//! their in-memory [`fakes`]), [`leader`] election and the autoscaler's [`metrics`]: what
+//! runs in production. [`run`] wires them together as `slurmscale autoscaler` runs them. (The
+//! simulated world the replays and the demo run this controller in is `slurmscale-sim`.)
 
 pub mod actuator;
 pub mod colocation;
@@ -18,7 +18,6 @@ pub mod plan;
 pub mod policy;
 pub mod pool;
 pub mod records;
-pub mod simulate;
 pub mod slurm_nodes;
 pub mod slurm_planned;
 

@@ -9,9 +9,7 @@
 //! same code a real deployment serves. No cluster, no root, no network beyond the 127.0.0.1
 //! listener.
 
-pub mod sim;
 mod summary;
-pub mod workload;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -21,16 +19,18 @@ use anyhow::Result;
 use slurmscale_autoscaler::crd::NodeSetAutoscaler;
 use slurmscale_autoscaler::fakes::{FakeTarget, OnFake, World, Write};
 use slurmscale_autoscaler::metrics as autoscaler_metrics;
-use slurmscale_autoscaler::simulate::view::{POLL, replay_config};
 use slurmscale_exporter::k8s::watch::KubeSnapshot;
 use slurmscale_exporter::metrics::{MetricsOptions, PageInput, render};
 use slurmscale_exporter::server::{self, AppState, Page};
 use slurmscale_exporter::signals::{ShapeHints, partition_signals, stale_after};
 use slurmscale_exporter::snapshot::ClusterSnapshot;
+use slurmscale_sim::view::{POLL, replay_config};
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::DemoArgs;
-use sim::{BURST, BURST_MAX, CLUSTER, NAMESPACE, POOL, POOL_NODES, Simulation, selector};
+use slurmscale_sim::demo::{
+    BURST, BURST_MAX, CLUSTER, NAMESPACE, POOL, POOL_NODES, Simulation, selector,
+};
 pub use summary::Moves;
 
 /// The autoscalers the demo plays, with windows short enough to watch (a real one would

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::sim::{BURST, POOL, Simulation};
+use slurmscale_sim::demo::{BURST, POOL, Simulation};
 
 /// The controller's Events, counted by autoscaler and reason.
 #[derive(Clone, Debug, Default)]

@@ -46,8 +46,8 @@ use crate::pool::{KubePool, PoolReader};
 use crate::slurm_nodes::{SlurmNodeWriters, SlurmNodes};
 
 pub use act::{Mode, Outcome};
-pub use observe::{Observation, PoolView};
-pub use plan::{Inputs, Policy};
+pub use observe::{Inputs, Observation, PoolView};
+pub use plan::Policy;
 
 /// Where "now" comes from: the wall clock, or a simulation's.
 pub type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;

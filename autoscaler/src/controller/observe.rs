@@ -18,7 +18,6 @@ use slurmscale_exporter::slurm::ApiVersion;
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
 use super::Controller;
-use super::plan::Inputs;
 use crate::actuator::{Kubernetes, Target};
 use crate::colocation::{self, PendingPod, PoolNode, SlurmNode};
 use crate::crd::{ColocationSpec, NodeSetAutoscaler, NodeSetAutoscalerSpec};
@@ -66,6 +65,19 @@ pub struct PlannedView {
     pub never_suspends: Option<String>,
     /// Which configuration slurmctld runs on (`/diag`: moves when it reloads).
     pub config_generation: Option<(i64, u64)>,
+}
+
+/// What a policy reads.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Inputs<'a> {
+    /// Jobs needing more nodes than this are unsatisfiable, not demand.
+    pub max_nodes: Option<u64>,
+    /// Only the first partition counts.
+    pub one_partition: bool,
+    /// The colocated pool to read: its ledger, nodes and the pods that want room.
+    pub pool: Option<&'a ColocationSpec>,
+    /// Each ordinal's node record and pod (slurm-planned).
+    pub ordinals: bool,
 }
 
 /// The node records of the target's pods, as slurmctld has them.

@@ -6,11 +6,11 @@
 
 use std::time::SystemTime;
 
-use super::observe::RecordsView;
+use super::observe::{Inputs, RecordsView};
 use super::{Observation, Outcome};
 use crate::actuator::Target;
 use crate::colocation::{self, ColocationBounds, ColocationHistory};
-use crate::crd::{ColocationSpec, NodeSetAutoscalerSpec, ScalingMode};
+use crate::crd::{NodeSetAutoscalerSpec, ScalingMode};
 use crate::plan::{Plan, Reason};
 use crate::policy::{self, Bounds, History};
 use crate::records::{self, Record};
@@ -29,19 +29,6 @@ pub trait Policy: Send {
     fn planned(&mut self, _spec: &NodeSetAutoscalerSpec, _plan: &Plan, _now: SystemTime) {}
     /// Once a plan was carried out (not by a standby, not in a dry run).
     fn acted(&mut self, _plan: &Plan, _outcome: &Outcome, _now: SystemTime) {}
-}
-
-/// What a policy reads.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Inputs<'a> {
-    /// Jobs needing more nodes than this are unsatisfiable, not demand.
-    pub max_nodes: Option<u64>,
-    /// Only the first partition counts.
-    pub one_partition: bool,
-    /// The colocated pool to read: its ledger, nodes and the pods that want room.
-    pub pool: Option<&'a ColocationSpec>,
-    /// Each ordinal's node record and pod (slurm-planned).
-    pub ordinals: bool,
 }
 
 /// The policy `spec` asks for. `current` carries on (with its memory) while the spec asks

@@ -27,7 +27,7 @@
 //! is not repeated for `d × (1/budget − 1)`, so slurmrestd spends at most `budget` of its
 //! time on each kind of request we make.
 //!
-//! The requests go through [`JobSource`] ([`Rest`] in production), so the decisions are
+//! The requests go through [`JobSource`] ([`Rest`](super::source::Rest) in production), so the decisions are
 //! unit-tested against a slurmctld in memory (`tests` below).
 
 use std::collections::BTreeSet;
@@ -36,15 +36,14 @@ use std::time::{Duration, Instant, SystemTime};
 use tracing::{debug, info, warn};
 
 use super::pace::{Budget, Pace};
+use super::source::JobSource;
 use super::sweep::{self, Sweep};
 use crate::error::Result;
 use crate::model::job_table::{JobTable, StateEntry};
 use crate::model::origin::OriginRules;
 use crate::model::{Diag, Jobs, Uncertainty};
-use crate::slurm::fetch::{self, Outcome};
-use crate::slurm::{ApiVersion, SlurmClient};
+use crate::slurm::fetch::Outcome;
 use crate::snapshot::{Accounting, JobListRead, JobsEffort};
-use std::future::Future;
 
 /// However quiet the counters, read the whole list this often when the budget allows
 /// (a 304 when nothing changed): holds, releases and updates of pending jobs move no
@@ -144,78 +143,6 @@ pub enum Synced {
     /// Nothing could be confirmed this time (no counters, and a full `/jobs` must wait its
     /// turn): the data ages.
     Waiting,
-}
-
-/// What the tracker asks slurmrestd: the seam between its decisions and the requests, which
-/// its unit tests fill with a slurmctld in memory.
-pub trait JobSource: Sync {
-    /// Whether `/jobs/state/` exists (v0.0.40 on).
-    fn has_job_states(&self) -> bool;
-    /// `/job/{id}`: the job (an array with its split tasks), `None` when slurmctld does not
-    /// know the id.
-    fn job(&self, id: u64) -> impl Future<Output = Result<Option<JobTable>>> + Send;
-    /// Whether `/jobs/state/` answers for the jobs named by id only (v0.0.42 on).
-    fn filters_job_states(&self) -> bool;
-    /// [`Self::job`] while the list is read id by id (not held to the default rate limit).
-    fn job_reading_through(&self, id: u64)
-    -> impl Future<Output = Result<Option<JobTable>>> + Send;
-    /// The records slurmdbd has of `ids`, with their states (`/slurmdb/…/jobs?step=…`).
-    fn accounted(&self, ids: &[u64]) -> impl Future<Output = Result<Vec<StateEntry>>> + Send;
-    /// `/jobs/state/` of `only` these jobs (all when empty); `None` without the endpoint.
-    fn job_states(
-        &self,
-        only: &[u64],
-    ) -> impl Future<Output = Result<Option<Vec<StateEntry>>>> + Send;
-    /// The whole `/jobs`, or unchanged since `since` (unix seconds).
-    fn job_table(
-        &self,
-        since: Option<i64>,
-    ) -> impl Future<Output = Result<Outcome<JobTable>>> + Send;
-}
-
-/// slurmrestd at one API version.
-pub struct Rest<'a> {
-    pub client: &'a SlurmClient,
-    pub version: ApiVersion,
-}
-
-impl JobSource for Rest<'_> {
-    fn has_job_states(&self) -> bool {
-        self.version.has_job_states()
-    }
-
-    fn job(&self, id: u64) -> impl Future<Output = Result<Option<JobTable>>> + Send {
-        fetch::job(self.client, self.version, id)
-    }
-
-    fn filters_job_states(&self) -> bool {
-        self.version.filters_job_states()
-    }
-
-    fn job_reading_through(
-        &self,
-        id: u64,
-    ) -> impl Future<Output = Result<Option<JobTable>>> + Send {
-        fetch::job_reading_through(self.client, self.version, id)
-    }
-
-    fn accounted(&self, ids: &[u64]) -> impl Future<Output = Result<Vec<StateEntry>>> + Send {
-        fetch::accounted(self.client, self.version, ids)
-    }
-
-    fn job_states(
-        &self,
-        only: &[u64],
-    ) -> impl Future<Output = Result<Option<Vec<StateEntry>>>> + Send {
-        fetch::job_states(self.client, self.version, only)
-    }
-
-    fn job_table(
-        &self,
-        since: Option<i64>,
-    ) -> impl Future<Output = Result<Outcome<JobTable>>> + Send {
-        fetch::job_table(self.client, self.version, since)
-    }
 }
 
 pub struct JobTracker {

@@ -16,6 +16,7 @@
 
 pub mod jobs;
 pub mod pace;
+pub mod source;
 mod sweep;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -313,7 +314,7 @@ impl Poller {
                         Ok(Outcome::Fresh { data, .. }) => Some(data),
                         _ => None,
                     };
-                    let rest = jobs::Rest {
+                    let rest = source::Rest {
                         client: &client,
                         version,
                     };

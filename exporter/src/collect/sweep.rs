@@ -29,7 +29,7 @@ use std::time::Instant;
 
 use tracing::debug;
 
-use super::jobs::JobSource;
+use super::source::JobSource;
 use crate::error::Result;
 use crate::model::JobState;
 use crate::model::job_table::{JobTable, StateEntry};

@@ -139,3 +139,85 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures;
+
+    /// The family alone on the fixture cluster (`metrics::fixtures`), line by line.
+    #[test]
+    fn renders_the_fixture_cluster() {
+        fixtures::assert_text(
+            &fixtures::render(super::collect),
+            r#"
+            # HELP slurm_partition_demand_jobs Pending job-equivalents in the partition (array tasks counted) by class: schedulable, held, waiting (dependency, begin time, limits), throttled (array tasks beyond the array's %N throttle).
+            # TYPE slurm_partition_demand_jobs gauge
+            slurm_partition_demand_jobs{cluster="fixture",partition="cpu",class="schedulable"} 1
+            slurm_partition_demand_jobs{cluster="fixture",partition="cpu",class="held"} 1
+            slurm_partition_demand_jobs{cluster="fixture",partition="cpu",class="waiting"} 0
+            slurm_partition_demand_jobs{cluster="fixture",partition="cpu",class="throttled"} 0
+            slurm_partition_demand_jobs{cluster="fixture",partition="gpu",class="schedulable"} 3
+            slurm_partition_demand_jobs{cluster="fixture",partition="gpu",class="held"} 0
+            slurm_partition_demand_jobs{cluster="fixture",partition="gpu",class="waiting"} 0
+            slurm_partition_demand_jobs{cluster="fixture",partition="gpu",class="throttled"} 0
+            # HELP slurm_partition_demand_nodes Nodes beyond the busy ones the partition's schedulable pending jobs need, packed: idle nodes they would take plus new nodes of the partition's shape (64 one-CPU jobs on 32-CPU nodes: 2).
+            # TYPE slurm_partition_demand_nodes gauge
+            slurm_partition_demand_nodes{cluster="fixture",partition="cpu"} 2
+            slurm_partition_demand_nodes{cluster="fixture",partition="gpu"} 1
+            # HELP slurm_partition_demand_job_nodes Nodes the partition's schedulable pending jobs ask for, one per job node and unpacked (a 3-node job counts 3, 64 one-CPU jobs count 64).
+            # TYPE slurm_partition_demand_job_nodes gauge
+            slurm_partition_demand_job_nodes{cluster="fixture",partition="cpu"} 2
+            slurm_partition_demand_job_nodes{cluster="fixture",partition="gpu"} 3
+            # HELP slurm_partition_demand_cpus CPUs the partition's schedulable pending jobs need.
+            # TYPE slurm_partition_demand_cpus gauge
+            slurm_partition_demand_cpus{cluster="fixture",partition="cpu"} 16
+            slurm_partition_demand_cpus{cluster="fixture",partition="gpu"} 12
+            # HELP slurm_partition_demand_gpus GPUs the partition's schedulable pending jobs need.
+            # TYPE slurm_partition_demand_gpus gauge
+            slurm_partition_demand_gpus{cluster="fixture",partition="cpu"} 0
+            slurm_partition_demand_gpus{cluster="fixture",partition="gpu"} 3
+            # HELP slurm_partition_demand_memory_bytes Memory the partition's schedulable pending jobs need.
+            # TYPE slurm_partition_demand_memory_bytes gauge
+            slurm_partition_demand_memory_bytes{cluster="fixture",partition="cpu"} 8388608000
+            slurm_partition_demand_memory_bytes{cluster="fixture",partition="gpu"} 6291456000
+            # HELP slurm_partition_demand_max_job_nodes Nodes the largest schedulable pending job of the partition needs at once.
+            # TYPE slurm_partition_demand_max_job_nodes gauge
+            slurm_partition_demand_max_job_nodes{cluster="fixture",partition="cpu"} 2
+            slurm_partition_demand_max_job_nodes{cluster="fixture",partition="gpu"} 1
+            # HELP slurm_partition_demand_unsatisfiable_jobs Schedulable pending jobs asking for more nodes than the partition can ever give (not counted as demand).
+            # TYPE slurm_partition_demand_unsatisfiable_jobs gauge
+            slurm_partition_demand_unsatisfiable_jobs{cluster="fixture",partition="cpu"} 0
+            slurm_partition_demand_unsatisfiable_jobs{cluster="fixture",partition="gpu"} 0
+            # HELP slurm_partition_demand_oldest_job_age_seconds Age of the oldest schedulable pending job of the partition when the data was collected.
+            # TYPE slurm_partition_demand_oldest_job_age_seconds gauge
+            slurm_partition_demand_oldest_job_age_seconds{cluster="fixture",partition="cpu"} 600
+            slurm_partition_demand_oldest_job_age_seconds{cluster="fixture",partition="gpu"} 200
+            # HELP slurm_partition_origin_demand_jobs Schedulable pending job-equivalents of the partition by origin: batch, or kubernetes (placeholders pods are scheduled through, e.g. Slinky's slurm-bridge).
+            # TYPE slurm_partition_origin_demand_jobs gauge
+            slurm_partition_origin_demand_jobs{cluster="fixture",partition="cpu",origin="batch"} 1
+            slurm_partition_origin_demand_jobs{cluster="fixture",partition="cpu",origin="kubernetes"} 0
+            slurm_partition_origin_demand_jobs{cluster="fixture",partition="gpu",origin="batch"} 3
+            slurm_partition_origin_demand_jobs{cluster="fixture",partition="gpu",origin="kubernetes"} 0
+            # HELP slurm_partition_origin_demand_nodes Nodes the partition's schedulable pending jobs of one origin would need alone, packed as slurm_partition_demand_nodes.
+            # TYPE slurm_partition_origin_demand_nodes gauge
+            slurm_partition_origin_demand_nodes{cluster="fixture",partition="cpu",origin="batch"} 2
+            slurm_partition_origin_demand_nodes{cluster="fixture",partition="cpu",origin="kubernetes"} 0
+            slurm_partition_origin_demand_nodes{cluster="fixture",partition="gpu",origin="batch"} 1
+            slurm_partition_origin_demand_nodes{cluster="fixture",partition="gpu",origin="kubernetes"} 0
+            # HELP slurm_partition_origin_demand_cpus CPUs the partition's schedulable pending jobs of one origin need.
+            # TYPE slurm_partition_origin_demand_cpus gauge
+            slurm_partition_origin_demand_cpus{cluster="fixture",partition="cpu",origin="batch"} 16
+            slurm_partition_origin_demand_cpus{cluster="fixture",partition="cpu",origin="kubernetes"} 0
+            slurm_partition_origin_demand_cpus{cluster="fixture",partition="gpu",origin="batch"} 12
+            slurm_partition_origin_demand_cpus{cluster="fixture",partition="gpu",origin="kubernetes"} 0
+            # HELP slurm_partition_origin_demand_gpus GPUs the partition's schedulable pending jobs of one origin need.
+            # TYPE slurm_partition_origin_demand_gpus gauge
+            slurm_partition_origin_demand_gpus{cluster="fixture",partition="cpu",origin="batch"} 0
+            slurm_partition_origin_demand_gpus{cluster="fixture",partition="cpu",origin="kubernetes"} 0
+            slurm_partition_origin_demand_gpus{cluster="fixture",partition="gpu",origin="batch"} 3
+            slurm_partition_origin_demand_gpus{cluster="fixture",partition="gpu",origin="kubernetes"} 0
+            
+            "#,
+        );
+    }
+}

@@ -193,3 +193,104 @@ pub fn ages(out: &mut Out, s: &ClusterSnapshot, now: SystemTime) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures;
+
+    /// The scrape-time ages a minute after the fixture's answers were taken.
+    #[test]
+    fn renders_the_ages_at_scrape_time() {
+        let mut out = super::super::Out::new();
+        let s = fixtures::snapshot();
+        out.set_cluster(&s.cluster);
+        super::ages(&mut out, &s, fixtures::now());
+        fixtures::assert_text(
+            &out.encode(),
+            r#"
+            # HELP slurm_exporter_snapshot_age_seconds Seconds since the cluster's last collection cycle finished.
+            # TYPE slurm_exporter_snapshot_age_seconds gauge
+            slurm_exporter_snapshot_age_seconds{cluster="fixture"} 60
+            # HELP slurm_exporter_endpoint_data_age_seconds Seconds since the endpoint's served data was last confirmed by slurmrestd.
+            # TYPE slurm_exporter_endpoint_data_age_seconds gauge
+            slurm_exporter_endpoint_data_age_seconds{cluster="fixture",endpoint="ping"} 60
+            slurm_exporter_endpoint_data_age_seconds{cluster="fixture",endpoint="diag"} 60
+            slurm_exporter_endpoint_data_age_seconds{cluster="fixture",endpoint="jobs"} 60
+            slurm_exporter_endpoint_data_age_seconds{cluster="fixture",endpoint="nodes"} 60
+            slurm_exporter_endpoint_data_age_seconds{cluster="fixture",endpoint="partitions"} 60
+            
+            "#,
+        );
+    }
+
+    /// The family alone on the fixture cluster (`metrics::fixtures`), line by line.
+    #[test]
+    fn renders_the_fixture_cluster() {
+        fixtures::assert_text(
+            &fixtures::render(super::collect),
+            r#"
+            # HELP slurm_exporter_up 1 when the last collection got good answers from every endpoint and slurmctld answered ping.
+            # TYPE slurm_exporter_up gauge
+            slurm_exporter_up{cluster="fixture"} 1
+            # HELP slurm_exporter_collections_total Collection cycles run against this cluster.
+            # TYPE slurm_exporter_collections_total counter
+            slurm_exporter_collections_total{cluster="fixture"} 1
+            # HELP slurm_exporter_collection_duration_seconds Wall time of the last collection cycle (all endpoints fetched concurrently).
+            # TYPE slurm_exporter_collection_duration_seconds gauge
+            slurm_exporter_collection_duration_seconds{cluster="fixture"} 0.02
+            # HELP slurm_exporter_last_collection_timestamp_seconds When the last collection cycle finished.
+            # TYPE slurm_exporter_last_collection_timestamp_seconds gauge
+            slurm_exporter_last_collection_timestamp_seconds{cluster="fixture"} 1800000000
+            # HELP slurm_exporter_api_info The slurmrestd API version in use and the Slurm release it reports.
+            # TYPE slurm_exporter_api_info gauge
+            slurm_exporter_api_info{cluster="fixture",version="v0.0.42",release="24.11.5"} 1
+            # HELP slurm_exporter_endpoint_up 1 when the endpoint's last answer was good (2xx and no errors[]); 0 means its last good data is being served.
+            # TYPE slurm_exporter_endpoint_up gauge
+            slurm_exporter_endpoint_up{cluster="fixture",endpoint="ping"} 1
+            slurm_exporter_endpoint_up{cluster="fixture",endpoint="diag"} 1
+            slurm_exporter_endpoint_up{cluster="fixture",endpoint="jobs"} 1
+            slurm_exporter_endpoint_up{cluster="fixture",endpoint="nodes"} 1
+            slurm_exporter_endpoint_up{cluster="fixture",endpoint="partitions"} 1
+            # HELP slurm_exporter_endpoint_last_success_timestamp_seconds When the endpoint last gave a good answer (a 304 counts: the data was confirmed).
+            # TYPE slurm_exporter_endpoint_last_success_timestamp_seconds gauge
+            slurm_exporter_endpoint_last_success_timestamp_seconds{cluster="fixture",endpoint="ping"} 1800000000
+            slurm_exporter_endpoint_last_success_timestamp_seconds{cluster="fixture",endpoint="diag"} 1800000000
+            slurm_exporter_endpoint_last_success_timestamp_seconds{cluster="fixture",endpoint="jobs"} 1800000000
+            slurm_exporter_endpoint_last_success_timestamp_seconds{cluster="fixture",endpoint="nodes"} 1800000000
+            slurm_exporter_endpoint_last_success_timestamp_seconds{cluster="fixture",endpoint="partitions"} 1800000000
+            # HELP slurm_exporter_endpoint_duration_seconds Time the endpoint's last request took, decoding included.
+            # TYPE slurm_exporter_endpoint_duration_seconds gauge
+            slurm_exporter_endpoint_duration_seconds{cluster="fixture",endpoint="ping"} 0.02
+            slurm_exporter_endpoint_duration_seconds{cluster="fixture",endpoint="diag"} 0.02
+            slurm_exporter_endpoint_duration_seconds{cluster="fixture",endpoint="jobs"} 0.02
+            slurm_exporter_endpoint_duration_seconds{cluster="fixture",endpoint="nodes"} 0.02
+            slurm_exporter_endpoint_duration_seconds{cluster="fixture",endpoint="partitions"} 0.02
+            # HELP slurm_exporter_job_list_requests_total Requests made to keep the job list current: full /jobs, /jobs/state/, single /job/{id} reads, and slurmdbd's /slurmdb/.../jobs by id (where the ids of a list too long for one answer are).
+            # TYPE slurm_exporter_job_list_requests_total counter
+            slurm_exporter_job_list_requests_total{cluster="fixture",request="full"} 0
+            slurm_exporter_job_list_requests_total{cluster="fixture",request="states"} 0
+            slurm_exporter_job_list_requests_total{cluster="fixture",request="single"} 0
+            slurm_exporter_job_list_requests_total{cluster="fixture",request="accounting"} 0
+            # HELP slurm_exporter_job_list_info How the job list is read: whole (/jobs, kept current between reads) or id by id (above --request-max-jobs live jobs; slurmdbd's accounting, or without it /jobs/state/, says where the ids are); and what accounting showed when a long list needed it (unknown: never needed; not_served: slurmrestd runs without its slurmdbd plugin; failing: slurmdbd did not answer).
+            # TYPE slurm_exporter_job_list_info gauge
+            slurm_exporter_job_list_info{cluster="fixture",read="whole",accounting="unknown"} 1
+            # HELP slurm_exporter_jobs_maybe_started Pending jobs in the list that may have started or left since it was last exact (demand is then a range; the autoscaler scales up to its low end and never down).
+            # TYPE slurm_exporter_jobs_maybe_started gauge
+            slurm_exporter_jobs_maybe_started{cluster="fixture"} 0
+            # HELP slurm_exporter_jobs_unread While a job list too long for one answer is read id by id: live jobs slurmctld counts that the list has not read yet (0 once complete).
+            # TYPE slurm_exporter_jobs_unread gauge
+            slurm_exporter_jobs_unread{cluster="fixture"} 0
+            # HELP slurm_exporter_jobs_unlisted_new 1 while new jobs may exist that the list lacks (no scale-down until they are read).
+            # TYPE slurm_exporter_jobs_unlisted_new gauge
+            slurm_exporter_jobs_unlisted_new{cluster="fixture"} 0
+            # HELP slurm_controller_up 1 when this slurmctld answered slurmrestd's latest ping, 0 when it did not; absent while slurmrestd itself does not answer (slurm_exporter_endpoint_up{endpoint="ping"} is 0).
+            # TYPE slurm_controller_up gauge
+            slurm_controller_up{cluster="fixture",controller="ctl",mode="primary"} 1
+            # HELP slurm_controller_ping_seconds Round trip of slurmrestd's ping to this slurmctld.
+            # TYPE slurm_controller_ping_seconds gauge
+            slurm_controller_ping_seconds{cluster="fixture",controller="ctl",mode="primary"} 0.0015
+            
+            "#,
+        );
+    }
+}

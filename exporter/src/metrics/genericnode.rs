@@ -169,3 +169,83 @@ pub fn collect(
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures;
+
+    /// The family alone on the fixture cluster (`metrics::fixtures`), line by line.
+    #[test]
+    fn renders_the_fixture_cluster() {
+        fixtures::assert_text(
+            &fixtures::render_kube(super::collect),
+            r#"
+            # HELP slurm_genericnode_info A GenericNode: the Kubernetes node and its Slurm node name (alias).
+            # TYPE slurm_genericnode_info gauge
+            slurm_genericnode_info{cluster="fixture",node="node-c1",alias="c1"} 1
+            slurm_genericnode_info{cluster="fixture",node="node-c2",alias="c2"} 1
+            # HELP slurm_genericnode_cpu_allocated_cores CPU cores of the node held by each scheduler, from the GenericNode ledger.
+            # TYPE slurm_genericnode_cpu_allocated_cores gauge
+            slurm_genericnode_cpu_allocated_cores{cluster="fixture",node="node-c1",alias="c1",owner="slurm"} 8
+            slurm_genericnode_cpu_allocated_cores{cluster="fixture",node="node-c1",alias="c1",owner="kubernetes"} 0
+            slurm_genericnode_cpu_allocated_cores{cluster="fixture",node="node-c2",alias="c2",owner="slurm"} 4
+            slurm_genericnode_cpu_allocated_cores{cluster="fixture",node="node-c2",alias="c2",owner="kubernetes"} 4
+            # HELP slurm_genericnode_cpu_capacity_cores Allocatable CPU cores of the Kubernetes node.
+            # TYPE slurm_genericnode_cpu_capacity_cores gauge
+            slurm_genericnode_cpu_capacity_cores{cluster="fixture",node="node-c1",alias="c1"} 8
+            slurm_genericnode_cpu_capacity_cores{cluster="fixture",node="node-c2",alias="c2"} 8
+            # HELP slurm_genericnode_cpu_free_cores CPU cores of the node held by neither scheduler.
+            # TYPE slurm_genericnode_cpu_free_cores gauge
+            slurm_genericnode_cpu_free_cores{cluster="fixture",node="node-c1",alias="c1"} 0
+            slurm_genericnode_cpu_free_cores{cluster="fixture",node="node-c2",alias="c2"} 0
+            # HELP slurm_genericnode_memory_allocated_bytes Memory of the node held by each scheduler, from the GenericNode ledger.
+            # TYPE slurm_genericnode_memory_allocated_bytes gauge
+            slurm_genericnode_memory_allocated_bytes{cluster="fixture",node="node-c1",alias="c1",owner="slurm"} 0
+            slurm_genericnode_memory_allocated_bytes{cluster="fixture",node="node-c1",alias="c1",owner="kubernetes"} 1073741824
+            slurm_genericnode_memory_allocated_bytes{cluster="fixture",node="node-c2",alias="c2",owner="slurm"} 0
+            slurm_genericnode_memory_allocated_bytes{cluster="fixture",node="node-c2",alias="c2",owner="kubernetes"} 1073741824
+            # HELP slurm_genericnode_memory_capacity_bytes Allocatable memory of the Kubernetes node.
+            # TYPE slurm_genericnode_memory_capacity_bytes gauge
+            slurm_genericnode_memory_capacity_bytes{cluster="fixture",node="node-c1",alias="c1"} 17179869184
+            slurm_genericnode_memory_capacity_bytes{cluster="fixture",node="node-c2",alias="c2"} 17179869184
+            # HELP slurm_genericnode_memory_free_bytes Memory of the node held by neither scheduler.
+            # TYPE slurm_genericnode_memory_free_bytes gauge
+            slurm_genericnode_memory_free_bytes{cluster="fixture",node="node-c1",alias="c1"} 16106127360
+            slurm_genericnode_memory_free_bytes{cluster="fixture",node="node-c2",alias="c2"} 16106127360
+            # HELP slurm_genericnode_admission_checks_pending Admission checks on the GenericNode not yet passed.
+            # TYPE slurm_genericnode_admission_checks_pending gauge
+            slurm_genericnode_admission_checks_pending{cluster="fixture",node="node-c1",alias="c1"} 0
+            slurm_genericnode_admission_checks_pending{cluster="fixture",node="node-c2",alias="c2"} 0
+            # HELP slurm_genericnode_pool_nodes GenericNodes of the cluster's colocated pool.
+            # TYPE slurm_genericnode_pool_nodes gauge
+            slurm_genericnode_pool_nodes{cluster="fixture"} 2
+            # HELP slurm_genericnode_pool_cpu_allocated_cores CPU cores of the pool held by each scheduler.
+            # TYPE slurm_genericnode_pool_cpu_allocated_cores gauge
+            slurm_genericnode_pool_cpu_allocated_cores{cluster="fixture",owner="slurm"} 12
+            slurm_genericnode_pool_cpu_allocated_cores{cluster="fixture",owner="kubernetes"} 4
+            # HELP slurm_genericnode_pool_memory_allocated_bytes Memory of the pool held by each scheduler.
+            # TYPE slurm_genericnode_pool_memory_allocated_bytes gauge
+            slurm_genericnode_pool_memory_allocated_bytes{cluster="fixture",owner="slurm"} 0
+            slurm_genericnode_pool_memory_allocated_bytes{cluster="fixture",owner="kubernetes"} 2147483648
+            # HELP slurm_genericnode_pool_cpu_capacity_cores Allocatable CPU cores of the pool's Kubernetes nodes.
+            # TYPE slurm_genericnode_pool_cpu_capacity_cores gauge
+            slurm_genericnode_pool_cpu_capacity_cores{cluster="fixture"} 16
+            # HELP slurm_genericnode_pool_memory_capacity_bytes Allocatable memory of the pool's Kubernetes nodes.
+            # TYPE slurm_genericnode_pool_memory_capacity_bytes gauge
+            slurm_genericnode_pool_memory_capacity_bytes{cluster="fixture"} 34359738368
+            # HELP slurm_genericnode_malformed_objects GenericNodes skipped because their ledger cannot be read, by reason.
+            # TYPE slurm_genericnode_malformed_objects gauge
+            slurm_genericnode_malformed_objects{cluster="fixture",reason="no_status"} 1
+            # HELP slurm_exporter_kubernetes_watch_up 1 when the resource is served, fully listed and its watch is healthy.
+            # TYPE slurm_exporter_kubernetes_watch_up gauge
+            slurm_exporter_kubernetes_watch_up{cluster="",resource="genericnodes"} 1
+            slurm_exporter_kubernetes_watch_up{cluster="",resource="nodesets"} 1
+            # HELP slurm_exporter_kubernetes_resource_served 1 when the API server serves the resource (its CRD is installed).
+            # TYPE slurm_exporter_kubernetes_resource_served gauge
+            slurm_exporter_kubernetes_resource_served{cluster="",resource="genericnodes"} 1
+            slurm_exporter_kubernetes_resource_served{cluster="",resource="nodesets"} 1
+            
+            "#,
+        );
+    }
+}

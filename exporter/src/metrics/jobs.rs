@@ -328,3 +328,218 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, opts: &MetricsOptions) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures;
+
+    /// The family alone on the fixture cluster (`metrics::fixtures`), line by line.
+    #[test]
+    fn renders_the_fixture_cluster() {
+        fixtures::assert_text(
+            &fixtures::render(super::collect),
+            r#"
+            # HELP slurm_jobs Job records slurmctld holds, finished ones still in memory included.
+            # TYPE slurm_jobs gauge
+            slurm_jobs{cluster="fixture"} 5
+            # HELP slurm_jobs_pending Job records in this state (pending includes held jobs; an unsplit array counts once).
+            # TYPE slurm_jobs_pending gauge
+            slurm_jobs_pending{cluster="fixture"} 3
+            # HELP slurm_jobs_running Job records in this state (pending includes held jobs; an unsplit array counts once).
+            # TYPE slurm_jobs_running gauge
+            slurm_jobs_running{cluster="fixture"} 2
+            # HELP slurm_jobs_suspended Job records in this state (pending includes held jobs; an unsplit array counts once).
+            # TYPE slurm_jobs_suspended gauge
+            slurm_jobs_suspended{cluster="fixture"} 0
+            # HELP slurm_jobs_completing Job records in this state (pending includes held jobs; an unsplit array counts once).
+            # TYPE slurm_jobs_completing gauge
+            slurm_jobs_completing{cluster="fixture"} 0
+            # HELP slurm_jobs_completed Job records in this state (pending includes held jobs; an unsplit array counts once).
+            # TYPE slurm_jobs_completed gauge
+            slurm_jobs_completed{cluster="fixture"} 0
+            # HELP slurm_jobs_cancelled Job records in this state (pending includes held jobs; an unsplit array counts once).
+            # TYPE slurm_jobs_cancelled gauge
+            slurm_jobs_cancelled{cluster="fixture"} 0
+            # HELP slurm_jobs_failed Job records in this state (pending includes held jobs; an unsplit array counts once).
+            # TYPE slurm_jobs_failed gauge
+            slurm_jobs_failed{cluster="fixture"} 0
+            # HELP slurm_jobs_timeout Job records in this state (pending includes held jobs; an unsplit array counts once).
+            # TYPE slurm_jobs_timeout gauge
+            slurm_jobs_timeout{cluster="fixture"} 0
+            # HELP slurm_jobs_node_failed Job records in this state (pending includes held jobs; an unsplit array counts once).
+            # TYPE slurm_jobs_node_failed gauge
+            slurm_jobs_node_failed{cluster="fixture"} 0
+            # HELP slurm_jobs_preempted Job records in this state (pending includes held jobs; an unsplit array counts once).
+            # TYPE slurm_jobs_preempted gauge
+            slurm_jobs_preempted{cluster="fixture"} 0
+            # HELP slurm_jobs_bootfail Job records in this state (pending includes held jobs; an unsplit array counts once).
+            # TYPE slurm_jobs_bootfail gauge
+            slurm_jobs_bootfail{cluster="fixture"} 0
+            # HELP slurm_jobs_deadline Job records in this state (pending includes held jobs; an unsplit array counts once).
+            # TYPE slurm_jobs_deadline gauge
+            slurm_jobs_deadline{cluster="fixture"} 0
+            # HELP slurm_jobs_outofmemory Job records in this state (pending includes held jobs; an unsplit array counts once).
+            # TYPE slurm_jobs_outofmemory gauge
+            slurm_jobs_outofmemory{cluster="fixture"} 0
+            # HELP slurm_jobs_hold Pending jobs held by their user or an admin.
+            # TYPE slurm_jobs_hold gauge
+            slurm_jobs_hold{cluster="fixture"} 1
+            # HELP slurm_jobs_cpus_alloc CPUs allocated to running and suspended jobs.
+            # TYPE slurm_jobs_cpus_alloc gauge
+            slurm_jobs_cpus_alloc{cluster="fixture"} 20
+            # HELP slurm_jobs_gpus_alloc GPUs allocated to running and suspended jobs.
+            # TYPE slurm_jobs_gpus_alloc gauge
+            slurm_jobs_gpus_alloc{cluster="fixture"} 2
+            # HELP slurm_jobs_nodes_alloc Distinct nodes running jobs.
+            # TYPE slurm_jobs_nodes_alloc gauge
+            slurm_jobs_nodes_alloc{cluster="fixture"} 2
+            # HELP slurm_origin_jobs Pending and running job records by origin: batch, or kubernetes (placeholders pods are scheduled through, such as Slinky slurm-bridge's).
+            # TYPE slurm_origin_jobs gauge
+            slurm_origin_jobs{cluster="fixture",origin="batch",state="pending"} 3
+            slurm_origin_jobs{cluster="fixture",origin="batch",state="running"} 2
+            slurm_origin_jobs{cluster="fixture",origin="kubernetes",state="pending"} 0
+            slurm_origin_jobs{cluster="fixture",origin="kubernetes",state="running"} 0
+            # HELP slurm_kubernetes_pods Kubernetes pods waiting for or running on Slurm nodes, from the pod lists of the placeholder jobs that carry one.
+            # TYPE slurm_kubernetes_pods gauge
+            slurm_kubernetes_pods{cluster="fixture",state="pending"} 0
+            slurm_kubernetes_pods{cluster="fixture",state="running"} 0
+            # HELP slurm_exporter_malformed_admin_comments Jobs whose admin comment looked like a pod list (slurm-bridge's mark) but was not one: counted as batch jobs.
+            # TYPE slurm_exporter_malformed_admin_comments gauge
+            slurm_exporter_malformed_admin_comments{cluster="fixture"} 0
+            # HELP slurm_partition_jobs Jobs of the partition not yet finished (pending, running, suspended, completing).
+            # TYPE slurm_partition_jobs gauge
+            slurm_partition_jobs{cluster="fixture",partition="cpu"} 3
+            slurm_partition_jobs{cluster="fixture",partition="gpu"} 2
+            # HELP slurm_partition_jobs_pending Job records in this state (pending includes held jobs; an unsplit array counts once).
+            # TYPE slurm_partition_jobs_pending gauge
+            slurm_partition_jobs_pending{cluster="fixture",partition="cpu"} 2
+            slurm_partition_jobs_pending{cluster="fixture",partition="gpu"} 1
+            # HELP slurm_partition_jobs_running Job records in this state (pending includes held jobs; an unsplit array counts once).
+            # TYPE slurm_partition_jobs_running gauge
+            slurm_partition_jobs_running{cluster="fixture",partition="cpu"} 1
+            slurm_partition_jobs_running{cluster="fixture",partition="gpu"} 1
+            # HELP slurm_partition_jobs_suspended Job records in this state (pending includes held jobs; an unsplit array counts once).
+            # TYPE slurm_partition_jobs_suspended gauge
+            slurm_partition_jobs_suspended{cluster="fixture",partition="cpu"} 0
+            slurm_partition_jobs_suspended{cluster="fixture",partition="gpu"} 0
+            # HELP slurm_partition_jobs_completing Job records in this state (pending includes held jobs; an unsplit array counts once).
+            # TYPE slurm_partition_jobs_completing gauge
+            slurm_partition_jobs_completing{cluster="fixture",partition="cpu"} 0
+            slurm_partition_jobs_completing{cluster="fixture",partition="gpu"} 0
+            # HELP slurm_partition_jobs_completed Job records in this state (pending includes held jobs; an unsplit array counts once).
+            # TYPE slurm_partition_jobs_completed gauge
+            slurm_partition_jobs_completed{cluster="fixture",partition="cpu"} 0
+            slurm_partition_jobs_completed{cluster="fixture",partition="gpu"} 0
+            # HELP slurm_partition_jobs_cancelled Job records in this state (pending includes held jobs; an unsplit array counts once).
+            # TYPE slurm_partition_jobs_cancelled gauge
+            slurm_partition_jobs_cancelled{cluster="fixture",partition="cpu"} 0
+            slurm_partition_jobs_cancelled{cluster="fixture",partition="gpu"} 0
+            # HELP slurm_partition_jobs_failed Job records in this state (pending includes held jobs; an unsplit array counts once).
+            # TYPE slurm_partition_jobs_failed gauge
+            slurm_partition_jobs_failed{cluster="fixture",partition="cpu"} 0
+            slurm_partition_jobs_failed{cluster="fixture",partition="gpu"} 0
+            # HELP slurm_partition_jobs_timeout Job records in this state (pending includes held jobs; an unsplit array counts once).
+            # TYPE slurm_partition_jobs_timeout gauge
+            slurm_partition_jobs_timeout{cluster="fixture",partition="cpu"} 0
+            slurm_partition_jobs_timeout{cluster="fixture",partition="gpu"} 0
+            # HELP slurm_partition_jobs_node_failed Job records in this state (pending includes held jobs; an unsplit array counts once).
+            # TYPE slurm_partition_jobs_node_failed gauge
+            slurm_partition_jobs_node_failed{cluster="fixture",partition="cpu"} 0
+            slurm_partition_jobs_node_failed{cluster="fixture",partition="gpu"} 0
+            # HELP slurm_partition_jobs_preempted Job records in this state (pending includes held jobs; an unsplit array counts once).
+            # TYPE slurm_partition_jobs_preempted gauge
+            slurm_partition_jobs_preempted{cluster="fixture",partition="cpu"} 0
+            slurm_partition_jobs_preempted{cluster="fixture",partition="gpu"} 0
+            # HELP slurm_partition_jobs_bootfail Job records in this state (pending includes held jobs; an unsplit array counts once).
+            # TYPE slurm_partition_jobs_bootfail gauge
+            slurm_partition_jobs_bootfail{cluster="fixture",partition="cpu"} 0
+            slurm_partition_jobs_bootfail{cluster="fixture",partition="gpu"} 0
+            # HELP slurm_partition_jobs_deadline Job records in this state (pending includes held jobs; an unsplit array counts once).
+            # TYPE slurm_partition_jobs_deadline gauge
+            slurm_partition_jobs_deadline{cluster="fixture",partition="cpu"} 0
+            slurm_partition_jobs_deadline{cluster="fixture",partition="gpu"} 0
+            # HELP slurm_partition_jobs_outofmemory Job records in this state (pending includes held jobs; an unsplit array counts once).
+            # TYPE slurm_partition_jobs_outofmemory gauge
+            slurm_partition_jobs_outofmemory{cluster="fixture",partition="cpu"} 0
+            slurm_partition_jobs_outofmemory{cluster="fixture",partition="gpu"} 0
+            # HELP slurm_partition_jobs_hold Pending jobs of the partition held by their user or an admin.
+            # TYPE slurm_partition_jobs_hold gauge
+            slurm_partition_jobs_hold{cluster="fixture",partition="cpu"} 1
+            slurm_partition_jobs_hold{cluster="fixture",partition="gpu"} 0
+            # HELP slurm_partition_origin_jobs Pending and running job records by origin: batch, or kubernetes (placeholders pods are scheduled through, such as Slinky slurm-bridge's).
+            # TYPE slurm_partition_origin_jobs gauge
+            slurm_partition_origin_jobs{cluster="fixture",partition="cpu",origin="batch",state="pending"} 2
+            slurm_partition_origin_jobs{cluster="fixture",partition="cpu",origin="batch",state="running"} 1
+            slurm_partition_origin_jobs{cluster="fixture",partition="cpu",origin="kubernetes",state="pending"} 0
+            slurm_partition_origin_jobs{cluster="fixture",partition="cpu",origin="kubernetes",state="running"} 0
+            slurm_partition_origin_jobs{cluster="fixture",partition="gpu",origin="batch",state="pending"} 1
+            slurm_partition_origin_jobs{cluster="fixture",partition="gpu",origin="batch",state="running"} 1
+            slurm_partition_origin_jobs{cluster="fixture",partition="gpu",origin="kubernetes",state="pending"} 0
+            slurm_partition_origin_jobs{cluster="fixture",partition="gpu",origin="kubernetes",state="running"} 0
+            # HELP slurm_partition_kubernetes_pods Kubernetes pods waiting for or running on Slurm nodes, from the pod lists of the placeholder jobs that carry one.
+            # TYPE slurm_partition_kubernetes_pods gauge
+            slurm_partition_kubernetes_pods{cluster="fixture",partition="cpu",state="pending"} 0
+            slurm_partition_kubernetes_pods{cluster="fixture",partition="cpu",state="running"} 0
+            slurm_partition_kubernetes_pods{cluster="fixture",partition="gpu",state="pending"} 0
+            slurm_partition_kubernetes_pods{cluster="fixture",partition="gpu",state="running"} 0
+            # HELP slurm_partition_jobs_cpus_alloc CPUs allocated to the partition's running and suspended jobs.
+            # TYPE slurm_partition_jobs_cpus_alloc gauge
+            slurm_partition_jobs_cpus_alloc{cluster="fixture",partition="cpu"} 4
+            slurm_partition_jobs_cpus_alloc{cluster="fixture",partition="gpu"} 16
+            # HELP slurm_partition_jobs_gpus_alloc GPUs allocated to the partition's running and suspended jobs.
+            # TYPE slurm_partition_jobs_gpus_alloc gauge
+            slurm_partition_jobs_gpus_alloc{cluster="fixture",partition="cpu"} 0
+            slurm_partition_jobs_gpus_alloc{cluster="fixture",partition="gpu"} 2
+            # HELP slurm_partition_jobs_max_job_nodes Largest node count (max of requested min and max nodes) over the partition's pending jobs; 0 when none.
+            # TYPE slurm_partition_jobs_max_job_nodes gauge
+            slurm_partition_jobs_max_job_nodes{cluster="fixture",partition="cpu"} 2
+            slurm_partition_jobs_max_job_nodes{cluster="fixture",partition="gpu"} 1
+            # HELP slurm_partition_jobs_max_job_nodes_nohold As slurm_partition_jobs_max_job_nodes, held jobs left out.
+            # TYPE slurm_partition_jobs_max_job_nodes_nohold gauge
+            slurm_partition_jobs_max_job_nodes_nohold{cluster="fixture",partition="cpu"} 2
+            slurm_partition_jobs_max_job_nodes_nohold{cluster="fixture",partition="gpu"} 1
+            # HELP slurm_partition_jobs_min_job_nodes Largest requested minimum node count over the partition's pending jobs; 0 when none.
+            # TYPE slurm_partition_jobs_min_job_nodes gauge
+            slurm_partition_jobs_min_job_nodes{cluster="fixture",partition="cpu"} 2
+            slurm_partition_jobs_min_job_nodes{cluster="fixture",partition="gpu"} 1
+            # HELP slurm_partition_jobs_min_job_nodes_nohold As slurm_partition_jobs_min_job_nodes, held jobs left out.
+            # TYPE slurm_partition_jobs_min_job_nodes_nohold gauge
+            slurm_partition_jobs_min_job_nodes_nohold{cluster="fixture",partition="cpu"} 2
+            slurm_partition_jobs_min_job_nodes_nohold{cluster="fixture",partition="gpu"} 1
+            # HELP slurm_partition_jobs_pending_reason Pending jobs of the partition by the reason slurmctld gives (Resources, Priority, Dependency, ...).
+            # TYPE slurm_partition_jobs_pending_reason gauge
+            slurm_partition_jobs_pending_reason{cluster="fixture",partition="cpu",reason="JobHeldUser"} 1
+            slurm_partition_jobs_pending_reason{cluster="fixture",partition="cpu",reason="Resources"} 1
+            slurm_partition_jobs_pending_reason{cluster="fixture",partition="gpu",reason="Resources"} 1
+            # HELP slurm_user_jobs Job records of the user.
+            # TYPE slurm_user_jobs gauge
+            slurm_user_jobs{cluster="fixture",username="alice"} 2
+            slurm_user_jobs{cluster="fixture",username="bob"} 1
+            slurm_user_jobs{cluster="fixture",username="carol"} 2
+            # HELP slurm_user_jobs_pending Pending jobs of the user.
+            # TYPE slurm_user_jobs_pending gauge
+            slurm_user_jobs_pending{cluster="fixture",username="alice"} 1
+            slurm_user_jobs_pending{cluster="fixture",username="bob"} 1
+            slurm_user_jobs_pending{cluster="fixture",username="carol"} 1
+            # HELP slurm_user_jobs_running Running jobs of the user.
+            # TYPE slurm_user_jobs_running gauge
+            slurm_user_jobs_running{cluster="fixture",username="alice"} 1
+            slurm_user_jobs_running{cluster="fixture",username="bob"} 0
+            slurm_user_jobs_running{cluster="fixture",username="carol"} 1
+            # HELP slurm_account_jobs Job records of the account.
+            # TYPE slurm_account_jobs gauge
+            slurm_account_jobs{cluster="fixture",account="ml"} 2
+            slurm_account_jobs{cluster="fixture",account="physics"} 3
+            # HELP slurm_account_jobs_pending Pending jobs of the account.
+            # TYPE slurm_account_jobs_pending gauge
+            slurm_account_jobs_pending{cluster="fixture",account="ml"} 1
+            slurm_account_jobs_pending{cluster="fixture",account="physics"} 2
+            # HELP slurm_account_jobs_running Running jobs of the account.
+            # TYPE slurm_account_jobs_running gauge
+            slurm_account_jobs_running{cluster="fixture",account="ml"} 1
+            slurm_account_jobs_running{cluster="fixture",account="physics"} 1
+            
+            "#,
+        );
+    }
+}

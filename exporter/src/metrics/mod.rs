@@ -4,7 +4,8 @@
 //! autoscaler's, the demo's — is composed by [`render`] from that list.
 //!
 //! Rendering happens once per new snapshot (see [`crate::server`]); scrapes serve the cached
-//! text plus a few age gauges computed at scrape time. Naming follows Slurm 25.11's native
+//! text plus the few families that move between snapshots ([`Source::AtScrape`],
+//! [`Source::Process`]: data ages, the Kubernetes client's pushback), rendered at each scrape. Naming follows Slurm 25.11's native
 //! OpenMetrics where it has the same quantity (`slurm_partition_jobs_pending`, ...), and
 //! Prometheus conventions elsewhere: base units, `_total` only on counters, `_info` for
 //! properties, and a `cluster` label on every series.
@@ -20,6 +21,8 @@ use crate::snapshot::ClusterSnapshot;
 
 pub mod demand;
 pub mod exporter;
+#[cfg(test)]
+pub(crate) mod fixtures;
 pub mod genericnode;
 pub mod jobs;
 pub mod kubernetes;
@@ -60,6 +63,11 @@ pub enum Source {
     /// What the Kubernetes watchers hold, with every cluster's snapshot (rendered only when
     /// Kubernetes is watched).
     Kubernetes(fn(&mut Out, &KubeSnapshot, &[Arc<ClusterSnapshot>], &MetricsOptions, SystemTime)),
+    /// Each cluster's snapshot at the scrape's time: rendered at every scrape, not once per
+    /// snapshot (how old the data is moves between snapshots).
+    AtScrape(fn(&mut Out, &ClusterSnapshot, SystemTime)),
+    /// What this process counts itself, at every scrape (no cluster).
+    Process(fn(&mut Out)),
 }
 
 /// Every metric family, in rendering order.
@@ -72,6 +80,8 @@ pub const FAMILIES: &[(&str, Source)] = &[
     ("scheduler", Source::Cluster(scheduler::collect)),
     ("genericnode", Source::Kubernetes(genericnode::collect)),
     ("nodeset", Source::Kubernetes(nodeset::collect)),
+    ("ages", Source::AtScrape(exporter::ages)),
+    ("kubernetes", Source::Process(kubernetes::collect)),
 ];
 
 /// What one page is rendered from.
@@ -355,19 +365,28 @@ pub fn collect(out: &mut Out, input: &PageInput<'_>) {
                     family(out, kube, input.snapshots, input.opts, input.now);
                 }
             }
+            Source::AtScrape(_) | Source::Process(_) => {}
         }
     }
 }
 
-/// The part of `/metrics` that depends on the scrape time: how old each snapshot and each
-/// endpoint's data is, and how the Kubernetes API server has been answering.
+/// The part of `/metrics` that depends on the scrape time, the [`FAMILIES`] rendered at each
+/// scrape: how old each snapshot and each endpoint's data is, and how the Kubernetes API
+/// server has been answering.
 pub fn render_ages(snapshots: &[Arc<ClusterSnapshot>], now: SystemTime) -> String {
     let mut out = Out::new();
-    for snap in snapshots {
-        out.set_cluster(&snap.cluster);
-        exporter::ages(&mut out, snap, now);
+    for (_, source) in FAMILIES {
+        match *source {
+            Source::AtScrape(family) => {
+                for snap in snapshots {
+                    out.set_cluster(&snap.cluster);
+                    family(&mut out, snap, now);
+                }
+            }
+            Source::Process(family) => family(&mut out),
+            Source::Cluster(_) | Source::Kubernetes(_) => {}
+        }
     }
-    kubernetes::collect(&mut out);
     out.encode()
 }
 

@@ -294,3 +294,147 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, opts: &MetricsOptions) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures;
+
+    /// The family alone on the fixture cluster (`metrics::fixtures`), line by line.
+    #[test]
+    fn renders_the_fixture_cluster() {
+        fixtures::assert_text(
+            &fixtures::render(super::collect),
+            r#"
+            # HELP slurm_nodes Nodes configured, FUTURE nodes hidden from /nodes included.
+            # TYPE slurm_nodes gauge
+            slurm_nodes{cluster="fixture"} 4
+            # HELP slurm_nodes_alloc Nodes whose base state is ALLOCATED.
+            # TYPE slurm_nodes_alloc gauge
+            slurm_nodes_alloc{cluster="fixture"} 1
+            # HELP slurm_nodes_idle Nodes whose base state is IDLE.
+            # TYPE slurm_nodes_idle gauge
+            slurm_nodes_idle{cluster="fixture"} 2
+            # HELP slurm_nodes_mixed Nodes whose base state is MIXED (partly allocated).
+            # TYPE slurm_nodes_mixed gauge
+            slurm_nodes_mixed{cluster="fixture"} 1
+            # HELP slurm_nodes_down Nodes whose base state is DOWN.
+            # TYPE slurm_nodes_down gauge
+            slurm_nodes_down{cluster="fixture"} 0
+            # HELP slurm_nodes_future Nodes whose base state is FUTURE (declared, not yet up).
+            # TYPE slurm_nodes_future gauge
+            slurm_nodes_future{cluster="fixture"} 0
+            # HELP slurm_nodes_unknown Nodes whose base state is UNKNOWN.
+            # TYPE slurm_nodes_unknown gauge
+            slurm_nodes_unknown{cluster="fixture"} 0
+            # HELP slurm_nodes_error Nodes whose base state is ERROR.
+            # TYPE slurm_nodes_error gauge
+            slurm_nodes_error{cluster="fixture"} 0
+            # HELP slurm_nodes_drain Nodes drained: DRAIN flag and no work left (native meaning; draining nodes are separate).
+            # TYPE slurm_nodes_drain gauge
+            slurm_nodes_drain{cluster="fixture"} 0
+            # HELP slurm_nodes_draining Nodes with the DRAIN flag still running work.
+            # TYPE slurm_nodes_draining gauge
+            slurm_nodes_draining{cluster="fixture"} 1
+            # HELP slurm_nodes_usable_idle Idle nodes a job can start on now: base state IDLE, not drained, in maintenance or a reservation, unresponsive, failing, powering or rebooting (slurm_nodes_idle counts those too).
+            # TYPE slurm_nodes_usable_idle gauge
+            slurm_nodes_usable_idle{cluster="fixture"} 1
+            # HELP slurm_nodes_unavailable Nodes that are up in Slurm's view but can take no new job (drained, draining, down, reserved, unresponsive, powered down...); FUTURE nodes are slurm_nodes_future.
+            # TYPE slurm_nodes_unavailable gauge
+            slurm_nodes_unavailable{cluster="fixture"} 2
+            # HELP slurm_nodes_cpus_usable_idle Idle CPUs a job can use now: on nodes that can take new work (sinfo's I of A/I/O/T).
+            # TYPE slurm_nodes_cpus_usable_idle gauge
+            slurm_nodes_cpus_usable_idle{cluster="fixture"} 8
+            # HELP slurm_nodes_cpus_unavailable CPUs neither allocated nor usable: idle CPUs of nodes that can take no new work (sinfo's O of A/I/O/T).
+            # TYPE slurm_nodes_cpus_unavailable gauge
+            slurm_nodes_cpus_unavailable{cluster="fixture"} 12
+            # HELP slurm_nodes_maint Nodes in a maintenance reservation.
+            # TYPE slurm_nodes_maint gauge
+            slurm_nodes_maint{cluster="fixture"} 0
+            # HELP slurm_nodes_resv Nodes in an advanced reservation.
+            # TYPE slurm_nodes_resv gauge
+            slurm_nodes_resv{cluster="fixture"} 0
+            # HELP slurm_nodes_noresp Nodes not responding to slurmctld.
+            # TYPE slurm_nodes_noresp gauge
+            slurm_nodes_noresp{cluster="fixture"} 0
+            # HELP slurm_nodes_completing Nodes with jobs completing.
+            # TYPE slurm_nodes_completing gauge
+            slurm_nodes_completing{cluster="fixture"} 0
+            # HELP slurm_nodes_fail Nodes flagged FAIL.
+            # TYPE slurm_nodes_fail gauge
+            slurm_nodes_fail{cluster="fixture"} 0
+            # HELP slurm_nodes_powered_down Nodes powered down by power saving.
+            # TYPE slurm_nodes_powered_down gauge
+            slurm_nodes_powered_down{cluster="fixture"} 1
+            # HELP slurm_nodes_planned Nodes planned for a pending job by the backfill scheduler.
+            # TYPE slurm_nodes_planned gauge
+            slurm_nodes_planned{cluster="fixture"} 0
+            # HELP slurm_nodes_cloud Cloud nodes.
+            # TYPE slurm_nodes_cloud gauge
+            slurm_nodes_cloud{cluster="fixture"} 0
+            # HELP slurm_node_cpus CPUs of the node.
+            # TYPE slurm_node_cpus gauge
+            slurm_node_cpus{cluster="fixture",node="c1"} 8
+            slurm_node_cpus{cluster="fixture",node="c2"} 8
+            slurm_node_cpus{cluster="fixture",node="c3"} 8
+            slurm_node_cpus{cluster="fixture",node="g1"} 16
+            # HELP slurm_node_cpus_alloc CPUs of the node allocated to jobs.
+            # TYPE slurm_node_cpus_alloc gauge
+            slurm_node_cpus_alloc{cluster="fixture",node="c1"} 0
+            slurm_node_cpus_alloc{cluster="fixture",node="c2"} 4
+            slurm_node_cpus_alloc{cluster="fixture",node="c3"} 0
+            slurm_node_cpus_alloc{cluster="fixture",node="g1"} 16
+            # HELP slurm_node_cpus_idle CPUs of the node not allocated.
+            # TYPE slurm_node_cpus_idle gauge
+            slurm_node_cpus_idle{cluster="fixture",node="c1"} 8
+            slurm_node_cpus_idle{cluster="fixture",node="c2"} 4
+            slurm_node_cpus_idle{cluster="fixture",node="c3"} 8
+            slurm_node_cpus_idle{cluster="fixture",node="g1"} 0
+            # HELP slurm_node_memory_bytes Memory of the node (RealMemory).
+            # TYPE slurm_node_memory_bytes gauge
+            slurm_node_memory_bytes{cluster="fixture",node="c1"} 16777216000
+            slurm_node_memory_bytes{cluster="fixture",node="c2"} 16777216000
+            slurm_node_memory_bytes{cluster="fixture",node="c3"} 16777216000
+            slurm_node_memory_bytes{cluster="fixture",node="g1"} 67108864000
+            # HELP slurm_node_memory_alloc_bytes Memory of the node allocated to jobs.
+            # TYPE slurm_node_memory_alloc_bytes gauge
+            slurm_node_memory_alloc_bytes{cluster="fixture",node="c1"} 0
+            slurm_node_memory_alloc_bytes{cluster="fixture",node="c2"} 4194304000
+            slurm_node_memory_alloc_bytes{cluster="fixture",node="c3"} 0
+            slurm_node_memory_alloc_bytes{cluster="fixture",node="g1"} 8388608000
+            # HELP slurm_node_memory_free_bytes Free memory slurmd reports for the node.
+            # TYPE slurm_node_memory_free_bytes gauge
+            slurm_node_memory_free_bytes{cluster="fixture",node="c1"} 15728640000
+            slurm_node_memory_free_bytes{cluster="fixture",node="c2"} 11534336000
+            slurm_node_memory_free_bytes{cluster="fixture",node="g1"} 52428800000
+            # HELP slurm_node_gpus GPUs of the node (gres/gpu, all types).
+            # TYPE slurm_node_gpus gauge
+            slurm_node_gpus{cluster="fixture",node="c1"} 0
+            slurm_node_gpus{cluster="fixture",node="c2"} 0
+            slurm_node_gpus{cluster="fixture",node="c3"} 0
+            slurm_node_gpus{cluster="fixture",node="g1"} 4
+            # HELP slurm_node_gpus_alloc GPUs of the node allocated to jobs.
+            # TYPE slurm_node_gpus_alloc gauge
+            slurm_node_gpus_alloc{cluster="fixture",node="c1"} 0
+            slurm_node_gpus_alloc{cluster="fixture",node="c2"} 0
+            slurm_node_gpus_alloc{cluster="fixture",node="c3"} 0
+            slurm_node_gpus_alloc{cluster="fixture",node="g1"} 2
+            # HELP slurm_node_state_info The node's base state, its flags and its partitions.
+            # TYPE slurm_node_state_info gauge
+            slurm_node_state_info{cluster="fixture",node="c1",state="idle",flags="",partitions="cpu"} 1
+            slurm_node_state_info{cluster="fixture",node="c2",state="mixed",flags="drain",partitions="cpu"} 1
+            slurm_node_state_info{cluster="fixture",node="c3",state="idle",flags="powered_down",partitions="cpu"} 1
+            slurm_node_state_info{cluster="fixture",node="g1",state="alloc",flags="",partitions="gpu"} 1
+            # HELP slurm_node_reason_info Why the node is down or drained, and who said so.
+            # TYPE slurm_node_reason_info gauge
+            slurm_node_reason_info{cluster="fixture",node="c2",reason="disk check",user=""} 1
+            # HELP slurm_node_gres Generic resources of the node by name and type.
+            # TYPE slurm_node_gres gauge
+            slurm_node_gres{cluster="fixture",node="g1",gres="gpu",type=""} 4
+            # HELP slurm_node_gres_alloc Generic resources of the node allocated, by name and type.
+            # TYPE slurm_node_gres_alloc gauge
+            slurm_node_gres_alloc{cluster="fixture",node="g1",gres="gpu",type=""} 2
+            
+            "#,
+        );
+    }
+}

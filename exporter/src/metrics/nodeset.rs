@@ -143,3 +143,52 @@ pub fn collect(
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures;
+
+    /// The family alone on the fixture cluster (`metrics::fixtures`), line by line.
+    #[test]
+    fn renders_the_fixture_cluster() {
+        fixtures::assert_text(
+            &fixtures::render_kube(super::collect),
+            r#"
+            # HELP slurm_nodeset_info A NodeSet, the Slurm partition it serves, its API version and scaling mode.
+            # TYPE slurm_nodeset_info gauge
+            slurm_nodeset_info{cluster="fixture",namespace="slurm",nodeset="slurm-worker-gpu",partition="gpu",version="slinky.slurm.net/v1beta1",scaling_mode=""} 1
+            # HELP slurm_nodeset_spec_replicas Replicas the NodeSet asks for (spec.replicas).
+            # TYPE slurm_nodeset_spec_replicas gauge
+            slurm_nodeset_spec_replicas{cluster="fixture",namespace="slurm",nodeset="slurm-worker-gpu"} 2
+            # HELP slurm_nodeset_status_replicas Pods of the NodeSet (status.replicas).
+            # TYPE slurm_nodeset_status_replicas gauge
+            slurm_nodeset_status_replicas{cluster="fixture",namespace="slurm",nodeset="slurm-worker-gpu"} 1
+            # HELP slurm_nodeset_ready_replicas Ready pods of the NodeSet.
+            # TYPE slurm_nodeset_ready_replicas gauge
+            slurm_nodeset_ready_replicas{cluster="fixture",namespace="slurm",nodeset="slurm-worker-gpu"} 1
+            # HELP slurm_nodeset_slurm_nodes The NodeSet's pods by the Slurm state of their node, as the operator reports it.
+            # TYPE slurm_nodeset_slurm_nodes gauge
+            slurm_nodeset_slurm_nodes{cluster="fixture",namespace="slurm",nodeset="slurm-worker-gpu",state="idle"} 0
+            slurm_nodeset_slurm_nodes{cluster="fixture",namespace="slurm",nodeset="slurm-worker-gpu",state="allocated"} 0
+            slurm_nodeset_slurm_nodes{cluster="fixture",namespace="slurm",nodeset="slurm-worker-gpu",state="down"} 0
+            slurm_nodeset_slurm_nodes{cluster="fixture",namespace="slurm",nodeset="slurm-worker-gpu",state="drain"} 0
+            # HELP slurm_nodeset_busy_nodes Nodes of the NodeSet's partition running work.
+            # TYPE slurm_nodeset_busy_nodes gauge
+            slurm_nodeset_busy_nodes{cluster="fixture",namespace="slurm",nodeset="slurm-worker-gpu",partition="gpu"} 1
+            # HELP slurm_nodeset_demand_nodes Nodes the schedulable pending jobs of the NodeSet's partition need.
+            # TYPE slurm_nodeset_demand_nodes gauge
+            slurm_nodeset_demand_nodes{cluster="fixture",namespace="slurm",nodeset="slurm-worker-gpu",partition="gpu"} 1
+            # HELP slurm_nodeset_max_nodes The most nodes the NodeSet may have: its slurmscale.io/max-nodes annotation, else the maxReplicas of the NodeSetAutoscaler scaling it (absent: no bound).
+            # TYPE slurm_nodeset_max_nodes gauge
+            slurm_nodeset_max_nodes{cluster="fixture",namespace="slurm",nodeset="slurm-worker-gpu",partition="gpu"} 4
+            # HELP slurm_nodeset_desired_nodes Nodes the NodeSet should have now: busy plus pending demand of its partition, capped; holds the current replicas when the data is stale.
+            # TYPE slurm_nodeset_desired_nodes gauge
+            slurm_nodeset_desired_nodes{cluster="fixture",namespace="slurm",nodeset="slurm-worker-gpu",partition="gpu"} 2
+            # HELP slurm_nodeset_desired_nodes_stale 1 when the Slurm data behind slurm_nodeset_desired_nodes is missing, failing or stale.
+            # TYPE slurm_nodeset_desired_nodes_stale gauge
+            slurm_nodeset_desired_nodes_stale{cluster="fixture",namespace="slurm",nodeset="slurm-worker-gpu",partition="gpu"} 0
+            
+            "#,
+        );
+    }
+}

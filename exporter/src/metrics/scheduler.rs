@@ -191,3 +191,103 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, opts: &MetricsOptions) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures;
+
+    /// The family alone on the fixture cluster (`metrics::fixtures`), line by line.
+    #[test]
+    fn renders_the_fixture_cluster() {
+        fixtures::assert_text(
+            &fixtures::render(super::collect),
+            r#"
+            # HELP slurm_scheduler_threads slurmctld server threads.
+            # TYPE slurm_scheduler_threads gauge
+            slurm_scheduler_threads{cluster="fixture"} 3
+            # HELP slurm_scheduler_agent_queue_size RPCs queued for slurmctld's agents.
+            # TYPE slurm_scheduler_agent_queue_size gauge
+            slurm_scheduler_agent_queue_size{cluster="fixture"} 0
+            # HELP slurm_scheduler_agents slurmctld agents running.
+            # TYPE slurm_scheduler_agents gauge
+            slurm_scheduler_agents{cluster="fixture"} 0
+            # HELP slurm_scheduler_agent_threads slurmctld agent threads.
+            # TYPE slurm_scheduler_agent_threads gauge
+            slurm_scheduler_agent_threads{cluster="fixture"} 0
+            # HELP slurm_scheduler_dbd_queue_size Messages queued for slurmdbd.
+            # TYPE slurm_scheduler_dbd_queue_size gauge
+            slurm_scheduler_dbd_queue_size{cluster="fixture"} 2
+            # HELP slurm_scheduler_cycle_last_seconds Duration of the main scheduler's last cycle.
+            # TYPE slurm_scheduler_cycle_last_seconds gauge
+            slurm_scheduler_cycle_last_seconds{cluster="fixture"} 0.00015
+            # HELP slurm_scheduler_cycle_max_seconds Longest main scheduler cycle since the last reset.
+            # TYPE slurm_scheduler_cycle_max_seconds gauge
+            slurm_scheduler_cycle_max_seconds{cluster="fixture"} 0.004
+            # HELP slurm_scheduler_cycle_mean_seconds Mean main scheduler cycle since the last reset.
+            # TYPE slurm_scheduler_cycle_mean_seconds gauge
+            slurm_scheduler_cycle_mean_seconds{cluster="fixture"} 0.0006
+            # HELP slurm_scheduler_cycle_mean_depth Mean jobs examined per main scheduler cycle.
+            # TYPE slurm_scheduler_cycle_mean_depth gauge
+            slurm_scheduler_cycle_mean_depth{cluster="fixture"} 2
+            # HELP slurm_scheduler_cycles_per_minute Main scheduler cycles per minute.
+            # TYPE slurm_scheduler_cycles_per_minute gauge
+            slurm_scheduler_cycles_per_minute{cluster="fixture"} 2
+            # HELP slurm_scheduler_queue_length Jobs in the main scheduler's queue.
+            # TYPE slurm_scheduler_queue_length gauge
+            slurm_scheduler_queue_length{cluster="fixture"} 2
+            # HELP slurm_scheduler_backfill_cycle_last_seconds Duration of the backfill scheduler's last cycle.
+            # TYPE slurm_scheduler_backfill_cycle_last_seconds gauge
+            slurm_scheduler_backfill_cycle_last_seconds{cluster="fixture"} 0.0008
+            # HELP slurm_scheduler_backfill_cycle_max_seconds Longest backfill cycle since the last reset.
+            # TYPE slurm_scheduler_backfill_cycle_max_seconds gauge
+            slurm_scheduler_backfill_cycle_max_seconds{cluster="fixture"} 0.0012
+            # HELP slurm_scheduler_backfill_cycle_mean_seconds Mean backfill cycle since the last reset.
+            # TYPE slurm_scheduler_backfill_cycle_mean_seconds gauge
+            slurm_scheduler_backfill_cycle_mean_seconds{cluster="fixture"} 0.0009
+            # HELP slurm_scheduler_backfill_depth_mean Mean jobs examined per backfill cycle.
+            # TYPE slurm_scheduler_backfill_depth_mean gauge
+            slurm_scheduler_backfill_depth_mean{cluster="fixture"} 3
+            # HELP slurm_scheduler_backfill_queue_length Jobs in the backfill scheduler's queue.
+            # TYPE slurm_scheduler_backfill_queue_length gauge
+            slurm_scheduler_backfill_queue_length{cluster="fixture"} 2
+            # HELP slurm_scheduler_backfill_last_jobs Jobs started by backfill in its last cycle.
+            # TYPE slurm_scheduler_backfill_last_jobs gauge
+            slurm_scheduler_backfill_last_jobs{cluster="fixture"} 1
+            # HELP slurm_scheduler_backfill_active 1 while a backfill cycle runs.
+            # TYPE slurm_scheduler_backfill_active gauge
+            slurm_scheduler_backfill_active{cluster="fixture"} 0
+            # HELP slurm_scheduler_backfill_last_cycle_timestamp_seconds When the last backfill cycle ran.
+            # TYPE slurm_scheduler_backfill_last_cycle_timestamp_seconds gauge
+            slurm_scheduler_backfill_last_cycle_timestamp_seconds{cluster="fixture"} 1799999990
+            # HELP slurm_scheduler_jobs_submitted_total Jobs submitted since the last sdiag reset.
+            # TYPE slurm_scheduler_jobs_submitted_total counter
+            slurm_scheduler_jobs_submitted_total{cluster="fixture"} 12
+            # HELP slurm_scheduler_jobs_started_total Jobs started since the last sdiag reset.
+            # TYPE slurm_scheduler_jobs_started_total counter
+            slurm_scheduler_jobs_started_total{cluster="fixture"} 6
+            # HELP slurm_scheduler_jobs_completed_total Jobs completed since the last sdiag reset.
+            # TYPE slurm_scheduler_jobs_completed_total counter
+            slurm_scheduler_jobs_completed_total{cluster="fixture"} 3
+            # HELP slurm_scheduler_jobs_canceled_total Jobs canceled since the last sdiag reset.
+            # TYPE slurm_scheduler_jobs_canceled_total counter
+            slurm_scheduler_jobs_canceled_total{cluster="fixture"} 1
+            # HELP slurm_scheduler_jobs_failed_total Jobs failed since the last sdiag reset.
+            # TYPE slurm_scheduler_jobs_failed_total counter
+            slurm_scheduler_jobs_failed_total{cluster="fixture"} 0
+            # HELP slurm_scheduler_cycles_total Main scheduler cycles since the last sdiag reset.
+            # TYPE slurm_scheduler_cycles_total counter
+            slurm_scheduler_cycles_total{cluster="fixture"} 10
+            # HELP slurm_scheduler_backfill_cycles_total Backfill cycles since the last sdiag reset.
+            # TYPE slurm_scheduler_backfill_cycles_total counter
+            slurm_scheduler_backfill_cycles_total{cluster="fixture"} 4
+            # HELP slurm_scheduler_backfilled_jobs_total Jobs started by backfill since the last sdiag reset.
+            # TYPE slurm_scheduler_backfilled_jobs_total counter
+            slurm_scheduler_backfilled_jobs_total{cluster="fixture"} 1
+            # HELP slurm_scheduler_backfilled_het_jobs_total Heterogeneous job components started by backfill since the last sdiag reset.
+            # TYPE slurm_scheduler_backfilled_het_jobs_total counter
+            slurm_scheduler_backfilled_het_jobs_total{cluster="fixture"} 0
+            
+            "#,
+        );
+    }
+}

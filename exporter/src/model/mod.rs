@@ -10,6 +10,7 @@ pub mod job_table;
 pub mod jobs;
 pub mod origin;
 pub mod packing;
+pub mod record;
 pub mod text;
 
 /// Base state of a node. Base states are exclusive; DRAIN, MAINTENANCE etc. are [`NodeFlags`].

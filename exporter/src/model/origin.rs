@@ -11,7 +11,7 @@ use std::str::FromStr;
 
 use serde::Deserialize;
 
-use super::jobs::JobRecord;
+use super::record::JobRecord;
 
 #[derive(
     Clone,

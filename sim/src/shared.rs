@@ -33,11 +33,11 @@ use super::pods::PodRequest;
 use super::report::quantile;
 use super::trace::{NodeShape, TraceJob};
 use super::view::{CLUSTER, PARTITION, POLL, SlurmView, replay_controller};
-use crate::colocation::{PendingPod, Placement};
-use crate::crd::NodeSetAutoscalerSpec;
 use crate::error::{Error, Result};
-use crate::fakes::{OnFake, Write};
-use crate::pool::{GPU, NodeSetPod};
+use slurmscale_autoscaler::colocation::{PendingPod, Placement};
+use slurmscale_autoscaler::crd::NodeSetAutoscalerSpec;
+use slurmscale_autoscaler::fakes::{OnFake, Write};
+use slurmscale_autoscaler::pool::{GPU, NodeSetPod};
 
 /// The NodeSet's pods, as its status.selector says.
 const SELECTOR: &str = "app.kubernetes.io/name=slurmd";

@@ -9,13 +9,13 @@
 
 use std::collections::BTreeMap;
 
+use crate::cluster::{Cluster, Slot as Node};
 use slurmscale_autoscaler::colocation::{PendingPod, Placement};
 use slurmscale_autoscaler::pool::NodeSetPod as PodState;
-use slurmscale_autoscaler::simulate::cluster::{Cluster, Slot as Node};
 use slurmscale_exporter::k8s::ledger::{Capacity, LedgerNode, Owner};
 
-use super::super::workload::Rng;
 use super::{CLUSTER, CPU_NODE, MIB, POOL};
+use crate::workload::Rng;
 
 /// Nodes in the pool, all Slurm's at the start.
 pub const POOL_NODES: usize = 8;

@@ -1,6 +1,14 @@
-//! `slurmscale simulate`: replays a job trace through a simulated Slurm partition under each
+//! The simulated world slurmscale's replays and its demo run in: a simulated slurmctld
+//! ([`cluster`]) and what slurmrestd shows of it ([`view`]), a simulated Kubernetes side
+//! ([`kube`]), workloads ([`trace`] with [`swf`] and [`sacct`], pod logs in [`pods`], the demo's
+//! generator in [`workload`]), and the real controller of `slurmscale-autoscaler` run on its
+//! in-memory seam inside them. Only the binary, benches and tests use it; the production
+//! autoscaler never does.
+//!
+//! `slurmscale simulate` replays a job trace through a simulated Slurm partition under each
 //! scaling policy a site could run, so a site sees what each would have cost it (node-hours)
-//! and its users (queue wait) on its own history.
+//! and its users (queue wait) on its own history; [`shared`] replays a pool shared with
+//! Kubernetes pods; [`demo`] is the cluster `slurmscale demo` shows.
 //!
 //! Data flows one way: a trace ([`trace`]: [`swf`], [`sacct`]) becomes jobs fitted to a node
 //! shape; for each policy a [`cluster::Cluster`] schedules them while a [`Scaler`] sets its
@@ -10,6 +18,8 @@
 
 pub mod builtin;
 pub mod cluster;
+pub mod demo;
+pub mod error;
 pub mod formats;
 pub mod kube;
 pub mod pods;
@@ -22,14 +32,15 @@ pub mod svg;
 pub mod swf;
 pub mod trace;
 pub mod view;
+pub mod workload;
 
 use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::crd::NodeSetAutoscalerSpec;
 use crate::error::{Error, Result};
 use cluster::{Cluster, Mode, Resume, SchedConfig};
+use slurmscale_autoscaler::crd::NodeSetAutoscalerSpec;
 use trace::{NodeShape, TraceJob};
 
 /// Decides the partition's size from what it sees, at times of its choosing.

@@ -3,15 +3,15 @@
 //! the static sweep) — what `slurmscale simulate --pods` runs in the README — against one
 //! fixed split alone in the same process, so the figure survives this machine's drifting speed.
 //!
-//!     cargo bench -p slurmscale-autoscaler --bench shared
+//!     cargo bench -p slurmscale-sim --bench shared
 
 use std::path::PathBuf;
 use std::time::Instant;
 
-use slurmscale_autoscaler::simulate::formats::{self, Format};
-use slurmscale_autoscaler::simulate::pods::{self, Alignment, PodFormat};
-use slurmscale_autoscaler::simulate::shared::{self, POLICIES, SharedOptions, Sharing};
-use slurmscale_autoscaler::simulate::trace::{self, NodeShape, Slice, When};
+use slurmscale_sim::formats::{self, Format};
+use slurmscale_sim::pods::{self, Alignment, PodFormat};
+use slurmscale_sim::shared::{self, POLICIES, SharedOptions, Sharing};
+use slurmscale_sim::trace::{self, NodeShape, Slice, When};
 
 fn main() {
     let traces = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/traces");

@@ -2,7 +2,7 @@
 //! `slurmscale simulate` replays traces on ([`Cluster`]: EASY backfill, calibrated against
 //! the real one) — a NodeSet for the `burst` partition, four fixed GPU nodes, and the `cpu`
 //! partition on a pool shared with Kubernetes ([`pool`]) — fed by the demo's job generator
-//! ([`workload`](super::workload)). It stands where slurmrestd and the kube-apiserver stand
+//! ([`workload`](crate::workload)). It stands where slurmrestd and the kube-apiserver stand
 //! in production: it hands out the same [`ClusterSnapshot`] a poller publishes (nodes as
 //! slurmrestd shows them, jobs folded by the exporter's own [`JobsBuilder`]) and the same
 //! [`KubeSnapshot`] the watchers keep, and takes what the autoscaler writes — replicas,
@@ -16,9 +16,9 @@ mod pool;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use slurmscale_autoscaler::simulate::cluster::{Cluster, Mode, SchedConfig, Slot};
-use slurmscale_autoscaler::simulate::trace::{NodeShape, TraceJob};
-use slurmscale_autoscaler::simulate::view::SlurmView;
+use crate::cluster::{Cluster, Mode, SchedConfig, Slot};
+use crate::trace::{NodeShape, TraceJob};
+use crate::view::SlurmView;
 use slurmscale_exporter::k8s::nodeset::{NodeSetStatus, NodeSetView, ScalingMode};
 use slurmscale_exporter::k8s::watch::{KubeSnapshot, WatchHealth};
 use slurmscale_exporter::model::jobs::{JobRecord, JobsBuilder};
@@ -26,7 +26,7 @@ use slurmscale_exporter::model::{Diag, JobState, Ping, Slurmctld};
 use slurmscale_exporter::slurm::ApiVersion;
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
-use super::workload::{DemoJob, Part, Phase, Workload};
+use crate::workload::{DemoJob, Part, Phase, Workload};
 
 pub const CLUSTER: &str = "demo";
 pub const NAMESPACE: &str = "slurm";
@@ -333,8 +333,8 @@ impl Simulation {
         t
     }
 
-    /// The burst jobs started so far, by id, and when (unix seconds).
-    #[cfg(test)]
+    /// The burst jobs started so far, by id, and when (unix seconds): what a replay of the
+    /// same workload is held to.
     pub fn burst_starts(&self) -> Vec<(String, i64)> {
         let b = self.burst();
         let now = self.unix();

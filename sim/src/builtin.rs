@@ -18,8 +18,8 @@ use slurmscale_exporter::snapshot::ClusterSnapshot;
 use super::Scaler;
 use super::cluster::{Cluster, Counts};
 use super::view::{CLUSTER, PARTITION, POLL, SlurmView, replay_controller};
-use crate::crd::NodeSetAutoscalerSpec;
-use crate::fakes::{Fake, OnFake, Write};
+use slurmscale_autoscaler::crd::NodeSetAutoscalerSpec;
+use slurmscale_autoscaler::fakes::{Fake, OnFake, Write};
 
 /// The NodeSetAutoscaler the builtin policy runs when none is given: the CRD's defaults,
 /// scale to zero, up to the partition's size.

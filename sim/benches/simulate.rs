@@ -4,15 +4,15 @@
 //! process, so the figure survives this machine's drifting speed. Peak RSS is the process's
 //! high-water mark after everything ran.
 //!
-//!     cargo bench -p slurmscale-autoscaler --bench simulate
-//!     SLURMSCALE_TRACE=path.swf.gz JOBS=20000 cargo bench -p slurmscale-autoscaler --bench simulate
+//!     cargo bench -p slurmscale-sim --bench simulate
+//!     SLURMSCALE_TRACE=path.swf.gz JOBS=20000 cargo bench -p slurmscale-sim --bench simulate
 
 use std::path::PathBuf;
 use std::time::Instant;
 
-use slurmscale_autoscaler::simulate::formats::{self, Format};
-use slurmscale_autoscaler::simulate::trace::{self, NodeShape, Slice, When};
-use slurmscale_autoscaler::simulate::{self, Options, Policy};
+use slurmscale_sim::formats::{self, Format};
+use slurmscale_sim::trace::{self, NodeShape, Slice, When};
+use slurmscale_sim::{self as simulate, Options, Policy};
 
 fn peak_rss_mib() -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;

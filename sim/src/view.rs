@@ -19,7 +19,7 @@ use slurmscale_exporter::signals::{PartitionSignals, ShapeHints, partition_signa
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
 use super::cluster::{Cluster, DrainedBy};
-use crate::slurm_nodes::drain_reason;
+use slurmscale_autoscaler::slurm_nodes::drain_reason;
 
 /// The real autoscaler's default `--interval`: the replays poll (and reconcile) at it.
 pub const POLL: i64 = 2;
@@ -27,9 +27,9 @@ pub const POLL: i64 = 2;
 /// The controller as the replays run it: it reconciles each poll on a snapshot taken that
 /// instant (stale after as many polls as in production), one autoscaler at a time so runs
 /// are reproducible.
-pub fn replay_config() -> crate::controller::ControllerConfig {
+pub fn replay_config() -> slurmscale_autoscaler::controller::ControllerConfig {
     let poll = Duration::from_secs(POLL as u64);
-    crate::controller::ControllerConfig {
+    slurmscale_autoscaler::controller::ControllerConfig {
         resync: poll,
         stale_after: slurmscale_exporter::signals::stale_after(poll),
         dry_run: false,
@@ -45,26 +45,26 @@ pub const PARTITION: &str = "sim";
 /// whose target is the replay's NodeSet (its pods matched by `selector`, if any), on the
 /// replay's partition, clock at 0: how both replays run `builtin`.
 pub fn replay_controller(
-    spec: &crate::crd::NodeSetAutoscalerSpec,
+    spec: &slurmscale_autoscaler::crd::NodeSetAutoscalerSpec,
     selector: Option<&str>,
-) -> crate::fakes::OnFake {
+) -> slurmscale_autoscaler::fakes::OnFake {
     let mut spec = spec.clone();
     spec.scale_target_ref.name = PARTITION.into();
     spec.slurm.cluster = Some(CLUSTER.into());
     spec.slurm.partitions = vec![PARTITION.into()];
     spec.dry_run = false;
-    let mut nsa = crate::crd::NodeSetAutoscaler::new(PARTITION, spec);
+    let mut nsa = slurmscale_autoscaler::crd::NodeSetAutoscaler::new(PARTITION, spec);
     nsa.metadata.namespace = Some("slurm".into());
     nsa.metadata.generation = Some(1);
-    let target = crate::fakes::FakeTarget {
+    let target = slurmscale_autoscaler::fakes::FakeTarget {
         selector: selector.map(String::from),
-        ..crate::fakes::FakeTarget::default()
+        ..slurmscale_autoscaler::fakes::FakeTarget::default()
     };
-    let world = crate::fakes::World {
+    let world = slurmscale_autoscaler::fakes::World {
         targets: [(PARTITION.to_string(), target)].into(),
-        ..crate::fakes::World::default()
+        ..slurmscale_autoscaler::fakes::World::default()
     };
-    crate::fakes::OnFake::new(
+    slurmscale_autoscaler::fakes::OnFake::new(
         world,
         CLUSTER,
         [nsa],

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use slurmscale_autoscaler::simulate::trace::Request;
+use crate::trace::Request;
 
 const GIB: u64 = 1 << 30;
 /// A held job's user releases it this long after submitting it.
@@ -24,7 +24,7 @@ impl Rng {
         Self(seed ^ 0x5DEE_CE66_D1CE_4E5B)
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -34,12 +34,12 @@ impl Rng {
 
     /// Uniform in `lo..=hi`.
     pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next() % (hi - lo + 1)
+        lo + self.next_u64() % (hi - lo + 1)
     }
 
     /// True with probability `p`.
     pub fn chance(&mut self, p: f64) -> bool {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64 <= p
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 <= p
     }
 }
 
