@@ -139,62 +139,8 @@ struct Input {
 /// fits the jobs to the node shape, and says on stderr what was left out and why.
 fn input(args: &SimulateArgs, policies: &[String]) -> Result<Input> {
     let (mut parsed, name) = load(args)?;
-    let quiet = args.json;
-    let say = |s: String| {
-        if !quiet {
-            eprintln!("{s}");
-        }
-    };
-    if !args.partition.is_empty() {
-        let partitions = parsed.partitions();
-        parsed.keep_partitions(&args.partition);
-        if parsed.requests.is_empty() {
-            let known: Vec<&str> = partitions.iter().map(|(p, _)| &**p).collect();
-            bail!(
-                "{name}: no job ran in {}; {}",
-                args.partition.join(","),
-                if known.is_empty() {
-                    "the trace records no partition".to_string()
-                } else {
-                    format!("its partitions: {}", known.join(", "))
-                }
-            );
-        }
-    } else if let partitions @ [_, _, ..] = &parsed.partitions()[..] {
-        // Said even with --json: the figures would be of no partition the site has.
-        let shown: Vec<String> = partitions
-            .iter()
-            .take(5)
-            .map(|(p, n)| format!("{p} {n}"))
-            .collect();
-        eprintln!(
-            "{name}: the jobs of {} partitions ({}{}) are replayed as one partition of identical nodes; --partition NAME replays those a NodeSet would serve",
-            partitions.len(),
-            shown.join(", "),
-            if partitions.len() > shown.len() {
-                ", …"
-            } else {
-                ""
-            }
-        );
-    }
-    // What the figures leave out, said on stderr (with --json too) and in every JSON row.
-    let mut not_replayed: BTreeMap<String, u64> = parsed
-        .skipped
-        .iter()
-        .map(|(why, n)| (why.to_string(), *n))
-        .collect();
-    if parsed.bad_lines > 0 {
-        eprintln!(
-            "skipped {} malformed line(s) (--skip-bad-lines); the first: {}",
-            parsed.bad_lines,
-            parsed.first_bad_line.as_deref().unwrap_or("?")
-        );
-        not_replayed.insert(MALFORMED.into(), parsed.bad_lines);
-    }
-    for (why, n) in &parsed.skipped {
-        eprintln!("not replayed: {n} job(s): {why}");
-    }
+    choose_partitions(&mut parsed, &args.partition, &name)?;
+    let mut not_replayed = not_replayed(&parsed);
     if parsed.requests.is_empty() {
         bail!("{name}: the trace has no job to replay");
     }
@@ -230,11 +176,96 @@ fn input(args: &SimulateArgs, policies: &[String]) -> Result<Input> {
     if jobs.is_empty() {
         bail!("{name}: no job of the trace is left to replay in this slice");
     }
+    if !args.json {
+        eprintln!(
+            "{}",
+            describe(&name, &jobs, &shape, max_nodes, args, policies)
+        );
+    }
+    Ok(Input {
+        name,
+        jobs,
+        shape,
+        max_nodes,
+        not_replayed,
+    })
+}
+
+/// Keeps the jobs of `partitions` (an error names the trace's own when none ran there); or,
+/// with none named, says that several partitions are replayed as one.
+fn choose_partitions(parsed: &mut Parsed, partitions: &[String], name: &str) -> Result<()> {
+    if !partitions.is_empty() {
+        let known = parsed.partitions();
+        parsed.keep_partitions(partitions);
+        if parsed.requests.is_empty() {
+            let known: Vec<&str> = known.iter().map(|(p, _)| &**p).collect();
+            bail!(
+                "{name}: no job ran in {}; {}",
+                partitions.join(","),
+                if known.is_empty() {
+                    "the trace records no partition".to_string()
+                } else {
+                    format!("its partitions: {}", known.join(", "))
+                }
+            );
+        }
+    } else if let several @ [_, _, ..] = &parsed.partitions()[..] {
+        // Said even with --json: the figures would be of no partition the site has.
+        let shown: Vec<String> = several
+            .iter()
+            .take(5)
+            .map(|(p, n)| format!("{p} {n}"))
+            .collect();
+        eprintln!(
+            "{name}: the jobs of {} partitions ({}{}) are replayed as one partition of identical nodes; --partition NAME replays those a NodeSet would serve",
+            several.len(),
+            shown.join(", "),
+            if several.len() > shown.len() {
+                ", …"
+            } else {
+                ""
+            }
+        );
+    }
+    Ok(())
+}
+
+/// What the figures leave out of the trace, said on stderr (with --json too) and kept for
+/// every JSON row.
+fn not_replayed(parsed: &Parsed) -> BTreeMap<String, u64> {
+    let mut out: BTreeMap<String, u64> = parsed
+        .skipped
+        .iter()
+        .map(|(why, n)| (why.to_string(), *n))
+        .collect();
+    if parsed.bad_lines > 0 {
+        eprintln!(
+            "skipped {} malformed line(s) (--skip-bad-lines); the first: {}",
+            parsed.bad_lines,
+            parsed.first_bad_line.as_deref().unwrap_or("?")
+        );
+        out.insert(MALFORMED.into(), parsed.bad_lines);
+    }
+    for (why, n) in &parsed.skipped {
+        eprintln!("not replayed: {n} job(s): {why}");
+    }
+    out
+}
+
+/// The line that says what is replayed: how many jobs, when, on what, under which policies.
+fn describe(
+    name: &str,
+    jobs: &[TraceJob],
+    shape: &NodeShape,
+    max_nodes: u32,
+    args: &SimulateArgs,
+    policies: &[String],
+) -> String {
     let span = |t: i64| {
         chrono::DateTime::from_timestamp(t, 0)
             .map_or(t.to_string(), |d| d.format("%Y-%m-%d %H:%M").to_string())
     };
-    say(format!(
+    format!(
         "{name}: replaying {} jobs submitted {} to {} UTC on up to {max_nodes} nodes of {} CPUs{}{}, boot {}s, policies: {}",
         jobs.len(),
         span(jobs[0].submit),
@@ -252,14 +283,7 @@ fn input(args: &SimulateArgs, policies: &[String]) -> Result<Input> {
         },
         boot_seconds(args),
         policies.join(","),
-    ));
-    Ok(Input {
-        name,
-        jobs,
-        shape,
-        max_nodes,
-        not_replayed,
-    })
+    )
 }
 
 /// The replay's settings from the command line.

@@ -320,122 +320,196 @@ pub fn run_policy(
     opts: &Options,
     progress: Option<&AtomicU64>,
 ) -> Result<Run> {
-    let Some(first) = jobs.first() else {
-        return Err(Error::Simulate("no jobs to replay".into()));
-    };
-    let start = first.submit;
-    let mut cluster = Cluster::new(
-        opts.shape,
-        opts.max_nodes,
-        policy.mode(opts),
-        opts.sched,
-        jobs.clone(),
-        start,
-    );
-    let mut scaler = policy.scaler(opts, &cluster, start);
-    let width = if opts.bucket > 0 {
-        opts.bucket
-    } else {
-        bucket_for(&jobs)
-    };
-    let mut timeline = Timeline {
-        origin: start,
-        width,
-        points: Vec::new(),
-        view: view::SlurmView::new(&cluster),
-    };
-    let mut stats = Stats::default();
-    // Every step moves time forward: what is due at `now` was done in the last step.
-    let mut now = start - 1;
-    let mut reported = 0;
-    let mut done_at: Option<i64> = None;
-    // The last time a job was submitted, started or ended, and the node-seconds then.
-    let mut progress_at = (now, 0, 0);
-    let mut seconds_at_progress = (0.0, 0.0, 0.0);
+    let mut r = Replay::new(policy, jobs, opts)?;
     loop {
-        let next = [cluster.next_event(), scaler.wake()]
-            .into_iter()
-            .flatten()
-            .filter(|&t| t > now)
-            .min();
-        let stop = done_at.map_or(i64::MAX, |d| d + TAIL);
-        let t = match next {
-            Some(t) if t <= stop => t,
-            _ if done_at.is_some() => stop,
-            _ => {
-                return Err(Error::Simulate(format!(
-                    "{} stalled with {} jobs waiting (a job no node can ever hold?)",
-                    policy.as_str(),
-                    cluster.counts.pending
-                )));
-            }
-        };
-        if now >= start {
-            let dt = (t - now) as f64;
-            stats.node_seconds += f64::from(cluster.counts.provisioned) * dt;
-            stats.busy_node_seconds += f64::from(cluster.counts.busy) * dt;
-            if cluster.counts.pending > 0 {
-                stats.idle_waiting_node_seconds += f64::from(cluster.counts.idle()) * dt;
-            }
-            timeline.account(now, t, &cluster, scaler.desired());
-        }
-        now = t;
-        if now >= stop {
+        let t = r.next_time()?;
+        r.account(t);
+        r.now = t;
+        if r.now >= r.stop() {
             break;
         }
-        cluster.advance(now);
-        if done_at.is_none() && cluster.done() {
-            done_at = Some(now);
+        r.cluster.advance(r.now);
+        if r.done_at.is_none() && r.cluster.done() {
+            r.done_at = Some(r.now);
         }
-        let moved = (cluster.submitted(), cluster.finished());
-        if moved != (progress_at.1, progress_at.2) || cluster.counts.pending == 0 {
-            progress_at = (now, moved.0, moved.1);
-            seconds_at_progress = (
-                stats.node_seconds,
-                stats.busy_node_seconds,
-                stats.idle_waiting_node_seconds,
-            );
-        } else if done_at.is_none()
-            && cluster.submitted() == jobs.len()
-            && now - progress_at.0 > STALL
-        {
-            // Starved: what waits would wait forever under this policy. Its replay ends
-            // as if the last progress had been the last job's end (what it holds now, held
-            // for the tail), so a starved run does not stretch the others' horizon.
-            done_at = Some(progress_at.0);
-            now = progress_at.0 + TAIL;
-            stats.node_seconds =
-                seconds_at_progress.0 + f64::from(cluster.counts.provisioned) * TAIL as f64;
-            stats.busy_node_seconds =
-                seconds_at_progress.1 + f64::from(cluster.counts.busy) * TAIL as f64;
-            stats.idle_waiting_node_seconds =
-                seconds_at_progress.2 + f64::from(cluster.counts.idle()) * TAIL as f64;
-            timeline.points.retain(|p| p.time < progress_at.0 + TAIL);
+        if r.starved() {
             break;
         }
-        if let Some(r) = scaler.look(now, &mut cluster) {
-            cluster.scale(r, now);
+        if let Some(n) = r.scaler.look(r.now, &mut r.cluster) {
+            r.cluster.scale(n, r.now);
         }
         if let Some(p) = progress {
-            let s = cluster.submitted();
-            p.fetch_add((s - reported) as u64, Ordering::Relaxed);
-            reported = s;
+            let s = r.cluster.submitted();
+            p.fetch_add((s - r.reported) as u64, Ordering::Relaxed);
+            r.reported = s;
         }
     }
-    job_stats(&mut stats, &jobs, &cluster, now, opts.shape);
-    stats.scale_ups = cluster.scale_ups;
-    stats.scale_downs = cluster.scale_downs;
-    for p in &mut timeline.points {
-        p.provisioned /= width as f64;
-        p.busy /= width as f64;
+    Ok(r.finish())
+}
+
+/// One policy's replay in progress: the cluster, the scaler setting its size, and what has
+/// been counted so far.
+struct Replay {
+    policy: Policy,
+    jobs: Arc<[TraceJob]>,
+    shape: NodeShape,
+    cluster: Cluster,
+    scaler: Box<dyn Scaler>,
+    timeline: Timeline,
+    stats: Stats,
+    start: i64,
+    /// Every step moves time forward: what is due at `now` was done in the last step.
+    now: i64,
+    /// Jobs submitted so far, as last reported to the progress counter.
+    reported: usize,
+    /// When the last job ended (or the replay was found starved).
+    done_at: Option<i64>,
+    /// The last time a job was submitted, started or ended (time, submitted, finished), and
+    /// the node-seconds (provisioned, busy, idle while waiting) then.
+    progress_at: (i64, usize, usize),
+    seconds_at_progress: (f64, f64, f64),
+}
+
+impl Replay {
+    fn new(policy: Policy, jobs: Arc<[TraceJob]>, opts: &Options) -> Result<Self> {
+        let Some(first) = jobs.first() else {
+            return Err(Error::Simulate("no jobs to replay".into()));
+        };
+        let start = first.submit;
+        let cluster = Cluster::new(
+            opts.shape,
+            opts.max_nodes,
+            policy.mode(opts),
+            opts.sched,
+            jobs.clone(),
+            start,
+        );
+        let scaler = policy.scaler(opts, &cluster, start);
+        let width = if opts.bucket > 0 {
+            opts.bucket
+        } else {
+            bucket_for(&jobs)
+        };
+        let timeline = Timeline {
+            origin: start,
+            width,
+            points: Vec::new(),
+            view: view::SlurmView::new(&cluster),
+        };
+        Ok(Self {
+            policy,
+            jobs,
+            shape: opts.shape,
+            cluster,
+            scaler,
+            timeline,
+            stats: Stats::default(),
+            start,
+            now: start - 1,
+            reported: 0,
+            done_at: None,
+            progress_at: (start - 1, 0, 0),
+            seconds_at_progress: (0.0, 0.0, 0.0),
+        })
     }
-    Ok(Run {
-        policy,
-        stats,
-        timeline: timeline.points,
-        last_end: done_at.unwrap_or(now),
-        final_provisioned: cluster.counts.provisioned,
-    })
+
+    /// The replay ends a tail after the last job's end.
+    fn stop(&self) -> i64 {
+        self.done_at.map_or(i64::MAX, |d| d + TAIL)
+    }
+
+    /// The next time anything happens: an event of the cluster, a wake of the scaler, or the
+    /// end; an error when nothing will ever happen again with jobs still waiting.
+    fn next_time(&self) -> Result<i64> {
+        let next = [self.cluster.next_event(), self.scaler.wake()]
+            .into_iter()
+            .flatten()
+            .filter(|&t| t > self.now)
+            .min();
+        let stop = self.stop();
+        match next {
+            Some(t) if t <= stop => Ok(t),
+            _ if self.done_at.is_some() => Ok(stop),
+            _ => Err(Error::Simulate(format!(
+                "{} stalled with {} jobs waiting (a job no node can ever hold?)",
+                self.policy.as_str(),
+                self.cluster.counts.pending
+            ))),
+        }
+    }
+
+    /// Node-seconds from `now` to `t`, as the cluster stood.
+    fn account(&mut self, t: i64) {
+        if self.now < self.start {
+            return;
+        }
+        let (c, dt) = (&self.cluster.counts, (t - self.now) as f64);
+        self.stats.node_seconds += f64::from(c.provisioned) * dt;
+        self.stats.busy_node_seconds += f64::from(c.busy) * dt;
+        if c.pending > 0 {
+            self.stats.idle_waiting_node_seconds += f64::from(c.idle()) * dt;
+        }
+        self.timeline
+            .account(self.now, t, &self.cluster, self.scaler.desired());
+    }
+
+    /// Notes progress; true when the replay is starved: every job is in and nothing was
+    /// submitted, started or ended for [`STALL`]. What waits then would wait forever under
+    /// this policy: its replay ends as if the last progress had been the last job's end
+    /// (what it holds now, held for the tail), so a starved run does not stretch the
+    /// others' horizon.
+    fn starved(&mut self) -> bool {
+        let moved = (self.cluster.submitted(), self.cluster.finished());
+        if moved != (self.progress_at.1, self.progress_at.2) || self.cluster.counts.pending == 0 {
+            self.progress_at = (self.now, moved.0, moved.1);
+            self.seconds_at_progress = (
+                self.stats.node_seconds,
+                self.stats.busy_node_seconds,
+                self.stats.idle_waiting_node_seconds,
+            );
+            return false;
+        }
+        if self.done_at.is_some()
+            || self.cluster.submitted() != self.jobs.len()
+            || self.now - self.progress_at.0 <= STALL
+        {
+            return false;
+        }
+        let (c, tail) = (&self.cluster.counts, TAIL as f64);
+        let last = self.progress_at.0;
+        self.done_at = Some(last);
+        self.now = last + TAIL;
+        self.stats.node_seconds = self.seconds_at_progress.0 + f64::from(c.provisioned) * tail;
+        self.stats.busy_node_seconds = self.seconds_at_progress.1 + f64::from(c.busy) * tail;
+        self.stats.idle_waiting_node_seconds =
+            self.seconds_at_progress.2 + f64::from(c.idle()) * tail;
+        self.timeline.points.retain(|p| p.time < last + TAIL);
+        true
+    }
+
+    fn finish(mut self) -> Run {
+        job_stats(
+            &mut self.stats,
+            &self.jobs,
+            &self.cluster,
+            self.now,
+            self.shape,
+        );
+        self.stats.scale_ups = self.cluster.scale_ups;
+        self.stats.scale_downs = self.cluster.scale_downs;
+        let width = self.timeline.width as f64;
+        for p in &mut self.timeline.points {
+            p.provisioned /= width;
+            p.busy /= width;
+        }
+        Run {
+            policy: self.policy,
+            stats: self.stats,
+            timeline: self.timeline.points,
+            last_end: self.done_at.unwrap_or(self.now),
+            final_provisioned: self.cluster.counts.provisioned,
+        }
+    }
 }
 
 /// Replays `jobs` under every policy in `policies` (in parallel), then puts them on one

@@ -771,6 +771,64 @@ pub fn run_sharing(
     pods: Arc<[PodRequest]>,
     opts: &SharedOptions,
 ) -> Result<SharedRun> {
+    let (start, last) = span(&jobs, &pods)?;
+    if sharing == Sharing::Oracle {
+        return oracle(jobs, pods, opts, start);
+    }
+    let width = if opts.bucket > 0 {
+        opts.bucket
+    } else {
+        bucket_for(start, last)
+    };
+    let mut pool = Pool::new(sharing, jobs.clone(), pods.clone(), opts, start);
+    let mut auto =
+        (sharing == Sharing::Builtin).then(|| Autoscaler::new(&opts.autoscaler, &pool, start));
+    let mut timeline = SharedTimeline {
+        start,
+        width,
+        points: Vec::new(),
+    };
+    let mut now = start;
+    let mut done = Progress::new(start);
+    // Each turn plays what happens at `now` (the log's first instant included), then
+    // accounts the pool up to the next thing that happens.
+    loop {
+        turn(sharing, &mut pool, auto.as_mut(), now);
+        done.note(&pool, (jobs.len(), pods.len()), now);
+        let next = [
+            pool.cluster.next_event(),
+            pool.kube.next_event(),
+            auto.as_ref().and_then(|a| a.wake(&pool, now)),
+        ]
+        .into_iter()
+        .flatten()
+        .filter(|&t| t > now)
+        .min();
+        let stop = done.stop();
+        let t = match next {
+            Some(t) if t <= stop => t,
+            _ => stop.min(now + 7 * 86400),
+        };
+        timeline.account(&mut pool, now, t);
+        now = t;
+        if now >= stop {
+            break;
+        }
+    }
+    let mut stats = pool.stats;
+    finish_jobs(&mut stats, &jobs, |j| pool.cluster.started(j), now);
+    finish_pods(&mut stats, &pods, &pool.kube.started, now);
+    stats.evictions = pool.kube.evictions;
+    stats.pod_seconds_lost = pool.kube.lost_seconds;
+    Ok(SharedRun {
+        sharing,
+        stats,
+        timeline: timeline.finish(),
+    })
+}
+
+/// The first and last submit of both logs together.
+fn span(jobs: &[TraceJob], pods: &[PodRequest]) -> Result<(i64, i64)> {
     let start = [
         jobs.first().map(|j| j.submit),
         pods.first().map(|p| p.submit),
@@ -785,109 +843,108 @@ pub fn run_sharing(
         .chain(pods.iter().map(|p| p.submit))
         .max()
         .unwrap_or(start);
-    if sharing == Sharing::Oracle {
-        return oracle(jobs, pods, opts, start);
+    Ok((start, last))
+}
+
+/// What happens at `now`: the logs' work, then the way of sharing moves capacity.
+fn turn(sharing: Sharing, pool: &mut Pool, auto: Option<&mut Autoscaler>, now: i64) {
+    pool.cluster.advance(now);
+    pool.kube.advance(now);
+    match sharing {
+        Sharing::Builtin => {
+            pool.refresh_changed();
+            if let Some(a) = auto {
+                a.look(now, pool);
+            }
+            pool.operate(now);
+            pool.cluster.advance(now);
+        }
+        Sharing::FirstCome => pool.first_come(now),
+        Sharing::SlurmFirst => pool.slurm_first(now),
+        Sharing::Static(_) | Sharing::Oracle => {}
     }
-    let width = if opts.bucket > 0 {
-        opts.bucket
-    } else {
-        bucket_for(start, last)
-    };
-    let mut pool = Pool::new(sharing, jobs.clone(), pods.clone(), opts, start);
-    let mut auto =
-        (sharing == Sharing::Builtin).then(|| Autoscaler::new(&opts.autoscaler, &pool, start));
-    let mut timeline: Vec<SharedPoint> = Vec::new();
-    let mut now = start;
-    let mut done_at: Option<i64> = None;
-    // Once every job and pod is in, a pool that places nothing for a week never will.
-    let mut progress_at = start;
-    let mut progress = (0usize, 0usize);
-    // Each turn plays what happens at `now` (the log's first instant included), then
-    // accounts the pool up to the next thing that happens.
-    loop {
-        pool.cluster.advance(now);
-        pool.kube.advance(now);
-        match sharing {
-            Sharing::Builtin => {
-                pool.refresh_changed();
-                if let Some(a) = auto.as_mut() {
-                    a.look(now, &mut pool);
-                }
-                pool.operate(now);
-                pool.cluster.advance(now);
-            }
-            Sharing::FirstCome => pool.first_come(now),
-            Sharing::SlurmFirst => pool.slurm_first(now),
-            Sharing::Static(_) | Sharing::Oracle => {}
+    pool.refresh_changed();
+}
+
+/// When the replay is done: both logs ran out, or a week passed with everything submitted
+/// and nothing finishing (work that can never be placed under this way of sharing).
+struct Progress {
+    /// The last time a job or pod finished, and how many had then.
+    at: i64,
+    finished: (usize, usize),
+    done_at: Option<i64>,
+}
+
+impl Progress {
+    fn new(start: i64) -> Self {
+        Self {
+            at: start,
+            finished: (0, 0),
+            done_at: None,
         }
-        pool.refresh_changed();
+    }
+
+    fn note(&mut self, pool: &Pool, (jobs, pods): (usize, usize), now: i64) {
         let moved = (pool.cluster.finished(), pool.kube.finished());
-        if moved != progress {
-            progress = moved;
-            progress_at = now;
+        if moved != self.finished {
+            self.finished = moved;
+            self.at = now;
         }
-        let all_in = pool.cluster.submitted() == jobs.len() && pool.kube.submitted() == pods.len();
-        // Done when both logs ran out, or when a week passes with everything submitted and
-        // nothing finishing (work that can never be placed under this policy).
-        let stuck = all_in && now - progress_at >= 7 * 86400;
-        if done_at.is_none() && ((pool.cluster.done() && pool.kube.done()) || stuck) {
-            done_at = Some(now);
+        let all_in = pool.cluster.submitted() == jobs && pool.kube.submitted() == pods;
+        let stuck = all_in && now - self.at >= 7 * 86400;
+        if self.done_at.is_none() && ((pool.cluster.done() && pool.kube.done()) || stuck) {
+            self.done_at = Some(now);
         }
-        let next = [
-            pool.cluster.next_event(),
-            pool.kube.next_event(),
-            auto.as_ref().and_then(|a| a.wake(&pool, now)),
-        ]
-        .into_iter()
-        .flatten()
-        .filter(|&t| t > now)
-        .min();
-        let stop = done_at.map_or(i64::MAX, |d| d + TAIL);
-        let t = match next {
-            Some(t) if t <= stop => t,
-            _ => stop.min(now + 7 * 86400),
-        };
-        // Account [now, t) in timeline buckets.
-        let mut a = now;
-        while a < t {
-            let b = ((a - start) / width) as usize;
-            while timeline.len() <= b {
-                let time = start + timeline.len() as i64 * width;
-                timeline.push(pool.point(time));
+    }
+
+    /// The replay ends a tail after it is done.
+    fn stop(&self) -> i64 {
+        self.done_at.map_or(i64::MAX, |d| d + TAIL)
+    }
+}
+
+/// Node-seconds per timeline bucket, sampled at bucket starts.
+struct SharedTimeline {
+    start: i64,
+    width: i64,
+    points: Vec<SharedPoint>,
+}
+
+impl SharedTimeline {
+    /// Accounts the pool over [`from`, `to`), bucket by bucket.
+    fn account(&mut self, pool: &mut Pool, from: i64, to: i64) {
+        let mut a = from;
+        while a < to {
+            let b = ((a - self.start) / self.width) as usize;
+            while self.points.len() <= b {
+                let time = self.start + self.points.len() as i64 * self.width;
+                self.points.push(pool.point(time));
             }
-            let end = (start + (b as i64 + 1) * width).min(t);
+            let end = (self.start + (b as i64 + 1) * self.width).min(to);
             let before = (
                 pool.stats.slurm_node_seconds,
                 pool.stats.kube_node_seconds,
                 pool.stats.idle_node_seconds,
             );
             pool.account((end - a) as f64);
-            let p = &mut timeline[b];
+            let p = &mut self.points[b];
             p.slurm_nodes += pool.stats.slurm_node_seconds - before.0;
             p.kube_nodes += pool.stats.kube_node_seconds - before.1;
             p.idle_nodes += pool.stats.idle_node_seconds - before.2;
             a = end;
         }
-        now = t;
-        if now >= stop {
-            break;
+    }
+
+    /// Node counts, averaged over each bucket.
+    fn finish(mut self) -> Vec<SharedPoint> {
+        let width = self.width as f64;
+        for p in &mut self.points {
+            p.slurm_nodes /= width;
+            p.kube_nodes /= width;
+            p.idle_nodes /= width;
         }
+        self.points
     }
-    for p in &mut timeline {
-        p.slurm_nodes /= width as f64;
-        p.kube_nodes /= width as f64;
-        p.idle_nodes /= width as f64;
-    }
-    let mut stats = pool.stats;
-    finish_jobs(&mut stats, &jobs, |j| pool.cluster.started(j), now);
-    finish_pods(&mut stats, &pods, &pool.kube.started, now);
-    stats.evictions = pool.kube.evictions;
-    stats.pod_seconds_lost = pool.kube.lost_seconds;
-    Ok(SharedRun {
-        sharing,
-        stats,
-        timeline,
-    })
 }
 
 /// Waits and bounded slowdown of the jobs.

@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::origin::OriginRules;
+use super::origin::{Origin, OriginRules};
 use super::{JobCounts, JobState, Jobs, NodeWork, PendingClass, PendingJob};
 use crate::model::text::{array_tasks, expand_hostlist};
 
@@ -80,24 +80,10 @@ impl JobsBuilder {
         let origin = self.origins.classify(&r);
         self.jobs.malformed_admin_comments += u64::from(origin.malformed);
         let parts = self.partitions(r.partition);
-        let mut partition = match &parts {
-            Some((primary, _)) => {
-                if !self.jobs.partitions.contains_key(primary) {
-                    self.jobs
-                        .partitions
-                        .insert(primary.clone(), JobCounts::default());
-                }
-                self.jobs.partitions.get_mut(primary)
-            }
-            None => None,
-        };
-        let cluster = &mut self.jobs.cluster;
-        cluster.by_state[state as usize] += 1;
-        if let Some(p) = partition.as_deref_mut() {
-            p.by_state[state as usize] += 1;
-        }
+        let primary = parts.as_ref().map(|(p, _)| p);
         let o = origin.origin().index();
-        for c in std::iter::once(&mut *cluster).chain(partition.as_deref_mut()) {
+        for c in Self::counts(&mut self.jobs, primary) {
+            c.by_state[state as usize] += 1;
             let counts = &mut c.by_origin[o];
             match state {
                 JobState::Pending => {
@@ -111,65 +97,11 @@ impl JobsBuilder {
                 _ => {}
             }
         }
-
         match state {
-            JobState::Running | JobState::Suspended => {
-                let (cpus, gpus, nodes) = (r.cpus.unwrap_or(0), r.gpus_alloc(), r.node_count());
-                for c in std::iter::once(cluster).chain(partition) {
-                    c.count_allocation(cpus, gpus, nodes);
-                }
-                if let (Some(array), Some(_)) = (r.array_job_id.filter(|a| *a > 0), r.array_task_id)
-                {
-                    *self.running_array_tasks.entry(array).or_default() += 1;
-                }
-                let end = r.end_time.filter(|t| *t > 0);
-                for node in expand_hostlist(r.node_list, nodes.max(1) as usize) {
-                    let name = Self::intern(&mut self.names, &node);
-                    let work = self.jobs.running_on.entry(name).or_insert(NodeWork {
-                        jobs: 0,
-                        free_at: end,
-                    });
-                    work.jobs += 1;
-                    work.free_at = work.free_at.zip(end).map(|(a, b)| a.max(b));
-                }
-            }
-            JobState::Pending => {
-                let held = r.held();
-                let reason_text = if r.reason.is_empty() {
-                    "None"
-                } else {
-                    r.reason
-                };
-                let min_nodes = r.node_count();
-                let max_nodes = r.max_nodes.unwrap_or(0).max(min_nodes);
-                let mut reason = None;
-                for c in std::iter::once(cluster).chain(partition) {
-                    c.count_pending(held, reason_text, &mut reason, (min_nodes, max_nodes));
-                }
-                let (tasks, throttle_in_string) = array_tasks(r.array_task_string);
-                let throttle = r.array_max_tasks.filter(|m| *m > 0).or(throttle_in_string);
-                if let (Some(limit), Some(array)) = (throttle, r.array_job_id.filter(|a| *a > 0)) {
-                    self.throttled.push((self.jobs.pending.len(), array, limit));
-                }
-                self.jobs.pending.push(PendingJob {
-                    id: r.id,
-                    partitions: parts.map(|(_, all)| all).unwrap_or_else(|| Arc::from([])),
-                    class: PendingClass::of(r.reason, held),
-                    reason: reason.unwrap_or_else(|| Arc::from(reason_text)),
-                    tasks,
-                    throttled: 0,
-                    nodes: min_nodes,
-                    cpus: r.cpus.unwrap_or(0).max(1),
-                    gpus: r.requested_gpus().unwrap_or(0),
-                    memory_bytes: r.memory_bytes(),
-                    whole_node: r.whole_node,
-                    submit_time: r.submit_time.filter(|t| *t > 0),
-                    origin: origin.origin(),
-                });
-            }
+            JobState::Running | JobState::Suspended => self.add_running(&r, primary),
+            JobState::Pending => self.add_pending(&r, parts, origin.origin()),
             _ => {}
         }
-
         if self.per_owner {
             let user = Self::intern(&mut self.names, r.user);
             let account = Self::intern(&mut self.names, r.account);
@@ -181,6 +113,88 @@ impl JobsBuilder {
                 .entry(state)
                 .or_default() += 1;
         }
+    }
+
+    /// The cluster's counts and those of the job's partition (the first it names), made on
+    /// first use.
+    fn counts<'a>(
+        jobs: &'a mut Jobs,
+        primary: Option<&Arc<str>>,
+    ) -> impl Iterator<Item = &'a mut JobCounts> {
+        let Jobs {
+            cluster,
+            partitions,
+            ..
+        } = jobs;
+        let partition = match primary {
+            Some(p) => {
+                // Looked up first: a clone of the name only for a partition seen first.
+                if !partitions.contains_key(p) {
+                    partitions.insert(p.clone(), JobCounts::default());
+                }
+                partitions.get_mut(p)
+            }
+            None => None,
+        };
+        std::iter::once(cluster).chain(partition)
+    }
+
+    /// A running (or suspended) job: what it holds, its array's running tasks, and when each
+    /// of its nodes is free of it.
+    fn add_running(&mut self, r: &JobRecord<'_>, primary: Option<&Arc<str>>) {
+        let (cpus, gpus, nodes) = (r.cpus.unwrap_or(0), r.gpus_alloc(), r.node_count());
+        for c in Self::counts(&mut self.jobs, primary) {
+            c.count_allocation(cpus, gpus, nodes);
+        }
+        if let (Some(array), Some(_)) = (r.array_job_id.filter(|a| *a > 0), r.array_task_id) {
+            *self.running_array_tasks.entry(array).or_default() += 1;
+        }
+        let end = r.end_time.filter(|t| *t > 0);
+        for node in expand_hostlist(r.node_list, nodes.max(1) as usize) {
+            let name = Self::intern(&mut self.names, &node);
+            let work = self.jobs.running_on.entry(name).or_insert(NodeWork {
+                jobs: 0,
+                free_at: end,
+            });
+            work.jobs += 1;
+            work.free_at = work.free_at.zip(end).map(|(a, b)| a.max(b));
+        }
+    }
+
+    /// A pending job: its reason and size counted, and the job kept for demand.
+    fn add_pending(&mut self, r: &JobRecord<'_>, parts: Option<PartitionList>, origin: Origin) {
+        let held = r.held();
+        let reason_text = if r.reason.is_empty() {
+            "None"
+        } else {
+            r.reason
+        };
+        let min_nodes = r.node_count();
+        let max_nodes = r.max_nodes.unwrap_or(0).max(min_nodes);
+        let mut reason = None;
+        for c in Self::counts(&mut self.jobs, parts.as_ref().map(|(p, _)| p)) {
+            c.count_pending(held, reason_text, &mut reason, (min_nodes, max_nodes));
+        }
+        let (tasks, throttle_in_string) = array_tasks(r.array_task_string);
+        let throttle = r.array_max_tasks.filter(|m| *m > 0).or(throttle_in_string);
+        if let (Some(limit), Some(array)) = (throttle, r.array_job_id.filter(|a| *a > 0)) {
+            self.throttled.push((self.jobs.pending.len(), array, limit));
+        }
+        self.jobs.pending.push(PendingJob {
+            id: r.id,
+            partitions: parts.map(|(_, all)| all).unwrap_or_else(|| Arc::from([])),
+            class: PendingClass::of(r.reason, held),
+            reason: reason.unwrap_or_else(|| Arc::from(reason_text)),
+            tasks,
+            throttled: 0,
+            nodes: min_nodes,
+            cpus: r.cpus.unwrap_or(0).max(1),
+            gpus: r.requested_gpus().unwrap_or(0),
+            memory_bytes: r.memory_bytes(),
+            whole_node: r.whole_node,
+            submit_time: r.submit_time.filter(|t| *t > 0),
+            origin,
+        });
     }
 
     pub fn finish(mut self) -> Jobs {

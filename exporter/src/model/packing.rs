@@ -150,143 +150,222 @@ fn pack_bins(
     asks: &[Ask],
     max_new: u64,
 ) -> (Packed, Vec<Bin>) {
-    let groups = groups(shape, asks);
-    let mut bins: Vec<Bin> = free
-        .iter()
-        .filter(|n| n.free.cpus > 0)
-        .map(|n| Bin {
-            free: n.free,
-            empty: n.idle,
-            idle: n.idle,
-            new: false,
-            used: false,
-        })
-        .collect();
-    // Bins with room left, in first-fit order; full ones drop out after each group, so a
-    // group scans the few bins that can still take something, not every bin opened so far.
-    let mut active: Vec<usize> = (0..bins.len()).collect();
-    // Bins filled up since `active` was last swept; swept once they are a good share of it.
-    let mut filled = 0;
-    let mut taken: Vec<usize> = Vec::new();
-    let mut out = Packed::default();
-    let mut overflow = 0u64;
-    for ((nodes, per_node, whole), count) in groups {
-        let fits_shape = shape.holds(&per_node);
-        let fits = |b: &Bin| {
-            if whole {
-                b.empty && b.free.holds(&per_node)
-            } else {
-                b.free.holds(&per_node)
-            }
+    let mut p = Packing::new(free, shape, max_new);
+    for ((nodes, per_node, whole), count) in groups(shape, asks) {
+        let piece = Piece {
+            nodes,
+            per_node,
+            whole,
         };
-        // First-fit order: `open` holds bins known to take a piece, ahead of the bins of
-        // `active` not looked at yet (from `next`); a bin that cannot take one now never
-        // will in this group (room only shrinks), so each is looked at once. New bins join
-        // at the back once every older one has been looked at.
+        let left = p.place(piece, count);
+        p.leave(free, piece, left);
+        p.sweep_filled();
+    }
+    p.finish()
+}
+
+/// What one job of a group asks: `nodes` distinct nodes with `per_node` free each, or
+/// `whole` empty ones.
+#[derive(Clone, Copy)]
+struct Piece {
+    nodes: u64,
+    per_node: Resources,
+    whole: bool,
+}
+
+impl Piece {
+    fn fits(&self, b: &Bin) -> bool {
+        (!self.whole || b.empty) && b.free.holds(&self.per_node)
+    }
+}
+
+/// First-fit decreasing over bins: the free room of nodes that are up, then new nodes of the
+/// shape, opened as needed.
+struct Packing {
+    bins: Vec<Bin>,
+    /// Bins with room left, in first-fit order; full ones drop out after each group, so a
+    /// group scans the few bins that can still take something, not every bin opened so far.
+    active: Vec<usize>,
+    /// Bins filled up since `active` was last swept; swept once they are a good share of it.
+    filled: usize,
+    /// The bins of the current round (reused).
+    taken: Vec<usize>,
+    out: Packed,
+    /// Job nodes beyond the cap on new nodes, counted one node each.
+    overflow: u64,
+    shape: Resources,
+    max_new: u64,
+}
+
+impl Packing {
+    fn new(free: &[FreeNode], shape: Resources, max_new: u64) -> Self {
+        let bins: Vec<Bin> = free
+            .iter()
+            .filter(|n| n.free.cpus > 0)
+            .map(|n| Bin {
+                free: n.free,
+                empty: n.idle,
+                idle: n.idle,
+                new: false,
+                used: false,
+            })
+            .collect();
+        Self {
+            active: (0..bins.len()).collect(),
+            bins,
+            filled: 0,
+            taken: Vec::new(),
+            out: Packed::default(),
+            overflow: 0,
+            shape,
+            max_new,
+        }
+    }
+
+    /// Places `count` pieces; how many are left (nothing takes them).
+    ///
+    /// First-fit order: `open` holds bins known to take a piece, ahead of the bins of
+    /// `active` not looked at yet (from `next`); a bin that cannot take one now never will
+    /// in this group (room only shrinks), so each is looked at once. New bins join at the
+    /// back once every older one has been looked at.
+    fn place(&mut self, piece: Piece, count: u64) -> u64 {
+        let fits_shape = self.shape.holds(&piece.per_node);
         let mut open: VecDeque<usize> = VecDeque::new();
-        let (mut next, scan_end) = (0, active.len());
+        let (mut next, scan_end) = (0, self.active.len());
         let mut left = count;
         while left > 0 {
-            while (open.len() as u64) < nodes && next < scan_end {
-                let i = active[next];
+            while (open.len() as u64) < piece.nodes && next < scan_end {
+                let i = self.active[next];
                 next += 1;
-                if fits(&bins[i]) {
+                if piece.fits(&self.bins[i]) {
                     open.push_back(i);
                 }
             }
-            // Nothing open can take a piece: fill new nodes `nodes` at a time. Where that
-            // leaves a node with no CPU free (whole-node jobs, jobs of a node's CPUs), count
-            // them instead of opening them one by one; only a last, partly used set is opened.
             if open.is_empty() && next >= scan_end && fits_shape {
-                let per_bin = if whole {
-                    1
-                } else {
-                    shape.copies(&per_node).max(1)
-                };
-                let mut rest = shape;
-                if !whole {
-                    rest.take(&per_node, per_bin);
-                }
-                if whole || rest.cpus == 0 {
-                    let sets = (left / per_bin).min((max_new - out.new_nodes) / nodes);
-                    out.new_nodes += sets * nodes;
-                    left -= sets * per_bin;
-                    if left == 0 {
-                        break;
-                    }
+                left -= self.count_full_sets(piece, left);
+                if left == 0 {
+                    break;
                 }
             }
-            // Open new bins until `nodes` distinct ones can take a piece.
-            while (open.len() as u64) < nodes && fits_shape && out.new_nodes < max_new {
-                bins.push(Bin {
-                    free: shape,
-                    empty: true,
-                    idle: false,
-                    new: true,
-                    used: false,
-                });
-                out.new_nodes += 1;
-                open.push_back(bins.len() - 1);
-                active.push(bins.len() - 1);
+            if fits_shape {
+                self.open_new(&mut open, piece.nodes);
             }
-            if (open.len() as u64) < nodes {
+            if (open.len() as u64) < piece.nodes {
                 break;
             }
-            taken.clear();
-            taken.extend(open.drain(..nodes as usize));
-            // Copies this round: as many as every taken bin holds (a single-node group fills
-            // its first bin in one step; a whole-node job takes one copy).
-            let times = if whole {
-                1
-            } else {
-                taken
-                    .iter()
-                    .map(|&i| bins[i].free.copies(&per_node))
-                    .min()
-                    .unwrap_or(1)
-                    .clamp(1, left)
-            };
-            let all_up = taken.iter().all(|&i| !bins[i].new);
-            for &i in taken.iter().rev() {
-                let b = &mut bins[i];
-                if whole {
-                    b.free = Resources::default();
-                } else {
-                    b.free.take(&per_node, times);
-                }
-                b.empty = false;
-                b.used = true;
-                if fits(b) {
-                    open.push_front(i);
-                } else if b.free.cpus == 0 {
-                    filled += 1;
-                }
-            }
-            if all_up {
-                out.on_free_nodes += times;
-            }
-            left -= times;
+            left -= self.take_round(&mut open, piece, left);
         }
-        if left > 0 {
-            if fits_shape {
-                // Beyond the cap: one node per job node, unpacked.
-                overflow = overflow.saturating_add(left.saturating_mul(nodes));
-            } else if !free.iter().any(|n| n.total.holds(&per_node)) {
-                out.unsatisfiable += left;
-            }
-            // Otherwise they wait for room on the larger nodes that are up: new nodes of
-            // the shape would not help them.
+        left
+    }
+
+    /// Nothing open can take a piece: new nodes are filled `nodes` at a time. Where that
+    /// leaves a node with no CPU free (whole-node jobs, jobs of a node's CPUs), they are
+    /// counted instead of opened one by one; only a last, partly used set is opened. The
+    /// pieces placed so.
+    fn count_full_sets(&mut self, piece: Piece, left: u64) -> u64 {
+        let per_bin = if piece.whole {
+            1
+        } else {
+            self.shape.copies(&piece.per_node).max(1)
+        };
+        let mut rest = self.shape;
+        if !piece.whole {
+            rest.take(&piece.per_node, per_bin);
         }
-        // Every job has a CPU: a bin without one is done. Sweeping costs a pass over
-        // `active`, so it waits until a quarter of it is done.
-        if filled * 4 > active.len() {
-            active.retain(|&i| bins[i].free.cpus > 0);
-            filled = 0;
+        if !piece.whole && rest.cpus > 0 {
+            return 0;
+        }
+        let sets = (left / per_bin).min((self.max_new - self.out.new_nodes) / piece.nodes);
+        self.out.new_nodes += sets * piece.nodes;
+        sets * per_bin
+    }
+
+    /// Opens new bins until `nodes` distinct ones can take a piece (or the cap is reached).
+    fn open_new(&mut self, open: &mut VecDeque<usize>, nodes: u64) {
+        while (open.len() as u64) < nodes && self.out.new_nodes < self.max_new {
+            self.bins.push(Bin {
+                free: self.shape,
+                empty: true,
+                idle: false,
+                new: true,
+                used: false,
+            });
+            self.out.new_nodes += 1;
+            open.push_back(self.bins.len() - 1);
+            self.active.push(self.bins.len() - 1);
         }
     }
-    out.idle_nodes_used = bins.iter().filter(|b| b.used && b.idle).count() as u64;
-    out.new_nodes = out.new_nodes.saturating_add(overflow);
-    (out, bins)
+
+    /// One round on the first `nodes` open bins: as many copies as every one of them holds
+    /// (a single-node group fills its first bin in one step; a whole-node job takes one).
+    /// The pieces placed.
+    fn take_round(&mut self, open: &mut VecDeque<usize>, piece: Piece, left: u64) -> u64 {
+        self.taken.clear();
+        self.taken.extend(open.drain(..piece.nodes as usize));
+        let times = if piece.whole {
+            1
+        } else {
+            self.taken
+                .iter()
+                .map(|&i| self.bins[i].free.copies(&piece.per_node))
+                .min()
+                .unwrap_or(1)
+                .clamp(1, left)
+        };
+        let all_up = self.taken.iter().all(|&i| !self.bins[i].new);
+        for &i in self.taken.iter().rev() {
+            let b = &mut self.bins[i];
+            if piece.whole {
+                b.free = Resources::default();
+            } else {
+                b.free.take(&piece.per_node, times);
+            }
+            b.empty = false;
+            b.used = true;
+            if piece.fits(b) {
+                open.push_front(i);
+            } else if b.free.cpus == 0 {
+                self.filled += 1;
+            }
+        }
+        if all_up {
+            self.out.on_free_nodes += times;
+        }
+        times
+    }
+
+    /// What `left` pieces that found no room become.
+    fn leave(&mut self, free: &[FreeNode], piece: Piece, left: u64) {
+        if left == 0 {
+            return;
+        }
+        if self.shape.holds(&piece.per_node) {
+            // Beyond the cap: one node per job node, unpacked.
+            self.overflow = self
+                .overflow
+                .saturating_add(left.saturating_mul(piece.nodes));
+        } else if !free.iter().any(|n| n.total.holds(&piece.per_node)) {
+            self.out.unsatisfiable += left;
+        }
+        // Otherwise they wait for room on the larger nodes that are up: new nodes of the
+        // shape would not help them.
+    }
+
+    /// Every job has a CPU: a bin without one is done. Sweeping costs a pass over `active`,
+    /// so it waits until a quarter of it is done.
+    fn sweep_filled(&mut self) {
+        if self.filled * 4 > self.active.len() {
+            let bins = &self.bins;
+            self.active.retain(|&i| bins[i].free.cpus > 0);
+            self.filled = 0;
+        }
+    }
+
+    fn finish(mut self) -> (Packed, Vec<Bin>) {
+        self.out.idle_nodes_used = self.bins.iter().filter(|b| b.used && b.idle).count() as u64;
+        self.out.new_nodes = self.out.new_nodes.saturating_add(self.overflow);
+        (self.out, self.bins)
+    }
 }
 
 #[cfg(test)]

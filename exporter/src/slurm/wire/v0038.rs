@@ -5,121 +5,12 @@
 //! `idle_cpus`, one key spelt `"min nodes per job"`, ping as `{"ping": "UP"}` and
 //! `meta.Slurm` with numeric versions.
 
+pub use super::job::{decode_job_table, decode_jobs};
 use super::{
-    Decoded, EachSeed, Flag, GresDetailGpus, List, Num, Str, Words, decode_envelope, decode_list,
-    decode_object, mib, micros, wire_struct,
+    Decoded, Flag, List, Num, Str, Words, decode_list, decode_object, mib, micros, wire_struct,
 };
-use crate::model::job_table::JobTable;
-use crate::model::jobs::{JobRecord, JobsBuilder};
 use crate::model::text::{parse_gres, tres_gpus, tres_memory_bytes};
-use crate::model::{Diag, JobState, Jobs, Node, NodeState, Partition, Ping, RpcStat, Slurmctld};
-
-wire_struct! {
-    struct Job<'a> {
-        job_id: Num,
-        job_state: Str<'a>,
-        state_reason: Str<'a>,
-        partition: Str<'a>,
-        user_name: Str<'a>,
-        account: Str<'a>,
-        node_count: Num,
-        max_nodes: Num,
-        cpus: Num,
-        tasks: Num,
-        memory_per_node: Num,
-        memory_per_cpu: Num,
-        priority: Num,
-        shared: Str<'a>,
-        tres_per_job: Str<'a>,
-        tres_per_node: Str<'a>,
-        tres_per_task: Str<'a>,
-        tres_req_str: Str<'a>,
-        tres_alloc_str: Str<'a>,
-        gres_detail: GresDetailGpus,
-        array_job_id: Num,
-        array_task_id: Num,
-        array_task_string: Str<'a>,
-        array_max_tasks: Num,
-        submit_time: Num,
-        nodes: Str<'a>,
-        end_time: Num,
-        time_limit: Num,
-        name: Str<'a>,
-        comment: Str<'a>,
-        admin_comment: Str<'a>,
-        wckey: Str<'a>,
-        mcs_label: Str<'a>,
-        flags: Words<'a>,
-    }
-}
-
-impl<'a> Job<'a> {
-    fn record(&'a self) -> JobRecord<'a> {
-        let state = self.job_state.as_str();
-        JobRecord {
-            id: self.job_id.unsigned().unwrap_or(0),
-            state: (!state.is_empty()).then(|| JobState::parse(state)),
-            reason: self.state_reason.as_str(),
-            partition: self.partition.as_str(),
-            user: self.user_name.as_str(),
-            account: self.account.as_str(),
-            nodes: self.node_count.unsigned(),
-            max_nodes: self.max_nodes.unsigned(),
-            cpus: self.cpus.unsigned(),
-            tasks: self.tasks.unsigned(),
-            memory_per_node_mib: self.memory_per_node.unsigned(),
-            memory_per_cpu_mib: self.memory_per_cpu.unsigned(),
-            // 22.05 has no hold flag; a held job has priority 0 and a JobHeld* reason.
-            hold: self.priority.0 == Some(0)
-                && crate::model::held(false, self.state_reason.as_str()),
-            whole_node: self.shared.as_str().eq_ignore_ascii_case("none"),
-            tres_per_job: self.tres_per_job.as_str(),
-            tres_per_node: self.tres_per_node.as_str(),
-            tres_per_task: self.tres_per_task.as_str(),
-            tres_req: self.tres_req_str.as_str(),
-            tres_alloc: self.tres_alloc_str.as_str(),
-            gres_detail_gpus: self.gres_detail.0,
-            array_job_id: self.array_job_id.unsigned(),
-            array_task_id: self.array_task_id.unsigned(),
-            array_task_string: self.array_task_string.as_str(),
-            array_max_tasks: self.array_max_tasks.unsigned(),
-            submit_time: self.submit_time.0,
-            node_list: self.nodes.as_str(),
-            // Without a time limit Slurm still fills end_time (a year out): not an end.
-            end_time: self.time_limit.0.and(self.end_time.0),
-            name: self.name.as_str(),
-            comment: self.comment.as_str(),
-            admin_comment: self.admin_comment.as_str(),
-            wckey: self.wckey.as_str(),
-            mcs_label: self.mcs_label.as_str(),
-            external: self
-                .flags
-                .iter()
-                .any(|f| f.eq_ignore_ascii_case("EXTERNAL_JOB")),
-        }
-    }
-}
-
-pub fn decode_jobs(bytes: &[u8], per_owner: bool) -> serde_json::Result<Decoded<Jobs>> {
-    let mut builder = JobsBuilder::new(per_owner);
-    let decoded = decode_envelope(
-        bytes,
-        "jobs",
-        EachSeed::new(|j: Job| builder.add(j.record())),
-    )?;
-    Ok(decoded.map(|()| builder.finish()))
-}
-
-/// Decodes `/jobs` or `/job/{id}` into a table of records, for keeping between polls.
-pub fn decode_job_table(bytes: &[u8]) -> serde_json::Result<Decoded<JobTable>> {
-    let mut table = JobTable::default();
-    let decoded = decode_envelope(
-        bytes,
-        "jobs",
-        EachSeed::new(|j: Job| table.upsert(&j.record())),
-    )?;
-    Ok(decoded.map(|()| table))
-}
+use crate::model::{Diag, Node, NodeState, Partition, Ping, RpcStat, Slurmctld};
 
 wire_struct! {
     struct WireNode<'a> {
