@@ -301,3 +301,61 @@ fn every_path_the_architecture_page_names_exists() {
         "ARCHITECTURE.md names what is not there: {missing:?}"
     );
 }
+
+/// No function of the product's code is longer than 100 lines, tests and the metric
+/// families' `collect` apart: those are declarative lists, one series after another. A longer
+/// one is a sign it does several things a reader would rather find apart.
+#[test]
+fn no_function_is_longer_than_a_hundred_lines() {
+    let mut sources = Vec::new();
+    for dir in ["exporter/src", "autoscaler/src", "sim/src", "src"] {
+        files(&root().join(dir), &mut sources);
+    }
+    let mut long = Vec::new();
+    for path in sources
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+    {
+        if path.ends_with("tests.rs") || path.ends_with("fixtures.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        // Everything after the file's test module is tests.
+        let end = lines
+            .iter()
+            .position(|l| *l == "#[cfg(test)]")
+            .unwrap_or(lines.len());
+        for (i, line) in lines[..end].iter().enumerate() {
+            let body = line.trim_start();
+            let indent = &line[..line.len() - body.len()];
+            let name = [
+                "pub fn ",
+                "pub(crate) fn ",
+                "pub(super) fn ",
+                "fn ",
+                "pub async fn ",
+                "async fn ",
+            ]
+            .iter()
+            .find_map(|p| body.strip_prefix(p))
+            .and_then(|rest| rest.split(['(', '<']).next());
+            let Some(name) = name else { continue };
+            let declarative = name == "collect" && path.to_string_lossy().contains("metrics");
+            let close = format!("{indent}}}");
+            let Some(len) = lines[i..end].iter().position(|l| *l == close) else {
+                continue; // a declaration without a body
+            };
+            if len + 1 > 100 && !declarative {
+                let rel = path.strip_prefix(root()).unwrap();
+                long.push(format!(
+                    "{}:{} {name} ({} lines)",
+                    rel.display(),
+                    i + 1,
+                    len + 1
+                ));
+            }
+        }
+    }
+    assert!(long.is_empty(), "functions over 100 lines: {long:?}");
+}

@@ -309,30 +309,9 @@ impl JobTracker {
             let synced = self.fetch_full(src, now_counters).await?;
             return Ok((synced, effort));
         };
-        // Counters first seen now (after a full list read without them): the baseline.
-        let before = *self.counters.get_or_insert(now_counters);
-        let mut changed = false;
-        let d = now_counters.since(&before).unwrap_or_else(|| {
-            // The counters were reset (midnight, `sdiag --reset`): what happened since the
-            // last look is unknown. New jobs are searched for; every waiting and running
-            // job may have moved.
-            self.uncertain.unseen_new = true;
-            Counters {
-                started: self.table.jobs().filter(|j| j.waiting_to_run()).count() as u64,
-                completed: self.table.jobs().filter(|j| j.running()).count() as u64,
-                ..Counters::default()
-            }
-        });
-        // Work left over from earlier steps goes on even when nothing new happened.
-        let outstanding = self.uncertain.unseen_new || !self.checks.is_empty();
-        debug!(?d, outstanding, "job counters moved");
-        if !d.quiet() || outstanding {
-            changed = true;
-            let budget = self.singles_per_step(interval);
-            let used = self.follow(src, &d, budget, &mut effort).await?;
-            self.single_cost_update(used);
-            self.counters = Some(now_counters);
-        }
+        let mut changed = self
+            .follow_counters(src, now_counters, interval, &mut effort)
+            .await?;
         // Which of the possibly-started jobs did start: `/jobs/state/` (v0.0.40 on), when
         // its turn comes, is far cheaper than the whole list.
         let unsure = self.uncertain.maybe_left > 0 || self.full_wanted == Some(BACKLOG);
@@ -374,6 +353,41 @@ impl JobTracker {
         } else {
             Ok((Synced::Unchanged, effort))
         }
+    }
+
+    /// Follows what `/diag`'s job counters say moved since the last look (new jobs found,
+    /// jobs that may have started or ended read again), within the step's budget of single
+    /// reads; whether anything was looked at.
+    async fn follow_counters(
+        &mut self,
+        src: &impl JobSource,
+        now_counters: Counters,
+        interval: Duration,
+        effort: &mut JobsEffort,
+    ) -> Result<bool> {
+        // Counters first seen now (after a full list read without them): the baseline.
+        let before = *self.counters.get_or_insert(now_counters);
+        let d = now_counters.since(&before).unwrap_or_else(|| {
+            // The counters were reset (midnight, `sdiag --reset`): what happened since the
+            // last look is unknown. New jobs are searched for; every waiting and running
+            // job may have moved.
+            self.uncertain.unseen_new = true;
+            Counters {
+                started: self.table.jobs().filter(|j| j.waiting_to_run()).count() as u64,
+                completed: self.table.jobs().filter(|j| j.running()).count() as u64,
+                ..Counters::default()
+            }
+        });
+        // Work left over from earlier steps goes on even when nothing new happened.
+        let outstanding = self.uncertain.unseen_new || !self.checks.is_empty();
+        debug!(?d, outstanding, "job counters moved");
+        if !d.quiet() || outstanding {
+            let budget = self.singles_per_step(interval);
+            let used = self.follow(src, &d, budget, effort).await?;
+            self.single_cost_update(used);
+            self.counters = Some(now_counters);
+        }
+        Ok(!d.quiet() || outstanding)
     }
 
     /// One step of reading the list id by id, begun here when none is under way: reads for
