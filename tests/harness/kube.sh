@@ -188,7 +188,10 @@ wait_up() {
   local deadline=$((SECONDS + secs))
   until "$@" >/dev/null 2>&1; do
     pid_alive "$pids/$proc" || die "$proc exited while waiting for $what: $(tail -n 3 "$logs/$proc.log")"
-    [ $SECONDS -lt $deadline ] || die "timed out after ${secs}s waiting for $what (log: $logs/$proc.log)"
+    # The log's end too: CI keeps this output, not the run directory.
+    [ $SECONDS -lt $deadline ] ||
+      die "timed out after ${secs}s waiting for $what; the end of $logs/$proc.log:
+$(tail -n 15 "$logs/$proc.log" | cut -c1-400)"
     sleep 0.2
   done
 }
@@ -519,21 +522,27 @@ operator_start() {
   KUBE_API_URL=$api_url HARNESS_KUBE_PKI=$pki \
     run operator-pods "$HARNESS_DIR/operator-pods.sh" "$operator_ns" "$operator_slurm" "$dir/operator-pods"
   # Ready once the operator has built its Slurm client and slurmrestd accepted its own token.
-  wait_up 60 slurm-operator "the operator's first answered call to slurmrestd (log: $logs/slurm-operator.log)" \
-    restd_served
+  wait_up 60 slurm-operator "the operator's Slurm client" restd_served
   trap - EXIT
   say "slurm-operator $SLURM_OPERATOR_VERSION up, managing Slurm $operator_slurm through http://127.0.0.1:$operator_restd_port (Controller $operator_ns/$operator_controller)"
 }
 
 # The operator's Slurm client is up: 24.11's proxy logged a 200 since this start (after its
 # first $proxy_log_from lines); 26.05's slurmrestd logs no request, so the operator's own log
-# since this start (after its first $operator_log_from lines) says it made its client.
+# since this start (after its first $operator_log_from lines) says it added its client.
+# The file is read directly: `tail | grep -q` fails under pipefail once what follows the
+# match outgrows a pipe's buffer (tail is killed by SIGPIPE), and the operator logs a lot.
 restd_served() {
   if [ "$operator_slurm" = 24.11 ]; then
-    tail -n "+$((proxy_log_from + 1))" "$logs/slurmrestd-v0044.log" | grep -q ' -> 200 '
+    logged_since "$logs/slurmrestd-v0044.log" "$proxy_log_from" ' -> 200 '
   else
-    tail -n "+$((operator_log_from + 1))" "$logs/slurm-operator.log" | grep -q '"Finished syncing SlurmClient"'
+    logged_since "$logs/slurm-operator.log" "$operator_log_from" '"msg":"Added slurm client"'
   fi
+}
+
+# logged_since FILE N TEXT: TEXT is on a line of FILE after its first N.
+logged_since() {
+  awk -v from="$2" -v text="$3" 'NR > from && index($0, text) { found = 1; exit } END { exit !found }' "$1"
 }
 
 restd_answers() { # any HTTP status (401 without a token): the proxy and slurmrestd are up
@@ -589,8 +598,8 @@ spec:
   slurmKeyRef: {name: $operator_controller-slurm-key, key: slurm.key}
   jwtKeyRef: {name: $operator_controller-jwt-key, key: jwt_hs256.key}
 EOF
-  # The operator builds its Slurm client only once the RestApi's Deployment has a ready
-  # replica: a stand-in pod on kwok (the real slurmrestd is behind the proxy).
+  # The operator builds its Slurm client once a RestApi names this Controller (DEBUG=1
+  # dials localhost whatever its Service); its Deployment runs a stand-in pod on kwok.
   apply "/apis/slinky.slurm.net/v1beta1/namespaces/$operator_ns/restapis/$operator_controller" <<EOF
 apiVersion: slinky.slurm.net/v1beta1
 kind: RestApi
