@@ -521,6 +521,13 @@ fn run_shared(args: SimulateArgs) -> Result<()> {
         |progress| shared::run(&policies, jobs, pods, &opts, Some(progress)),
     )?;
     let took = started.elapsed();
+    if policies.iter().any(|p| p == "static-best") && !runs.iter().any(|(p, _)| p == "static-best")
+    {
+        // Said even with --json: the gap column then has nothing to measure against.
+        eprintln!(
+            "static-best: no fixed split keeps both sides' p95 waits at or below those of the starting split (--split); no row, no gap"
+        );
+    }
     let mut rows = shared_report::rows(&runs);
     for r in &mut rows {
         r.not_replayed.clone_from(&not_replayed);

@@ -354,6 +354,7 @@ fn a_shared_pool_replays_both_logs_under_every_way_of_sharing() {
             "idle_node_hours",
             "slurm_wait_p95_s",
             "slurm_bounded_slowdown_mean",
+            "combined_bounded_slowdown_mean",
             "pod_wait_p95_s",
             "evictions",
             "jobs_killed",
@@ -374,6 +375,22 @@ fn a_shared_pool_replays_both_logs_under_every_way_of_sharing() {
     assert_eq!(b["starved_pods"], 0, "{b}");
     let stranded = |name: &str| row(name)["stranded_node_hours"].as_f64().unwrap();
     assert!(stranded("static-best") <= stranded("static"));
+    // The best split wins no stranded hours by starving a side: neither waits longer at
+    // p95 than at the even split (`static`, --split 0.5).
+    for side in ["slurm_wait_p95_s", "pod_wait_p95_s"] {
+        assert!(
+            row("static-best")[side].as_f64() <= row("static")[side].as_f64(),
+            "{side}: static-best {} against the even split's {}",
+            row("static-best"),
+            row("static")
+        );
+    }
+    // Both sides' slowdown, node-hour weighted: a wait makes it larger than 1.
+    assert!(
+        rows.iter()
+            .all(|r| r["combined_bounded_slowdown_mean"].as_f64() >= Some(1.0)),
+        "{rows:?}"
+    );
     for file in [
         "small.shared.timeline.csv",
         "small.shared.svg",

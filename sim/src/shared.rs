@@ -119,7 +119,14 @@ pub struct SharedStats {
     /// (last) binding.
     pub job_waits: Vec<i64>,
     pub pod_waits: Vec<i64>,
+    /// Of Slurm's jobs alone.
     pub bounded_slowdown_mean: f64,
+    /// Of jobs and pods together, each weighted by the node-hours it runs (its share of a
+    /// node, by its largest ask, times nodes and run time): the one figure both sides feel,
+    /// so a way of sharing cannot look good by starving one side.
+    pub combined_slowdown_mean: f64,
+    /// Its weighted sum and weights so far (jobs, then pods added).
+    slowdown_weighted: (f64, f64),
     pub drains: u64,
     /// Nodes handed from Slurm to Kubernetes and back.
     pub to_kubernetes: u64,
@@ -816,8 +823,14 @@ pub fn run_sharing(
         }
     }
     let mut stats = pool.stats;
-    finish_jobs(&mut stats, &jobs, |j| pool.cluster.started(j), now);
-    finish_pods(&mut stats, &pods, &pool.kube.started, now);
+    finish_jobs(
+        &mut stats,
+        &jobs,
+        |j| pool.cluster.started(j),
+        now,
+        &opts.shape,
+    );
+    finish_pods(&mut stats, &pods, &pool.kube.started, now, &opts.shape);
     stats.evictions = pool.kube.evictions;
     stats.pod_seconds_lost = pool.kube.lost_seconds;
     Ok(SharedRun {
@@ -953,6 +966,7 @@ fn finish_jobs(
     jobs: &[TraceJob],
     started: impl Fn(usize) -> Option<i64>,
     stopped: i64,
+    shape: &NodeShape,
 ) {
     let mut slowdown = 0.0;
     for (j, job) in jobs.iter().enumerate() {
@@ -960,28 +974,58 @@ fn finish_jobs(
         stats.starved_jobs += usize::from(start.is_none());
         let wait = start.unwrap_or(stopped) - job.submit;
         stats.job_waits.push(wait);
-        let run = job.run as f64;
-        slowdown += ((wait as f64 + run) / run.max(10.0)).max(1.0);
+        let b = bounded_slowdown(wait, job.run);
+        slowdown += b;
+        let share = node_share(
+            shape,
+            f64::from(job.cpus_per_node),
+            job.memory_mib_per_node,
+            f64::from(job.gpus_per_node),
+        );
+        let weight = share * f64::from(job.nodes) * job.run as f64;
+        stats.slowdown_weighted.0 += weight * b;
+        stats.slowdown_weighted.1 += weight;
     }
     stats.jobs = jobs.len();
     stats.bounded_slowdown_mean = slowdown / jobs.len().max(1) as f64;
     stats.job_waits.sort_unstable();
 }
 
+/// Pods' waits, and the slowdown of jobs and pods together (after [`finish_jobs`]).
 fn finish_pods(
     stats: &mut SharedStats,
     pods: &[PodRequest],
     started: &[Option<i64>],
     stopped: i64,
+    shape: &NodeShape,
 ) {
     for (p, pod) in pods.iter().enumerate() {
         stats.starved_pods += usize::from(started[p].is_none());
-        stats
-            .pod_waits
-            .push(started[p].unwrap_or(stopped) - pod.submit);
+        let wait = started[p].unwrap_or(stopped) - pod.submit;
+        stats.pod_waits.push(wait);
+        let weight = node_share(shape, pod.cpus, pod.memory_mib, pod.gpus) * pod.run as f64;
+        stats.slowdown_weighted.0 += weight * bounded_slowdown(wait, pod.run);
+        stats.slowdown_weighted.1 += weight;
     }
     stats.pods = pods.len();
     stats.pod_waits.sort_unstable();
+    let (sum, weights) = stats.slowdown_weighted;
+    stats.combined_slowdown_mean = if weights > 0.0 { sum / weights } else { 1.0 };
+}
+
+/// Wait plus run over run, the run at least 10 s, at least 1.
+fn bounded_slowdown(wait: i64, run: u64) -> f64 {
+    let run = run as f64;
+    ((wait as f64 + run) / run.max(10.0)).max(1.0)
+}
+
+/// What share of a node an ask takes: its largest share of any resource the node has.
+fn node_share(shape: &NodeShape, cpus: f64, memory_mib: u64, gpus: f64) -> f64 {
+    let of = |n: f64, d: f64| if d > 0.0 { n / d } else { 0.0 };
+    of(cpus, f64::from(shape.cpus))
+        .max(of(memory_mib as f64, shape.memory_mib as f64))
+        .max(of(gpus, f64::from(shape.gpus)))
+        .min(1.0)
 }
 
 /// One scheduler over both queues: each pod a one-node job of its whole-unit share (CPUs and
@@ -1072,8 +1116,8 @@ fn oracle(
         }
     }
     // The merged order keeps the jobs' relative order (a stable sort by submit).
-    finish_jobs(&mut stats, &jobs, |j| job_starts[j], now);
-    finish_pods(&mut stats, &pods, &pod_starts, now);
+    finish_jobs(&mut stats, &jobs, |j| job_starts[j], now, &opts.shape);
+    finish_pods(&mut stats, &pods, &pod_starts, now, &opts.shape);
     Ok(SharedRun {
         sharing: Sharing::Oracle,
         stats,
@@ -1081,13 +1125,17 @@ fn oracle(
     })
 }
 
-/// The static split with the fewest stranded node-hours among `splits`, whose Slurm p95 wait
-/// is no worse than `reference`'s.
-pub fn best_static<'a>(runs: &'a [SharedRun], reference: &SharedRun) -> Option<&'a SharedRun> {
-    let p95 = |r: &SharedRun| quantile(&r.stats.job_waits, 0.95);
+/// `static-best`: the fixed split with the fewest stranded node-hours among those where
+/// *neither* side waits longer at p95 than at the even split (`even`), so the best split
+/// cannot win on stranded hours by starving one side; `None` when no split qualifies.
+pub fn best_static<'a>(runs: &'a [SharedRun], even: &SharedRun) -> Option<&'a SharedRun> {
+    let p95 = |waits: &[i64]| quantile(waits, 0.95);
     runs.iter()
         .filter(|r| matches!(r.sharing, Sharing::Static(_)))
-        .filter(|r| p95(r) <= p95(reference))
+        .filter(|r| {
+            p95(&r.stats.job_waits) <= p95(&even.stats.job_waits)
+                && p95(&r.stats.pod_waits) <= p95(&even.stats.pod_waits)
+        })
         .min_by(|a, b| {
             a.stats
                 .stranded_node_seconds

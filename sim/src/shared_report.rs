@@ -26,6 +26,8 @@ pub struct SharedRow {
     pub slurm_wait_p99_s: f64,
     pub slurm_wait_max_s: f64,
     pub slurm_bounded_slowdown_mean: f64,
+    /// Jobs and pods together, each weighted by the node-hours it runs.
+    pub combined_bounded_slowdown_mean: f64,
     pub pod_wait_p50_s: f64,
     pub pod_wait_p95_s: f64,
     pub pod_wait_p99_s: f64,
@@ -65,6 +67,7 @@ impl SharedRow {
             slurm_wait_p99_s: q(&s.job_waits, 0.99),
             slurm_wait_max_s: s.job_waits.last().copied().unwrap_or(0) as f64,
             slurm_bounded_slowdown_mean: s.bounded_slowdown_mean,
+            combined_bounded_slowdown_mean: s.combined_slowdown_mean,
             pod_wait_p50_s: q(&s.pod_waits, 0.5),
             pod_wait_p95_s: q(&s.pod_waits, 0.95),
             pod_wait_p99_s: q(&s.pod_waits, 0.99),
@@ -117,7 +120,7 @@ pub fn table(rows: &[SharedRow]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<17} {:>10} {:>10} {:>10} {:>9} {:>7} {:>7} {:>7} {:>8} {:>7} {:>7} {:>7} {:>6} {:>11} {:>6} {:>9} {:>6}",
+        "{:<17} {:>10} {:>10} {:>10} {:>9} {:>7} {:>7} {:>7} {:>8} {:>7} {:>7} {:>7} {:>7} {:>6} {:>11} {:>6} {:>9} {:>6}",
         "policy",
         "stranded",
         "slurm",
@@ -130,6 +133,7 @@ pub fn table(rows: &[SharedRow]) -> String {
         "pod50",
         "pod95",
         "pod99",
+        "both",
         "drains",
         "handovers",
         "evict",
@@ -139,7 +143,7 @@ pub fn table(rows: &[SharedRow]) -> String {
     for r in rows {
         let _ = writeln!(
             out,
-            "{:<17} {:>10.1} {:>10.1} {:>10.1} {:>9.1} {:>7} {:>7} {:>7} {:>8.2} {:>7} {:>7} {:>7} {:>6} {:>5}/{:<5} {:>6} {:>9.1} {:>6}",
+            "{:<17} {:>10.1} {:>10.1} {:>10.1} {:>9.1} {:>7} {:>7} {:>7} {:>8.2} {:>7} {:>7} {:>7} {:>7.2} {:>6} {:>5}/{:<5} {:>6} {:>9.1} {:>6}",
             r.policy,
             r.stranded_node_hours,
             r.slurm_node_hours,
@@ -152,6 +156,7 @@ pub fn table(rows: &[SharedRow]) -> String {
             human(r.pod_wait_p50_s),
             human(r.pod_wait_p95_s),
             human(r.pod_wait_p99_s),
+            r.combined_bounded_slowdown_mean,
             r.drains,
             r.handovers_to_kubernetes,
             r.handovers_to_slurm,

@@ -302,6 +302,7 @@ fn pending(cluster: &Cluster, partitions: &Arc<[Arc<str>]>) -> Jobs {
                 whole_node: j.whole_nodes(&cluster.shape),
                 submit_time: Some(j.submit),
                 origin: Origin::Batch,
+                plan: None,
             })
             .collect(),
         ..Jobs::default()

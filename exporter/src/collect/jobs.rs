@@ -172,6 +172,9 @@ pub struct JobTracker {
     single_cost: Duration,
     /// Why a full `/jobs` is wanted before its resync time, if it is.
     full_wanted: Option<&'static str>,
+    /// Backfill cycles `/diag` counted at the last look: each plans the starts of waiting
+    /// jobs anew (and the nodes held for them), which moves no job counter.
+    bf_cycles: Option<u64>,
     /// The held job read again last: the review of holds goes on after it.
     reviewed: u64,
     /// Live jobs above which the list is never asked for in one answer.
@@ -222,6 +225,7 @@ impl JobTracker {
             since: None,
             single_cost: Duration::from_millis(5),
             full_wanted: Some("first look"),
+            bf_cycles: None,
             reviewed: 0,
             max_jobs,
             large: false,
@@ -293,6 +297,17 @@ impl JobTracker {
             self.recheck_accounting(src).await;
         }
         let whole = self.whole();
+        if let Some(cycles) = diag.and_then(|d| d.bf_cycles) {
+            // A list read whole is read again after a backfill cycle, as the budget allows, so
+            // the plans are current; a list read id by id gets them as its review comes round.
+            if whole
+                && self.bf_cycles.is_some_and(|c| c != cycles)
+                && self.table.jobs().any(|j| j.waiting_to_run())
+            {
+                self.full_wanted.get_or_insert("a backfill cycle planned");
+            }
+            self.bf_cycles = Some(cycles);
+        }
         if self.sweep.is_some() || (!whole && (!self.has_table || self.resweep)) {
             return self.sweep_step(src, diag, interval).await;
         }

@@ -6,7 +6,7 @@
 //!
 //! Two partitions: `cpu` (c1 idle, c2 mixed and draining, c3 powered down) and `gpu` (g1
 //! allocated, four GPUs). Jobs: 1 runs on c2 (alice, 4 CPUs), 2 waits for two cpu nodes
-//! (bob), 3 is held (alice), 4 runs on g1 with two GPUs (carol), 5 is a pending array of
+//! (bob; the backfill scheduler plans it on c1 and c3 ten minutes on), 3 is held (alice), 4 runs on g1 with two GPUs (carol), 5 is a pending array of
 //! three tasks on gpu (carol).
 //!
 //! On the Kubernetes side ([`kube`]): NodeSet `slurm-worker-gpu` as Slinky's chart names it
@@ -105,6 +105,8 @@ const JOBS: &str = r#"{"jobs": [
    "cpus": {"set": true, "infinite": false, "number": 16}, "nodes": "",
    "state_reason": "Resources", "hold": false, "shared": ["none"],
    "tres_req_str": "cpu=16,mem=8000M,node=2",
+   "start_time": {"set": true, "infinite": false, "number": 1800000600},
+   "scheduled_nodes": "c[1,3]",
    "submit_time": {"set": true, "infinite": false, "number": 1799999400},
    "array_job_id": {"set": true, "infinite": false, "number": 0},
    "array_task_id": {"set": false, "infinite": false, "number": 0},

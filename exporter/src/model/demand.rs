@@ -397,6 +397,7 @@ mod tests {
                     whole_node,
                     submit_time: None,
                     origin: super::super::origin::Origin::Batch,
+                    plan: None,
                 })
                 .collect(),
             ..Jobs::default()

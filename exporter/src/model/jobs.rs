@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::origin::{Origin, OriginRules};
-use super::{JobCounts, JobState, Jobs, NodeWork, PendingClass, PendingJob};
+use super::{JobCounts, JobState, Jobs, NodeWork, PendingClass, PendingJob, Plan};
 use crate::model::text::{array_tasks, expand_hostlist};
 
 pub use super::record::JobRecord;
@@ -180,10 +180,24 @@ impl JobsBuilder {
         if let (Some(limit), Some(array)) = (throttle, r.array_job_id.filter(|a| *a > 0)) {
             self.throttled.push((self.jobs.pending.len(), array, limit));
         }
+        let class = PendingClass::of(r.reason, held);
+        // A start time on a job that could run now is the backfill scheduler's plan (on a
+        // held or waiting one it is its begin time, or stale).
+        let plan = r
+            .start_time
+            .filter(|_| class == PendingClass::Schedulable)
+            .map(|start| Plan {
+                start,
+                nodes: expand_hostlist(r.scheduled_nodes, max_nodes.max(1) as usize)
+                    .iter()
+                    .filter(|n| !n.is_empty())
+                    .map(|n| Self::intern(&mut self.names, n))
+                    .collect(),
+            });
         self.jobs.pending.push(PendingJob {
             id: r.id,
             partitions: parts.map(|(_, all)| all).unwrap_or_else(|| Arc::from([])),
-            class: PendingClass::of(r.reason, held),
+            class,
             reason: reason.unwrap_or_else(|| Arc::from(reason_text)),
             tasks,
             throttled: 0,
@@ -194,6 +208,7 @@ impl JobsBuilder {
             whole_node: r.whole_node,
             submit_time: r.submit_time.filter(|t| *t > 0),
             origin,
+            plan,
         });
     }
 

@@ -443,6 +443,18 @@ pub struct PendingJob {
     pub whole_node: bool,
     pub submit_time: Option<i64>,
     pub origin: origin::Origin,
+    /// When slurmctld plans to start it (a schedulable job the backfill scheduler planned;
+    /// unix seconds), and the nodes it holds for that start (v0.0.40 on).
+    pub plan: Option<Plan>,
+}
+
+/// Slurm's plan for a pending job: when it starts, and on which nodes slurmctld keeps idle
+/// for it meanwhile (none known before REST v0.0.40, or for a job planned without a
+/// reservation: beyond `bf_window`, or not among the jobs that reserve).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub start: i64,
+    pub nodes: Vec<Arc<str>>,
 }
 
 /// Counts kept per partition (and once more cluster-wide under the empty partition name).

@@ -43,6 +43,12 @@ pub struct JobRecord<'a> {
     pub node_list: &'a str,
     /// When a running job reaches its time limit (unix seconds); `None` without one.
     pub end_time: Option<i64>,
+    /// When slurmctld expects the job to start: for a pending job the backfill scheduler's
+    /// plan (or its begin time), unix seconds; `None` when unset.
+    pub start_time: Option<i64>,
+    /// The nodes the backfill scheduler holds for a pending job's planned start (a host list;
+    /// v0.0.40 on, empty when none).
+    pub scheduled_nodes: &'a str,
     /// What says where a job comes from ([`super::origin`]).
     pub name: &'a str,
     pub comment: &'a str,

@@ -90,6 +90,8 @@ wire_struct! {
         nodes: Str<'a>,
         end_time: Num,
         time_limit: Num,
+        start_time: Num,
+        scheduled_nodes: Str<'a>,
         name: Str<'a>,
         comment: Str<'a>,
         admin_comment: Str<'a>,
@@ -142,6 +144,8 @@ impl<'a> Job<'a> {
             node_list: self.nodes.as_str(),
             // Without a time limit Slurm still fills end_time (a year out): not an end.
             end_time: self.time_limit.0.and(self.end_time.0),
+            start_time: self.start_time.0.filter(|t| *t > 0),
+            scheduled_nodes: self.scheduled_nodes.as_str(),
             name: self.name.as_str(),
             comment: self.comment.as_str(),
             admin_comment: self.admin_comment.as_str(),
