@@ -188,6 +188,15 @@ impl Counts {
     }
 }
 
+/// EASY backfill's one reservation: when the first waiting job starts at the latest, and the
+/// nodes kept for it meanwhile.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reservation {
+    pub job: usize,
+    pub start: i64,
+    pub nodes: Vec<u32>,
+}
+
 pub struct Cluster {
     pub shape: NodeShape,
     pub mode: Mode,
@@ -224,6 +233,9 @@ pub struct Cluster {
     finished: usize,
     /// Scratch for backfill: nodes reserved for the first waiting job.
     reserved: Vec<bool>,
+    /// The last backfill pass's reservation, as slurmrestd shows it (the job's planned
+    /// start and scheduled nodes) until the next pass.
+    plan: Option<Reservation>,
     pub scale_ups: u64,
     pub scale_downs: u64,
 }
@@ -273,6 +285,7 @@ impl Cluster {
             outcomes: vec![JobTimes::default(); n],
             finished: 0,
             reserved: vec![false; max_nodes as usize],
+            plan: None,
             scale_ups: 0,
             scale_downs: 0,
         };
@@ -305,6 +318,16 @@ impl Cluster {
     /// Waiting jobs in priority order.
     pub fn queue(&self) -> impl Iterator<Item = &TraceJob> {
         self.queue.iter().map(|&j| &self.jobs[j])
+    }
+
+    /// Waiting jobs in priority order, with their index in [`Cluster::jobs`].
+    pub fn queued(&self) -> impl Iterator<Item = (usize, &TraceJob)> {
+        self.queue.iter().map(|&j| (j, &self.jobs[j]))
+    }
+
+    /// The reservation the last backfill pass made, while its job still waits.
+    pub fn plan(&self) -> Option<&Reservation> {
+        self.plan.as_ref().filter(|r| self.queue.contains(&r.job))
     }
 
     /// Every job submitted and finished.
@@ -464,6 +487,15 @@ impl Cluster {
         let (shadow, reserved) = self.reservation(head);
         for &i in &reserved {
             self.reserved[i as usize] = true;
+        }
+        let plan = shadow.map(|start| Reservation {
+            job: head,
+            start,
+            nodes: reserved.clone(),
+        });
+        if plan != self.plan {
+            self.plan = plan;
+            self.changes += 1;
         }
         // Jobs of a shape that did not fit will not fit later in the same pass.
         let mut failed: HashSet<(u32, u32, u64, u32, bool)> = HashSet::new();

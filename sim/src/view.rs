@@ -13,7 +13,8 @@ use std::time::{Duration, SystemTime};
 
 use slurmscale_exporter::model::origin::Origin;
 use slurmscale_exporter::model::{
-    Gres, Jobs, Node, NodeBase, NodeFlags, NodeState, NodeWork, Partition, PendingClass, PendingJob,
+    Gres, Jobs, Node, NodeBase, NodeFlags, NodeState, NodeWork, Partition, PendingClass,
+    PendingJob, Plan,
 };
 use slurmscale_exporter::signals::{PartitionSignals, ShapeHints, partition_signals};
 use slurmscale_exporter::snapshot::ClusterSnapshot;
@@ -284,11 +285,12 @@ fn update(n: &mut Node, i: u32, cluster: &Cluster) {
 fn pending(cluster: &Cluster, partitions: &Arc<[Arc<str>]>) -> Jobs {
     let reason: Arc<str> = Arc::from("Resources");
     let mb = |mib: u64| mib << 20;
+    let plan = cluster.plan();
     Jobs {
         pending: cluster
-            .queue()
+            .queued()
             .enumerate()
-            .map(|(k, j)| PendingJob {
+            .map(|(k, (index, j))| PendingJob {
                 id: k as u64,
                 partitions: partitions.clone(),
                 class: PendingClass::Schedulable,
@@ -302,7 +304,14 @@ fn pending(cluster: &Cluster, partitions: &Arc<[Arc<str>]>) -> Jobs {
                 whole_node: j.whole_nodes(&cluster.shape),
                 submit_time: Some(j.submit),
                 origin: Origin::Batch,
-                plan: None,
+                plan: plan.filter(|r| r.job == index).map(|r| Plan {
+                    start: r.start,
+                    nodes: r
+                        .nodes
+                        .iter()
+                        .map(|&i| Arc::from(format!("{}-{i}", partitions[0])))
+                        .collect(),
+                }),
             })
             .collect(),
         ..Jobs::default()

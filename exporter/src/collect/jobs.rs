@@ -425,9 +425,16 @@ impl JobTracker {
         // after the sweep began, so every job it counts has an id the sweep reads — or every
         // id down to the oldest is read.
         let counted = diag.and_then(Diag::live_jobs);
+        // Each job that ended since the sweep began may still be in the table, read live in
+        // an earlier step: it must not stand in for a live job not read yet. (No counters
+        // then or now, or a reset between: no count to stop at.)
         let counted_since = diag.and_then(|d| {
             let at = d.jobs_counted_at.filter(|t| *t >= sweep.began)?;
             Some((d.live_jobs()?, at))
+        });
+        let stop_at = counted_since.and_then(|(c, at)| {
+            let ended = Counters::of(diag?)?.since(counters.as_ref()?)?.ended();
+            Some((c + ended, at))
         });
         let deadline = Instant::now() + interval.mul_f64(START_SHARE);
         let window = IDS_PER_REQUEST.min(self.max_jobs as usize).max(1);
@@ -440,7 +447,7 @@ impl JobTracker {
                 .run(
                     src,
                     &mut self.table,
-                    (window, counted_since),
+                    (window, stop_at),
                     deadline,
                     &mut effort,
                 )
@@ -1703,6 +1710,43 @@ mod tests {
         let jobs = t.build();
         assert_eq!(pending(&jobs), 30);
         assert_eq!(count(&jobs, "new", JobState::Pending), 15);
+    }
+
+    /// Jobs read while they ran and ended before the read was done stay in the table until
+    /// the counters are followed: they must not stand in for older jobs not read yet when
+    /// the read stops at slurmctld's count of live jobs.
+    #[tokio::test]
+    async fn jobs_that_end_mid_read_do_not_hide_older_ones() {
+        for (states, accounting) in [(false, true), (true, true), (true, false)] {
+            // 42 ids, 31 live: the last window (of ten) holds only the oldest job.
+            let slurm = long_queue(states, 42);
+            if !accounting {
+                slurm.with(|w| w.accounted_from = None);
+            }
+            slurm.start(41);
+            slurm.start(40);
+            let mut t = bounded(10);
+            // The newest first: both read while they run.
+            while ![40, 41].iter().all(|id| t.table.get(*id).is_some()) {
+                short_step(&mut t, &slurm).await;
+            }
+            slurm.complete(41);
+            slurm.complete(40);
+            let mut steps = 0;
+            loop {
+                let (jobs, _) = step(&mut t, &slurm).await;
+                if jobs.uncertain.exact() {
+                    assert_eq!(
+                        pending(&jobs),
+                        29,
+                        "states {states}, accounting {accounting}: every waiting job"
+                    );
+                    break;
+                }
+                steps += 1;
+                assert!(steps < 50, "never exact: {:?}", jobs.uncertain);
+            }
+        }
     }
 
     #[tokio::test]

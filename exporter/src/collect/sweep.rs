@@ -20,6 +20,9 @@
 //!    publishes is a lower bound of the queue from the start (scale up on it, never down).
 //! 3. The tracker calls the list complete when it holds as many live jobs as slurmctld
 //!    counted after the sweep began, or when the sweep passes the oldest id accounting knows.
+//!    Jobs that ended since the sweep began raise the count to meet: one read in an earlier
+//!    step and gone since still sits in the table, and would otherwise stand in for an older
+//!    job never read.
 //!
 //! Reads go one at a time, back to back, for most of each interval: one slurmrestd thread,
 //! never an answer larger than one job or one window of states.
