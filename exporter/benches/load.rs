@@ -13,8 +13,9 @@
 //!   every 30 s (its zero `/jobs` is checked by tests/autoscaler_e2e.rs);
 //! * `shared`: one poller (2 s) for both, as `slurmscale autoscaler --exporter-metrics` runs;
 //! * `plain`: `after`'s two pollers through a slurmrestd without its slurmdbd plugins (no
-//!   `/slurmdb/` endpoint), as many sites run it: above `--request-max-jobs` nothing says
-//!   where the job ids are, so the list is read whole.
+//!   `/slurmdb/` endpoint), as many sites run it: above `--request-max-jobs` one
+//!   `/jobs/state/` names the live ids (v0.0.40 on) and the list is read id by id from it;
+//!   22.05 has no such list and reads it whole.
 //! * `exporter`: the exporter alone (30 s), beside which
 //! * `native`: slurmctld's own metrics (26.05 on), the four endpoints Slinky's ServiceMonitor
 //!   scrapes (`/metrics/{jobs,nodes,partitions,scheduler}`), every 30 s as Prometheus would;

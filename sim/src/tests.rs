@@ -420,3 +420,41 @@ fn keda_desired_reads_the_demand_the_exporter_publishes() {
     );
     assert_eq!(keda.look(1, &mut c), Some(1), "KEDA activates the NodeSet");
 }
+
+#[test]
+fn the_first_waiting_job_shows_its_reservation_until_it_starts() {
+    // 4 one-CPU nodes. A takes 2 until its limit at 100; B needs all 4 and waits: backfill
+    // reserves A's two nodes and the two free ones for it, from 100. slurmrestd would show
+    // that start and those four nodes on B's record; once B runs, no plan is left.
+    let jobs = vec![job(0, 100, 100, 2, 1), job(1, 50, 50, 4, 1)];
+    let mut c = Cluster::new(
+        ONE_CPU,
+        4,
+        Mode::Static,
+        SchedConfig::default(),
+        Arc::from(jobs),
+        0,
+    );
+    while c.plan().is_none() {
+        let t = c.next_event().expect("a backfill pass before A ends");
+        assert!(t < 100, "no reservation made before A's end");
+        c.advance(t);
+    }
+    let plan = c.plan().unwrap().clone();
+    assert_eq!((plan.job, plan.start), (1, 100));
+    let mut nodes = plan.nodes.clone();
+    nodes.sort_unstable();
+    assert_eq!(nodes, [0, 1, 2, 3]);
+    let mut view = view::SlurmView::new(&c);
+    view.sync(&c);
+    let jobs = view.jobs_with_running(&c);
+    let planned: Vec<_> = jobs.pending.iter().filter_map(|j| j.plan.clone()).collect();
+    assert_eq!(planned.len(), 1, "B alone is planned");
+    assert_eq!(planned[0].start, 100);
+    assert_eq!(planned[0].nodes.len(), 4);
+    while let Some(t) = c.next_event() {
+        c.advance(t);
+    }
+    assert_eq!(c.started(1), Some(100));
+    assert!(c.plan().is_none());
+}
