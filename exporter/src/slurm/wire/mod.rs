@@ -12,6 +12,7 @@ use crate::model::JobState;
 use crate::model::job_table::StateEntry;
 
 mod job;
+mod node;
 pub mod v0038;
 pub mod v0040;
 pub mod v0041;

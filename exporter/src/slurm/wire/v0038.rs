@@ -6,49 +6,10 @@
 //! `meta.Slurm` with numeric versions.
 
 pub use super::job::{decode_job_table, decode_jobs};
-use super::{
-    Decoded, Flag, List, Num, Str, Words, decode_list, decode_object, mib, micros, wire_struct,
-};
-use crate::model::text::{parse_gres, tres_gpus, tres_memory_bytes};
-use crate::model::{Diag, Node, NodeState, Partition, Ping, RpcStat, Slurmctld};
-
-wire_struct! {
-    struct WireNode<'a> {
-        name: Str<'a>,
-        state: Words<'a>,
-        state_flags: Words<'a>,
-        partitions: Words<'a>,
-        cpus: Num,
-        alloc_cpus: Num,
-        real_memory: Num,
-        alloc_memory: Num,
-        free_memory: Num,
-        gres: Str<'a>,
-        gres_used: Str<'a>,
-        reason: Str<'a>,
-        reason_set_by_user: Str<'a>,
-    }
-}
-
-pub fn decode_nodes(bytes: &[u8]) -> serde_json::Result<Decoded<Vec<Node>>> {
-    decode_list(bytes, "nodes", |n: WireNode| {
-        let name = n.name.0.into_owned();
-        (!name.is_empty()).then(|| Node {
-            name,
-            state: NodeState::from_words(n.state.iter().chain(n.state_flags.iter())),
-            partitions: n.partitions.iter().map(Into::into).collect(),
-            cpus: n.cpus.unsigned().unwrap_or(0),
-            alloc_cpus: n.alloc_cpus.unsigned().unwrap_or(0),
-            memory_bytes: mib(n.real_memory.unsigned()).unwrap_or(0),
-            alloc_memory_bytes: mib(n.alloc_memory.unsigned()).unwrap_or(0),
-            free_memory_bytes: mib(n.free_memory.unsigned()),
-            gres: parse_gres(n.gres.as_str()),
-            gres_used: parse_gres(n.gres_used.as_str()),
-            reason: n.reason.0.into_owned(),
-            reason_set_by: n.reason_set_by_user.0.into_owned(),
-        })
-    })
-}
+pub use super::node::decode_nodes;
+use super::{Decoded, Flag, List, Num, Str, decode_list, decode_object, micros, wire_struct};
+use crate::model::text::{tres_gpus, tres_memory_bytes};
+use crate::model::{Diag, Partition, Ping, RpcStat, Slurmctld};
 
 wire_struct! {
     struct WirePartition<'a> {

@@ -6,55 +6,19 @@
 //! `partition.state`, `maximums.nodes`), ping says `pinged` (`responding` from v0.0.41), and
 //! `meta.slurm` carries string versions. `job_resources` still has the flat shape
 //! (`allocated_hosts`, `allocated_cpus`); v0.0.41 nests it, and [`super::job`] reads both (jobs
-//! decode with one struct for every version).
+//! and nodes decode with one struct each for every version: [`super::job`], [`super::node`]).
 //! These structs serve v0.0.41-v0.0.45 too, whose differences do not touch the fields we read.
 
 pub use super::job::{decode_job_table, decode_jobs};
+pub use super::node::decode_nodes;
 use super::v0038::Statistics;
 use super::{
-    Decoded, EachSeed, Flag, Num, Str, Words, decode_envelope, decode_list, decode_object, mib,
+    Decoded, EachSeed, Flag, Num, Str, Words, decode_envelope, decode_list, decode_object,
     wire_struct,
 };
 use crate::model::job_table::StateEntry;
-use crate::model::text::{parse_gres, tres_gpus, tres_memory_bytes};
-use crate::model::{Diag, JobState, Node, NodeState, Partition, Ping, Slurmctld};
-
-wire_struct! {
-    struct WireNode<'a> {
-        name: Str<'a>,
-        state: Words<'a>,
-        partitions: Words<'a>,
-        cpus: Num,
-        alloc_cpus: Num,
-        real_memory: Num,
-        alloc_memory: Num,
-        free_mem: Num,
-        gres: Str<'a>,
-        gres_used: Str<'a>,
-        reason: Str<'a>,
-        reason_set_by_user: Str<'a>,
-    }
-}
-
-pub fn decode_nodes(bytes: &[u8]) -> serde_json::Result<Decoded<Vec<Node>>> {
-    decode_list(bytes, "nodes", |n: WireNode| {
-        let name = n.name.0.into_owned();
-        (!name.is_empty()).then(|| Node {
-            name,
-            state: NodeState::from_words(n.state.iter()),
-            partitions: n.partitions.iter().map(Into::into).collect(),
-            cpus: n.cpus.unsigned().unwrap_or(0),
-            alloc_cpus: n.alloc_cpus.unsigned().unwrap_or(0),
-            memory_bytes: mib(n.real_memory.unsigned()).unwrap_or(0),
-            alloc_memory_bytes: mib(n.alloc_memory.unsigned()).unwrap_or(0),
-            free_memory_bytes: mib(n.free_mem.unsigned()),
-            gres: parse_gres(n.gres.as_str()),
-            gres_used: parse_gres(n.gres_used.as_str()),
-            reason: n.reason.0.into_owned(),
-            reason_set_by: n.reason_set_by_user.0.into_owned(),
-        })
-    })
-}
+use crate::model::text::{tres_gpus, tres_memory_bytes};
+use crate::model::{Diag, JobState, Partition, Ping, Slurmctld};
 
 wire_struct! {
     struct PartitionNodes<'a> {
