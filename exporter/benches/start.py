@@ -24,7 +24,10 @@ after the exporter's start:
                   slurmctld holds it, and `squeue -r` would list each task.
   t_new_submitted --new-after seconds after the start, --new-jobs one-node jobs are submitted
                   to the `slinky` partition (no node until a pod comes, no other job there):
-                  when the last sbatch returned
+                  when the last sbatch returned. 24.11 refuses jobs for a partition without
+                  a node: give it one that runs nothing first (`slurm.sh 24.11 pod-up
+                  slinky-0`, then `scontrol update nodename=slinky-0 state=drain
+                  reason=bench`); the jobs then wait on ReqNodeNotAvail, which is demand
   t_new_demand    first scrape where slurm_partition_demand_jobs{partition="slinky",
                   class="schedulable"} counts them all (new_demand_after_s: the difference —
                   how long an autoscaler restarted beside a long queue is blind to new work)
