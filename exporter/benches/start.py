@@ -142,9 +142,14 @@ def main():
     def submit_new():
         ids = []
         for _ in range(a.new_jobs):
-            out = subprocess.run([f"{e['SLURM_BIN']}/sbatch", "--parsable", "-p", "slinky", "-J", "start-new", "-o", "/dev/null",
-                                  "--wrap", "sleep 60"], capture_output=True, text=True, env=sbatch_env).stdout.strip()
-            ids.append(out)
+            run = subprocess.run([f"{e['SLURM_BIN']}/sbatch", "--parsable", "-p", "slinky", "-J", "start-new", "-o", "/dev/null",
+                                  "--wrap", "sleep 60"], capture_output=True, text=True, env=sbatch_env)
+            if run.returncode != 0:
+                # Said in the result, not waited for until --timeout (24.11 refuses jobs for
+                # a partition without a node: see t_new_submitted above).
+                r["new_jobs_refused"] = run.stderr.strip()
+                return ids
+            ids.append(run.stdout.strip())
         r["t_new_submitted"] = round(time.time() - t0, 1)
         return ids
 
@@ -199,7 +204,7 @@ def main():
                 sq_started, sq_pending, sq_t = now, pending, round(now, 1)
                 sq = pool.submit(lambda: len(subprocess.run([f"{e['SLURM_BIN']}/squeue", "-h", "-t", "pd", "-o", "%i"],
                                                             capture_output=True, text=True, env=squeue_env).stdout.split()))
-        new_done = a.new_jobs == 0 or r["t_new_demand"] is not None
+        new_done = a.new_jobs == 0 or r["t_new_demand"] is not None or "new_jobs_refused" in r
         if (r["t_complete"] is not None and new_done and now > r["t_complete"] + 10) or now > a.timeout:
             break
         time.sleep(max(0, 0.5 - (time.time() - t0 - now)))
