@@ -3,10 +3,9 @@
 //! start and every partition a job was submitted to; held and waiting jobs are counted by
 //! class but add no demand. See [`crate::model::demand`].
 
-use std::collections::BTreeSet;
 use std::time::SystemTime;
 
-use super::{MetricsOptions, Out};
+use super::{MetricsOptions, Out, pending_partitions};
 use crate::model::PendingClass;
 use crate::model::demand::{Room, Shape, demand, demand_of};
 use crate::model::origin::Origin;
@@ -20,12 +19,7 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
         .as_deref()
         .map(Vec::as_slice)
         .unwrap_or_default();
-    let mut names: BTreeSet<&str> = partitions.iter().map(|p| &*p.name).collect();
-    names.extend(
-        jobs.pending
-            .iter()
-            .flat_map(|j| j.partitions.iter().map(|p| &**p)),
-    );
+    let names = pending_partitions(s, jobs);
     let now = s.collected_at.unwrap_or_else(SystemTime::now);
     let now = now
         .duration_since(SystemTime::UNIX_EPOCH)

@@ -393,6 +393,23 @@ pub fn render_ages(snapshots: &[Arc<ClusterSnapshot>], now: SystemTime) -> Strin
 }
 
 /// Seconds since the epoch, for `_timestamp_seconds` gauges.
+/// The partitions a pending-job family reports: every one Slurm has, and every one a
+/// pending job asks for (a job may name one the partition list does not show).
+pub fn pending_partitions<'a>(
+    s: &'a ClusterSnapshot,
+    jobs: &'a crate::model::Jobs,
+) -> std::collections::BTreeSet<&'a str> {
+    let configured = s.partitions.data.as_deref().into_iter().flatten();
+    configured
+        .map(|p| &*p.name)
+        .chain(
+            jobs.pending
+                .iter()
+                .flat_map(|j| j.partitions.iter().map(|p| &**p)),
+        )
+        .collect()
+}
+
 pub fn unix_seconds(t: SystemTime) -> f64 {
     t.duration_since(SystemTime::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())

@@ -5,25 +5,13 @@
 
 use std::collections::BTreeSet;
 
-use super::{MetricsOptions, Out, unix_seconds};
+use super::{MetricsOptions, Out, pending_partitions, unix_seconds};
 use crate::snapshot::ClusterSnapshot;
 
 pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
     let Some(jobs) = &s.jobs.data else { return };
     let now = s.collected_at.map_or(0.0, unix_seconds);
-    let mut names: BTreeSet<&str> = s
-        .partitions
-        .data
-        .as_deref()
-        .into_iter()
-        .flatten()
-        .map(|p| &*p.name)
-        .collect();
-    names.extend(
-        jobs.pending
-            .iter()
-            .flat_map(|j| j.partitions.iter().map(|p| &**p)),
-    );
+    let names = pending_partitions(s, jobs);
     let idle: BTreeSet<&str> = s
         .nodes
         .data
