@@ -326,7 +326,10 @@ impl Process {
                 cmd.env_remove(k);
             }
         }
-        cmd.env("SLURMSCALE_LOG", "info").envs(envs.iter().copied());
+        // SLURMSCALE_TEST_LOG (e.g. `slurmscale_exporter::collect=debug`) raises what the
+        // processes of a run log, to see why a test failed.
+        let level = std::env::var("SLURMSCALE_TEST_LOG").unwrap_or_else(|_| "info".into());
+        cmd.env("SLURMSCALE_LOG", level).envs(envs.iter().copied());
         let child = cmd.spawn().expect("start slurmscale");
         Self { child, port, log }
     }

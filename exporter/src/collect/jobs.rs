@@ -58,6 +58,11 @@ const FAILED_FULL_COST: Duration = Duration::from_secs(5);
 /// `/jobs/state/` or a full `/jobs`.
 const BACKLOG_STEPS: usize = 4;
 const BACKLOG: &str = "more changes than single reads can follow";
+/// Why the whole list is read after a backfill cycle. Such a read asks for every record, not
+/// those "changed since": slurmctld moves its last-change time when a job is submitted,
+/// starts or ends, not when the backfill scheduler plans a start, so an answer "unchanged
+/// since" would keep the plans of the cycle before.
+const REPLANNED: &str = "a backfill cycle planned";
 /// Job ids in one `/jobs/state/?job_id=…` (2,000 took slurmrestd 30 ms).
 const STATES_PER_REQUEST: usize = 500;
 /// An id slurmctld does not know ends the search for new jobs after this many in a row.
@@ -304,7 +309,7 @@ impl JobTracker {
                 && self.bf_cycles.is_some_and(|c| c != cycles)
                 && self.table.jobs().any(|j| j.waiting_to_run())
             {
-                self.full_wanted.get_or_insert("a backfill cycle planned");
+                self.full_wanted.get_or_insert(REPLANNED);
             }
             self.bf_cycles = Some(cycles);
         }
@@ -1056,7 +1061,9 @@ impl JobTracker {
     ) -> Result<Synced> {
         let started = Instant::now();
         let request_start = unix_now() - UPDATE_TIME_MARGIN;
-        let since = self.since.filter(|_| self.has_table);
+        let since = self
+            .since
+            .filter(|_| self.has_table && self.full_wanted != Some(REPLANNED));
         let result = src.job_table(since).await;
         let took = started.elapsed();
         let outcome = match result {
@@ -1133,6 +1140,8 @@ mod tests {
         hold: bool,
         /// Unix seconds.
         submitted: i64,
+        /// The backfill scheduler's planned start (unix seconds).
+        start_time: Option<i64>,
     }
 
     #[derive(Default)]
@@ -1148,6 +1157,14 @@ mod tests {
         accounting_fails: bool,
         /// The requests answered, in order: `job`, `states`, `jobs`, `accounting`.
         asked: Vec<&'static str>,
+        /// slurmctld's last job change (unix seconds), as `update_time` is compared with:
+        /// moved by submissions, starts and ends, not by the backfill scheduler's plans.
+        last_update: i64,
+        /// Backfill cycles run.
+        bf_cycles: u64,
+        /// slurmctld's periodic count of its jobs, when one is held still: (pending,
+        /// running, when); `None`: counted at every look.
+        count: Option<(u64, u64, i64)>,
     }
 
     /// A slurmctld behind slurmrestd, with `/jobs/state/` (v0.0.40 on) or without (v0.0.38).
@@ -1178,15 +1195,33 @@ mod tests {
                     partition,
                     hold: false,
                     submitted: unix_now() - 1,
+                    start_time: None,
                 };
                 w.jobs.insert(id, job);
+                w.last_update = unix_now();
                 w.counters.submitted += 1;
                 id
             })
         }
 
         fn set(&self, id: u64, f: impl FnOnce(&mut Job)) {
-            self.with(|w| f(w.jobs.get_mut(&id).unwrap()));
+            self.with(|w| {
+                f(w.jobs.get_mut(&id).unwrap());
+                w.last_update = unix_now();
+            });
+        }
+
+        /// A backfill cycle plans job `id` to start at `start`.
+        fn plan(&self, id: u64, start: i64) {
+            self.with(|w| {
+                w.jobs.get_mut(&id).unwrap().start_time = Some(start);
+                w.bf_cycles += 1;
+            });
+        }
+
+        /// No job changed for `secs` seconds.
+        fn quiet_for(&self, secs: i64) {
+            self.with(|w| w.last_update -= secs);
         }
 
         fn start(&self, id: u64) {
@@ -1213,8 +1248,16 @@ mod tests {
             self.with(|w| w.jobs.remove(&id));
         }
 
-        fn diag(&self) -> Diag {
-            let c = self.with(|w| w.counters);
+        /// slurmctld counts its live jobs now, and shows that count until the next.
+        fn count_now(&self) -> i64 {
+            let at = unix_now();
+            let (pending, running) = self.live();
+            self.with(|w| w.count = Some((pending, running, at)));
+            at
+        }
+
+        /// (pending, running) jobs.
+        fn live(&self) -> (u64, u64) {
             let count = |states: &[JobState]| {
                 self.with(|w| {
                     w.jobs
@@ -1223,15 +1266,25 @@ mod tests {
                         .count()
                 }) as u64
             };
+            (count(&[JobState::Pending]), count(&[JobState::Running]))
+        }
+
+        fn diag(&self) -> Diag {
+            let c = self.with(|w| w.counters);
+            let (pending, running, at) = self.with(|w| w.count).unwrap_or_else(|| {
+                let (pending, running) = self.live();
+                (pending, running, unix_now())
+            });
             Diag {
-                jobs_pending: Some(count(&[JobState::Pending])),
-                jobs_running: Some(count(&[JobState::Running])),
-                jobs_counted_at: Some(unix_now()),
+                jobs_pending: Some(pending),
+                jobs_running: Some(running),
+                jobs_counted_at: Some(at),
                 jobs_submitted: Some(c.submitted),
                 jobs_started: Some(c.started),
                 jobs_completed: Some(c.completed),
                 jobs_canceled: Some(c.canceled),
                 jobs_failed: Some(c.failed),
+                bf_cycles: Some(self.with(|w| w.bf_cycles)),
                 ..Diag::default()
             }
         }
@@ -1252,6 +1305,7 @@ mod tests {
                     nodes: Some(1),
                     cpus: Some(1),
                     submit_time: Some(j.submitted),
+                    start_time: j.start_time,
                     ..JobRecord::default()
                 });
             }
@@ -1336,19 +1390,23 @@ mod tests {
             std::future::ready(Ok(states))
         }
 
+        /// As slurmctld answers: nothing when no job changed since `since`.
         fn job_table(
             &self,
-            _since: Option<i64>,
+            since: Option<i64>,
         ) -> impl Future<Output = Result<Outcome<JobTable>>> + Send {
-            let data = self.with(|w| {
+            let outcome = self.with(|w| {
                 w.asked.push("jobs");
-                Self::table(w.jobs.iter())
+                if since.is_some_and(|s| s >= w.last_update) {
+                    return Outcome::Unchanged;
+                }
+                Outcome::Fresh {
+                    data: Self::table(w.jobs.iter()),
+                    release: None,
+                    last_update: None,
+                }
             });
-            std::future::ready(Ok(Outcome::Fresh {
-                data,
-                release: None,
-                last_update: None,
-            }))
+            std::future::ready(Ok(outcome))
         }
     }
 
@@ -1367,6 +1425,13 @@ mod tests {
         assert_eq!(effort.full_fetches, 1);
         slurm.asked();
         t
+    }
+
+    /// Waits until a whole read may go (the pace after the last).
+    async fn full_turn(t: &JobTracker) {
+        if let Some(at) = t.full.next() {
+            tokio::time::sleep_until(at.into()).await;
+        }
     }
 
     /// One step; the list as it stands after it.
@@ -1390,6 +1455,31 @@ mod tests {
         assert!(matches!(synced, Synced::Unchanged), "{synced:?}");
         assert_eq!(effort, JobsEffort::default());
         assert!(slurm.asked().is_empty());
+    }
+
+    #[tokio::test]
+    async fn each_backfill_cycle_s_plans_are_read_though_no_job_changed() {
+        let planned = |jobs: &Jobs| {
+            jobs.pending
+                .iter()
+                .find_map(|j| j.plan.as_ref()?.start.into())
+        };
+        for states in [true, false] {
+            let slurm = Slurmctld::new(states);
+            let wide = slurm.submit("cpu");
+            let mut t = tracker(&slurm).await;
+            slurm.quiet_for(600);
+            let first = unix_now() + 300;
+            slurm.plan(wide, first);
+            full_turn(&t).await;
+            let (jobs, _) = step(&mut t, &slurm).await;
+            assert_eq!(planned(&jobs), Some(first), "states: {states}");
+            // The next cycle moves the plan earlier.
+            slurm.plan(wide, first - 200);
+            full_turn(&t).await;
+            let (jobs, _) = step(&mut t, &slurm).await;
+            assert_eq!(planned(&jobs), Some(first - 200), "states: {states}");
+        }
     }
 
     #[tokio::test]
@@ -1739,6 +1829,39 @@ mod tests {
                     assert_eq!(
                         pending(&jobs),
                         29,
+                        "states {states}, accounting {accounting}: every waiting job"
+                    );
+                    break;
+                }
+                steps += 1;
+                assert!(steps < 50, "never exact: {:?}", jobs.uncertain);
+            }
+        }
+    }
+
+    /// slurmctld's count has a time in whole seconds: a job submitted in that second may
+    /// have come after it, and read ahead of the sweep it must not stand in for an older job
+    /// the count holds.
+    #[tokio::test]
+    async fn a_job_submitted_in_the_second_of_the_count_does_not_hide_an_older_one() {
+        for (states, accounting) in [(false, true), (true, true), (true, false)] {
+            // 42 ids, 31 live: the last window (of ten) holds only the oldest job.
+            let slurm = long_queue(states, 42);
+            if !accounting {
+                slurm.with(|w| w.accounted_from = None);
+            }
+            let mut t = bounded(10);
+            short_step(&mut t, &slurm).await;
+            let at = slurm.count_now();
+            let new = slurm.submit("cpu");
+            slurm.set(new, |j| j.submitted = at);
+            let mut steps = 0;
+            loop {
+                let (jobs, _) = step(&mut t, &slurm).await;
+                if jobs.uncertain.exact() {
+                    assert_eq!(
+                        pending(&jobs),
+                        32,
                         "states {states}, accounting {accounting}: every waiting job"
                     );
                     break;

@@ -272,8 +272,8 @@ impl Sweep {
     /// Reads on until `deadline` (one request at least: a job, or the next window's states)
     /// or the end, `window` ids at a time, into `table` (jobs gone from slurmctld leave it).
     /// `counted`: live jobs slurmctld counted after the sweep began, and when — the read ends
-    /// at a window's end once the table holds as many jobs submitted by then (new jobs read
-    /// ahead of the sweep are not in that count). A step ends on time even where thousands of
+    /// at a window's end once the table holds as many jobs submitted before then (new jobs
+    /// read ahead of the sweep are not in that count). A step ends on time even where thousands of
     /// ended ids lie above the live ones, so what is known is published and the other
     /// endpoints are polled meanwhile.
     pub async fn run(
@@ -287,8 +287,11 @@ impl Sweep {
         let mut asked = false;
         while !(self.done() || asked && Instant::now() >= deadline) {
             let Some(id) = self.queue.pop() else {
+                // Only jobs submitted before the count's second: one submitted in that
+                // second may have come after the count (and been read ahead), and would
+                // stand in for an older job the count holds.
                 if !self.topping_up
-                    && counted.is_some_and(|(c, at)| table.live_tasks_submitted_by(at) >= c)
+                    && counted.is_some_and(|(c, at)| table.live_tasks_submitted_by(at - 1) >= c)
                 {
                     self.counted = true;
                     break;
