@@ -583,6 +583,19 @@ mod tests {
     use clap::Parser;
     use std::time::SystemTime;
 
+    /// `seconds` of the demo of `seed`, under its autoscalers.
+    fn demo_run(seed: u64, seconds: u64) -> Demo {
+        let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let mut demo = Demo::new(seed, start, seconds);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime");
+        for _ in 0..seconds {
+            rt.block_on(demo.step());
+        }
+        demo
+    }
+
     /// The demo and `simulate --workload demo` run the same burst jobs on the same simulated
     /// slurmctld under the same autoscaler, polled alike: every job the demo started, the
     /// replay starts at the same second.
@@ -610,14 +623,7 @@ mod tests {
         let run = simulate::run_policy(Policy::Builtin, input.jobs.clone().into(), &opts, None)
             .expect("replayed");
 
-        let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-        let mut demo = Demo::new(seed, start, seconds);
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .expect("a runtime");
-        for _ in 0..seconds {
-            rt.block_on(demo.step());
-        }
+        let demo = demo_run(seed, seconds);
         let started = demo.sim.burst_starts();
         assert!(
             started.len() > 100,
@@ -644,6 +650,63 @@ mod tests {
             "{} of {} differ: {differ:?}",
             differ.len(),
             started.len()
+        );
+    }
+
+    /// The demo's colocated pool runs in the shared-pool replay's world under the same
+    /// controller: `simulate --pods` of its cpu jobs and web pods starts every job and pod the
+    /// demo started at the same second, and nothing else before the demo's end.
+    #[test]
+    fn the_demo_s_pool_and_its_shared_replay_start_the_same_work_at_the_same_second() {
+        let (seed, seconds) = (3, 1800);
+        let demo = demo_run(seed, seconds);
+        // The demo's pool autoscaler, on the replay's names (its NodeSet, cluster and pool).
+        let mut spec = serde_json::to_value(&crate::demo::autoscalers()[1].spec).expect("json");
+        spec["scaleTargetRef"]["name"] = slurmscale_sim::view::PARTITION.into();
+        spec.as_object_mut().expect("an object").remove("slurm");
+        spec["colocation"]
+            .as_object_mut()
+            .expect("colocated")
+            .remove("pool");
+        let spec = serde_json::from_value(spec).expect("a valid spec");
+        let base = demo.sim.base;
+        let (jobs, pods, opts) = slurmscale_sim::demo::pool_replay(seed, seconds, base, spec);
+        let run = slurmscale_sim::shared::run_sharing(
+            slurmscale_sim::shared::Sharing::Builtin,
+            jobs.into(),
+            pods.clone().into(),
+            &opts,
+        )
+        .expect("replayed");
+        let end = base + seconds as i64;
+        let by_end = |s: Option<i64>| s.filter(|&t| t < end);
+        let demo_pods: BTreeMap<String, i64> = demo.sim.pool.pod_starts().into_iter().collect();
+        let demo_jobs = demo.sim.pool_job_starts();
+        let world = &demo.sim.pool.world;
+        assert!(
+            world.to_kubernetes > 0 && world.to_slurm > 0 && demo_pods.len() >= 4,
+            "the pool hardly moved: {} nodes to Kubernetes, {} back, pods {demo_pods:?}",
+            world.to_kubernetes,
+            world.to_slurm
+        );
+        let mut differ = Vec::new();
+        for (j, (d, r)) in demo_jobs.iter().zip(&run.job_starts).enumerate() {
+            if by_end(*d) != by_end(*r) {
+                differ.push(format!("job {j}: demo {d:?}, replay {r:?}"));
+            }
+        }
+        for (p, r) in pods.iter().zip(&run.pod_starts) {
+            let d = demo_pods.get(&p.name).copied();
+            if by_end(d) != by_end(*r) {
+                differ.push(format!("{}: demo {d:?}, replay {r:?}", p.name));
+            }
+        }
+        assert!(
+            differ.is_empty(),
+            "{} differ (of {} jobs, {} pods): {differ:?}",
+            differ.len(),
+            demo_jobs.len(),
+            pods.len()
         );
     }
 }

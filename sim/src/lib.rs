@@ -18,6 +18,7 @@
 
 pub mod builtin;
 pub mod cluster;
+pub mod colocated;
 pub mod demo;
 pub mod error;
 pub mod formats;

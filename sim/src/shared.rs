@@ -24,20 +24,18 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
-use slurmscale_exporter::k8s::ledger::{Capacity, LedgerNode, Owner};
+use slurmscale_exporter::k8s::ledger::{Capacity, LedgerNode};
 use slurmscale_exporter::k8s::watch::{KubeSnapshot, WatchHealth};
 
 use super::cluster::{Cluster, Mode, SchedConfig, Slot};
-use super::kube::{Kube, Res};
+use super::colocated::PoolWorld;
 use super::pods::PodRequest;
 use super::report::quantile;
 use super::trace::{NodeShape, TraceJob};
 use super::view::{CLUSTER, PARTITION, POLL, SlurmView, replay_controller};
 use crate::error::{Error, Result};
-use slurmscale_autoscaler::colocation::{PendingPod, Placement};
 use slurmscale_autoscaler::crd::NodeSetAutoscalerSpec;
 use slurmscale_autoscaler::fakes::{OnFake, Write};
-use slurmscale_autoscaler::pool::{GPU, NodeSetPod};
 
 /// The NodeSet's pods, as its status.selector says.
 const SELECTOR: &str = "app.kubernetes.io/name=slurmd";
@@ -156,28 +154,9 @@ pub struct SharedRun {
     pub sharing: Sharing,
     pub stats: SharedStats,
     pub timeline: Vec<SharedPoint>,
-}
-
-/// Who holds a node of the pool.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Holder {
-    Slurm,
-    Kube,
-}
-
-/// The NodeSet as slurm-operator keeps it (`builtin`).
-#[derive(Debug, Default)]
-struct NodeSet {
-    /// `spec.replicas`, as the autoscaler set it.
-    replicas: u32,
-    /// Pods created but not placed yet (no empty node for them).
-    unplaced: u32,
-    /// Slots Slurm holds whose pod is not being removed.
-    active: u32,
-    /// Slots whose pod carries the deletion cost that makes it go first.
-    marked: BTreeSet<u32>,
-    /// Slots whose pod is being removed (the node drains, then goes).
-    leaving: BTreeSet<u32>,
+    /// When each job and each pod (last) started, in the logs' order (`None`: never).
+    pub job_starts: Vec<Option<i64>>,
+    pub pod_starts: Vec<Option<i64>>,
 }
 
 /// What one node slot adds to the pool's counts.
@@ -198,9 +177,8 @@ struct Part {
 struct Pool {
     sharing: Sharing,
     cluster: Cluster,
-    kube: Kube,
-    holder: Vec<Holder>,
-    nodeset: NodeSet,
+    /// Who holds each node, the NodeSet, Kubernetes' pods.
+    world: PoolWorld,
     stats: SharedStats,
     parts: Vec<Part>,
     /// Sums of `parts`: slurm, kube, idle, slurm_free.
@@ -225,25 +203,19 @@ impl Pool {
             Sharing::SlurmFirst => Mode::Static,
             _ => Mode::Pool,
         };
-        let cluster = Cluster::new(opts.shape, opts.nodes, mode, opts.sched, jobs, start);
-        let kube = Kube::new(&opts.shape, opts.nodes, pods);
+        let mut cluster = Cluster::new(opts.shape, opts.nodes, mode, opts.sched, jobs, start);
         let split = match sharing {
             Sharing::Static(n) => n,
             Sharing::SlurmFirst => opts.nodes,
             _ => opts.split,
-        }
-        .min(opts.nodes);
+        };
+        let how = (split, mode == Mode::Pool, sharing == Sharing::SlurmFirst);
+        let world = PoolWorld::new(&mut cluster, pods, how, PARTITION, start);
         let n = opts.nodes as usize;
         let mut p = Self {
             sharing,
             cluster,
-            kube,
-            holder: vec![Holder::Kube; n],
-            nodeset: NodeSet {
-                replicas: split,
-                active: split,
-                ..NodeSet::default()
-            },
+            world,
             stats: SharedStats::default(),
             parts: vec![Part::default(); n],
             totals: [0; 4],
@@ -252,25 +224,18 @@ impl Pool {
             pod_need: (u64::MAX, 0),
         };
         for i in 0..opts.nodes {
-            if i < split {
-                p.holder[i as usize] = Holder::Slurm;
-                if mode == Mode::Pool {
-                    p.cluster.provide_now(i, start);
-                }
-            }
-            let usable = sharing == Sharing::SlurmFirst || p.holder[i as usize] == Holder::Kube;
-            p.kube.set_usable(i, usable);
-        }
-        for i in 0..opts.nodes {
             p.refresh(i);
         }
-        p.cursors = (p.cluster.touched_since(0).1, p.kube.touched_since(0).1);
+        p.cursors = (
+            p.cluster.touched_since(0).1,
+            p.world.kube.touched_since(0).1,
+        );
         p
     }
 
     fn part(&self, i: u32) -> Part {
         let slot = self.cluster.slot(i);
-        let pods = !self.kube.empty(i);
+        let pods = !self.world.kube.empty(i);
         let slurm_work = slot == Slot::Busy;
         let idle = !slurm_work && !pods;
         match self.sharing {
@@ -281,7 +246,7 @@ impl Pool {
                 slurm_free: false,
             },
             _ => {
-                let slurm = self.holder[i as usize] == Holder::Slurm;
+                let slurm = self.world.slurms(i);
                 Part {
                     slurm: slurm && slot != Slot::Off,
                     kube: !slurm,
@@ -307,8 +272,7 @@ impl Pool {
         {
             self.totals[k] = self.totals[k] + u32::from(n) - u32::from(o);
         }
-        let idle_slurm =
-            self.holder[i as usize] == Holder::Slurm && self.cluster.slot(i) == Slot::Idle;
+        let idle_slurm = self.world.slurms(i) && self.cluster.slot(i) == Slot::Idle;
         if idle_slurm {
             self.slurm_idle.insert(i);
         } else {
@@ -318,10 +282,10 @@ impl Pool {
 
     /// Refreshes the slots either side changed since last time.
     fn refresh_changed(&mut self) {
-        let all = self.holder.len() as u32;
+        let all = self.world.nodes();
         let (slots, c) = self.cluster.touched_since(self.cursors.0);
         let slots: Vec<u32> = slots.map_or_else(|| (0..all).collect(), <[u32]>::to_vec);
-        let (kslots, k) = self.kube.touched_since(self.cursors.1);
+        let (kslots, k) = self.world.kube.touched_since(self.cursors.1);
         let kslots: Vec<u32> = kslots.map_or_else(|| (0..all).collect(), <[u32]>::to_vec);
         self.cursors = (c, k);
         for i in slots.into_iter().chain(kslots) {
@@ -329,82 +293,27 @@ impl Pool {
         }
     }
 
+    /// Brings the counts of the slots whose holder changed up to date.
+    fn refresh_handed(&mut self) {
+        for i in self.world.take_changed() {
+            self.refresh(i);
+        }
+    }
+
     fn hand_to_kube(&mut self, i: u32) {
-        self.holder[i as usize] = Holder::Kube;
-        self.kube.set_usable(i, true);
-        self.stats.to_kubernetes += 1;
-        self.refresh(i);
+        self.world.hand_to_kube(i);
+        self.refresh_handed();
     }
 
     fn hand_to_slurm(&mut self, i: u32, now: i64) {
-        self.holder[i as usize] = Holder::Slurm;
-        self.kube.set_usable(i, false);
-        self.cluster.provide(i, now);
-        self.stats.to_slurm += 1;
-        self.refresh(i);
+        self.world.hand_to_slurm(&mut self.cluster, i, now);
+        self.refresh_handed();
     }
 
-    /// Slots whose NodeSet pod was removed and whose node is gone go to Kubernetes.
-    fn collect_released(&mut self) {
-        let gone: Vec<u32> = self
-            .nodeset
-            .leaving
-            .iter()
-            .copied()
-            .filter(|&i| self.cluster.slot(i) == Slot::Off)
-            .collect();
-        for i in gone {
-            self.nodeset.leaving.remove(&i);
-            self.nodeset.marked.remove(&i);
-            self.hand_to_kube(i);
-        }
-    }
-
-    /// slurm-operator following `spec.replicas`: removes pods (unplaced ones, then marked,
-    /// then booting, idle and busy ones, the highest slot first among equals), and creates
-    /// new ones, which land — after the pods already waiting, as the scheduler takes them
-    /// in creation order — on nodes left empty.
+    /// slurm-operator and the Kubernetes scheduler (see [`PoolWorld::operate`]).
     fn operate(&mut self, now: i64) {
-        let ns = &mut self.nodeset;
-        let have = ns.active + ns.unplaced;
-        if ns.replicas < have {
-            let mut excess = have - ns.replicas;
-            let drop = excess.min(ns.unplaced);
-            ns.unplaced -= drop;
-            excess -= drop;
-            if excess > 0 {
-                let cluster = &self.cluster;
-                let mut victims: Vec<u32> = (0..self.holder.len() as u32)
-                    .filter(|&i| {
-                        self.holder[i as usize] == Holder::Slurm && !ns.leaving.contains(&i)
-                    })
-                    .collect();
-                let rank = |i: u32| match cluster.slot(i) {
-                    Slot::Off | Slot::Booting => 1,
-                    Slot::Idle => 2,
-                    Slot::Busy => 3,
-                };
-                victims.sort_by_key(|&i| (!ns.marked.contains(&i), rank(i), std::cmp::Reverse(i)));
-                victims.truncate(excess as usize);
-                for i in victims {
-                    ns.leaving.insert(i);
-                    ns.active -= 1;
-                    self.cluster.retire(i);
-                }
-            }
-        } else if ns.replicas > have {
-            ns.unplaced += ns.replicas - have;
-        }
-        self.collect_released();
-        self.kube.schedule(now);
-        while self.nodeset.unplaced > 0 {
-            let Some(i) = self.kube.first_empty() else {
-                break;
-            };
-            self.nodeset.unplaced -= 1;
-            self.nodeset.active += 1;
-            self.hand_to_slurm(i, now);
-        }
+        self.world.operate(&mut self.cluster, now);
+        self.refresh_handed();
     }
 
     /// ACK's first-come handover: while a side has work waiting that its own nodes cannot
@@ -418,8 +327,8 @@ impl Pool {
                 .head_nodes()
                 .filter(|&need| need > self.totals[3])
                 .and_then(|_| self.cluster.oldest_pending());
-            let kube_since = (self.kube.first_empty().is_none())
-                .then(|| self.kube.oldest_pending())
+            let kube_since = (self.world.kube.first_empty().is_none())
+                .then(|| self.world.kube.oldest_pending())
                 .flatten();
             let to_slurm = match (slurm_since, kube_since) {
                 (Some(s), Some(k)) => s <= k,
@@ -428,7 +337,7 @@ impl Pool {
                 (None, None) => return,
             };
             if to_slurm {
-                let Some(i) = self.kube.first_empty() else {
+                let Some(i) = self.world.kube.first_empty() else {
                     return;
                 };
                 self.hand_to_slurm(i, now);
@@ -438,7 +347,7 @@ impl Pool {
                 };
                 self.cluster.retire(i);
                 self.hand_to_kube(i);
-                self.kube.schedule(now);
+                self.world.kube.schedule(now);
             }
         }
     }
@@ -446,25 +355,28 @@ impl Pool {
     /// Slurm-first: a job on a node evicts the pods there; pods may use nodes Slurm runs
     /// nothing on.
     fn slurm_first(&mut self, now: i64) {
-        let all = self.holder.len() as u32;
+        let all = self.world.nodes();
         let (slots, c) = self.cluster.touched_since(self.cursors.0);
         let slots: Vec<u32> = slots.map_or_else(|| (0..all).collect(), <[u32]>::to_vec);
         for &i in &slots {
             let busy = self.cluster.slot(i) == Slot::Busy;
-            if busy && !self.kube.empty(i) {
-                self.kube.evict(i, now);
+            if busy && !self.world.kube.empty(i) {
+                self.world.kube.evict(i, now);
             }
-            self.kube.set_usable(i, !busy);
+            self.world.kube.set_usable(i, !busy);
         }
         // The counts see these slots on their next refresh.
         let _ = c;
-        self.kube.schedule(now);
+        self.world.kube.schedule(now);
     }
 
     /// Accounts `dt` seconds of the pool as it stands.
     fn account(&mut self, dt: f64) {
-        if self.pod_need.0 != self.kube.pending_version() {
-            self.pod_need = (self.kube.pending_version(), self.kube.pending_nodes());
+        if self.pod_need.0 != self.world.kube.pending_version() {
+            self.pod_need = (
+                self.world.kube.pending_version(),
+                self.world.kube.pending_nodes(),
+            );
         }
         let [slurm, kube, idle, _] = self.totals;
         let waiting = self
@@ -482,7 +394,7 @@ impl Pool {
         SharedPoint {
             time,
             jobs_waiting: self.cluster.counts.pending,
-            pods_waiting: self.kube.pending_count() as u32,
+            pods_waiting: self.world.kube.pending_count() as u32,
             ..SharedPoint::default()
         }
     }
@@ -509,7 +421,7 @@ struct Autoscaler {
 impl Autoscaler {
     fn new(spec: &NodeSetAutoscalerSpec, pool: &Pool, start: i64) -> Self {
         let on = replay_controller(spec, Some(SELECTOR));
-        let (ledger, capacity) = ledger_and_capacity(&pool.cluster.shape, pool.holder.len() as u32);
+        let (ledger, capacity) = pool.world.empty_ledger(&pool.cluster.shape, CLUSTER);
         Self {
             rt: tokio::runtime::Builder::new_current_thread()
                 .build()
@@ -521,7 +433,8 @@ impl Autoscaler {
             capacity: Arc::new(capacity),
             ledger_cursor: None,
             shown_pending: None,
-            next_poll: start - start.rem_euclid(POLL) + POLL,
+            // The first poll at or after the start, as a controller started then polls.
+            next_poll: start + (POLL - start.rem_euclid(POLL)) % POLL,
         }
     }
 
@@ -536,11 +449,11 @@ impl Autoscaler {
                 c.pending_job_nodes,
                 u64::from(c.provisioned),
             ],
-            pool.kube.pending_version(),
+            pool.world.kube.pending_version(),
             // Nodes Slurm holds and of those idle; pods coming and going while none waits
             // move nothing the planner reads.
             [pool.totals[0], pool.totals[3]],
-            (pool.nodeset.replicas, pool.nodeset.unplaced),
+            (pool.world.nodeset.replicas, pool.world.nodeset.unplaced),
         )
     }
 
@@ -590,43 +503,22 @@ impl Autoscaler {
             self.seen = None;
         }
         for w in writes {
-            match w {
-                Write::Scale { replicas, .. } => pool.nodeset.replicas = replicas as u32,
-                Write::Drain { node, .. } => {
-                    if let Some(i) = slot_of(&node) {
-                        pool.cluster.drain(i, true, now);
-                        pool.stats.drains += 1;
-                    }
-                }
-                Write::Resume { node } => {
-                    if let Some(i) = slot_of(&node) {
-                        pool.cluster.drain(i, false, now);
-                    }
-                }
-                Write::MarkToGo { nodes } => {
-                    pool.nodeset
-                        .marked
-                        .extend(nodes.iter().filter_map(|n| slot_of_k8s(n)));
-                }
-                // A pool's autoscaler keeps no records and retires no pod by name.
-                Write::Create { .. }
-                | Write::Reconfigure
-                | Write::Retire { .. }
-                | Write::Event { .. } => {}
-            }
+            pool.world.apply(&mut pool.cluster, &w, now);
         }
     }
 
     /// What the controller reads of Kubernetes: replicas, the NodeSet's pods by node, the
     /// pods that wait, the ledger and the nodes' capacity.
     fn show(&mut self, pool: &Pool) {
-        let ns = &pool.nodeset;
         let ledger_stale = self.ledger_cursor.is_none();
         // The ledger: only the nodes whose pods changed are written again.
-        let (touched, cursor) = pool.kube.touched_since(self.ledger_cursor.unwrap_or(0));
+        let (touched, cursor) = pool
+            .world
+            .kube
+            .touched_since(self.ledger_cursor.unwrap_or(0));
         let slots: Vec<u32> = match touched.filter(|_| !ledger_stale) {
             Some(t) => t.to_vec(),
-            None => (0..pool.holder.len() as u32).collect(),
+            None => (0..pool.world.nodes()).collect(),
         };
         self.ledger_cursor = Some(cursor);
         // The last snapshot shown lets go of the ledger, so it is changed in place.
@@ -634,49 +526,15 @@ impl Autoscaler {
         {
             let ledger = Arc::make_mut(&mut self.ledger);
             for i in slots {
-                let held = pool.kube.held(i);
-                let n = &mut ledger[i as usize];
-                for (resource, v) in [
-                    ("cpu", held.cpu_m as f64 / 1000.0),
-                    ("memory", (held.mem_mib << 20) as f64),
-                    (GPU, held.gpu_m as f64 / 1000.0),
-                ] {
-                    if let Some(slot) = n
-                        .allocated
-                        .get_mut(&(Owner::Kubernetes, resource.to_string()))
-                    {
-                        *slot = v;
-                    }
-                }
+                pool.world.set_kube_held(&mut ledger[i as usize], i);
             }
         }
-        if self.shown_pending != Some(pool.kube.pending_version()) {
-            self.shown_pending = Some(pool.kube.pending_version());
-            let unschedulable: Vec<PendingPod> = pool
-                .kube
-                .pending()
-                .map(|p| PendingPod {
-                    name: p.name.clone(),
-                    cpu: p.cpus,
-                    memory: (p.memory_mib << 20) as f64,
-                    gpu: p.gpus,
-                    placement: Placement::default(),
-                })
-                .collect();
+        if self.shown_pending != Some(pool.world.kube.pending_version()) {
+            self.shown_pending = Some(pool.world.kube.pending_version());
+            let unschedulable = pool.world.unschedulable();
             self.on.fake.with(|w| w.unschedulable = unschedulable);
         }
-        // Pods being removed are still bound: replicas below the pods tell them apart.
-        let pods: BTreeMap<String, NodeSetPod> = (0..pool.holder.len() as u32)
-            .filter(|&i| pool.holder[i as usize] == Holder::Slurm)
-            .map(|i| {
-                let state = if ns.marked.contains(&i) {
-                    NodeSetPod::Marked
-                } else {
-                    NodeSetPod::Serving
-                };
-                (k8s_name(i), state)
-            })
-            .collect();
+        let pods = pool.world.pods_by_node();
         let kube = KubeSnapshot {
             ledger: self.ledger.clone(),
             capacity: self.capacity.clone(),
@@ -699,71 +557,13 @@ impl Autoscaler {
         };
         self.on.fake.with(|w| {
             if let Some(t) = w.targets.get_mut(PARTITION) {
-                t.replicas = u64::from(ns.replicas);
+                t.replicas = u64::from(pool.world.nodeset.replicas);
                 t.version += 1;
             }
             w.pods.insert(SELECTOR.into(), pods);
             w.ledger = Some(kube);
         });
     }
-}
-
-/// The pool's GenericNode ledger with nothing held, and its nodes' capacity.
-fn ledger_and_capacity(
-    shape: &NodeShape,
-    nodes: u32,
-) -> (Vec<LedgerNode>, BTreeMap<String, Capacity>) {
-    let node = Res::of_node(shape);
-    let mut ledger = Vec::with_capacity(nodes as usize);
-    let mut capacity = BTreeMap::new();
-    for i in 0..nodes {
-        let allocated = ["cpu", "memory", GPU]
-            .into_iter()
-            .map(|r| ((Owner::Kubernetes, r.to_string()), 0.0))
-            .collect();
-        ledger.push(LedgerNode {
-            name: k8s_name(i),
-            alias: slurm_name(i),
-            cluster: CLUSTER.into(),
-            allocated,
-            pending_checks: 0,
-        });
-        let resources = [
-            ("cpu".to_string(), node.cpu_m as f64 / 1000.0),
-            // As the replay packs it: unbounded when memory is left out.
-            ("memory".to_string(), node.mem_mib as f64 * 1_048_576.0),
-            (GPU.to_string(), node.gpu_m as f64 / 1000.0),
-        ]
-        .into();
-        capacity.insert(
-            k8s_name(i),
-            Capacity {
-                resources,
-                ..Capacity::default()
-            },
-        );
-    }
-    (ledger, capacity)
-}
-
-fn k8s_name(i: u32) -> String {
-    format!("pool-{i}")
-}
-
-fn slurm_name(i: u32) -> String {
-    format!("{PARTITION}-{i}")
-}
-
-fn slot_of(slurm_node: &str) -> Option<u32> {
-    slurm_node
-        .strip_prefix(PARTITION)?
-        .strip_prefix('-')?
-        .parse()
-        .ok()
-}
-
-fn slot_of_k8s(k8s_node: &str) -> Option<u32> {
-    k8s_node.strip_prefix("pool-")?.parse().ok()
 }
 
 /// The timeline bucket: about 1,500 points, whole minutes.
@@ -804,7 +604,7 @@ pub fn run_sharing(
         done.note(&pool, (jobs.len(), pods.len()), now);
         let next = [
             pool.cluster.next_event(),
-            pool.kube.next_event(),
+            pool.world.kube.next_event(),
             auto.as_ref().and_then(|a| a.wake(&pool, now)),
         ]
         .into_iter()
@@ -830,13 +630,24 @@ pub fn run_sharing(
         now,
         &opts.shape,
     );
-    finish_pods(&mut stats, &pods, &pool.kube.started, now, &opts.shape);
-    stats.evictions = pool.kube.evictions;
-    stats.pod_seconds_lost = pool.kube.lost_seconds;
+    finish_pods(
+        &mut stats,
+        &pods,
+        &pool.world.kube.started,
+        now,
+        &opts.shape,
+    );
+    stats.evictions = pool.world.kube.evictions;
+    stats.drains = pool.world.drains;
+    stats.to_kubernetes = pool.world.to_kubernetes;
+    stats.to_slurm = pool.world.to_slurm;
+    stats.pod_seconds_lost = pool.world.kube.lost_seconds;
     Ok(SharedRun {
         sharing,
         stats,
         timeline: timeline.finish(),
+        job_starts: (0..jobs.len()).map(|j| pool.cluster.started(j)).collect(),
+        pod_starts: pool.world.kube.started.clone(),
     })
 }
 
@@ -862,7 +673,7 @@ fn span(jobs: &[TraceJob], pods: &[PodRequest]) -> Result<(i64, i64)> {
 /// What happens at `now`: the logs' work, then the way of sharing moves capacity.
 fn turn(sharing: Sharing, pool: &mut Pool, auto: Option<&mut Autoscaler>, now: i64) {
     pool.cluster.advance(now);
-    pool.kube.advance(now);
+    pool.world.kube.advance(now);
     match sharing {
         Sharing::Builtin => {
             pool.refresh_changed();
@@ -898,14 +709,14 @@ impl Progress {
     }
 
     fn note(&mut self, pool: &Pool, (jobs, pods): (usize, usize), now: i64) {
-        let moved = (pool.cluster.finished(), pool.kube.finished());
+        let moved = (pool.cluster.finished(), pool.world.kube.finished());
         if moved != self.finished {
             self.finished = moved;
             self.at = now;
         }
-        let all_in = pool.cluster.submitted() == jobs && pool.kube.submitted() == pods;
+        let all_in = pool.cluster.submitted() == jobs && pool.world.kube.submitted() == pods;
         let stuck = all_in && now - self.at >= 7 * 86400;
-        if self.done_at.is_none() && ((pool.cluster.done() && pool.kube.done()) || stuck) {
+        if self.done_at.is_none() && ((pool.cluster.done() && pool.world.kube.done()) || stuck) {
             self.done_at = Some(now);
         }
     }
@@ -1122,6 +933,8 @@ fn oracle(
         sharing: Sharing::Oracle,
         stats,
         timeline: Vec::new(),
+        job_starts,
+        pod_starts,
     })
 }
 

@@ -123,7 +123,7 @@ impl Demo {
     /// One simulated second: Slurm and Kubernetes move; on a poll the controller
     /// reconciles both autoscalers and what it wrote is applied; the page is rendered.
     pub async fn step(&mut self) -> Tick {
-        self.sim.step();
+        self.sim.advance();
         let now = self.sim.now();
         self.on.set_now(now);
         let snap = Arc::new(self.sim.snapshot());
@@ -135,6 +135,7 @@ impl Demo {
             self.on.controller.reconcile_all().await;
             events = self.carry_out();
         }
+        self.sim.settle();
 
         let opts = MetricsOptions {
             interval: INTERVAL,
@@ -183,15 +184,18 @@ impl Demo {
     /// the pods Kubernetes cannot place and the ledger.
     fn show(&self, kube: &KubeSnapshot) {
         let pool = &self.sim.pool;
-        let replicas = [(BURST, self.sim.burst_nodeset()[0]), (POOL, pool.replicas)];
+        let replicas = [
+            (BURST, self.sim.burst_nodeset()[0]),
+            (POOL, pool.replicas()),
+        ];
         self.on.fake.with(|w| {
             for (name, r) in replicas {
                 if let Some(t) = w.targets.get_mut(name) {
                     t.replicas = r;
                 }
             }
-            w.pods.insert(selector(POOL), pool.pod_nodes());
-            w.unschedulable = pool.unschedulable();
+            w.pods.insert(selector(POOL), pool.world.pods_by_node());
+            w.unschedulable = pool.world.unschedulable();
             w.ledger = Some(kube.clone());
         });
     }
@@ -203,10 +207,10 @@ impl Demo {
         for w in self.on.fake.take_writes() {
             match w {
                 Write::Scale { target, replicas } if target == BURST => self.sim.scale(replicas),
-                Write::Scale { replicas, .. } => self.sim.scale_pool(replicas),
-                Write::Drain { node, .. } => self.sim.drain(&node, true),
-                Write::Resume { node } => self.sim.drain(&node, false),
-                Write::MarkToGo { nodes } => self.sim.pool.mark(&nodes),
+                w @ (Write::Scale { .. }
+                | Write::Drain { .. }
+                | Write::Resume { .. }
+                | Write::MarkToGo { .. }) => self.sim.apply_to_pool(&w),
                 // The demo's autoscalers keep no node records and follow no power requests.
                 Write::Create { .. } | Write::Reconfigure | Write::Retire { .. } => {}
                 Write::Event {
@@ -332,7 +336,10 @@ mod tests {
         ] {
             assert!(n > 0, "the pool made no {what}: {m:?}");
         }
-        assert!(demo.sim.pool.pod_waits.len() >= 2, "no web pod got a node");
+        assert!(
+            demo.sim.pool.pod_waits().len() >= 2,
+            "no web pod got a node"
+        );
         let page = last.unwrap().page;
         for family in [
             "slurm_partition_jobs_pending",
@@ -366,6 +373,6 @@ mod tests {
         let text = lines.join("\n");
         assert!(text.contains("ScaleUp: scaling up 0 →"), "{text}");
         assert!(text.contains("cpu: Drain: drained cpu-"), "{text}");
-        assert!(text.contains("cpu: Release: handing node-cpu-"), "{text}");
+        assert!(text.contains("cpu: Release: handing pool-"), "{text}");
     }
 }

@@ -48,7 +48,7 @@ fn spread(values: &[u64]) -> (u64, u64, u64) {
 pub fn render(sim: &Simulation, moves: &Moves, seed: u64) -> String {
     let t = &sim.totals();
     let (mean, p95, max) = spread(&t.waits);
-    let (pods_mean, _, pods_max) = spread(&sim.pool.pod_waits);
+    let (pods_mean, _, pods_max) = spread(&sim.pool.pod_waits());
     let provisioned = t.burst_seconds + t.pool_seconds;
     let busy = t.burst_busy_seconds + t.pool_busy_seconds;
     let mut out = String::new();

@@ -17,8 +17,12 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::cluster::{Cluster, Mode, SchedConfig, Slot};
+use crate::pods::PodRequest;
+use crate::shared::SharedOptions;
 use crate::trace::{NodeShape, TraceJob};
 use crate::view::SlurmView;
+use slurmscale_autoscaler::crd::NodeSetAutoscalerSpec;
+use slurmscale_autoscaler::fakes::Write;
 use slurmscale_exporter::k8s::nodeset::{NodeSetStatus, NodeSetView, ScalingMode};
 use slurmscale_exporter::k8s::watch::{KubeSnapshot, WatchHealth};
 use slurmscale_exporter::model::jobs::{JobRecord, JobsBuilder};
@@ -33,7 +37,7 @@ pub const NAMESPACE: &str = "slurm";
 /// The autoscaled partition and its NodeSet.
 pub const BURST: &str = "burst";
 pub const BURST_MAX: usize = 16;
-pub use pool::{POOL_NODES, Pool};
+pub use pool::{POOL_NODES, Pool, web_pods};
 
 /// The colocated partition and its NodeSet.
 pub const POOL: &str = "cpu";
@@ -112,6 +116,29 @@ pub fn trace_jobs(workload: &Workload, part: Part, base: i64) -> (Vec<DemoJob>, 
         })
         .collect();
     (jobs, traced)
+}
+
+/// The demo's colocated pool as `simulate --pods` replays it: the cpu partition's jobs of
+/// `seed` over `ticks` seconds from `base`, the web pods, and the pool — eight cpu nodes, all
+/// Slurm's at the start, booting as the demo's do — under the colocated `autoscaler`.
+pub fn pool_replay(
+    seed: u64,
+    ticks: u64,
+    base: i64,
+    autoscaler: NodeSetAutoscalerSpec,
+) -> (Vec<TraceJob>, Vec<PodRequest>, SharedOptions) {
+    let workload = Workload::generate(seed, ticks);
+    let (_, jobs) = trace_jobs(&workload, Part::Cpu, base);
+    let nodes = POOL_NODES as u32;
+    let opts = SharedOptions {
+        sched: SchedConfig {
+            boot: BOOT_SECONDS,
+            ..SchedConfig::default()
+        },
+        autoscaler,
+        ..SharedOptions::new(CPU_NODE, nodes, nodes)
+    };
+    (jobs, web_pods(seed, ticks, base), opts)
 }
 
 /// One partition: its slurmctld, what slurmrestd shows of it, and its jobs as submitted
@@ -207,17 +234,15 @@ impl Simulation {
         let base = unix - unix.rem_euclid(2);
         let workload = Workload::generate(seed, ticks);
         let mut parts = Part::ALL.map(|p| Partition::new(p, &workload, base));
-        let cpu = &mut parts[0].cluster;
-        for i in 0..POOL_NODES as u32 {
-            cpu.provide_now(i, base);
-        }
+        let pods = pool::web_pods(seed, ticks, base);
+        let pool = Pool::new(&mut parts[0].cluster, pods, base);
         Self {
             base,
             tick: 0,
             stepped: false,
             workload,
             parts,
-            pool: Pool::new(seed),
+            pool,
             seconds: Totals::default(),
         }
     }
@@ -238,9 +263,15 @@ impl Simulation {
         &self.parts[2]
     }
 
-    /// One simulated second: everything slurmctld has due (submits, ends, nodes coming up,
-    /// scheduling), then the pool's Kubernetes side.
+    /// One simulated second with no autoscaler: [`Self::advance`], then [`Self::settle`].
     pub fn step(&mut self) {
+        self.advance();
+        self.settle();
+    }
+
+    /// The next simulated second: everything slurmctld has due (submits, ends, nodes coming
+    /// up, scheduling), and Kubernetes' pods in the pool. The autoscaler looks after this.
+    pub fn advance(&mut self) {
         if self.stepped {
             self.tick += 1;
         }
@@ -249,7 +280,14 @@ impl Simulation {
         for p in &mut self.parts {
             p.cluster.advance(now);
         }
-        self.pool.step(self.tick, &mut self.parts[0].cluster, now);
+        self.pool.advance(now);
+    }
+
+    /// The rest of the second, after the autoscaler's writes: slurm-operator and the
+    /// Kubernetes scheduler act in the pool (as the shared-pool replay orders them).
+    pub fn settle(&mut self) {
+        let now = self.unix();
+        self.pool.settle(&mut self.parts[0].cluster, now);
         let s = &mut self.seconds;
         let burst = self.parts[2].cluster.counts;
         s.burst_seconds += u64::from(burst.provisioned);
@@ -265,22 +303,11 @@ impl Simulation {
         self.parts[2].cluster.scale(r, now);
     }
 
-    /// The autoscaler's write to the cpu NodeSet.
-    pub fn scale_pool(&mut self, replicas: u64) {
-        self.pool.scale(replicas);
-    }
-
-    /// The autoscaler's DRAIN (`true`) or RESUME of a pool node, as slurmctld applies it.
-    pub fn drain(&mut self, node: &str, on: bool) {
-        let slot = node
-            .strip_prefix(POOL)
-            .and_then(|s| s.strip_prefix('-'))
-            .and_then(|s| s.parse::<u32>().ok())
-            .filter(|&i| i < POOL_NODES as u32);
-        if let Some(i) = slot {
-            let now = self.unix();
-            self.parts[0].cluster.drain(i, on, now);
-        }
+    /// The autoscaler's write to the cpu NodeSet or its nodes (replicas, a drain or resume,
+    /// pods marked to go), as slurm-operator and slurmctld carry it out.
+    pub fn apply_to_pool(&mut self, write: &Write) {
+        let now = self.unix();
+        self.pool.apply(&mut self.parts[0].cluster, write, now);
     }
 
     /// The burst NodeSet as its status tells it: `[replicas, pods, ready, busy]`.
@@ -340,6 +367,15 @@ impl Simulation {
         let now = self.unix();
         (0..b.jobs.len())
             .filter_map(|j| Some((b.jobs[j].id.to_string(), b.ran(j, now)?.0)))
+            .collect()
+    }
+
+    /// When each job of the pool's cpu partition started (unix seconds), in the order
+    /// [`pool_replay`] gives them.
+    pub fn pool_job_starts(&self) -> Vec<Option<i64>> {
+        let c = &self.parts[0].cluster;
+        (0..self.parts[0].jobs.len())
+            .map(|j| c.started(j))
             .collect()
     }
 
@@ -487,7 +523,7 @@ impl Simulation {
     pub fn kube_snapshot(&self) -> KubeSnapshot {
         let cpu = &self.parts[0];
         let (up, busy) = cpu.up_and_busy();
-        let pool = [self.pool.replicas, self.pool.held(), up, busy];
+        let pool = [self.pool.replicas(), self.pool.held(), up, busy];
         let (ledger, capacity) = self.pool.ledger(&cpu.cluster);
         let mut k = KubeSnapshot {
             nodesets: vec![
@@ -656,14 +692,14 @@ mod tests {
     }
 
     /// Kubernetes pods wait for room from the first second; a drained node whose pod is
-    /// marked goes to one of them when replicas drop, and a new NodeSet pod lands only where
-    /// Kubernetes leaves room.
+    /// marked goes to one of them when replicas drop, and a new NodeSet pod lands only on a
+    /// node Kubernetes runs nothing on.
     #[test]
     fn the_pool_hands_a_drained_node_to_a_waiting_pod_and_takes_one_back() {
         let mut s = Simulation::new(5, SystemTime::UNIX_EPOCH, 600);
         s.step();
         assert_eq!((s.pool.held(), s.pool.waiting()), (8, 2));
-        assert_eq!(s.pool.unschedulable().len(), 2);
+        assert_eq!(s.pool.world.unschedulable().len(), 2);
         let snap = s.snapshot();
         let idle = snap
             .nodes
@@ -673,8 +709,11 @@ mod tests {
             .find(|n| n.name.starts_with("cpu-") && n.alloc_cpus == 0)
             .map(|n| n.name.clone())
             .expect("an idle pool node");
-        let k8s_node = format!("node-{idle}");
-        s.drain(&idle, true);
+        let k8s_node = idle.replace("cpu-", "pool-");
+        s.apply_to_pool(&Write::Drain {
+            node: idle.clone(),
+            reason: "slurmscale: to Kubernetes".into(),
+        });
         s.step();
         let drained = s.snapshot().nodes.data.clone().unwrap_or_default();
         let n = drained
@@ -686,14 +725,20 @@ mod tests {
             "{n:?}"
         );
         assert_eq!(n.alloc_cpus, 0, "no job starts on a drained node");
-        s.pool.mark(std::slice::from_ref(&k8s_node));
-        assert_eq!(s.pool.pod_nodes()[&k8s_node], NodeSetPod::Marked);
-        s.scale_pool(7);
+        s.apply_to_pool(&Write::MarkToGo {
+            nodes: vec![k8s_node.clone()],
+        });
+        assert_eq!(s.pool.world.pods_by_node()[&k8s_node], NodeSetPod::Marked);
+        let scale = |replicas| Write::Scale {
+            target: POOL.into(),
+            replicas,
+        };
+        s.apply_to_pool(&scale(7));
         s.step();
         assert_eq!((s.pool.held(), s.pool.waiting()), (7, 1));
-        assert!(!s.pool.pod_nodes().contains_key(&k8s_node));
-        // Back to 8: no node has room for slurmd but the web pod's, so the pod waits.
-        s.scale_pool(8);
+        assert!(!s.pool.world.pods_by_node().contains_key(&k8s_node));
+        // Back to 8: no node is empty but the web pod's, so the NodeSet's pod waits.
+        s.apply_to_pool(&scale(8));
         s.step();
         assert_eq!(s.pool.held(), 7);
         let ledger = s.kube_snapshot().ledger;
