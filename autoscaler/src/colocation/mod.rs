@@ -21,7 +21,7 @@ pub use placement::{
 };
 
 use crate::crd::ColocationSpec;
-use crate::plan::{Needs, Plan, Reason};
+use crate::plan::{Effects, Needs, Plan, PoolMoves, Reason};
 use crate::policy::Signals;
 pub use slurmscale_exporter::k8s::ledger::Taint;
 
@@ -87,10 +87,10 @@ pub struct ColocationHistory {
 impl ColocationHistory {
     /// Remembers which way a plan carried out from `current` replicas moved capacity.
     pub fn record(&mut self, plan: &Plan, current: u64, now: SystemTime) {
-        if !plan.drain.is_empty() {
+        if !plan.pool().drain.is_empty() {
             self.last_reclaim = Some(now);
         }
-        if !plan.resume.is_empty() || plan.replicas > current {
+        if !plan.pool().resume.is_empty() || plan.replicas > current {
             self.last_giveback = Some(now);
         }
     }
@@ -211,14 +211,17 @@ pub fn plan(
         kubernetes: placed.need(),
         slurm: slurm_need,
     };
-    p.needs = Some(needs);
+    let mut moves = PoolMoves {
+        needs,
+        ..PoolMoves::default()
+    };
     let wanted = needs.kubernetes + sides.idle_surplus(bounds, s.possible_need());
     let cooled = |t: Option<SystemTime>| {
         t.is_none_or(|t| now.duration_since(t).unwrap_or_default() >= bounds.cooldown)
     };
     if wanted > 0 {
         if cooled(history.last_giveback) {
-            reclaim(&mut p, bounds, &sides, &placed, wanted);
+            reclaim(&mut p, &mut moves, bounds, &sides, (&placed, wanted));
         } else {
             p.steps.push(format!(
                 "Kubernetes could use {wanted} node(s), but capacity went to Slurm less than {}s ago",
@@ -234,7 +237,7 @@ pub fn plan(
             let max_slurm = bounds
                 .max_slurm
                 .min((pool.len() as u64).saturating_sub(bounds.min_kubernetes));
-            give_back(&mut p, &sides, max_slurm);
+            give_back(&mut p, &mut moves, &sides, max_slurm);
         } else {
             p.steps.push(format!(
                 "capacity went to Kubernetes less than {}s ago; not giving it back yet",
@@ -251,6 +254,7 @@ pub fn plan(
             needs.kubernetes
         ));
     }
+    p.effects = Effects::Pool(moves);
     p.reason = if p.changes(replicas) {
         Reason::Rebalance
     } else {
@@ -274,10 +278,10 @@ fn frozen(mut p: Plan, why: String) -> Plan {
 /// ones — never below Slurm's guarantee.
 fn reclaim(
     p: &mut Plan,
+    m: &mut PoolMoves,
     bounds: &ColocationBounds,
     sides: &Sides,
-    placed: &PodPlacement,
-    wanted: u64,
+    (placed, wanted): (&PodPlacement, u64),
 ) {
     let replicas = p.replicas;
     // Never below Slurm's guarantee, even if it was raised after these drains began.
@@ -286,7 +290,7 @@ fn reclaim(
     let mut ours_empty = sides.ours_empty.clone();
     ours_empty.sort_by_key(|n| !placed.taken.iter().any(|t| std::ptr::eq(*t, *n)));
     for n in ours_empty.iter().take(releasable as usize) {
-        p.release.push(n.k8s_node.clone());
+        m.release.push(n.k8s_node.clone());
         p.steps.push(format!(
             "releasing {} ({}) to Kubernetes: drained and empty",
             n.k8s_node, n.slurm_node
@@ -296,8 +300,8 @@ fn reclaim(
     // otherwise absorb the drop (the operator removes unbound pods first) and leave the
     // marked ones in place; and Slurm's growth they stand for yields to Kubernetes' need.
     let bound = (sides.serving.len() + sides.ours_empty.len() + sides.ours_busy.len()) as u64;
-    p.replicas = replicas.min(bound).saturating_sub(p.release.len() as u64);
-    let short = wanted.saturating_sub(p.release.len() as u64 + sides.ours_busy.len() as u64);
+    p.replicas = replicas.min(bound).saturating_sub(m.release.len() as u64);
+    let short = wanted.saturating_sub(m.release.len() as u64 + sides.ours_busy.len() as u64);
     let allowed = (sides.serving.len() as u64).saturating_sub(bounds.min_slurm);
     let for_pods = placed
         .taken
@@ -318,7 +322,7 @@ fn reclaim(
             picked.push(n);
         }
     }
-    let why = if p.needs.is_some_and(|n| n.kubernetes > 0) {
+    let why = if m.needs.kubernetes > 0 {
         "Kubernetes has unschedulable pods that fit"
     } else {
         "idle"
@@ -332,7 +336,7 @@ fn reclaim(
             "draining {} ({}, {jobs} job(s), {load} CPUs allocated): {why}",
             n.slurm_node, n.k8s_node
         ));
-        p.drain.push(n.slurm_node.clone());
+        m.drain.push(n.slurm_node.clone());
     }
     if (picked.len() as u64) < short {
         p.steps.push(format!(
@@ -344,17 +348,17 @@ fn reclaim(
 
 /// Capacity to Slurm: our drains are resumed, then replicas rise to what Slurm needs, within
 /// `max_slurm`.
-fn give_back(p: &mut Plan, sides: &Sides, max_slurm: u64) {
+fn give_back(p: &mut Plan, m: &mut PoolMoves, sides: &Sides, max_slurm: u64) {
     let replicas = p.replicas;
     for n in sides.ours_empty.iter().chain(sides.ours_busy.iter()) {
-        p.resume.push(n.slurm_node.clone());
+        m.resume.push(n.slurm_node.clone());
         p.steps.push(format!(
             "resuming {}: Kubernetes no longer needs it",
             n.slurm_node
         ));
     }
-    let need = p.needs.map_or(0, |n| n.slurm);
-    let have = sides.serving.len() as u64 + p.resume.len() as u64;
+    let need = m.needs.slurm;
+    let have = sides.serving.len() as u64 + m.resume.len() as u64;
     if need > have {
         let target = (replicas + (need - have)).min(max_slurm.max(replicas));
         if target > replicas {
@@ -525,7 +529,7 @@ mod tests {
             &ColocationHistory::default(),
             t(0),
         );
-        assert_eq!(p.drain, vec!["s1".to_string()], "{:?}", p.steps);
+        assert_eq!(p.pool().drain, vec!["s1".to_string()], "{:?}", p.steps);
         pods[0].placement.node_selector = BTreeMap::from([("rack".into(), "r9".into())]);
         let p = plan(
             &bounds,
@@ -538,7 +542,7 @@ mod tests {
             t(0),
         );
         assert!(
-            p.drain.is_empty(),
+            p.pool().drain.is_empty(),
             "no pool node suits the pod: {:?}",
             p.steps
         );
@@ -612,10 +616,10 @@ mod tests {
             &ColocationHistory::default(),
             t(0),
         );
-        assert_eq!(p.needs.map(|n| n.kubernetes), Some(1));
-        assert_eq!(p.drain.len(), 1);
+        assert_eq!(Some(p.pool().needs.kubernetes), Some(1));
+        assert_eq!(p.pool().drain.len(), 1);
         assert!(
-            p.drain[0] == "s1" || p.drain[0] == "s2",
+            p.pool().drain[0] == "s1" || p.pool().drain[0] == "s2",
             "an idle node: {p:?}"
         );
         assert_eq!(p.replicas, 3, "replicas drop only once the node is empty");
@@ -653,7 +657,9 @@ mod tests {
                 &ColocationHistory::default(),
                 t(0),
             )
+            .pool()
             .drain
+            .clone()
         };
         assert_eq!(drained(1), ["s3"]);
         assert_eq!(drained(2), ["s3", "s2"]);
@@ -676,11 +682,11 @@ mod tests {
             t(0),
         );
         assert_eq!(
-            (p.release.as_slice(), p.replicas),
+            (p.pool().release.as_slice(), p.replicas),
             (&["k1".to_string()][..], 1)
         );
         assert!(
-            p.drain.is_empty(),
+            p.pool().drain.is_empty(),
             "the need is met by the released node: {p:?}"
         );
     }
@@ -706,7 +712,7 @@ mod tests {
             &ColocationHistory::default(),
             t(0),
         );
-        assert_eq!(p.resume, ["s1"]);
+        assert_eq!(p.pool().resume, ["s1"]);
         assert_eq!(p.replicas, 4);
     }
 
@@ -751,7 +757,7 @@ mod tests {
         // All three pending nodes' worth of jobs may have started: nothing to grow for.
         let p = plan_for(&catching_up(3, false), &bounds());
         assert_eq!(p.replicas, 2, "{:?}", p.steps);
-        assert_eq!(p.needs.unwrap().slurm, 1);
+        assert_eq!(p.pool().needs.slurm, 1);
         // One node's worth may have started: two are certainly needed beyond the busy one.
         let p = plan_for(&catching_up(1, false), &bounds());
         assert_eq!(p.replicas, 3, "{:?}", p.steps);
@@ -761,14 +767,14 @@ mod tests {
             ..bounds()
         };
         let p = plan_for(&catching_up(3, true), &releasing);
-        assert!(p.drain.is_empty(), "{:?}", p.steps);
+        assert!(p.pool().drain.is_empty(), "{:?}", p.steps);
         let idle = |nodes| {
             catching_up(0, false).map(|mut s| {
                 s.demand.nodes = nodes;
                 s
             })
         };
-        assert!(plan_for(&idle(0), &releasing).drain == ["s1"]);
+        assert!(plan_for(&idle(0), &releasing).pool().drain == ["s1"]);
     }
 
     #[test]
@@ -786,7 +792,10 @@ mod tests {
             &ColocationHistory::default(),
             t(0),
         );
-        assert!(!p.drain.contains(&"s1".to_string()) && !p.resume.contains(&"s1".to_string()));
+        assert!(
+            !p.pool().drain.contains(&"s1".to_string())
+                && !p.pool().resume.contains(&"s1".to_string())
+        );
         let p = plan(
             &bounds(),
             &pool,
@@ -797,7 +806,7 @@ mod tests {
             &ColocationHistory::default(),
             t(0),
         );
-        assert!(p.frozen && p.drain.is_empty() && p.replicas == 2);
+        assert!(p.frozen && p.pool().drain.is_empty() && p.replicas == 2);
     }
 
     fn any_pool() -> impl Strategy<Value = Vec<PoolNode>> {
@@ -850,12 +859,12 @@ mod tests {
             // Slurm nodes not drained by us: new drains never take them below the guarantee.
             let ours = pool.iter().filter(|n| n.slurm.as_ref().is_some_and(|s| s.drained_by_us)).count() as u64;
             let serving = held - ours;
-            prop_assert!(p.drain.is_empty() || serving - p.drain.len() as u64 >= min_slurm, "{p:?}");
-            for d in &p.drain {
+            prop_assert!(p.pool().drain.is_empty() || serving - p.pool().drain.len() as u64 >= min_slurm, "{p:?}");
+            for d in &p.pool().drain {
                 let n = pool.iter().find(|n| &n.slurm_node == d);
                 prop_assert!(n.is_some_and(|n| n.slurm.as_ref().is_some_and(|s| s.in_partition && !s.unavailable && !s.drained_by_us)), "drained {d}, which is not ours to drain: {p:?}");
             }
-            for r in &p.resume {
+            for r in &p.pool().resume {
                 let n = pool.iter().find(|n| &n.slurm_node == r);
                 prop_assert!(n.is_some_and(|n| n.slurm.as_ref().is_some_and(|s| s.drained_by_us)), "resumed {r}, a drain that is not ours");
             }
@@ -867,10 +876,10 @@ mod tests {
             let b = bounds();
             let after_reclaim = ColocationHistory { last_reclaim: Some(t(0)), last_giveback: None };
             let p = plan(&b, &pool, &pods(n_pods), &signals(busy, demand), Ok(()), held, &after_reclaim, t(since));
-            prop_assert!(p.resume.is_empty() && p.replicas <= held, "gave back {since}s after a reclaim: {p:?}");
+            prop_assert!(p.pool().resume.is_empty() && p.replicas <= held, "gave back {since}s after a reclaim: {p:?}");
             let after_giveback = ColocationHistory { last_reclaim: None, last_giveback: Some(t(0)) };
             let p = plan(&b, &pool, &pods(n_pods), &signals(busy, demand), Ok(()), held, &after_giveback, t(since));
-            prop_assert!(p.drain.is_empty(), "reclaimed {since}s after a give-back: {p:?}");
+            prop_assert!(p.pool().drain.is_empty(), "reclaimed {since}s after a give-back: {p:?}");
         }
     }
 }

@@ -6,13 +6,14 @@
 
 use std::collections::BTreeSet;
 
+use slurmscale_exporter::slurm::ApiVersion;
 use tracing::{debug, info, warn};
 
 use super::{Observation, Seam};
 use crate::actuator::{Kubernetes, PodsBy};
 use crate::crd::NodeSetAutoscaler;
 use crate::error::{Error, Result};
-use crate::plan::Plan;
+use crate::plan::{Effects, Plan};
 use crate::pool::PoolReader;
 use crate::records;
 use crate::slurm_nodes::SlurmNodes;
@@ -98,12 +99,13 @@ struct Intent {
 
 impl Intent {
     fn of(plan: &Plan) -> Self {
+        let (pool, planned) = (plan.pool(), plan.slurm_planned());
         Self {
             replicas: plan.replicas,
-            drain: plan.drain.clone(),
-            resume: plan.resume.clone(),
-            release: plan.release.clone(),
-            retire: plan.retire.clone(),
+            drain: pool.drain.clone(),
+            resume: [&pool.resume[..], &planned.resume[..]].concat(),
+            release: pool.release.clone(),
+            retire: planned.retire.clone(),
         }
     }
 }
@@ -210,8 +212,7 @@ async fn apply<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     Ok(outcome)
 }
 
-/// A colocated pool's node moves: drains, resumes and the pods of released nodes marked to
-/// go first, each said in an Event.
+/// The node moves only one policy makes, each said in an Event.
 async fn move_nodes<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     seam: &Seam<K, S, P>,
     nsa: &NodeSetAutoscaler,
@@ -219,7 +220,6 @@ async fn move_nodes<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     plan: &Plan,
     moved: &mut Moved,
 ) -> Result<()> {
-    let kube = &seam.kubernetes;
     let new = |nodes: &[String], done: &BTreeSet<String>| -> Vec<String> {
         nodes
             .iter()
@@ -227,79 +227,123 @@ async fn move_nodes<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
             .cloned()
             .collect()
     };
-    let (drain, resume) = (
-        new(&plan.drain, &moved.drained),
-        new(&plan.resume, &moved.resumed),
-    );
-    let refresh = plan
-        .refresh
-        .as_ref()
-        .map_or_else(Vec::new, |(nodes, _)| new(nodes, &moved.refreshed));
-    if !drain.is_empty() || !resume.is_empty() || !refresh.is_empty() {
-        let cluster = obs.cluster.clone().unwrap_or_default();
-        let version = obs.slurm_api.ok_or_else(|| {
+    let to = Nodes { seam, nsa, obs };
+    match &plan.effects {
+        Effects::None => {}
+        // A colocated pool: drains, resumes, and the pods of released nodes marked to go.
+        Effects::Pool(m) => {
+            for node in new(&m.drain, &moved.drained) {
+                to.drain(&node, "capacity for Kubernetes").await?;
+                let note = format!("drained {node} for Kubernetes (reason prefix slurmscale:)");
+                to.say("Drain", note).await;
+                moved.drained.insert(node);
+            }
+            for node in new(&m.resume, &moved.resumed) {
+                to.resume(&node).await?;
+                let note = format!("resumed {node}: Slurm has demand again");
+                to.say("Resume", note).await;
+                moved.resumed.insert(node);
+            }
+            let release = new(&m.release, &moved.released);
+            if !release.is_empty() {
+                let marked = to.mark_to_go(PodsBy::Node(&release)).await?;
+                let note = format!(
+                    "handing {} to Kubernetes ({marked} pod(s) marked to go first)",
+                    release.join(", ")
+                );
+                to.say("Release", note).await;
+                moved.released.extend(release);
+            }
+        }
+        // slurmctld's plan: records refreshed after a reload, records whose pod is gone
+        // resumed, the pods of nodes it powers down marked to go.
+        Effects::SlurmPlanned(m) => {
+            let refresh = m
+                .refresh
+                .as_ref()
+                .map_or_else(Vec::new, |(nodes, _)| new(nodes, &moved.refreshed));
+            for node in &refresh {
+                // DRAIN, not DOWN: a job slurmctld allocates on the record meanwhile runs on.
+                to.drain(node, "refresh after slurmctld loaded its configuration")
+                    .await?;
+                to.resume(node).await?;
+                moved.refreshed.insert(node.clone());
+            }
+            if !refresh.is_empty() {
+                let note = format!(
+                    "refreshed {} (DRAIN, RESUME): slurmctld loaded its configuration again, after which it plans on a resumed record only once refreshed",
+                    refresh.join(", ")
+                );
+                info!(autoscaler = %super::key(nsa), "{note}");
+                to.say("Refresh", note).await;
+            }
+            for node in new(&m.resume, &moved.resumed) {
+                to.resume(&node).await?;
+                let note =
+                    format!("resumed {node}: its pod is gone, so slurmctld may plan on it again");
+                to.say("Resume", note).await;
+                moved.resumed.insert(node);
+            }
+            let retire = new(&m.retire, &moved.retired);
+            if !retire.is_empty() {
+                to.mark_to_go(PodsBy::Name(&retire)).await?;
+                let note = format!(
+                    "pod(s) {} go first: slurmctld powers their nodes down",
+                    retire.join(", ")
+                );
+                to.say("Retire", note).await;
+                moved.retired.extend(retire);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The writes node moves are made of, for one autoscaler.
+struct Nodes<'a, K, S, P> {
+    seam: &'a Seam<K, S, P>,
+    nsa: &'a NodeSetAutoscaler,
+    obs: &'a Observation,
+}
+
+impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Nodes<'_, K, S, P> {
+    /// The Slurm cluster and the API version its slurmrestd speaks.
+    fn slurm(&self) -> Result<(String, ApiVersion)> {
+        let cluster = self.obs.cluster.clone().unwrap_or_default();
+        let version = self.obs.slurm_api.ok_or_else(|| {
             Error::NoSlurm(format!(
                 "slurmrestd of cluster {cluster:?} has not said which API version it speaks"
             ))
         })?;
-        // DRAIN, not DOWN: a job slurmctld allocates on the record meanwhile runs on.
-        for node in &refresh {
-            let why = "refresh after slurmctld loaded its configuration";
-            seam.slurm.drain(&cluster, version, node, why).await?;
-            seam.slurm.resume(&cluster, version, node).await?;
-            moved.refreshed.insert(node.clone());
-        }
-        if !refresh.is_empty() {
-            let note = format!(
-                "refreshed {} (DRAIN, RESUME): slurmctld loaded its configuration again, after which it plans on a resumed record only once refreshed",
-                refresh.join(", ")
-            );
-            info!(autoscaler = %super::key(nsa), "{note}");
-            kube.event(nsa, false, "Refresh", note).await;
-        }
-        for node in drain {
-            seam.slurm
-                .drain(&cluster, version, &node, "capacity for Kubernetes")
-                .await?;
-            let note = format!("drained {node} for Kubernetes (reason prefix slurmscale:)");
-            kube.event(nsa, false, "Drain", note).await;
-            moved.drained.insert(node);
-        }
-        for node in resume {
-            seam.slurm.resume(&cluster, version, &node).await?;
-            let note = format!("resumed {node}: {}", plan.resume_why);
-            kube.event(nsa, false, "Resume", note).await;
-            moved.resumed.insert(node);
-        }
+        Ok((cluster, version))
     }
-    let release = new(&plan.release, &moved.released);
-    if !release.is_empty() {
-        let namespace = nsa.metadata.namespace.clone().unwrap_or_default();
-        let selector = obs.target.selector.as_deref();
-        let marked = kube
-            .mark_pods_to_go(&namespace, selector, PodsBy::Node(&release))
-            .await?;
-        let note = format!(
-            "handing {} to Kubernetes ({marked} pod(s) marked to go first)",
-            release.join(", ")
-        );
-        kube.event(nsa, false, "Release", note).await;
-        moved.released.extend(release);
+
+    async fn drain(&self, node: &str, why: &str) -> Result<()> {
+        let (cluster, version) = self.slurm()?;
+        self.seam.slurm.drain(&cluster, version, node, why).await
     }
-    let retire = new(&plan.retire, &moved.retired);
-    if !retire.is_empty() {
-        let namespace = nsa.metadata.namespace.clone().unwrap_or_default();
-        let selector = obs.target.selector.as_deref();
-        kube.mark_pods_to_go(&namespace, selector, PodsBy::Name(&retire))
-            .await?;
-        let note = format!(
-            "pod(s) {} go first: slurmctld powers their nodes down",
-            retire.join(", ")
-        );
-        kube.event(nsa, false, "Retire", note).await;
-        moved.retired.extend(retire);
+
+    async fn resume(&self, node: &str) -> Result<()> {
+        let (cluster, version) = self.slurm()?;
+        self.seam.slurm.resume(&cluster, version, node).await
     }
-    Ok(())
+
+    /// Marks the target's pods (by node or by name) to go first; how many were marked.
+    async fn mark_to_go(&self, pods: PodsBy<'_>) -> Result<usize> {
+        let namespace = self.nsa.metadata.namespace.clone().unwrap_or_default();
+        let selector = self.obs.target.selector.as_deref();
+        self.seam
+            .kubernetes
+            .mark_pods_to_go(&namespace, selector, pods)
+            .await
+    }
+
+    async fn say(&self, reason: &str, note: String) {
+        self.seam
+            .kubernetes
+            .event(self.nsa, false, reason, note)
+            .await;
+    }
 }
 
 /// Creates the node records the plan lists. A failure is said in an Event (once until it

@@ -11,7 +11,7 @@ use super::{Observation, Outcome};
 use crate::actuator::Target;
 use crate::colocation::{self, ColocationBounds, ColocationHistory};
 use crate::crd::{NodeSetAutoscalerSpec, ScalingMode};
-use crate::plan::{Plan, Reason};
+use crate::plan::{Effects, Plan, PlannedMoves, Reason};
 use crate::policy::{self, Bounds, History};
 use crate::records::{self, Record};
 use crate::slurm_planned;
@@ -219,17 +219,18 @@ impl Policy for FollowSlurm {
             recommendation: d.replicas,
             reason,
             steps,
-            resume: d.resume.iter().map(name).collect(),
-            resume_why: "its pod is gone, so slurmctld may plan on it again",
-            refresh: generation
-                .filter(|_| reloaded)
-                .map(|g| (d.refresh.iter().map(name).collect(), g)),
-            retire: d
-                .retire
-                .iter()
-                .filter_map(|&i| view.pods[i].clone())
-                .collect(),
-            unrequested: d.extra.len() as u64,
+            effects: Effects::SlurmPlanned(PlannedMoves {
+                resume: d.resume.iter().map(name).collect(),
+                refresh: generation
+                    .filter(|_| reloaded)
+                    .map(|g| (d.refresh.iter().map(name).collect(), g)),
+                retire: d
+                    .retire
+                    .iter()
+                    .filter_map(|&i| view.pods[i].clone())
+                    .collect(),
+                unrequested: d.extra.len() as u64,
+            }),
             unsatisfiable_jobs: signals.demand.unsatisfiable_jobs,
             active: view
                 .ordinals
@@ -241,7 +242,7 @@ impl Policy for FollowSlurm {
 
     /// Refreshed: until slurmctld reloads again.
     fn acted(&mut self, plan: &Plan, _outcome: &Outcome, _now: SystemTime) {
-        if let Some((_, generation)) = &plan.refresh {
+        if let Some((_, generation)) = &plan.slurm_planned().refresh {
             self.refreshed_for = Some(*generation);
         }
     }

@@ -87,8 +87,8 @@ pub fn status(
         ColocationStatus {
             pool_nodes: count(pool.nodes.len()),
             slurm_nodes: count(held(pool)),
-            kubernetes_need_nodes: replicas(plan.needs.unwrap_or_default().kubernetes),
-            slurm_need_nodes: replicas(plan.needs.unwrap_or_default().slurm),
+            kubernetes_need_nodes: replicas(plan.pool().needs.kubernetes),
+            slurm_need_nodes: replicas(plan.pool().needs.slurm),
             draining,
             last_plan: plan.steps.clone(),
         }
@@ -192,11 +192,11 @@ pub fn metrics(
             })
             .collect();
         if outcome.scaled() == Some(true) {
-            p.unrequested_pods += plan.unrequested;
+            p.unrequested_pods += plan.slurm_planned().unrequested;
         }
     }
     row.colocation = obs.pool.as_ref().map(|pool| {
-        let needs = plan.needs.unwrap_or_default();
+        let needs = plan.pool().needs;
         ColocationRow {
             pool: pool.nodes.len() as u64,
             slurm: held(pool) as u64,
@@ -289,7 +289,7 @@ fn draining(pool: &PoolView, plan: &Plan) -> Vec<String> {
         .iter()
         .filter(|n| n.slurm.as_ref().is_some_and(|s| s.drained_by_us && s.busy))
         .map(|n| n.slurm_node.clone())
-        .chain(plan.drain.iter().cloned())
+        .chain(plan.pool().drain.iter().cloned())
         .collect()
 }
 
