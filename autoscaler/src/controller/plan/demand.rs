@@ -1,0 +1,53 @@
+//! The policy of a NodeSet that follows its partitions' demand: the pure planner is
+//! [`crate::policy::decide`]; here, what it reads and the windows' memory.
+
+use std::time::SystemTime;
+
+use super::Policy;
+use crate::controller::Observation;
+use crate::controller::observe::Inputs;
+use crate::crd::NodeSetAutoscalerSpec;
+use crate::plan::Plan;
+use crate::policy::{self, Bounds, History};
+
+/// A NodeSet following its partitions' demand, within bounds ([`policy`]).
+#[derive(Default)]
+pub(super) struct FollowDemand {
+    /// Recent recommendations and idle time, for the windows.
+    history: History,
+}
+
+impl FollowDemand {
+    pub(super) const NAME: &'static str = "demand";
+}
+
+impl Policy for FollowDemand {
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
+
+    fn inputs<'a>(&self, spec: &'a NodeSetAutoscalerSpec) -> Inputs<'a> {
+        // A NodeSet may serve several partitions; jobs it could never hold within
+        // maxReplicas are not its demand.
+        Inputs {
+            max_nodes: Some(Bounds::from(spec).max),
+            ..Inputs::default()
+        }
+    }
+
+    fn plan(&self, spec: &NodeSetAutoscalerSpec, obs: &Observation) -> Plan {
+        policy::decide(
+            &Bounds::from(spec),
+            &obs.signals,
+            obs.target.replicas,
+            &self.history,
+            obs.now,
+        )
+    }
+
+    /// The windows read every recommendation made.
+    fn planned(&mut self, spec: &NodeSetAutoscalerSpec, plan: &Plan, now: SystemTime) {
+        let keep = Bounds::from(spec).history_span();
+        self.history.record(plan, now, keep);
+    }
+}

@@ -1,0 +1,130 @@
+//! Stage two: the scaling policy the spec asks for turns the observation into a [`Plan`].
+//! A policy is a [`Policy`]: a pure planner, what it reads beyond the target and Slurm's
+//! signals, and what it remembers between reconciles, each in a file of its own here
+//! (`demand`, `pool`, `planned`). [`for_spec`] is the one place the spec picks a policy, so
+//! a new policy is one file with one type implementing the trait, and one arm there.
+//! The node records a spec keeps are planned here for every policy.
+
+mod demand;
+mod planned;
+mod pool;
+
+use std::time::SystemTime;
+
+use super::observe::{Inputs, RecordsView};
+use super::{Observation, Outcome};
+use crate::actuator::Target;
+use crate::crd::{NodeSetAutoscalerSpec, ScalingMode};
+use crate::plan::Plan;
+use crate::records::{self, Record};
+use demand::FollowDemand;
+use planned::FollowSlurm;
+use pool::SharePool;
+
+/// A scaling policy and its memory. Planning is pure: everything it looks at is in the
+/// observation or in what it remembered itself.
+pub trait Policy: Send {
+    /// Its name; an autoscaler whose spec changes policy starts the new one afresh.
+    fn name(&self) -> &'static str;
+    /// What it needs observed besides the target and Slurm's signals.
+    fn inputs<'a>(&self, spec: &'a NodeSetAutoscalerSpec) -> Inputs<'a>;
+    /// The plan for now.
+    fn plan(&self, spec: &NodeSetAutoscalerSpec, obs: &Observation) -> Plan;
+    /// Right after planning, whatever happens next.
+    fn planned(&mut self, _spec: &NodeSetAutoscalerSpec, _plan: &Plan, _now: SystemTime) {}
+    /// Once a plan was carried out (not by a standby, not in a dry run).
+    fn acted(&mut self, _plan: &Plan, _outcome: &Outcome, _now: SystemTime) {}
+}
+
+/// The policy `spec` asks for. `current` carries on (with its memory) while the spec asks
+/// for the same one; only a change of policy makes a new one.
+pub fn for_spec(spec: &NodeSetAutoscalerSpec, current: Option<Box<dyn Policy>>) -> Box<dyn Policy> {
+    let (name, new): (&str, fn() -> Box<dyn Policy>) = match (spec.mode, &spec.colocation) {
+        (ScalingMode::SlurmPlanned, _) => (FollowSlurm::NAME, fresh::<FollowSlurm>),
+        (ScalingMode::Replicas, Some(_)) => (SharePool::NAME, fresh::<SharePool>),
+        (ScalingMode::Replicas, None) => (FollowDemand::NAME, fresh::<FollowDemand>),
+    };
+    match current {
+        Some(p) if p.name() == name => p,
+        _ => new(),
+    }
+}
+
+fn fresh<P: Policy + Default + 'static>() -> Box<dyn Policy> {
+    Box::<P>::default()
+}
+
+/// Why a target cannot be autoscaled as its spec asks: the reason word and the message.
+pub struct Refusal {
+    pub reason: &'static str,
+    pub why: String,
+}
+
+/// Targets the spec's policy cannot serve, and why: a NodeSet in `scalingMode: DaemonSet`
+/// runs one pod per matching node and ignores replicas; slurm-planned mode cannot share a
+/// pool, and needs the pods' slurmd to run with `-b` (a pod does not reboot a node, and
+/// slurmctld ignores a powering-up node's registration without it until `ResumeTimeout`).
+pub fn refusal(spec: &NodeSetAutoscalerSpec, target: &Target) -> Option<Refusal> {
+    let refuse = |reason, why: &str| {
+        Some(Refusal {
+            reason,
+            why: why.to_string(),
+        })
+    };
+    if target.scaling_mode.as_deref() == Some("DaemonSet") {
+        return refuse(
+            "DaemonSetScalingMode",
+            "the NodeSet uses scalingMode DaemonSet: one pod per matching node, replicas are ignored; it cannot be autoscaled",
+        );
+    }
+    if spec.mode != ScalingMode::SlurmPlanned {
+        return None;
+    }
+    if spec.colocation.is_some() {
+        return refuse(
+            "SlurmPlannedNotSetUp",
+            "mode SlurmPlanned follows slurmctld's power requests and cannot also share a colocated pool: remove spec.colocation or the mode",
+        );
+    }
+    let is_nodeset = spec.scale_target_ref.kind == "NodeSet";
+    if is_nodeset && !target.nodes.slurmd_args.iter().any(|a| a == "-b") {
+        return refuse(
+            "SlurmPlannedNotSetUp",
+            "mode SlurmPlanned needs the NodeSet's slurmd to run with -b (add it to spec.slurmd.args): without it slurmctld ignores a powered-up pod's registration until ResumeTimeout and requeues its job",
+        );
+    }
+    None
+}
+
+/// The plan for now: the policy's, and whatever policy it is, the node records the spec
+/// keeps.
+pub fn plan(policy: &dyn Policy, spec: &NodeSetAutoscalerSpec, obs: &Observation) -> Plan {
+    let mut plan = policy.plan(spec, obs);
+    if let Some(view) = &obs.records {
+        plan.records = missing_records(spec, obs, view);
+    }
+    plan
+}
+
+/// The records `view` lacks, made with the NodeSet's features and the node shape demand is
+/// packed onto; nothing while the Slurm data cannot be trusted (what exists is not known).
+fn missing_records(
+    spec: &NodeSetAutoscalerSpec,
+    obs: &Observation,
+    view: &RecordsView,
+) -> Result<Vec<Record>, String> {
+    let Ok(signals) = &obs.signals else {
+        return Ok(Vec::new());
+    };
+    let features = match &obs.target.nodes.features[..] {
+        [] => std::slice::from_ref(&spec.scale_target_ref.name),
+        f => f,
+    };
+    records::missing(
+        &view.wanted,
+        &view.existing,
+        features,
+        &signals.shape,
+        view.kind,
+    )
+}
