@@ -266,7 +266,7 @@ impl PoolWorld {
         (i < self.nodes()).then_some(i)
     }
 
-    /// The pool's GenericNode ledger with nothing held yet (see [`set_kube_held`]), and its
+    /// The pool's GenericNode ledger with nothing held yet (see [`Self::set_kube_held`]), and its
     /// nodes' capacity; `cluster` is the Slurm cluster it is shared with.
     pub fn empty_ledger(
         &self,

@@ -1654,6 +1654,18 @@ mod tests {
         t.build()
     }
 
+    /// Steps until nothing in the list is in doubt (at most 50 steps that leave doubt); the
+    /// list then.
+    async fn until_exact(t: &mut JobTracker, slurm: &Slurmctld) -> Jobs {
+        for _ in 0..=50 {
+            let (jobs, _) = step(t, slurm).await;
+            if jobs.uncertain.exact() {
+                return jobs;
+            }
+        }
+        panic!("never exact: {:?}", t.build().uncertain);
+    }
+
     /// How many of the requests `asked` were `what`.
     fn times(asked: &[&str], what: &str) -> usize {
         asked.iter().filter(|r| **r == what).count()
@@ -1822,20 +1834,12 @@ mod tests {
             }
             slurm.complete(41);
             slurm.complete(40);
-            let mut steps = 0;
-            loop {
-                let (jobs, _) = step(&mut t, &slurm).await;
-                if jobs.uncertain.exact() {
-                    assert_eq!(
-                        pending(&jobs),
-                        29,
-                        "states {states}, accounting {accounting}: every waiting job"
-                    );
-                    break;
-                }
-                steps += 1;
-                assert!(steps < 50, "never exact: {:?}", jobs.uncertain);
-            }
+            let jobs = until_exact(&mut t, &slurm).await;
+            assert_eq!(
+                pending(&jobs),
+                29,
+                "states {states}, accounting {accounting}: every waiting job"
+            );
         }
     }
 
@@ -1855,20 +1859,12 @@ mod tests {
             let at = slurm.count_now();
             let new = slurm.submit("cpu");
             slurm.set(new, |j| j.submitted = at);
-            let mut steps = 0;
-            loop {
-                let (jobs, _) = step(&mut t, &slurm).await;
-                if jobs.uncertain.exact() {
-                    assert_eq!(
-                        pending(&jobs),
-                        32,
-                        "states {states}, accounting {accounting}: every waiting job"
-                    );
-                    break;
-                }
-                steps += 1;
-                assert!(steps < 50, "never exact: {:?}", jobs.uncertain);
-            }
+            let jobs = until_exact(&mut t, &slurm).await;
+            assert_eq!(
+                pending(&jobs),
+                32,
+                "states {states}, accounting {accounting}: every waiting job"
+            );
         }
     }
 
@@ -1916,16 +1912,8 @@ mod tests {
             for _ in 0..5 {
                 slurm.submit("gpu");
             }
-            let mut steps = 0;
-            loop {
-                let (jobs, _) = step(&mut t, &slurm).await;
-                if jobs.uncertain.exact() {
-                    assert_eq!(pending(&jobs), 35, "states {states}");
-                    break;
-                }
-                steps += 1;
-                assert!(steps < 50, "never exact: {:?}", jobs.uncertain);
-            }
+            let jobs = until_exact(&mut t, &slurm).await;
+            assert_eq!(pending(&jobs), 35, "states {states}");
             let asked = slurm.asked();
             assert!(!asked.contains(&"jobs"), "a whole /jobs was asked for");
             // One look for where the ids are and one for the newest after: no second read

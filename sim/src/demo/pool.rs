@@ -94,22 +94,22 @@ impl Pool {
         self.world.kube.pending_count() as u64
     }
 
-    /// Seconds each placed web pod waited for its node.
-    pub fn pod_waits(&self) -> Vec<u64> {
+    /// The web pods placed so far, and when (unix seconds).
+    fn placed(&self) -> impl Iterator<Item = (&PodRequest, i64)> {
         self.pods
             .iter()
             .zip(&self.world.kube.started)
-            .filter_map(|(p, s)| Some((s.as_ref()? - p.submit) as u64))
-            .collect()
+            .filter_map(|(p, s)| Some((p, (*s)?)))
+    }
+
+    /// Seconds each placed web pod waited for its node.
+    pub fn pod_waits(&self) -> Vec<u64> {
+        self.placed().map(|(p, s)| (s - p.submit) as u64).collect()
     }
 
     /// Each pod's start (unix seconds), once placed.
     pub fn pod_starts(&self) -> Vec<(String, i64)> {
-        self.pods
-            .iter()
-            .zip(&self.world.kube.started)
-            .filter_map(|(p, s)| Some((p.name.clone(), (*s)?)))
-            .collect()
+        self.placed().map(|(p, s)| (p.name.clone(), s)).collect()
     }
 
     /// The GenericNode ledger of the pool: what Kubernetes' pods hold, as the controller
