@@ -39,7 +39,7 @@ pub struct World {
     /// Per pod selector: the nodes its pods are bound to, and how each stands.
     pub pods: BTreeMap<String, BTreeMap<String, NodeSetPod>>,
     /// Per pod selector: its pods by name, and how each stands (slurm-planned NodeSets).
-    pub named_pods: BTreeMap<String, BTreeMap<String, slurm_planned::Pod>>,
+    pub named_pods: BTreeMap<String, slurm_planned::NamedPods>,
     /// Pods Kubernetes cannot place (pod selectors are not applied to them).
     pub unschedulable: Vec<PendingPod>,
     /// The GenericNode ledger and Node capacity; `None`: nothing watches them.
@@ -331,11 +331,7 @@ impl PoolReader for Fake {
         Ok(self.world().unschedulable.clone())
     }
 
-    async fn named_pods(
-        &self,
-        _: &str,
-        selector: &str,
-    ) -> Result<BTreeMap<String, slurm_planned::Pod>> {
+    async fn named_pods(&self, _: &str, selector: &str) -> Result<slurm_planned::NamedPods> {
         Ok(self
             .world()
             .named_pods

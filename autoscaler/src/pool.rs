@@ -60,7 +60,7 @@ pub trait PoolReader: Send + Sync + 'static {
         &self,
         namespace: &str,
         selector: &str,
-    ) -> impl Future<Output = Result<BTreeMap<String, slurm_planned::Pod>>> + Send;
+    ) -> impl Future<Output = Result<slurm_planned::NamedPods>> + Send;
 }
 
 /// A shared one works too.
@@ -88,7 +88,7 @@ impl<P: PoolReader> PoolReader for std::sync::Arc<P> {
         &self,
         namespace: &str,
         selector: &str,
-    ) -> impl Future<Output = Result<BTreeMap<String, slurm_planned::Pod>>> + Send {
+    ) -> impl Future<Output = Result<slurm_planned::NamedPods>> + Send {
         (**self).named_pods(namespace, selector)
     }
 }
@@ -189,10 +189,10 @@ impl PoolReader for KubePool {
         &self,
         namespace: &str,
         selector: &str,
-    ) -> Result<BTreeMap<String, slurm_planned::Pod>> {
+    ) -> Result<slurm_planned::NamedPods> {
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
         let lp = ListParams::default().labels(selector);
-        Ok(self
+        let named: BTreeMap<String, slurm_planned::Pod> = self
             .list(&pods, &lp)
             .await?
             .into_iter()
@@ -206,7 +206,8 @@ impl PoolReader for KubePool {
                 };
                 Some((p.metadata.name?, state))
             })
-            .collect())
+            .collect();
+        Ok(named.into())
     }
 }
 

@@ -21,10 +21,8 @@
 //! partition list says whether they exist (slurmctld 22.05 answers `scontrol create` with
 //! success even when it refused).
 
-use std::collections::BTreeSet;
-
 use slurmscale_exporter::model::demand::Shape;
-use slurmscale_exporter::model::text::expand_hostlist;
+use slurmscale_exporter::model::text::{for_each_host, split_top};
 use slurmscale_exporter::slurm::ApiVersion;
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
@@ -67,49 +65,140 @@ pub struct Record {
 
 /// The names a NodeSet's pods' nodes take: `<prefix><ordinal>` (the prefix is the pod
 /// template's host name, `gpu-`, else `<nodeset>-`), the ordinal padded to `padding` digits,
-/// for ordinals below `count`.
-pub fn names(prefix: &str, padding: u32, count: u64) -> Vec<String> {
-    let width = padding as usize;
-    (0..count).map(|i| format!("{prefix}{i:0width$}")).collect()
+/// for ordinals below `count`. Worked out name by name, not listed: a NodeSet may have
+/// thousands, and they are read every poll.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Names {
+    prefix: String,
+    width: usize,
+    count: usize,
 }
 
-/// The node names slurmctld has in `partition`: its node list (FUTURE records, which
-/// `/nodes` hides, included) and the registered nodes that say they are in it.
-pub fn existing(snap: &ClusterSnapshot, partition: &str, limit: usize) -> BTreeSet<String> {
-    let mut names = BTreeSet::new();
+impl Names {
+    pub fn new(prefix: &str, padding: u32, count: u64) -> Self {
+        Self {
+            prefix: prefix.to_string(),
+            width: padding as usize,
+            count: usize::try_from(count).unwrap_or(usize::MAX),
+        }
+    }
+
+    /// How many ordinals there are.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The name of `ordinal`'s node.
+    pub fn name(&self, ordinal: usize) -> String {
+        let width = self.width;
+        format!("{}{ordinal:0width$}", self.prefix)
+    }
+
+    /// The ordinal whose node is called `name`, if one is: exactly as [`Names::name`]
+    /// writes it (`gpu-07` is not ordinal 7 of an unpadded NodeSet).
+    pub fn ordinal(&self, name: &str) -> Option<usize> {
+        let digits = name.strip_prefix(&self.prefix)?;
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let n: usize = digits.parse().ok()?;
+        let natural = n.checked_ilog10().map_or(1, |l| l as usize + 1);
+        (n < self.count && digits.len() == natural.max(self.width)).then_some(n)
+    }
+}
+
+impl Names {
+    /// Marks the ordinals of a host list item that is exactly `<prefix>[<ranges>]` (as
+    /// Slinky's node lists are) without writing out a name; `false` for any other item.
+    fn mark_range(&self, item: &str, have: &mut [bool]) -> bool {
+        let Some(ranges) = item
+            .strip_prefix(&self.prefix)
+            .and_then(|r| r.strip_prefix('['))
+            .and_then(|r| r.strip_suffix(']'))
+            .filter(|r| !r.contains(['[', ']']))
+        else {
+            return false;
+        };
+        let mut spans = Vec::new();
+        for range in ranges.split(',') {
+            let (lo, hi) = range.split_once('-').unwrap_or((range, range));
+            let (Ok(l), Ok(h)) = (lo.parse::<usize>(), hi.parse::<usize>()) else {
+                return false;
+            };
+            spans.push((l, h, lo.len()));
+        }
+        for (lo, hi, width) in spans {
+            let end = hi.saturating_add(1).min(have.len());
+            for (n, on) in have.iter_mut().enumerate().take(end).skip(lo) {
+                // The name `<prefix><n padded to width>` is this ordinal's only if that is
+                // how the NodeSet pads it.
+                let natural = n.checked_ilog10().map_or(1, |l| l as usize + 1);
+                if natural.max(width) == natural.max(self.width) {
+                    *on = true;
+                }
+            }
+        }
+        true
+    }
+}
+
+/// Which of `names` slurmctld has in `partition`, by ordinal: its node list (FUTURE
+/// records, which `/nodes` hides, included) and the registered nodes that say they are in it.
+pub fn existing(snap: &ClusterSnapshot, partition: &str, names: &Names) -> Vec<bool> {
+    let mut have = vec![false; names.len()];
+    let mark = |have: &mut [bool], name: &str| {
+        if let Some(o) = names.ordinal(name) {
+            have[o] = true;
+        }
+    };
     if let Some(p) = snap
         .partitions
         .data
         .as_deref()
         .and_then(|ps| ps.iter().find(|p| &*p.name == partition))
     {
-        names.extend(expand_hostlist(&p.node_list, limit));
+        // Other nodes may share the partition: look a little past the NodeSet's own.
+        let mut left = names.len().saturating_add(1024);
+        for item in split_top(&p.node_list) {
+            if !names.mark_range(item, &mut have) {
+                let mut seen = 0;
+                for_each_host(item, left, |name| {
+                    seen += 1;
+                    mark(&mut have, name)
+                });
+                left -= seen;
+                if left == 0 {
+                    break;
+                }
+            }
+        }
     }
     if let Some(nodes) = snap.nodes.data.as_deref() {
-        names.extend(
-            nodes
-                .iter()
-                .filter(|n| n.partitions.iter().any(|p| &**p == partition))
-                .map(|n| n.name.clone()),
-        );
+        nodes
+            .iter()
+            .filter(|n| n.partitions.iter().any(|p| &**p == partition))
+            .for_each(|n| mark(&mut have, &n.name));
     }
-    names
+    have
 }
 
 /// The records of `wanted` (by ordinal) that `existing` lacks, each with the NodeSet's
 /// `features` and `shape`, of `kind`; an error when the shape does not say how many CPUs a
 /// node has (a record needs them, and a wrong count would mislead the scheduler).
 pub fn missing(
-    wanted: &[String],
-    existing: &BTreeSet<String>,
+    wanted: &Names,
+    existing: &[bool],
     features: &[String],
     shape: &Shape,
     kind: Kind,
 ) -> Result<Vec<Record>, String> {
-    let absent: Vec<(usize, &String)> = wanted
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| !existing.contains(*n))
+    let absent: Vec<(usize, String)> = (0..wanted.len())
+        .filter(|&o| !existing.get(o).copied().unwrap_or(false))
+        .map(|o| (o, wanted.name(o)))
         .collect();
     if absent.is_empty() {
         return Ok(Vec::new());
@@ -134,8 +223,8 @@ pub fn missing(
                 Kind::Future => String::new(),
             };
             Record {
-                name: name.clone(),
                 conf: format!("NodeName={name} {tail}{weight} State={state}"),
+                name,
             }
         })
         .collect())
@@ -169,19 +258,81 @@ mod tests {
         assert!(!reload_after_creating(Kind::Future, ApiVersion::V0042));
     }
 
+    fn all(n: &Names) -> Vec<String> {
+        (0..n.len()).map(|o| n.name(o)).collect()
+    }
+
     #[test]
     fn names_follow_the_nodesets_ordinals() {
-        assert_eq!(names("gpu-", 0, 3), ["gpu-0", "gpu-1", "gpu-2"]);
-        assert_eq!(names("gpu-", 3, 2), ["gpu-000", "gpu-001"]);
-        assert_eq!(names("gpu", 0, 2), ["gpu0", "gpu1"]);
-        assert!(names("gpu-", 0, 0).is_empty());
+        assert_eq!(all(&Names::new("gpu-", 0, 3)), ["gpu-0", "gpu-1", "gpu-2"]);
+        assert_eq!(all(&Names::new("gpu-", 3, 2)), ["gpu-000", "gpu-001"]);
+        assert_eq!(all(&Names::new("gpu", 0, 2)), ["gpu0", "gpu1"]);
+        assert!(Names::new("gpu-", 0, 0).is_empty());
+        assert_eq!(Names::new("gpu-", 3, 1200).name(1001), "gpu-1001");
+    }
+
+    #[test]
+    fn a_node_name_gives_its_ordinal_only_as_the_nodeset_writes_it() {
+        let plain = Names::new("gpu-", 0, 20);
+        assert_eq!(plain.ordinal("gpu-0"), Some(0));
+        assert_eq!(plain.ordinal("gpu-19"), Some(19));
+        for other in [
+            "gpu-20", "gpu-07", "gpu-", "gpu-1a", "gpu--1", "cpu-1", "gpu-+1",
+        ] {
+            assert_eq!(plain.ordinal(other), None, "{other}");
+        }
+        let padded = Names::new("gpu-", 3, 2000);
+        assert_eq!(padded.ordinal("gpu-007"), Some(7));
+        assert_eq!(padded.ordinal("gpu-1234"), Some(1234));
+        assert_eq!(padded.ordinal("gpu-7"), None);
+        assert_eq!(padded.ordinal("gpu-0007"), None);
+        for o in [0, 9, 10, 999, 1000, 1999] {
+            assert_eq!(padded.ordinal(&padded.name(o)), Some(o));
+        }
+    }
+
+    /// The partition's node list gives the records, whether written out, in ranges or
+    /// padded; a name the NodeSet would not write is not one of its records.
+    #[test]
+    fn existing_records_are_read_from_the_node_list_as_the_nodeset_names_them() {
+        use slurmscale_exporter::model::Partition;
+        use std::sync::Arc;
+        let list = |l: &str, padding: u32| {
+            let mut snap = ClusterSnapshot::new("c", "");
+            snap.partitions.data = Some(Arc::new(vec![Partition {
+                name: "gpu".into(),
+                state: "UP".into(),
+                total_nodes: 0,
+                total_cpus: 0,
+                total_memory_bytes: None,
+                total_gpus: None,
+                max_nodes_per_job: None,
+                node_list: l.into(),
+                never_suspends: false,
+            }]));
+            assert_eq!(
+                existing(&snap, "other", &Names::new("gpu-", 0, 2)),
+                [false; 2]
+            );
+            existing(&snap, "gpu", &Names::new("gpu-", padding, 12))
+        };
+        let want = |on: &[usize]| (0..12).map(|o| on.contains(&o)).collect::<Vec<_>>();
+        assert_eq!(list("gpu-[0-1,3],login", 0), want(&[0, 1, 3]));
+        assert_eq!(list("gpu-0,gpu-1,login,gpu-3", 0), want(&[0, 1, 3]));
+        assert_eq!(
+            list("gpu-[08-11]", 0),
+            want(&[10, 11]),
+            "gpu-08 is not ordinal 8"
+        );
+        assert_eq!(list("gpu-[08-11]", 2), want(&[8, 9, 10, 11]));
+        assert_eq!(list("gpu-[8-9,10-99]", 2), want(&[10, 11]));
+        assert_eq!(list("gpu-[1-2]x,gpu-[5-6]", 0), want(&[5, 6]));
     }
 
     #[test]
     fn only_missing_records_are_made_with_the_nodesets_features_and_shape() {
-        let wanted = names("slinky-", 0, 4);
-        let existing: BTreeSet<String> =
-            ["slinky-0", "slinky-2", "other-9"].map(String::from).into();
+        let wanted = Names::new("slinky-", 0, 4);
+        let existing = [true, false, true, false];
         let shape = Shape {
             cpus: Some(4),
             memory_bytes: Some(8000 << 20),
@@ -203,9 +354,14 @@ mod tests {
             ]
         );
         // Nothing missing needs no shape; something missing does.
-        let all: BTreeSet<String> = wanted.iter().cloned().collect();
         assert_eq!(
-            missing(&wanted, &all, &features, &Shape::default(), Kind::Future),
+            missing(
+                &wanted,
+                &[true; 4],
+                &features,
+                &Shape::default(),
+                Kind::Future
+            ),
             Ok(vec![])
         );
         let err = missing(
@@ -222,8 +378,8 @@ mod tests {
     /// first, as the NodeSet creates them.
     #[test]
     fn cloud_records_weigh_by_ordinal() {
-        let wanted = names("planned-", 0, 3);
-        let existing: BTreeSet<String> = ["planned-0".to_string()].into();
+        let wanted = Names::new("planned-", 0, 3);
+        let existing = [true, false, false];
         let shape = Shape {
             cpus: Some(4),
             ..Shape::default()

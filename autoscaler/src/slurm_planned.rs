@@ -93,6 +93,9 @@ impl Power {
     }
 }
 
+/// A NodeSet's pods by name, shared: a large NodeSet's list is read every poll.
+pub type NamedPods = std::sync::Arc<std::collections::BTreeMap<String, Pod>>;
+
 /// An ordinal's pod.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pod {

@@ -15,10 +15,12 @@
 //!   then busy ones are drained and leave when their last job ends (slurm-operator drains a
 //!   Slurm node before deleting its pod). Under power saving every node is allocatable: a
 //!   powered-down node the scheduler picks boots, its job starts when all its nodes are up,
-//!   and a node idle for `SuspendTime` powers down. When slurmctld's requests are carried out
-//!   by someone who polls for them (a NodeSet following slurmctld's plan, [`Resume`]), each
-//!   waits for slurmctld's power-save pass and that poll, and a job on resumed nodes starts at
-//!   slurmctld's periodic check after they are up.
+//!   and a node idle for `SuspendTime` powers down. When a NodeSet follows slurmctld's
+//!   requests ([`Mode::Planned`]), slurmctld only asks — a power-up or power-down posted at its
+//!   next power-save pass, shown on the record — and a node exists while its pod does: whoever
+//!   plays the autoscaler and slurm-operator adds and removes pods, a registering pod brings
+//!   its node up, and a job on nodes that were powered down starts at slurmctld's periodic
+//!   check after the last one is up.
 //!
 //! Times are unix seconds. Everything here is deterministic: the same trace and the same
 //! scaling gives the same schedule.
@@ -39,37 +41,27 @@ pub enum Mode {
     /// the pool's nodes, and its nodes can be drained and resumed by name.
     Pool,
     /// Slurm power saving: every node allocatable, powered down after `suspend_after` idle;
-    /// `resume` is what stands between slurmctld's decision and the node.
-    PowerSave { suspend_after: i64, resume: Resume },
+    /// slurmctld's ResumeProgram boots a node the moment it allocates it.
+    PowerSave { suspend_after: i64 },
+    /// Slurm power saving carried out by a NodeSet that follows slurmctld's requests
+    /// (`slurm-planned`): slurmctld only asks, and a node exists while a pod does
+    /// ([`Cluster::add_pod`], [`Cluster::remove_pod`], [`Cluster::resume_record`]).
+    Planned(Requests),
     /// Every node up all the time.
     Static,
 }
 
-/// What stands between slurmctld powering a node up or down and the node coming or going,
-/// when slurmctld does not boot nodes itself but posts requests that someone polling acts on
-/// (`slurm-planned`: the autoscaler reads them from `/nodes`). All zero: Slurm's
-/// ResumeProgram boots the node at once (`power-save`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Resume {
-    /// slurmctld's `power_save_interval`: its power-save pass runs on this grid.
-    pub request_every: i64,
-    /// The autoscaler's poll: it acts on the requests on this grid.
-    pub poll_every: i64,
-    /// slurmctld's periodic check (`PERIODIC_TIMEOUT`) that ends a job's CONFIGURING once its
-    /// nodes are up.
+/// slurmctld's side of a NodeSet that follows its power requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Requests {
+    /// `SuspendTime`: an idle node is asked to power down after this long.
+    pub suspend_after: i64,
+    /// `power_save_interval`: its power-save pass, which posts both kinds of request, runs
+    /// on this grid.
+    pub interval: i64,
+    /// `PERIODIC_TIMEOUT`: a job whose nodes were powered up leaves CONFIGURING at this
+    /// check after the last one registered.
     pub check_every: i64,
-}
-
-impl Resume {
-    /// When a power-up or power-down slurmctld decided at `t` is carried out.
-    fn acted(&self, t: i64) -> i64 {
-        grid(grid(t, self.request_every), self.poll_every)
-    }
-
-    /// The longest it adds to a boot.
-    fn most(&self) -> i64 {
-        self.request_every + self.poll_every + self.check_every
-    }
 }
 
 /// The first time at or after `t` on a grid of `every` seconds (`t` itself for 0).
@@ -83,8 +75,23 @@ fn grid(t: i64, every: i64) -> i64 {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Power {
     Off,
-    Booting { ready_at: i64 },
+    Booting {
+        ready_at: i64,
+    },
+    /// `Planned`: slurmctld allocated the powered-down node and asks for it (POWERING_UP
+    /// once its power-save pass posted the request: `posted`); its pod makes it come up.
+    Asked {
+        posted: bool,
+    },
     Up,
+}
+
+/// `Planned`: the NodeSet pod of a node slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pod {
+    None,
+    Starting { ready_at: i64 },
+    Ready,
 }
 
 #[derive(Clone, Debug)]
@@ -101,6 +108,12 @@ struct Node {
     jobs: Vec<usize>,
     /// When it last became empty (power saving suspends from here).
     idle_since: i64,
+    /// `Planned`: its pod; slurmctld asked it to power down (POWERING_DOWN) and its pod
+    /// has not gone yet; its pod went and slurm-operator's scale-in left the record DRAIN,
+    /// which only a RESUME clears.
+    pod: Pod,
+    powering_down: bool,
+    left_drained: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -138,13 +151,23 @@ impl Default for SchedConfig {
     }
 }
 
-/// A node as slurmrestd shows it: what is allocated, and who drains it.
+/// A node as slurmrestd shows it: what is allocated, who drains it, its power state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NodeView {
     pub alloc_cpus: u32,
     pub alloc_memory_mib: u64,
     pub alloc_gpus: u32,
     pub drain: Option<DrainedBy>,
+    pub power: PowerFlag,
+}
+
+/// The power flag slurmctld shows on a record (`Planned`; always `None` otherwise).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PowerFlag {
+    None,
+    PoweredDown,
+    PoweringUp,
+    PoweringDown,
 }
 
 /// Who set a node's DRAIN.
@@ -179,6 +202,9 @@ pub struct Counts {
     /// changes, so a scaler can tell its demand may have. Not the demand itself: that is
     /// what the exporter publishes, packed ([`super::view::SlurmView`]).
     pub pending_job_nodes: u64,
+    /// `Planned`: bumped whenever a record's power state or a pod changes, so the
+    /// autoscaler following slurmctld's requests knows to look.
+    pub power_changes: u64,
 }
 
 impl Counts {
@@ -217,6 +243,8 @@ pub struct Cluster {
     ends: BinaryHeap<Reverse<(i64, usize)>>,
     readies: BinaryHeap<Reverse<(i64, u32)>>,
     suspends: BinaryHeap<Reverse<(i64, u32)>>,
+    /// `Planned`: power-ups slurmctld's next power-save pass posts.
+    requests: BinaryHeap<Reverse<(i64, u32)>>,
     next_submit: usize,
     /// Since when something changed that backfill has not looked at.
     dirty: Option<i64>,
@@ -259,6 +287,9 @@ impl Cluster {
             free_gpus: shape.gpus,
             jobs: Vec::new(),
             idle_since: start,
+            pod: Pod::None,
+            powering_down: false,
+            left_drained: false,
         };
         let n = jobs.len();
         let mut c = Self {
@@ -276,6 +307,7 @@ impl Cluster {
             ends: BinaryHeap::new(),
             readies: BinaryHeap::new(),
             suspends: BinaryHeap::new(),
+            requests: BinaryHeap::new(),
             next_submit: 0,
             dirty: None,
             touched: Vec::new(),
@@ -298,6 +330,7 @@ impl Cluster {
                 c.replicas = max_nodes;
             }
             Mode::PowerSave { .. } => c.replicas = max_nodes,
+            Mode::Planned(_) => {}
             Mode::Elastic | Mode::Pool => {}
         }
         c
@@ -352,11 +385,12 @@ impl Cluster {
         let end = self.ends.peek().map(|Reverse((t, _))| *t);
         let ready = self.readies.peek().map(|Reverse((t, _))| *t);
         let suspend = self.suspends.peek().map(|Reverse((t, _))| *t);
+        let request = self.requests.peek().map(|Reverse((t, _))| *t);
         let backfill = self
             .dirty
             .filter(|_| !self.queue.is_empty())
             .map(|t| self.backfill_due(t));
-        [submit, end, ready, suspend, backfill]
+        [submit, end, ready, suspend, request, backfill]
             .into_iter()
             .flatten()
             .min()
@@ -371,8 +405,12 @@ impl Cluster {
                 break;
             }
             self.readies.pop();
-            if self.nodes[i as usize].power == (Power::Booting { ready_at: t }) {
+            let n = &self.nodes[i as usize];
+            if n.power == (Power::Booting { ready_at: t }) {
                 self.node_up(i, now);
+                changed = true;
+            } else if n.pod == (Pod::Starting { ready_at: t }) {
+                self.pod_ready(i, now);
                 changed = true;
             }
         }
@@ -406,18 +444,38 @@ impl Cluster {
             self.backfill(now);
             self.dirty = None;
         }
-        if matches!(self.mode, Mode::PowerSave { .. }) {
-            while let Some(&Reverse((t, i))) = self.suspends.peek() {
-                if t > now {
-                    break;
-                }
-                self.suspends.pop();
-                let n = &self.nodes[i as usize];
-                if n.power == Power::Up && n.jobs.is_empty() && self.suspend_at(n.idle_since) == t {
-                    self.power_off(i);
+        while let Some(&Reverse((t, i))) = self.requests.peek() {
+            if t > now {
+                break;
+            }
+            self.requests.pop();
+            if self.nodes[i as usize].power == (Power::Asked { posted: false }) {
+                self.nodes[i as usize].power = Power::Asked { posted: true };
+                self.power_touch(i);
+            }
+        }
+        while let Some(&Reverse((t, i))) = self.suspends.peek() {
+            if t > now {
+                break;
+            }
+            self.suspends.pop();
+            let n = &self.nodes[i as usize];
+            if n.power == Power::Up
+                && n.jobs.is_empty()
+                && !n.powering_down
+                && self.suspend_at(n.idle_since) == t
+            {
+                match self.mode {
+                    Mode::Planned(_) => self.ask_down(i),
+                    _ => self.power_off(i),
                 }
             }
         }
+    }
+
+    /// Power saving: powered-down nodes are allocatable (slurmctld plans on them).
+    fn power_saving(&self) -> bool {
+        matches!(self.mode, Mode::PowerSave { .. } | Mode::Planned(_))
     }
 
     /// Backfill passes run on a fixed `bf_interval` grid: the first pass at or after `since`.
@@ -425,20 +483,12 @@ impl Cluster {
         grid(since, self.cfg.bf_interval)
     }
 
-    /// Power saving: what stands between slurmctld's power decisions and the nodes.
-    fn resume(&self) -> Resume {
-        match self.mode {
-            Mode::PowerSave { resume, .. } => resume,
-            _ => Resume::default(),
-        }
-    }
-
-    /// Power saving: when a node idle since `idle_since` is gone.
+    /// Power saving: when a node idle since `idle_since` powers down (or, `Planned`, is
+    /// asked to).
     fn suspend_at(&self, idle_since: i64) -> i64 {
         match self.mode {
-            Mode::PowerSave { suspend_after, .. } => {
-                self.resume().acted(idle_since + suspend_after)
-            }
+            Mode::PowerSave { suspend_after } => idle_since + suspend_after,
+            Mode::Planned(r) => grid(idle_since + r.suspend_after, r.interval),
             _ => i64::MAX,
         }
     }
@@ -457,6 +507,12 @@ impl Cluster {
     /// How many changes of what slurmrestd would show there have been so far.
     pub fn changes(&self) -> u64 {
         self.changes
+    }
+
+    /// A record's power state or a pod changed (`Planned`).
+    fn power_touch(&mut self, i: u32) {
+        self.counts.power_changes += 1;
+        self.touch(&[i]);
     }
 
     fn touch(&mut self, nodes: &[u32]) {
@@ -539,7 +595,8 @@ impl Cluster {
     /// Under power saving a backfilled job may wait for a boot before it runs.
     fn boot_slack(&self) -> i64 {
         match self.mode {
-            Mode::PowerSave { resume, .. } => self.cfg.boot + resume.most(),
+            Mode::PowerSave { .. } => self.cfg.boot,
+            Mode::Planned(r) => self.cfg.boot + r.interval + r.check_every,
             _ => 0,
         }
     }
@@ -559,7 +616,7 @@ impl Cluster {
                 free_now.push(i);
             }
         }
-        if matches!(self.mode, Mode::PowerSave { .. }) {
+        if self.power_saving() {
             free_now.extend(self.off.iter().copied());
         }
         if free_now.len() >= need {
@@ -623,7 +680,7 @@ impl Cluster {
                 }
             }
         }
-        if matches!(self.mode, Mode::PowerSave { .. }) {
+        if self.power_saving() {
             for &i in &self.off {
                 if !skip(i) {
                     nodes.push(i);
@@ -644,20 +701,31 @@ impl Cluster {
             job.memory_mib_per_node,
             job.gpus_per_node,
         );
-        let (run, limit) = (job.run as i64, job.limit as i64);
+        let limit = job.limit as i64;
         self.counts.pending -= 1;
         self.counts.pending_job_nodes -= u64::from(job.nodes);
         let mut start = now;
+        let mut configuring = false;
         self.touch(&nodes);
         for &i in &nodes {
             if self.nodes[i as usize].power == Power::Off {
-                // Power saving: the scheduler picked a powered-down node; it resumes.
+                // Power saving: the scheduler picked a powered-down node; it resumes, or
+                // (`Planned`) slurmctld asks for it at its next power-save pass.
                 self.off.remove(&i);
-                self.power_on(i, now, false);
+                match self.mode {
+                    Mode::Planned(r) => {
+                        self.nodes[i as usize].power = Power::Asked { posted: false };
+                        self.requests.push(Reverse((grid(now, r.interval), i)));
+                        self.power_touch(i);
+                    }
+                    _ => self.power_on(i, now, false),
+                }
             }
             let n = &mut self.nodes[i as usize];
-            if let Power::Booting { ready_at } = n.power {
-                start = start.max(ready_at);
+            match n.power {
+                Power::Booting { ready_at } => start = start.max(ready_at),
+                Power::Asked { .. } => configuring = true,
+                _ => {}
             }
             self.free.remove(&(n.free_cpus, i));
             let was_busy = n.power == Power::Up && !n.jobs.is_empty();
@@ -672,20 +740,31 @@ impl Cluster {
                 self.counts.busy += 1;
             }
         }
-        if start > now {
-            // It waited for a boot: it leaves CONFIGURING at slurmctld's next check.
-            start = grid(start, self.resume().check_every);
-        }
-        self.outcomes[j] = JobTimes {
-            start,
-            end: start + run,
-        };
-        self.ends.push(Reverse((start + run, j)));
+        // Until it runs, backfill expects it to end a time limit from now, as slurmctld
+        // does for a job waiting in CONFIGURING.
         self.by_expected_end.insert((start + limit, j));
         self.running[j] = Some(Running {
             nodes,
             expected_end: start + limit,
         });
+        if !configuring {
+            self.run(j, start);
+        }
+    }
+
+    /// Job `j`, allocated, runs from `start` (its nodes are up by then).
+    fn run(&mut self, j: usize, start: i64) {
+        let job = &self.jobs[j];
+        let (run, limit) = (job.run as i64, job.limit as i64);
+        let r = self.running[j].as_mut().expect("an allocated job");
+        self.by_expected_end.remove(&(r.expected_end, j));
+        r.expected_end = start + limit;
+        self.by_expected_end.insert((start + limit, j));
+        self.outcomes[j] = JobTimes {
+            start,
+            end: start + run,
+        };
+        self.ends.push(Reverse((start + run, j)));
     }
 
     fn end(&mut self, j: usize, now: i64) {
@@ -702,9 +781,10 @@ impl Cluster {
         );
         self.touch(&run.nodes);
         let suspend = self.suspend_at(now);
+        let power_saving = self.power_saving();
         for &i in &run.nodes {
             let n = &mut self.nodes[i as usize];
-            let allocatable = !n.draining && !n.drained;
+            let allocatable = !n.draining && !n.drained && !n.powering_down;
             if n.free_cpus > 0 && allocatable {
                 self.free.remove(&(n.free_cpus, i));
             }
@@ -720,7 +800,7 @@ impl Cluster {
                     self.power_off(i);
                     continue;
                 }
-                if matches!(self.mode, Mode::PowerSave { .. }) {
+                if power_saving {
                     self.suspends.push(Reverse((suspend, i)));
                 }
             }
@@ -734,7 +814,7 @@ impl Cluster {
     fn power_on(&mut self, i: u32, now: i64, at_once: bool) {
         self.counts.provisioned += 1;
         self.touch(&[i]);
-        let ready_at = self.resume().acted(now) + self.cfg.boot;
+        let ready_at = now + self.cfg.boot;
         let n = &mut self.nodes[i as usize];
         n.idle_since = now;
         if at_once {
@@ -772,6 +852,7 @@ impl Cluster {
 
     fn power_off(&mut self, i: u32) {
         self.touch(&[i]);
+        let planned = matches!(self.mode, Mode::Planned(_));
         let n = &mut self.nodes[i as usize];
         debug_assert!(n.jobs.is_empty());
         if n.free_cpus > 0 {
@@ -781,7 +862,125 @@ impl Cluster {
         n.draining = false;
         n.drained = false;
         self.counts.provisioned -= 1;
-        self.off.insert(i);
+        if planned {
+            // Its pod went: slurm-operator's scale-in leaves the record DRAIN until
+            // someone resumes it, and powered down.
+            n.pod = Pod::None;
+            n.powering_down = false;
+            n.left_drained = true;
+            self.counts.power_changes += 1;
+        } else {
+            self.off.insert(i);
+        }
+    }
+
+    /// `Planned`: slurmctld's power-save pass asks for idle node `i` to power down
+    /// (POWERING_DOWN); it takes no jobs until its pod is gone.
+    fn ask_down(&mut self, i: u32) {
+        let n = &mut self.nodes[i as usize];
+        n.powering_down = true;
+        if n.free_cpus > 0 && !n.draining && !n.drained {
+            self.free.remove(&(n.free_cpus, i));
+        }
+        self.power_touch(i);
+    }
+
+    /// `Planned`: slot `i` gets a NodeSet pod; its slurmd registers `boot` seconds later.
+    pub fn add_pod(&mut self, i: u32, now: i64) {
+        let n = &mut self.nodes[i as usize];
+        if n.pod != Pod::None {
+            return;
+        }
+        let ready_at = now + self.cfg.boot;
+        n.pod = Pod::Starting { ready_at };
+        self.readies.push(Reverse((ready_at, i)));
+        self.counts.provisioned += 1;
+        self.replicas += 1;
+        self.power_touch(i);
+    }
+
+    /// `Planned`: the pod on slot `i` is deleted, as slurm-operator removes one: a pod
+    /// still starting at once (its record stays as slurmctld has it); a registered node's
+    /// once it runs nothing (it drains meanwhile).
+    pub fn remove_pod(&mut self, i: u32) {
+        let n = &mut self.nodes[i as usize];
+        match n.pod {
+            Pod::None => return,
+            Pod::Starting { .. } => {
+                n.pod = Pod::None;
+                self.counts.provisioned -= 1;
+                self.power_touch(i);
+            }
+            Pod::Ready if n.jobs.is_empty() => self.power_off(i),
+            Pod::Ready => {
+                if n.draining {
+                    return;
+                }
+                n.draining = true;
+                if n.free_cpus > 0 && !n.drained && !n.powering_down {
+                    self.free.remove(&(n.free_cpus, i));
+                }
+                self.power_touch(i);
+            }
+        }
+        self.replicas -= 1;
+    }
+
+    /// `Planned`: RESUME on slot `i`'s record clears the DRAIN a scale-in left; powered
+    /// down, slurmctld plans on it again.
+    pub fn resume_record(&mut self, i: u32, now: i64) {
+        let n = &mut self.nodes[i as usize];
+        if !n.left_drained {
+            return;
+        }
+        n.left_drained = false;
+        if n.power == Power::Off {
+            self.off.insert(i);
+            self.dirty.get_or_insert(now);
+        }
+        self.power_touch(i);
+        self.schedule(now);
+    }
+
+    /// `Planned`: slot `i`'s pod is ready and its slurmd registers: the node is up
+    /// (slurm-operator lifts its own scale-in DRAIN from a pod it keeps), and jobs
+    /// allocated to it run once all their nodes are up, at slurmctld's next check.
+    fn pod_ready(&mut self, i: u32, now: i64) {
+        let Mode::Planned(r) = self.mode else {
+            return;
+        };
+        let n = &mut self.nodes[i as usize];
+        n.pod = Pod::Ready;
+        n.left_drained = false;
+        let was = n.power;
+        n.power = Power::Up;
+        if was == Power::Off {
+            self.off.remove(&i);
+            if n.free_cpus > 0 {
+                self.free.insert((n.free_cpus, i));
+            }
+        }
+        self.power_touch(i);
+        let jobs = self.nodes[i as usize].jobs.clone();
+        if jobs.is_empty() {
+            let suspend = self.suspend_at(now);
+            self.nodes[i as usize].idle_since = now;
+            self.suspends.push(Reverse((suspend, i)));
+            return;
+        }
+        self.counts.busy += 1;
+        let start = grid(now, r.check_every);
+        for j in jobs {
+            let up = |k: &u32| self.nodes[*k as usize].power == Power::Up;
+            let waiting = self.outcomes[j].end == 0;
+            if waiting
+                && self.running[j]
+                    .as_ref()
+                    .is_some_and(|r| r.nodes.iter().all(up))
+            {
+                self.run(j, start);
+            }
+        }
     }
 
     /// The NodeSet is scaled to `replicas` (elastic partitions only): drained nodes return
@@ -869,18 +1068,39 @@ impl Cluster {
     /// (off or still booting).
     pub fn node_view(&self, i: u32) -> Option<NodeView> {
         let n = &self.nodes[i as usize];
-        (n.power == Power::Up).then(|| NodeView {
+        let planned = matches!(self.mode, Mode::Planned(_));
+        let power = match n.power {
+            _ if !planned => PowerFlag::None,
+            Power::Off | Power::Asked { posted: false } => PowerFlag::PoweredDown,
+            Power::Asked { posted: true } => PowerFlag::PoweringUp,
+            _ if n.powering_down => PowerFlag::PoweringDown,
+            _ => PowerFlag::None,
+        };
+        (planned || n.power == Power::Up).then(|| NodeView {
             alloc_cpus: self.shape.cpus - n.free_cpus,
             alloc_memory_mib: self.shape.memory_mib - n.free_mem,
             alloc_gpus: self.shape.gpus - n.free_gpus,
             drain: if n.drained {
                 Some(DrainedBy::Autoscaler)
-            } else if n.draining {
+            } else if n.draining || n.left_drained {
                 Some(DrainedBy::Operator)
             } else {
                 None
             },
+            power,
         })
+    }
+
+    /// `Planned`: the NodeSet's pods by slot, ready or not.
+    pub fn pods(&self) -> impl Iterator<Item = (u32, bool)> + '_ {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| match n.pod {
+                Pod::None => None,
+                Pod::Starting { .. } => Some((i as u32, false)),
+                Pod::Ready => Some((i as u32, true)),
+            })
     }
 
     /// Where slot `i` stands, for a pool's bookkeeping.
@@ -888,7 +1108,7 @@ impl Cluster {
         let n = &self.nodes[i as usize];
         match n.power {
             Power::Off => Slot::Off,
-            Power::Booting { .. } => Slot::Booting,
+            Power::Booting { .. } | Power::Asked { .. } => Slot::Booting,
             Power::Up if n.jobs.is_empty() => Slot::Idle,
             Power::Up => Slot::Busy,
         }
@@ -993,7 +1213,15 @@ impl Cluster {
     #[cfg(test)]
     pub fn check(&self) {
         // The counters agree with the nodes.
-        let provisioned = self.nodes.iter().filter(|n| n.power != Power::Off).count() as u32;
+        let planned = matches!(self.mode, Mode::Planned(_));
+        let provisioned = self
+            .nodes
+            .iter()
+            .filter(|n| match planned {
+                true => n.pod != Pod::None,
+                false => n.power != Power::Off,
+            })
+            .count() as u32;
         assert_eq!(provisioned, self.counts.provisioned);
         let busy = self
             .nodes
@@ -1004,12 +1232,14 @@ impl Cluster {
         for (i, n) in self.nodes.iter().enumerate() {
             let indexed = self.free.contains(&(n.free_cpus, i as u32));
             let allocatable = match n.power {
-                Power::Up => !n.draining && !n.drained,
+                Power::Up => !n.draining && !n.drained && !n.powering_down,
                 Power::Booting { .. } => matches!(self.mode, Mode::PowerSave { .. }),
+                Power::Asked { .. } => true,
                 Power::Off => false,
             };
             assert_eq!(indexed, allocatable && n.free_cpus > 0, "node {i}: {n:?}");
-            assert_eq!(self.off.contains(&(i as u32)), n.power == Power::Off);
+            let plannable = n.power == Power::Off && !n.left_drained;
+            assert_eq!(self.off.contains(&(i as u32)), plannable, "node {i}: {n:?}");
         }
     }
 }

@@ -40,7 +40,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, Result};
-use cluster::{Cluster, Mode, Resume, SchedConfig};
+use cluster::{Cluster, Mode, Requests, SchedConfig};
 use slurmscale_autoscaler::crd::NodeSetAutoscalerSpec;
 use trace::{NodeShape, TraceJob};
 
@@ -250,18 +250,14 @@ impl Policy {
         match self {
             Policy::PowerSave => Mode::PowerSave {
                 suspend_after: opts.suspend_time,
-                resume: Resume::default(),
             },
             // slurmctld plans on the NodeSet's absent nodes (CLOUD records) and the
             // autoscaler carries out its power-ups and power-downs.
-            Policy::SlurmPlanned => Mode::PowerSave {
+            Policy::SlurmPlanned => Mode::Planned(Requests {
                 suspend_after: opts.suspend_time,
-                resume: Resume {
-                    request_every: POWER_SAVE_INTERVAL,
-                    poll_every: view::POLL,
-                    check_every: PERIODIC_CHECK,
-                },
-            },
+                interval: POWER_SAVE_INTERVAL,
+                check_every: PERIODIC_CHECK,
+            }),
             Policy::Static => Mode::Static,
             _ => Mode::Elastic,
         }
@@ -274,7 +270,7 @@ impl Policy {
             Box::new(rivals::Keda::new(trigger, opts.max_nodes, up, start))
         };
         match self {
-            Policy::Builtin => Box::new(builtin::Builtin::new(
+            Policy::Builtin | Policy::SlurmPlanned => Box::new(builtin::Builtin::new(
                 &opts.autoscaler,
                 cluster,
                 opts.every_poll,
@@ -283,7 +279,7 @@ impl Policy {
                 threshold: opts.keda_threshold,
             }),
             Policy::KedaDesired => keda(rivals::Trigger::DesiredNodes),
-            Policy::PowerSave | Policy::SlurmPlanned | Policy::Static => Box::new(rivals::Fixed),
+            Policy::PowerSave | Policy::Static => Box::new(rivals::Fixed),
         }
     }
 }

@@ -222,10 +222,7 @@ fn power_saving_boots_the_nodes_it_allocates_and_suspends_idle_ones() {
     let mut c = Cluster::new(
         CPU16,
         4,
-        Mode::PowerSave {
-            suspend_after: 600,
-            resume: Resume::default(),
-        },
+        Mode::PowerSave { suspend_after: 600 },
         SchedConfig::default(),
         jobs.into(),
         0,
@@ -249,56 +246,65 @@ fn power_saving_boots_the_nodes_it_allocates_and_suspends_idle_ones() {
     assert_eq!(c.counts.provisioned, 0);
 }
 
-/// slurm-planned: slurmctld's power-up goes out at its next power-save pass, the autoscaler
-/// scales at its next poll, the node boots, and the job leaves CONFIGURING at slurmctld's
-/// next periodic check; a power-down waits for the same pass and poll.
+/// slurm-planned, through the real controller: slurmctld's power-up goes out at its next
+/// power-save pass, the controller adds the pod at the poll that sees it, the pod boots, and
+/// the job leaves CONFIGURING at slurmctld's next periodic check; the power-down waits for
+/// the same pass, the controller retires exactly that pod, and resumes the record the
+/// scale-in left drained, so slurmctld plans on it again.
 #[test]
-fn slurm_planned_nodes_wait_for_the_request_the_poll_and_the_check() {
-    let jobs = vec![job(1, 105, 105, 1, 16)];
-    let resume = Resume {
-        request_every: 10,
-        poll_every: 2,
+fn slurm_planned_runs_the_controller_on_slurmctld_s_requests() {
+    let jobs: Vec<TraceJob> = vec![job(1, 105, 105, 1, 16)];
+    let planned = Mode::Planned(cluster::Requests {
+        suspend_after: 600,
+        interval: 10,
         check_every: 30,
-    };
-    let mut c = Cluster::new(
-        CPU16,
-        4,
-        Mode::PowerSave {
-            suspend_after: 600,
-            resume,
-        },
-        SchedConfig::default(),
-        jobs.into(),
-        0,
-    );
-    let mut suspended = Vec::new();
-    while let Some(t) = c.next_event() {
+    });
+    let mut c = Cluster::new(CPU16, 4, planned, SchedConfig::default(), jobs.into(), 1);
+    let opts = Options::new(CPU16, 4);
+    let mut scaler = builtin::Builtin::new(&opts.autoscaler, &c, false);
+    let (mut pods, mut held) = (Vec::new(), 0.0);
+    let mut now = 1;
+    while let Some(t) = [c.next_event(), scaler.wake()].into_iter().flatten().min() {
+        if t > 5000 {
+            break;
+        }
+        held += f64::from(c.counts.provisioned) * (t - now) as f64;
+        now = t;
         let before = c.counts.provisioned;
         c.advance(t);
         c.check();
-        if c.counts.provisioned < before {
-            suspended.push(t);
+        assert_eq!(
+            scaler.look(t, &mut c),
+            None,
+            "the scaler carries out its writes"
+        );
+        c.check();
+        if c.counts.provisioned != before {
+            pods.push((t, c.counts.provisioned));
         }
     }
-    // Requested at 10, up at 100, started at the check at 120; idle from 225, powered down
-    // at 825, carried out at the pass and poll of 830.
+    // Requested at the pass of 10, where the poll sees it; up at 100, started at the check
+    // at 120; idle from 225, asked to power down at the pass after 825.
     assert_eq!(starts(&c), vec![120]);
-    assert_eq!(suspended, vec![830]);
+    assert_eq!(pods, vec![(10, 1), (830, 0)]);
+    assert_eq!(
+        held, 820.0,
+        "node-seconds from the pod's creation to its deletion"
+    );
+    let v = c.node_view(0).unwrap();
+    assert_eq!(
+        (v.power, v.drain),
+        (cluster::PowerFlag::PoweredDown, None),
+        "powered down and resumed: slurmctld plans on it again"
+    );
+    assert!((1..4).all(|i| c.node_view(i).unwrap().power == cluster::PowerFlag::PoweredDown));
 }
 
 #[test]
 fn power_saving_prefers_nodes_that_are_up() {
     // The first job's node is up when the second comes: the second shares it, no boot.
     let jobs = vec![job(0, 1000, 1000, 1, 4), job(200, 10, 10, 1, 4)];
-    let c = replay(
-        CPU16,
-        4,
-        Mode::PowerSave {
-            suspend_after: 600,
-            resume: Resume::default(),
-        },
-        jobs,
-    );
+    let c = replay(CPU16, 4, Mode::PowerSave { suspend_after: 600 }, jobs);
     assert_eq!(starts(&c), vec![90, 200]);
 }
 
@@ -346,6 +352,14 @@ fn fast_forward_gives_what_reconciling_every_poll_gives() {
     let slow = run_policy(Policy::Builtin, trace(100).into(), &opts, None).unwrap();
     assert_eq!(fast.stats, slow.stats);
     assert_eq!(fast.timeline, slow.timeline);
+    // slurm-planned looks only when slurmctld's requests or the pods change.
+    opts.every_poll = false;
+    let fast = run_policy(Policy::SlurmPlanned, trace(100).into(), &opts, None).unwrap();
+    opts.every_poll = true;
+    let slow = run_policy(Policy::SlurmPlanned, trace(100).into(), &opts, None).unwrap();
+    assert_eq!(fast.stats, slow.stats);
+    assert_eq!(fast.timeline, slow.timeline);
+    assert!(fast.stats.scale_ups > 3, "{:?}", fast.stats);
 }
 
 #[test]

@@ -19,7 +19,7 @@ use slurmscale_exporter::model::{
 use slurmscale_exporter::signals::{PartitionSignals, ShapeHints, partition_signals};
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
-use super::cluster::{Cluster, DrainedBy};
+use super::cluster::{Cluster, DrainedBy, PowerFlag};
 use slurmscale_autoscaler::slurm_nodes::drain_reason;
 
 /// The real autoscaler's default `--interval`: the replays poll (and reconcile) at it.
@@ -266,6 +266,12 @@ fn update(n: &mut Node, i: u32, cluster: &Cluster) {
                 Some(_) => NodeFlags::DRAIN,
                 None => NodeFlags::default(),
             };
+            n.state.flags.insert(match v.power {
+                PowerFlag::None => NodeFlags::default(),
+                PowerFlag::PoweredDown => NodeFlags::POWERED_DOWN,
+                PowerFlag::PoweringUp => NodeFlags::POWERING_UP,
+                PowerFlag::PoweringDown => NodeFlags::POWERING_DOWN,
+            });
             n.reason = match v.drain {
                 Some(DrainedBy::Autoscaler) => drain_reason("capacity for Kubernetes"),
                 Some(DrainedBy::Operator) => "slurm-operator: scale-in".into(),

@@ -55,8 +55,8 @@ pub struct Observation {
 pub struct PlannedView {
     /// Index = ordinal, below `maxReplicas`.
     pub ordinals: Vec<Ordinal>,
-    /// The pod of each ordinal, by name.
-    pub pods: Vec<Option<String>>,
+    /// The NodeSet's pods by name (their ordinals' pods are in `ordinals`).
+    pub pods: slurm_planned::NamedPods,
     /// Records slurmctld lists in the partition that `/nodes` does not show (22.05 hides
     /// powered-down CLOUD nodes without `PrivateData=cloud`).
     pub hidden: Vec<String>,
@@ -84,9 +84,9 @@ pub struct Inputs<'a> {
 #[derive(Clone, Debug)]
 pub struct RecordsView {
     /// One per ordinal below `maxReplicas`, named as the pods are.
-    pub wanted: Vec<String>,
-    /// The node names slurmctld has in the partition (records and registered nodes).
-    pub existing: BTreeSet<String>,
+    pub wanted: records::Names,
+    /// Which of them slurmctld has in the partition (records and registered nodes).
+    pub existing: Vec<bool>,
     /// What the records are.
     pub kind: records::Kind,
 }
@@ -161,15 +161,16 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
             "" => format!("{}-", spec.scale_target_ref.name),
             p => p.to_string(),
         };
-        let wanted = records::names(
+        let wanted = records::Names::new(
             &prefix,
             target.nodes.ordinal_padding,
             Bounds::from(spec).max,
         );
         RecordsView {
-            existing: snap.map_or_else(BTreeSet::new, |s| {
-                records::existing(s, &partitions[0], wanted.len() + 1024)
-            }),
+            existing: snap.map_or_else(
+                || vec![false; wanted.len()],
+                |s| records::existing(s, &partitions[0], &wanted),
+            ),
             kind,
             wanted,
         }
@@ -227,34 +228,26 @@ async fn planned<P: PoolReader>(
     let named = reader
         .named_pods(&nsa.namespace().unwrap_or_default(), selector)
         .await?;
-    let mut pods: Vec<Option<(String, slurm_planned::Pod)>> = vec![None; view.wanted.len()];
-    for (name, pod) in named {
-        // A NodeSet's pods are `<name>-<ordinal>`.
-        let ordinal = name
-            .rsplit_once('-')
-            .and_then(|(_, o)| o.parse::<usize>().ok());
-        if let Some(slot) = ordinal.and_then(|o| pods.get_mut(o)) {
-            *slot = Some((name, pod));
+    let mut pods: Vec<Option<slurm_planned::Pod>> = vec![None; view.wanted.len()];
+    for (name, pod) in named.iter() {
+        if let Some(slot) = pod_ordinal(name).and_then(|o| pods.get_mut(o)) {
+            *slot = Some(*pod);
         }
     }
-    let by_name: std::collections::HashMap<&str, &Node> =
-        nodes.iter().map(|n| (n.name.as_str(), n)).collect();
-    let ordinals = view
-        .wanted
+    let mut records: Vec<Option<&Node>> = vec![None; view.wanted.len()];
+    for n in nodes.iter() {
+        if let Some(o) = view.wanted.ordinal(&n.name) {
+            records[o] = Some(n);
+        }
+    }
+    let ordinals = records
         .iter()
         .zip(&pods)
-        .map(|(record, pod)| {
-            Ordinal::of(
-                by_name.get(record.as_str()).copied(),
-                pod.as_ref().map(|p| p.1),
-            )
-        })
+        .map(|(record, pod)| Ordinal::of(*record, *pod))
         .collect();
-    let hidden = view
-        .wanted
-        .iter()
-        .filter(|r| view.existing.contains(*r) && !by_name.contains_key(r.as_str()))
-        .cloned()
+    let hidden = (0..view.wanted.len())
+        .filter(|&o| view.existing[o] && records[o].is_none())
+        .map(|o| view.wanted.name(o))
         .collect();
     let never_suspends = snap
         .partitions
@@ -265,11 +258,30 @@ async fn planned<P: PoolReader>(
         .map(|p| p.name.to_string());
     Ok(Some(PlannedView {
         ordinals,
-        pods: pods.into_iter().map(|p| p.map(|p| p.0)).collect(),
+        pods: named,
         hidden,
         never_suspends,
         config_generation: snap.diag.data.as_ref().and_then(|d| d.config_generation()),
     }))
+}
+
+/// The ordinal of a NodeSet's pod: its pods are `<name>-<ordinal>`.
+pub fn pod_ordinal(name: &str) -> Option<usize> {
+    name.rsplit_once('-').and_then(|(_, o)| o.parse().ok())
+}
+
+impl PlannedView {
+    /// The names of the pods of `ordinals` (sorted), in ordinal order.
+    pub fn pod_names(&self, ordinals: &[usize]) -> Vec<String> {
+        let mut named: Vec<(usize, &String)> = self
+            .pods
+            .keys()
+            .filter_map(|name| pod_ordinal(name).map(|o| (o, name)))
+            .filter(|(o, _)| ordinals.binary_search(o).is_ok())
+            .collect();
+        named.sort();
+        named.into_iter().map(|(_, name)| name.clone()).collect()
+    }
 }
 
 /// The latest snapshot of the autoscaler's Slurm cluster, or why there is none.

@@ -105,7 +105,7 @@ pub fn status(
         node_shape: signals.map(|s| format!("{} ({})", s.shape, s.shape_source)),
         node_records: obs.records.as_ref().map(|r| NodeRecordsStatus {
             wanted: count(r.wanted.len()),
-            existing: count(r.wanted.iter().filter(|n| r.existing.contains(*n)).count()),
+            existing: count(r.existing.iter().filter(|e| **e).count()),
             message: plan.records.as_ref().err().cloned(),
             reload_pending,
         }),

@@ -710,9 +710,11 @@ fn set_pods(rig: &Rig, pods: &[(usize, crate::slurm_planned::Pod)]) {
     rig.fake.with(|w| {
         w.named_pods.insert(
             SELECTOR.into(),
-            pods.iter()
-                .map(|(i, p)| (format!("{NODESET}-{i}"), *p))
-                .collect(),
+            std::sync::Arc::new(
+                pods.iter()
+                    .map(|(i, p)| (format!("{NODESET}-{i}"), *p))
+                    .collect(),
+            ),
         );
     });
 }

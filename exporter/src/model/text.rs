@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::model::Gres;
 
 /// Splits on commas that are not inside parentheses or brackets: `gpu:2(IDX:0,2),mps:100`.
-fn split_top(s: &str) -> impl Iterator<Item = &str> {
+pub fn split_top(s: &str) -> impl Iterator<Item = &str> {
     let mut rest = Some(s);
     std::iter::from_fn(move || {
         let s = rest?;
@@ -133,29 +133,47 @@ pub fn tres_per_gpus(s: &str) -> Option<u64> {
 /// Expands a host list (`c[1-4,7],g[01-02],login`) into names, at most `limit` of them.
 pub fn expand_hostlist(s: &str, limit: usize) -> Vec<String> {
     let mut out = Vec::new();
-    for item in split_top(s) {
-        expand_one(item, &mut out, limit);
-        if out.len() >= limit {
-            out.truncate(limit);
-            break;
-        }
-    }
+    for_each_host(s, limit, |h| out.push(h.to_string()));
     out
 }
 
-fn expand_one(item: &str, out: &mut Vec<String>, limit: usize) {
+/// Calls `f` with each name of a host list, at most `limit` of them, without allocating a
+/// string per name: for lists of thousands of nodes read on every poll.
+pub fn for_each_host(s: &str, limit: usize, mut f: impl FnMut(&str)) {
+    let mut left = limit;
+    let mut buf = String::new();
+    for item in split_top(s) {
+        expand_one(item, &mut buf, &mut left, &mut f as &mut dyn FnMut(&str));
+        if left == 0 {
+            break;
+        }
+    }
+}
+
+fn expand_one(item: &str, buf: &mut String, left: &mut usize, f: &mut dyn FnMut(&str)) {
+    let whole = |buf: &mut String, left: &mut usize, f: &mut dyn FnMut(&str)| {
+        if *left > 0 {
+            *left -= 1;
+            buf.clear();
+            buf.push_str(item);
+            f(buf);
+        }
+    };
     let Some(open) = item.find('[') else {
-        out.push(item.to_string());
-        return;
+        return whole(buf, left, f);
     };
     let Some(close) = item[open..].find(']').map(|c| c + open) else {
-        out.push(item.to_string());
-        return;
+        return whole(buf, left, f);
     };
     let (prefix, ranges, suffix) = (&item[..open], &item[open + 1..close], &item[close + 1..]);
-    // The suffix may hold more brackets (`a[1-2]b[1-2]`): expand it recursively.
+    // The suffix may hold more brackets (`a[1-2]b[1-2]`): expand it first.
     let mut tails = Vec::new();
-    expand_one(suffix, &mut tails, limit);
+    if !suffix.is_empty() {
+        let mut all = usize::MAX;
+        expand_one(suffix, &mut String::new(), &mut all, &mut |t: &str| {
+            tails.push(t.to_string())
+        });
+    }
     if tails.is_empty() {
         tails.push(String::new());
     }
@@ -166,14 +184,40 @@ fn expand_one(item: &str, out: &mut Vec<String>, limit: usize) {
             continue;
         };
         for n in lo_n..=hi_n {
+            buf.clear();
+            buf.push_str(prefix);
+            push_padded(buf, n, width);
+            let base = buf.len();
             for tail in &tails {
-                if out.len() >= limit {
+                if *left == 0 {
                     return;
                 }
-                out.push(format!("{prefix}{n:0width$}{tail}"));
+                *left -= 1;
+                buf.truncate(base);
+                buf.push_str(tail);
+                f(buf);
             }
         }
     }
+}
+
+/// Appends `n` in decimal, zero-padded to `width` digits (what `{n:0width$}` writes,
+/// without the formatting machinery: host lists of thousands are expanded every poll).
+fn push_padded(buf: &mut String, n: u64, width: usize) {
+    let mut digits = [0u8; 20];
+    let (mut i, mut v) = (digits.len(), n);
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    for _ in (digits.len() - i)..width {
+        buf.push('0');
+    }
+    buf.push_str(std::str::from_utf8(&digits[i..]).expect("ASCII digits"));
 }
 
 /// Tasks an array record still holds: `1-20%5` → 20, `1,3,5-9` → 7, `1-99:2` → 50.
@@ -284,6 +328,16 @@ mod tests {
             ["r1n1", "r1n2", "r2n1", "r2n2"]
         );
         assert_eq!(expand_hostlist("e[1-1000000]", 5).len(), 5);
+        assert_eq!(
+            expand_hostlist("g[0008-0010],h[7-8]x[00-01]", 100),
+            [
+                "g0008", "g0009", "g0010", "h7x00", "h7x01", "h8x00", "h8x01"
+            ]
+        );
+        assert_eq!(
+            expand_hostlist("n[9-10,18446744073709551615]", 100),
+            ["n9", "n10", "n18446744073709551615"]
+        );
         assert_eq!(expand_hostlist("", 5), Vec::<String>::new());
         assert_eq!(expand_hostlist("bad[x-y]", 5), Vec::<String>::new());
     }

@@ -68,7 +68,7 @@ impl Policy for FollowSlurm {
             obs.target.status_replicas,
             reloaded,
         );
-        let name = |i: &usize| records.wanted[*i].clone();
+        let name = |i: &usize| records.wanted.name(*i);
         let reason = match d.replicas.cmp(&current) {
             std::cmp::Ordering::Greater => Reason::ScaleUp,
             std::cmp::Ordering::Less => Reason::ScaleDown,
@@ -91,11 +91,7 @@ impl Policy for FollowSlurm {
                 refresh: generation
                     .filter(|_| reloaded)
                     .map(|g| (d.refresh.iter().map(name).collect(), g)),
-                retire: d
-                    .retire
-                    .iter()
-                    .filter_map(|&i| view.pods[i].clone())
-                    .collect(),
+                retire: view.pod_names(&d.retire),
                 unrequested: d.extra.len() as u64,
             }),
             unsatisfiable_jobs: signals.demand.unsatisfiable_jobs,
