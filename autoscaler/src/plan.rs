@@ -73,6 +73,8 @@ pub struct PlannedMoves {
     pub retire: Vec<String>,
     /// Slurm nodes to resume: their pod is gone, so slurmctld may plan on them again.
     pub resume: Vec<String>,
+    /// Slurm nodes to drain while their pod waits to be retired.
+    pub drain: Vec<String>,
     /// Slurm nodes to refresh, DRAIN then RESUME (records slurmctld stopped planning on when
     /// it loaded its configuration again), and the configuration generation
     /// ([`slurmscale_exporter::model::Diag::config_generation`]) they are refreshed for:
@@ -154,6 +156,7 @@ impl Plan {
         static NONE: PlannedMoves = PlannedMoves {
             retire: Vec::new(),
             resume: Vec::new(),
+            drain: Vec::new(),
             refresh: None,
             unrequested: 0,
         };

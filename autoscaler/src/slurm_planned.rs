@@ -117,6 +117,8 @@ pub struct Ordinal {
     /// resumed (`NOT_RESPONDING`): unschedulable after slurmctld loads its configuration
     /// again, until refreshed.
     pub unheard: bool,
+    /// DRAIN or DOWN, whoever set it.
+    pub drained: bool,
     pub pod: Option<Pod>,
 }
 
@@ -137,6 +139,7 @@ impl Ordinal {
                     && !f.contains(NodeFlags::POWERING_UP)
                     && !f.contains(NodeFlags::POWERING_DOWN)
             }),
+            drained: node.is_some_and(|n| n.state.drain() || n.state.base == NodeBase::Down),
             pod,
         }
     }
@@ -160,6 +163,11 @@ pub struct Decision {
     pub retire: Vec<usize>,
     /// Records to `RESUME`: no pod, and left drained or failed.
     pub resume: Vec<usize>,
+    /// Records to `DRAIN` (reason `slurmscale:`) while their retirement waits: powered down
+    /// after `SuspendTimeout`, slurmctld would plan on them again, and a pod's slurmd that
+    /// lingers never registers for the new job (it waits for `ResumeTimeout` and is
+    /// requeued; seen on 24.11). Resumed, like the operator's drain, once the pod is gone.
+    pub drain: Vec<usize>,
     /// Records to refresh (DRAIN, then RESUME): slurmctld loaded its configuration since
     /// the last refresh, and they are unheard, with no pod.
     pub refresh: Vec<usize>,
@@ -250,8 +258,13 @@ pub fn decide(
         return d;
     }
     if ordinals.iter().any(|o| o.pod == Some(Pod::Starting)) {
+        d.drain = going
+            .iter()
+            .copied()
+            .filter(|&i| !ordinals[i].drained)
+            .collect();
         d.steps.push(format!(
-            "slurmctld powers down {} node(s): waiting until no pod is starting (the NodeSet would remove a starting pod first)",
+            "slurmctld powers down {} node(s): waiting until no pod is starting (the NodeSet would remove a starting pod first); their records stay drained meanwhile, so no job is planned on a node whose pod still lingers",
             going.len()
         ));
         return d;
@@ -285,6 +298,7 @@ mod tests {
             power,
             left_drained: false,
             unheard: false,
+            drained: false,
             pod,
         }
     }
@@ -350,6 +364,17 @@ mod tests {
         ];
         let d = decide(&o, 2, Some(2), false);
         assert_eq!((d.replicas, d.retire.clone()), (2, vec![]), "{d:?}");
+        // Meanwhile its record is drained, once, so slurmctld plans nothing on it while its
+        // pod lingers.
+        assert_eq!(d.drain, vec![0], "{d:?}");
+        let drained = [
+            Ordinal {
+                drained: true,
+                ..o[0]
+            },
+            o[1],
+        ];
+        assert!(decide(&drained, 2, Some(2), false).drain.is_empty());
         // A power-up and a power-down together: the power-up first.
         let o = [
             ord(Power::Down, READY),
@@ -366,6 +391,7 @@ mod tests {
             power: Power::Off,
             left_drained: true,
             unheard: false,
+            drained: true,
             pod: None,
         };
         let o = [

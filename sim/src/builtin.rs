@@ -156,6 +156,9 @@ impl Builtin {
     /// Carries out a slurm-planned reconcile's writes: RESUMEs and the marks first, then
     /// the replicas as slurm-operator applies them (new pods on the lowest free ordinals;
     /// going down, pods not yet ready first, then the marked, then the highest ordinals).
+    /// The DRAIN the controller sets on a record whose pod waits to be retired is not
+    /// carried out: the simulated slurmctld already plans nothing on a powering-down node
+    /// until its pod is gone, which is what that drain achieves on a real one.
     fn carry_out(&mut self, writes: &[Write], now: i64, cluster: &mut Cluster) {
         let slot = |name: &str| {
             name.strip_prefix(PARTITION)

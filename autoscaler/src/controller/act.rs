@@ -102,7 +102,7 @@ impl Intent {
         let (pool, planned) = (plan.pool(), plan.slurm_planned());
         Self {
             replicas: plan.replicas,
-            drain: pool.drain.clone(),
+            drain: [&pool.drain[..], &planned.drain[..]].concat(),
             resume: [&pool.resume[..], &planned.resume[..]].concat(),
             release: pool.release.clone(),
             retire: planned.retire.clone(),
@@ -276,6 +276,18 @@ async fn move_nodes<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
                 );
                 info!(autoscaler = %super::key(nsa), "{note}");
                 to.say("Refresh", note).await;
+            }
+            for node in new(&m.drain, &moved.drained) {
+                to.drain(
+                    &node,
+                    "retiring: its pod goes once no other pod is starting",
+                )
+                .await?;
+                let note = format!(
+                    "drained {node} until its pod is retired: slurmctld powered it down, and would otherwise plan on it while the pod lingers"
+                );
+                to.say("Drain", note).await;
+                moved.drained.insert(node);
             }
             for node in new(&m.resume, &moved.resumed) {
                 to.resume(&node).await?;

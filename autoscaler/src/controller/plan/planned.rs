@@ -88,6 +88,7 @@ impl Policy for FollowSlurm {
             steps,
             effects: Effects::SlurmPlanned(PlannedMoves {
                 resume: d.resume.iter().map(name).collect(),
+                drain: d.drain.iter().map(name).collect(),
                 refresh: generation
                     .filter(|_| reloaded)
                     .map(|g| (d.refresh.iter().map(name).collect(), g)),
