@@ -106,12 +106,15 @@ impl Names {
             return None;
         }
         let n: usize = digits.parse().ok()?;
-        let natural = n.checked_ilog10().map_or(1, |l| l as usize + 1);
-        (n < self.count && digits.len() == natural.max(self.width)).then_some(n)
+        (n < self.count && self.written_as(n, digits.len())).then_some(n)
     }
-}
 
-impl Names {
+    /// Whether `n` written with `len` digits (zero-padded) is how [`Names::name`] writes it.
+    fn written_as(&self, n: usize, len: usize) -> bool {
+        let natural = n.checked_ilog10().map_or(1, |l| l as usize + 1);
+        natural.max(len) == natural.max(self.width)
+    }
+
     /// Marks the ordinals of a host list item that is exactly `<prefix>[<ranges>]` (as
     /// Slinky's node lists are) without writing out a name; `false` for any other item.
     fn mark_range(&self, item: &str, have: &mut [bool]) -> bool {
@@ -134,12 +137,9 @@ impl Names {
         for (lo, hi, width) in spans {
             let end = hi.saturating_add(1).min(have.len());
             for (n, on) in have.iter_mut().enumerate().take(end).skip(lo) {
-                // The name `<prefix><n padded to width>` is this ordinal's only if that is
-                // how the NodeSet pads it.
-                let natural = n.checked_ilog10().map_or(1, |l| l as usize + 1);
-                if natural.max(width) == natural.max(self.width) {
-                    *on = true;
-                }
+                // `<prefix><n padded to width>` is this ordinal's name only if that is how
+                // the NodeSet pads it.
+                *on |= self.written_as(n, width);
             }
         }
         true

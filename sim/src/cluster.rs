@@ -784,7 +784,7 @@ impl Cluster {
         let power_saving = self.power_saving();
         for &i in &run.nodes {
             let n = &mut self.nodes[i as usize];
-            let allocatable = !n.draining && !n.drained && !n.powering_down && !n.left_drained;
+            let allocatable = !n.draining && !n.drained && !n.powering_down;
             if n.free_cpus > 0 && allocatable {
                 self.free.remove(&(n.free_cpus, i));
             }
@@ -936,15 +936,8 @@ impl Cluster {
         n.left_drained = false;
         if n.power == Power::Off {
             self.off.insert(i);
-        } else if n.power == Power::Up
-            && !n.draining
-            && !n.drained
-            && !n.powering_down
-            && n.free_cpus > 0
-        {
-            self.free.insert((n.free_cpus, i));
+            self.dirty.get_or_insert(now);
         }
-        self.dirty.get_or_insert(now);
         self.power_touch(i);
         self.schedule(now);
     }
@@ -1239,7 +1232,7 @@ impl Cluster {
         for (i, n) in self.nodes.iter().enumerate() {
             let indexed = self.free.contains(&(n.free_cpus, i as u32));
             let allocatable = match n.power {
-                Power::Up => !n.draining && !n.drained && !n.powering_down && !n.left_drained,
+                Power::Up => !n.draining && !n.drained && !n.powering_down,
                 Power::Booting { .. } => matches!(self.mode, Mode::PowerSave { .. }),
                 Power::Asked { .. } => true,
                 Power::Off => false,

@@ -151,6 +151,7 @@ pub fn for_each_host(s: &str, limit: usize, mut f: impl FnMut(&str)) {
 }
 
 fn expand_one(item: &str, buf: &mut String, left: &mut usize, f: &mut dyn FnMut(&str)) {
+    use std::fmt::Write;
     let whole = |buf: &mut String, left: &mut usize, f: &mut dyn FnMut(&str)| {
         if *left > 0 {
             *left -= 1;
@@ -166,11 +167,12 @@ fn expand_one(item: &str, buf: &mut String, left: &mut usize, f: &mut dyn FnMut(
         return whole(buf, left, f);
     };
     let (prefix, ranges, suffix) = (&item[..open], &item[open + 1..close], &item[close + 1..]);
-    // The suffix may hold more brackets (`a[1-2]b[1-2]`): expand it first.
+    // The suffix may hold more brackets (`a[1-2]b[1-2]`): expand it first, no further
+    // than the names still wanted.
     let mut tails = Vec::new();
     if !suffix.is_empty() {
-        let mut all = usize::MAX;
-        expand_one(suffix, &mut String::new(), &mut all, &mut |t: &str| {
+        let mut most = *left;
+        expand_one(suffix, &mut String::new(), &mut most, &mut |t: &str| {
             tails.push(t.to_string())
         });
     }
@@ -185,8 +187,7 @@ fn expand_one(item: &str, buf: &mut String, left: &mut usize, f: &mut dyn FnMut(
         };
         for n in lo_n..=hi_n {
             buf.clear();
-            buf.push_str(prefix);
-            push_padded(buf, n, width);
+            let _ = write!(buf, "{prefix}{n:0width$}");
             let base = buf.len();
             for tail in &tails {
                 if *left == 0 {
@@ -199,25 +200,6 @@ fn expand_one(item: &str, buf: &mut String, left: &mut usize, f: &mut dyn FnMut(
             }
         }
     }
-}
-
-/// Appends `n` in decimal, zero-padded to `width` digits (what `{n:0width$}` writes,
-/// without the formatting machinery: host lists of thousands are expanded every poll).
-fn push_padded(buf: &mut String, n: u64, width: usize) {
-    let mut digits = [0u8; 20];
-    let (mut i, mut v) = (digits.len(), n);
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    for _ in (digits.len() - i)..width {
-        buf.push('0');
-    }
-    buf.push_str(std::str::from_utf8(&digits[i..]).expect("ASCII digits"));
 }
 
 /// Tasks an array record still holds: `1-20%5` → 20, `1,3,5-9` → 7, `1-99:2` → 50.
@@ -328,6 +310,11 @@ mod tests {
             ["r1n1", "r1n2", "r2n1", "r2n2"]
         );
         assert_eq!(expand_hostlist("e[1-1000000]", 5).len(), 5);
+        // A long inner range is not written out past the bound either.
+        assert_eq!(
+            expand_hostlist("a[1-2]b[1-4000000000]", 3),
+            ["a1b1", "a1b2", "a1b3"]
+        );
         assert_eq!(
             expand_hostlist("g[0008-0010],h[7-8]x[00-01]", 100),
             [
