@@ -279,7 +279,9 @@ pub struct NodeSetAutoscalerStatus {
     pub conditions: Vec<Condition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// A colocated pool's share. This and `nodeRecords` are written as `null` when absent,
+    /// so a merge patch removes them once the spec stops asking for them.
+    #[serde(default)]
     pub colocation: Option<ColocationStatus>,
     /// The node shape pending jobs are packed onto (`4 CPUs, 8 GiB`) and where it came
     /// from: `NodeSetAutoscaler` (spec.nodeShape), `NodeSet annotation`, `partition` (its
@@ -287,7 +289,7 @@ pub struct NodeSetAutoscalerStatus {
     /// partition with no pod has), or `unknown` (each job counts its own nodes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_shape: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub node_records: Option<NodeRecordsStatus>,
 }
 

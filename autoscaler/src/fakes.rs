@@ -271,22 +271,22 @@ fn merge_status(old: &mut NodeSetAutoscalerStatus, patch: &NodeSetAutoscalerStat
     set(&mut old.last_decision, last_decision);
     set(&mut old.observed_generation, observed_generation);
     set(&mut old.node_shape, node_shape);
-    set(&mut old.node_records, node_records);
+    // Written as null when absent: a merge patch removes them.
+    old.node_records.clone_from(node_records);
     if !conditions.is_empty() {
         old.conditions.clone_from(conditions);
     }
-    if let Some(new) = colocation {
-        let kept_plan = old
-            .colocation
-            .take()
-            .map(|c| c.last_plan)
-            .filter(|_| new.last_plan.is_empty());
-        let mut merged = new.clone();
+    let kept_plan = old
+        .colocation
+        .take()
+        .map(|c| c.last_plan)
+        .filter(|_| colocation.as_ref().is_some_and(|c| c.last_plan.is_empty()));
+    old.colocation = colocation.clone().map(|mut merged| {
         if let Some(plan) = kept_plan {
             merged.last_plan = plan;
         }
-        old.colocation = Some(merged);
-    }
+        merged
+    });
 }
 
 impl SlurmNodes for Fake {
@@ -395,6 +395,12 @@ impl OnFake {
             now_ms,
             _autoscalers: writer,
         }
+    }
+
+    /// Adds an autoscaler, or changes one, as a watch would show it.
+    pub fn apply(&mut self, nsa: NodeSetAutoscaler) {
+        self._autoscalers
+            .apply_watcher_event(&watcher::Event::Apply(nsa));
     }
 
     /// Moves the clock.

@@ -36,6 +36,14 @@ pub struct Row {
     pub planned: Option<PlannedRow>,
 }
 
+impl Row {
+    /// The spec changed policy: the old one's part of the row goes.
+    pub fn forget_policy(&mut self) {
+        self.colocation = None;
+        self.planned = None;
+    }
+}
+
 /// Where a slurm-planned NodeSet's records stand.
 #[derive(Clone, Debug, Default)]
 pub struct PlannedRow {

@@ -2,16 +2,17 @@
 //! for a NodeSet that follows Slurm demand, [`crate::colocation::plan`] for a pool shared
 //! with Kubernetes, [`crate::slurm_planned`] for slurmctld's own plan) is a pure function
 //! that returns one [`Plan`]: the replicas and node records every policy sets, why, and the
-//! effects only that policy has, in a type of its own ([`Effects`]). The controller's
-//! executor carries a plan out and its reporter explains it, so a new policy is a new planner
-//! behind a [`crate::controller::Policy`], and an [`Effects`] variant if it does more than
-//! set replicas.
+//! effects only that policy has, in a type of its own kept in its room. The executor sees
+//! those effects only as [`Move`]s — a few kinds of write it knows how to make and say — so
+//! it has no branch per policy, and a policy reads its own effects back by type.
 
+use std::any::Any;
 use std::fmt;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 /// What a planner intends for one NodeSetAutoscaler now, and why.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Plan {
     /// Replicas the target should have once the plan is carried out.
     pub replicas: u64,
@@ -35,64 +36,63 @@ pub struct Plan {
     /// Node records to create for the target's pods ([`crate::records`]), or why the
     /// missing ones cannot be made now.
     pub records: Result<Vec<crate::records::Record>, String>,
-    /// What this plan's policy does besides replicas and records.
-    pub effects: Effects,
+    /// What this plan's policy does besides replicas and records (`None`: nothing).
+    pub effects: Option<Arc<dyn Effects>>,
 }
 
-/// The effects only one policy has, each in its own type.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub enum Effects {
-    /// A NodeSet following demand sets replicas and nothing else.
-    #[default]
-    None,
-    /// A colocated pool moves nodes between Slurm and Kubernetes.
-    Pool(PoolMoves),
-    /// slurmctld's plan: the pods of the nodes it powers down go, records are refreshed.
-    SlurmPlanned(PlannedMoves),
+/// The effects only one policy has, in its own type.
+pub trait Effects: Any + fmt::Debug + Send + Sync {
+    /// The writes they are made of, in the order they are to be made.
+    fn moves(&self) -> Vec<Move>;
 }
 
-/// A colocated pool's moves ([`crate::colocation`]).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct PoolMoves {
-    /// Slurm nodes to drain for Kubernetes (with our reason prefix).
-    pub drain: Vec<String>,
-    /// Slurm nodes we drained earlier, to resume: Slurm has demand again.
-    pub resume: Vec<String>,
-    /// Kubernetes nodes whose NodeSet pod is to go first on the next scale-in (drained and
-    /// empty: slurm-operator then removes exactly those).
-    pub release: Vec<String>,
-    /// What each side needs, for the pool's status and metrics.
-    pub needs: Needs,
+/// Writes of one kind, said in one Event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Move {
+    pub write: Write,
+    /// What is written: Slurm node names, Kubernetes node names or pod names, as
+    /// [`Write`] says.
+    pub targets: Vec<String>,
+    /// The Event's reason.
+    pub event: &'static str,
+    /// The Event's note: `{targets}` stands for the targets written (a target already
+    /// written in the same reconcile is not written again), `{marked}` for the number of
+    /// pods marked.
+    pub note: String,
 }
 
-/// What following slurmctld's plan does besides replicas ([`crate::slurm_planned`]).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct PlannedMoves {
-    /// NodeSet pods, by name, to go first on this plan's scale-in: the pods of the nodes
-    /// slurmctld powers down.
-    pub retire: Vec<String>,
-    /// Slurm nodes to resume: their pod is gone, so slurmctld may plan on them again.
-    pub resume: Vec<String>,
-    /// Slurm nodes to drain while their pod waits to be retired.
-    pub drain: Vec<String>,
-    /// Slurm nodes to refresh, DRAIN then RESUME (records slurmctld stopped planning on when
-    /// it loaded its configuration again), and the configuration generation
-    /// ([`slurmscale_exporter::model::Diag::config_generation`]) they are refreshed for:
-    /// `None` when nothing is to be refreshed now.
-    pub refresh: Option<(Vec<String>, (i64, u64))>,
-    /// Pods this plan adds that Slurm did not ask for (free ordinals below a wanted one,
-    /// which the NodeSet creates first).
-    pub unrequested: u64,
+/// The kinds of write a plan's effects are made of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Write {
+    /// DRAIN Slurm nodes, with this reason (after our prefix).
+    Drain(&'static str),
+    /// RESUME Slurm nodes.
+    Resume,
+    /// DRAIN Slurm nodes with this reason, then RESUME them: a job allocated on one
+    /// meanwhile runs on.
+    Refresh(&'static str),
+    /// Mark the target's pods on these Kubernetes nodes to go first on the next scale-in.
+    MarkPodsOn,
+    /// Mark these pods of the target, by name, to go first on the next scale-in.
+    MarkPods,
 }
 
-impl Effects {
-    /// Whether carrying them out changes anything.
-    fn changes(&self) -> bool {
-        match self {
-            Self::None => false,
-            Self::Pool(m) => !(m.drain.is_empty() && m.resume.is_empty() && m.release.is_empty()),
-            Self::SlurmPlanned(m) => !(m.retire.is_empty() && m.resume.is_empty()),
+impl Move {
+    pub fn new(write: Write, targets: Vec<String>, event: &'static str, note: &str) -> Self {
+        Self {
+            write,
+            targets,
+            event,
+            note: note.to_string(),
         }
+    }
+
+    /// One move per target: one Event each.
+    pub fn each(write: Write, targets: &[String], event: &'static str, note: &str) -> Vec<Self> {
+        targets
+            .iter()
+            .map(|t| Self::new(write, vec![t.clone()], event, note))
+            .collect()
     }
 }
 
@@ -109,18 +109,9 @@ impl Default for Plan {
             active: false,
             revisit: None,
             records: Ok(Vec::new()),
-            effects: Effects::None,
+            effects: None,
         }
     }
-}
-
-/// Nodes each side of a colocated pool needs now.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Needs {
-    /// Nodes for Kubernetes' unschedulable pods that the pool could take.
-    pub kubernetes: u64,
-    /// Slurm's busy nodes plus its pending demand.
-    pub slurm: u64,
 }
 
 impl Plan {
@@ -129,41 +120,20 @@ impl Plan {
         self.steps.join("; ")
     }
 
+    /// The writes this plan makes besides replicas and records.
+    pub fn moves(&self) -> Vec<Move> {
+        self.effects.as_ref().map_or_else(Vec::new, |e| e.moves())
+    }
+
     /// Whether carrying the plan out changes anything, starting from `current` replicas.
     pub fn changes(&self, current: u64) -> bool {
-        self.replicas != current || self.effects.changes()
+        self.replicas != current || !self.moves().is_empty()
     }
 
-    /// A colocated pool's moves (none for another policy's plan).
-    pub fn pool(&self) -> &PoolMoves {
-        static NONE: PoolMoves = PoolMoves {
-            drain: Vec::new(),
-            resume: Vec::new(),
-            release: Vec::new(),
-            needs: Needs {
-                kubernetes: 0,
-                slurm: 0,
-            },
-        };
-        match &self.effects {
-            Effects::Pool(m) => m,
-            _ => &NONE,
-        }
-    }
-
-    /// What following slurmctld's plan does besides replicas (nothing for another policy).
-    pub fn slurm_planned(&self) -> &PlannedMoves {
-        static NONE: PlannedMoves = PlannedMoves {
-            retire: Vec::new(),
-            resume: Vec::new(),
-            drain: Vec::new(),
-            refresh: None,
-            unrequested: 0,
-        };
-        match &self.effects {
-            Effects::SlurmPlanned(m) => m,
-            _ => &NONE,
-        }
+    /// This plan's effects, if they are of type `E` (a policy reads its own back).
+    pub fn effects<E: Effects>(&self) -> Option<&E> {
+        let any: &dyn Any = self.effects.as_deref()?;
+        any.downcast_ref()
     }
 }
 

@@ -21,7 +21,7 @@ pub use placement::{
 };
 
 use crate::crd::ColocationSpec;
-use crate::plan::{Effects, Needs, Plan, PoolMoves, Reason};
+use crate::plan::{Effects, Move, Plan, Reason, Write};
 use crate::policy::Signals;
 pub use slurmscale_exporter::k8s::ledger::Taint;
 
@@ -77,6 +77,62 @@ pub struct ColocationBounds {
     pub release_idle: bool,
 }
 
+/// A colocated pool's moves: the effects of its plans.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PoolMoves {
+    /// Slurm nodes to drain for Kubernetes (with our reason prefix).
+    pub drain: Vec<String>,
+    /// Slurm nodes we drained earlier, to resume: Slurm has demand again.
+    pub resume: Vec<String>,
+    /// Kubernetes nodes whose NodeSet pod is to go first on the next scale-in (drained and
+    /// empty: slurm-operator then removes exactly those).
+    pub release: Vec<String>,
+    /// What each side needs, for the pool's status and metrics.
+    pub needs: Needs,
+}
+
+/// Nodes each side of a colocated pool needs now.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Needs {
+    /// Nodes for Kubernetes' unschedulable pods that the pool could take.
+    pub kubernetes: u64,
+    /// Slurm's busy nodes plus its pending demand.
+    pub slurm: u64,
+}
+
+impl PoolMoves {
+    /// A plan's pool moves (none for a plan without them, e.g. a frozen one).
+    pub fn of(plan: &Plan) -> &Self {
+        static NONE: PoolMoves = PoolMoves {
+            drain: Vec::new(),
+            resume: Vec::new(),
+            release: Vec::new(),
+            needs: Needs {
+                kubernetes: 0,
+                slurm: 0,
+            },
+        };
+        plan.effects().unwrap_or(&NONE)
+    }
+}
+
+/// Drains and resumes, then the pods of released nodes marked to go.
+impl Effects for PoolMoves {
+    fn moves(&self) -> Vec<Move> {
+        let drain = Write::Drain("capacity for Kubernetes");
+        let drained = "drained {targets} for Kubernetes (reason prefix slurmscale:)";
+        let mut moves = Move::each(drain, &self.drain, "Drain", drained);
+        let resumed = "resumed {targets}: Slurm has demand again";
+        moves.extend(Move::each(Write::Resume, &self.resume, "Resume", resumed));
+        if !self.release.is_empty() {
+            let note = "handing {targets} to Kubernetes ({marked} pod(s) marked to go first)";
+            let release = self.release.clone();
+            moves.push(Move::new(Write::MarkPodsOn, release, "Release", note));
+        }
+        moves
+    }
+}
+
 /// When capacity last moved each way.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ColocationHistory {
@@ -87,10 +143,11 @@ pub struct ColocationHistory {
 impl ColocationHistory {
     /// Remembers which way a plan carried out from `current` replicas moved capacity.
     pub fn record(&mut self, plan: &Plan, current: u64, now: SystemTime) {
-        if !plan.pool().drain.is_empty() {
+        let moves = PoolMoves::of(plan);
+        if !moves.drain.is_empty() {
             self.last_reclaim = Some(now);
         }
-        if !plan.pool().resume.is_empty() || plan.replicas > current {
+        if !moves.resume.is_empty() || plan.replicas > current {
             self.last_giveback = Some(now);
         }
     }
@@ -254,7 +311,7 @@ pub fn plan(
             needs.kubernetes
         ));
     }
-    p.effects = Effects::Pool(moves);
+    p.effects = Some(std::sync::Arc::new(moves));
     p.reason = if p.changes(replicas) {
         Reason::Rebalance
     } else {
@@ -529,7 +586,12 @@ mod tests {
             &ColocationHistory::default(),
             t(0),
         );
-        assert_eq!(p.pool().drain, vec!["s1".to_string()], "{:?}", p.steps);
+        assert_eq!(
+            PoolMoves::of(&p).drain,
+            vec!["s1".to_string()],
+            "{:?}",
+            p.steps
+        );
         pods[0].placement.node_selector = BTreeMap::from([("rack".into(), "r9".into())]);
         let p = plan(
             &bounds,
@@ -542,7 +604,7 @@ mod tests {
             t(0),
         );
         assert!(
-            p.pool().drain.is_empty(),
+            PoolMoves::of(&p).drain.is_empty(),
             "no pool node suits the pod: {:?}",
             p.steps
         );
@@ -616,10 +678,10 @@ mod tests {
             &ColocationHistory::default(),
             t(0),
         );
-        assert_eq!(Some(p.pool().needs.kubernetes), Some(1));
-        assert_eq!(p.pool().drain.len(), 1);
+        assert_eq!(Some(PoolMoves::of(&p).needs.kubernetes), Some(1));
+        assert_eq!(PoolMoves::of(&p).drain.len(), 1);
         assert!(
-            p.pool().drain[0] == "s1" || p.pool().drain[0] == "s2",
+            PoolMoves::of(&p).drain[0] == "s1" || PoolMoves::of(&p).drain[0] == "s2",
             "an idle node: {p:?}"
         );
         assert_eq!(p.replicas, 3, "replicas drop only once the node is empty");
@@ -647,7 +709,7 @@ mod tests {
             node(4, None),
         ];
         let drained = |pods_n| {
-            plan(
+            let p = plan(
                 &bounds(),
                 &pool,
                 &pods(pods_n),
@@ -656,10 +718,8 @@ mod tests {
                 4,
                 &ColocationHistory::default(),
                 t(0),
-            )
-            .pool()
-            .drain
-            .clone()
+            );
+            PoolMoves::of(&p).drain.clone()
         };
         assert_eq!(drained(1), ["s3"]);
         assert_eq!(drained(2), ["s3", "s2"]);
@@ -682,11 +742,11 @@ mod tests {
             t(0),
         );
         assert_eq!(
-            (p.pool().release.as_slice(), p.replicas),
+            (PoolMoves::of(&p).release.as_slice(), p.replicas),
             (&["k1".to_string()][..], 1)
         );
         assert!(
-            p.pool().drain.is_empty(),
+            PoolMoves::of(&p).drain.is_empty(),
             "the need is met by the released node: {p:?}"
         );
     }
@@ -712,7 +772,7 @@ mod tests {
             &ColocationHistory::default(),
             t(0),
         );
-        assert_eq!(p.pool().resume, ["s1"]);
+        assert_eq!(PoolMoves::of(&p).resume, ["s1"]);
         assert_eq!(p.replicas, 4);
     }
 
@@ -757,7 +817,7 @@ mod tests {
         // All three pending nodes' worth of jobs may have started: nothing to grow for.
         let p = plan_for(&catching_up(3, false), &bounds());
         assert_eq!(p.replicas, 2, "{:?}", p.steps);
-        assert_eq!(p.pool().needs.slurm, 1);
+        assert_eq!(PoolMoves::of(&p).needs.slurm, 1);
         // One node's worth may have started: two are certainly needed beyond the busy one.
         let p = plan_for(&catching_up(1, false), &bounds());
         assert_eq!(p.replicas, 3, "{:?}", p.steps);
@@ -767,14 +827,14 @@ mod tests {
             ..bounds()
         };
         let p = plan_for(&catching_up(3, true), &releasing);
-        assert!(p.pool().drain.is_empty(), "{:?}", p.steps);
+        assert!(PoolMoves::of(&p).drain.is_empty(), "{:?}", p.steps);
         let idle = |nodes| {
             catching_up(0, false).map(|mut s| {
                 s.demand.nodes = nodes;
                 s
             })
         };
-        assert!(plan_for(&idle(0), &releasing).pool().drain == ["s1"]);
+        assert!(PoolMoves::of(&plan_for(&idle(0), &releasing)).drain == ["s1"]);
     }
 
     #[test]
@@ -793,8 +853,8 @@ mod tests {
             t(0),
         );
         assert!(
-            !p.pool().drain.contains(&"s1".to_string())
-                && !p.pool().resume.contains(&"s1".to_string())
+            !PoolMoves::of(&p).drain.contains(&"s1".to_string())
+                && !PoolMoves::of(&p).resume.contains(&"s1".to_string())
         );
         let p = plan(
             &bounds(),
@@ -806,7 +866,7 @@ mod tests {
             &ColocationHistory::default(),
             t(0),
         );
-        assert!(p.frozen && p.pool().drain.is_empty() && p.replicas == 2);
+        assert!(p.frozen && PoolMoves::of(&p).drain.is_empty() && p.replicas == 2);
     }
 
     fn any_pool() -> impl Strategy<Value = Vec<PoolNode>> {
@@ -859,12 +919,12 @@ mod tests {
             // Slurm nodes not drained by us: new drains never take them below the guarantee.
             let ours = pool.iter().filter(|n| n.slurm.as_ref().is_some_and(|s| s.drained_by_us)).count() as u64;
             let serving = held - ours;
-            prop_assert!(p.pool().drain.is_empty() || serving - p.pool().drain.len() as u64 >= min_slurm, "{p:?}");
-            for d in &p.pool().drain {
+            prop_assert!(PoolMoves::of(&p).drain.is_empty() || serving - PoolMoves::of(&p).drain.len() as u64 >= min_slurm, "{p:?}");
+            for d in &PoolMoves::of(&p).drain {
                 let n = pool.iter().find(|n| &n.slurm_node == d);
                 prop_assert!(n.is_some_and(|n| n.slurm.as_ref().is_some_and(|s| s.in_partition && !s.unavailable && !s.drained_by_us)), "drained {d}, which is not ours to drain: {p:?}");
             }
-            for r in &p.pool().resume {
+            for r in &PoolMoves::of(&p).resume {
                 let n = pool.iter().find(|n| &n.slurm_node == r);
                 prop_assert!(n.is_some_and(|n| n.slurm.as_ref().is_some_and(|s| s.drained_by_us)), "resumed {r}, a drain that is not ours");
             }
@@ -876,10 +936,10 @@ mod tests {
             let b = bounds();
             let after_reclaim = ColocationHistory { last_reclaim: Some(t(0)), last_giveback: None };
             let p = plan(&b, &pool, &pods(n_pods), &signals(busy, demand), Ok(()), held, &after_reclaim, t(since));
-            prop_assert!(p.pool().resume.is_empty() && p.replicas <= held, "gave back {since}s after a reclaim: {p:?}");
+            prop_assert!(PoolMoves::of(&p).resume.is_empty() && p.replicas <= held, "gave back {since}s after a reclaim: {p:?}");
             let after_giveback = ColocationHistory { last_reclaim: None, last_giveback: Some(t(0)) };
             let p = plan(&b, &pool, &pods(n_pods), &signals(busy, demand), Ok(()), held, &after_giveback, t(since));
-            prop_assert!(p.pool().drain.is_empty(), "reclaimed {since}s after a give-back: {p:?}");
+            prop_assert!(PoolMoves::of(&p).drain.is_empty(), "reclaimed {since}s after a give-back: {p:?}");
         }
     }
 }

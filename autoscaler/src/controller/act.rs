@@ -13,7 +13,7 @@ use super::{Observation, Seam};
 use crate::actuator::{Kubernetes, PodsBy};
 use crate::crd::NodeSetAutoscaler;
 use crate::error::{Error, Result};
-use crate::plan::{Effects, Plan};
+use crate::plan::{Move, Plan, Write};
 use crate::pool::PoolReader;
 use crate::records;
 use crate::slurm_nodes::SlurmNodes;
@@ -91,21 +91,14 @@ const RECORDS_RETRY: std::time::Duration = std::time::Duration::from_secs(30);
 #[derive(Debug, PartialEq)]
 struct Intent {
     replicas: u64,
-    drain: Vec<String>,
-    resume: Vec<String>,
-    release: Vec<String>,
-    retire: Vec<String>,
+    moves: Vec<Move>,
 }
 
 impl Intent {
     fn of(plan: &Plan) -> Self {
-        let (pool, planned) = (plan.pool(), plan.slurm_planned());
         Self {
             replicas: plan.replicas,
-            drain: [&pool.drain[..], &planned.drain[..]].concat(),
-            resume: [&pool.resume[..], &planned.resume[..]].concat(),
-            release: pool.release.clone(),
-            retire: planned.retire.clone(),
+            moves: plan.moves(),
         }
     }
 }
@@ -113,13 +106,7 @@ impl Intent {
 /// The node moves carried out in one reconcile: when a 409 sends it round again, the new
 /// plan's moves that were already made are not made (nor announced) twice.
 #[derive(Debug, Default)]
-pub struct Moved {
-    drained: BTreeSet<String>,
-    resumed: BTreeSet<String>,
-    released: BTreeSet<String>,
-    retired: BTreeSet<String>,
-    refreshed: BTreeSet<String>,
-}
+pub struct Moved(BTreeSet<(Write, String)>);
 
 /// Carries `plan` out as far as `mode` allows; returns what was done.
 pub async fn act<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
@@ -212,7 +199,7 @@ async fn apply<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     Ok(outcome)
 }
 
-/// The node moves only one policy makes, each said in an Event.
+/// The plan's node moves (whichever policy made them), each said in an Event and logged.
 async fn move_nodes<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     seam: &Seam<K, S, P>,
     nsa: &NodeSetAutoscaler,
@@ -220,93 +207,42 @@ async fn move_nodes<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     plan: &Plan,
     moved: &mut Moved,
 ) -> Result<()> {
-    let new = |nodes: &[String], done: &BTreeSet<String>| -> Vec<String> {
-        nodes
-            .iter()
-            .filter(|n| !done.contains(*n))
-            .cloned()
-            .collect()
-    };
     let to = Nodes { seam, nsa, obs };
-    match &plan.effects {
-        Effects::None => {}
-        // A colocated pool: drains, resumes, and the pods of released nodes marked to go.
-        Effects::Pool(m) => {
-            for node in new(&m.drain, &moved.drained) {
-                to.drain(&node, "capacity for Kubernetes").await?;
-                let note = format!("drained {node} for Kubernetes (reason prefix slurmscale:)");
-                to.say("Drain", note).await;
-                moved.drained.insert(node);
-            }
-            for node in new(&m.resume, &moved.resumed) {
-                to.resume(&node).await?;
-                let note = format!("resumed {node}: Slurm has demand again");
-                to.say("Resume", note).await;
-                moved.resumed.insert(node);
-            }
-            let release = new(&m.release, &moved.released);
-            if !release.is_empty() {
-                let marked = to.mark_to_go(PodsBy::Node(&release)).await?;
-                let note = format!(
-                    "handing {} to Kubernetes ({marked} pod(s) marked to go first)",
-                    release.join(", ")
-                );
-                to.say("Release", note).await;
-                moved.released.extend(release);
-            }
+    for m in plan.moves() {
+        let todo: Vec<String> = (m.targets.iter())
+            .filter(|t| !moved.0.contains(&(m.write, t.to_string())))
+            .cloned()
+            .collect();
+        if todo.is_empty() {
+            continue;
         }
-        // slurmctld's plan: records refreshed after a reload, records whose pod is gone
-        // resumed, the pods of nodes it powers down marked to go.
-        Effects::SlurmPlanned(m) => {
-            let refresh = m
-                .refresh
-                .as_ref()
-                .map_or_else(Vec::new, |(nodes, _)| new(nodes, &moved.refreshed));
-            for node in &refresh {
-                // DRAIN, not DOWN: a job slurmctld allocates on the record meanwhile runs on.
-                to.drain(node, "refresh after slurmctld loaded its configuration")
-                    .await?;
-                to.resume(node).await?;
-                moved.refreshed.insert(node.clone());
+        let mut marked = 0;
+        match m.write {
+            Write::Drain(why) => {
+                for node in &todo {
+                    to.drain(node, why).await?;
+                }
             }
-            if !refresh.is_empty() {
-                let note = format!(
-                    "refreshed {} (DRAIN, RESUME): slurmctld loaded its configuration again, after which it plans on a resumed record only once refreshed",
-                    refresh.join(", ")
-                );
-                info!(autoscaler = %super::key(nsa), "{note}");
-                to.say("Refresh", note).await;
+            Write::Resume => {
+                for node in &todo {
+                    to.resume(node).await?;
+                }
             }
-            for node in new(&m.drain, &moved.drained) {
-                to.drain(
-                    &node,
-                    "retiring: its pod goes once no other pod is starting",
-                )
-                .await?;
-                let note = format!(
-                    "drained {node} until its pod is retired: slurmctld powered it down, and would otherwise plan on it while the pod lingers"
-                );
-                to.say("Drain", note).await;
-                moved.drained.insert(node);
+            Write::Refresh(why) => {
+                for node in &todo {
+                    to.drain(node, why).await?;
+                    to.resume(node).await?;
+                }
             }
-            for node in new(&m.resume, &moved.resumed) {
-                to.resume(&node).await?;
-                let note =
-                    format!("resumed {node}: its pod is gone, so slurmctld may plan on it again");
-                to.say("Resume", note).await;
-                moved.resumed.insert(node);
-            }
-            let retire = new(&m.retire, &moved.retired);
-            if !retire.is_empty() {
-                to.mark_to_go(PodsBy::Name(&retire)).await?;
-                let note = format!(
-                    "pod(s) {} go first: slurmctld powers their nodes down",
-                    retire.join(", ")
-                );
-                to.say("Retire", note).await;
-                moved.retired.extend(retire);
-            }
+            Write::MarkPodsOn => marked = to.mark_to_go(PodsBy::Node(&todo)).await?,
+            Write::MarkPods => marked = to.mark_to_go(PodsBy::Name(&todo)).await?,
         }
+        let note = (m.note)
+            .replace("{targets}", &todo.join(", "))
+            .replace("{marked}", &marked.to_string());
+        info!(autoscaler = %super::key(nsa), "{note}");
+        to.say(m.event, note).await;
+        moved.0.extend(todo.into_iter().map(|t| (m.write, t)));
     }
     Ok(())
 }

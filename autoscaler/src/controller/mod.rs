@@ -48,6 +48,7 @@ use crate::slurm_nodes::{SlurmNodeWriters, SlurmNodes};
 pub use act::{Mode, Outcome};
 pub use observe::{Inputs, Observation, PoolView};
 pub use plan::Policy;
+pub use report::Draft;
 
 /// Where "now" comes from: the wall clock, or a simulation's.
 pub type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
@@ -238,7 +239,13 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Controller<K, S, P> {
         let kube = &self.seam.kubernetes;
         let spec = &nsa.spec;
         let current = entry.policy.take();
+        let was = current.as_ref().map(|p| p.name());
         let policy = entry.policy.insert(plan::for_spec(spec, current));
+        if was.is_some_and(|was| was != policy.name())
+            && let Some(row) = self.metrics().rows.get_mut(&key(nsa))
+        {
+            row.forget_policy();
+        }
         let mode = Mode::of(leader, spec.dry_run || self.cfg.dry_run);
         let mut moved = act::Moved::default();
         let mut conflicts = 0;
@@ -281,10 +288,12 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Controller<K, S, P> {
             policy.acted(&plan, &outcome, now);
         }
         entry.last_error = None;
-        report::metrics(&mut self.metrics(), nsa, &obs, &plan, &outcome);
+        let done = (&plan, &outcome);
+        report::metrics(&mut self.metrics(), nsa, &obs, done, policy.as_ref());
         if leader {
             let pending = entry.announced.reload_pending();
-            let status = report::status(nsa, &obs, &plan, &outcome, &mut entry.reported, pending);
+            let done = (&obs, &plan, &outcome);
+            let status = report::status(nsa, done, policy.as_ref(), &mut entry.reported, pending);
             report::write(kube, nsa, &mut entry.reported, status).await?;
         }
         Ok(())

@@ -9,15 +9,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
-use super::{Observation, Outcome, PoolView};
+use super::{Observation, Outcome, Policy};
 use crate::actuator::Kubernetes;
-use crate::crd::{
-    ColocationStatus, LastDecision, NodeRecordsStatus, NodeSetAutoscaler, NodeSetAutoscalerStatus,
-};
+use crate::crd::{LastDecision, NodeRecordsStatus, NodeSetAutoscaler, NodeSetAutoscalerStatus};
 use crate::error::{Error, Result};
-use crate::metrics::{AutoscalerMetrics, ColocationRow};
+use crate::metrics::AutoscalerMetrics;
 use crate::plan::{Plan, Reason};
-use crate::slurm_planned::Power;
 
 /// What the reporter last wrote.
 #[derive(Debug, Default)]
@@ -43,13 +40,28 @@ pub async fn write<K: Kubernetes>(
     Ok(())
 }
 
+/// A status being filled: the part every policy has, then the policy's own
+/// ([`Policy::status`]).
+pub struct Draft<'a> {
+    nsa: &'a NodeSetAutoscaler,
+    now: SystemTime,
+    pub status: NodeSetAutoscalerStatus,
+}
+
+impl Draft<'_> {
+    /// Adds a condition, keeping its transition time while its status stays.
+    pub fn condition(&mut self, kind: (&str, bool), reason: &str, message: &str) {
+        let c = condition(self.nsa, self.now, kind, reason, message);
+        self.status.conditions.push(c);
+    }
+}
+
 /// The status after a reconcile that planned (and perhaps acted); `reload_pending`: records
 /// were made that wait for slurmctld to reload.
 pub fn status(
     nsa: &NodeSetAutoscaler,
-    obs: &Observation,
-    plan: &Plan,
-    outcome: &Outcome,
+    (obs, plan, outcome): (&Observation, &Plan, &Outcome),
+    policy: &dyn Policy,
     memory: &mut Reported,
     reload_pending: bool,
 ) -> NodeSetAutoscalerStatus {
@@ -70,7 +82,7 @@ pub fn status(
     if !same {
         memory.decision = Some(decision);
     }
-    let mut conditions = vec![
+    let conditions = vec![
         condition(
             nsa,
             now,
@@ -81,35 +93,29 @@ pub fn status(
         frozen(nsa, now, plan, obs.pool.is_some()),
         limited(nsa, now, plan),
     ];
-    let colocation = obs.pool.as_ref().map(|pool| {
-        let draining = draining(pool, plan);
-        conditions.push(reclaiming(nsa, now, &draining));
-        ColocationStatus {
-            pool_nodes: count(pool.nodes.len()),
-            slurm_nodes: count(held(pool)),
-            kubernetes_need_nodes: replicas(plan.pool().needs.kubernetes),
-            slurm_need_nodes: replicas(plan.pool().needs.slurm),
-            draining,
-            last_plan: plan.steps.clone(),
-        }
-    });
     let signals = obs.signals.as_ref().ok();
-    NodeSetAutoscalerStatus {
-        current_replicas: Some(replicas(outcome.replicas)),
-        desired_replicas: Some(replicas(plan.replicas)),
-        last_scale_time: memory.last_scale.clone(),
-        last_decision: memory.decision.clone(),
-        conditions,
-        observed_generation: nsa.metadata.generation,
-        colocation,
-        node_shape: signals.map(|s| format!("{} ({})", s.shape, s.shape_source)),
-        node_records: obs.records.as_ref().map(|r| NodeRecordsStatus {
-            wanted: count(r.wanted.len()),
-            existing: count(r.existing.iter().filter(|e| **e).count()),
-            message: plan.records.as_ref().err().cloned(),
-            reload_pending,
-        }),
-    }
+    let mut draft = Draft {
+        nsa,
+        now,
+        status: NodeSetAutoscalerStatus {
+            current_replicas: Some(replicas(outcome.replicas)),
+            desired_replicas: Some(replicas(plan.replicas)),
+            last_scale_time: memory.last_scale.clone(),
+            last_decision: memory.decision.clone(),
+            conditions,
+            observed_generation: nsa.metadata.generation,
+            colocation: None,
+            node_shape: signals.map(|s| format!("{} ({})", s.shape, s.shape_source)),
+            node_records: obs.records.as_ref().map(|r| NodeRecordsStatus {
+                wanted: count(r.wanted.len()),
+                existing: count(r.existing.iter().filter(|e| **e).count()),
+                message: plan.records.as_ref().err().cloned(),
+                reload_pending,
+            }),
+        },
+    };
+    policy.status(obs, plan, &mut draft);
+    draft.status
 }
 
 /// The target cannot be read: only `Ready` changes.
@@ -156,8 +162,8 @@ pub fn metrics(
     m: &mut AutoscalerMetrics,
     nsa: &NodeSetAutoscaler,
     obs: &Observation,
-    plan: &Plan,
-    outcome: &Outcome,
+    (plan, outcome): (&Plan, &Outcome),
+    policy: &dyn Policy,
 ) {
     let row = m.rows.entry(super::key(nsa)).or_default();
     row.cluster = obs.cluster.clone().unwrap_or_default();
@@ -182,29 +188,7 @@ pub fn metrics(
         }
         None => {}
     }
-    if let Some(view) = &obs.planned {
-        let p = row.planned.get_or_insert_default();
-        p.records = Power::ALL
-            .iter()
-            .map(|&power| {
-                let n = view.ordinals.iter().filter(|o| o.power == power).count();
-                (power.as_str(), n as u64)
-            })
-            .collect();
-        if outcome.scaled() == Some(true) {
-            p.unrequested_pods += plan.slurm_planned().unrequested;
-        }
-    }
-    row.colocation = obs.pool.as_ref().map(|pool| {
-        let needs = plan.pool().needs;
-        ColocationRow {
-            pool: pool.nodes.len() as u64,
-            slurm: held(pool) as u64,
-            draining: draining(pool, plan).len() as u64,
-            kubernetes_need: needs.kubernetes,
-            slurm_need: needs.slurm,
-        }
-    });
+    policy.metrics(obs, plan, outcome, row);
 }
 
 /// `decision_info`'s reason. Its values predate colocated pools, whose status says
@@ -269,35 +253,6 @@ fn limited(nsa: &NodeSetAutoscaler, now: SystemTime, plan: &Plan) -> Condition {
     condition(nsa, now, ("Limited", status), reason, &message)
 }
 
-/// `Reclaiming`: Slurm nodes drained for Kubernetes still run jobs.
-fn reclaiming(nsa: &NodeSetAutoscaler, now: SystemTime, draining: &[String]) -> Condition {
-    if draining.is_empty() {
-        let message = "no Slurm node is being drained for Kubernetes";
-        condition(nsa, now, ("Reclaiming", false), "NoDrains", message)
-    } else {
-        let message = format!(
-            "drained for Kubernetes, waiting for their jobs to end: {}",
-            draining.join(", ")
-        );
-        condition(nsa, now, ("Reclaiming", true), "WaitingForJobs", &message)
-    }
-}
-
-/// Slurm nodes drained for Kubernetes that still run jobs, and those the plan drains.
-fn draining(pool: &PoolView, plan: &Plan) -> Vec<String> {
-    pool.nodes
-        .iter()
-        .filter(|n| n.slurm.as_ref().is_some_and(|s| s.drained_by_us && s.busy))
-        .map(|n| n.slurm_node.clone())
-        .chain(plan.pool().drain.iter().cloned())
-        .collect()
-}
-
-/// Pool nodes Slurm holds.
-fn held(pool: &PoolView) -> usize {
-    pool.nodes.iter().filter(|n| n.slurm.is_some()).count()
-}
-
 /// A condition, keeping the previous transition time when its status did not change.
 fn condition(
     nsa: &NodeSetAutoscaler,
@@ -328,10 +283,10 @@ pub(super) fn time(t: SystemTime) -> Time {
     Time(Timestamp::try_from(t).unwrap_or(Timestamp::UNIX_EPOCH))
 }
 
-fn replicas(n: u64) -> u32 {
+pub(super) fn replicas(n: u64) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-fn count(n: usize) -> u32 {
+pub(super) fn count(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }

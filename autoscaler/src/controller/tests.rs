@@ -38,6 +38,21 @@ struct Rig {
     fake: Arc<Fake>,
 }
 
+/// The autoscaler of `NODESET` with `spec` merged over the minimum, and `status`.
+fn autoscaler(spec: Value, status: Value) -> NodeSetAutoscaler {
+    let mut full = json!({"scaleTargetRef": {"name": NODESET}, "maxReplicas": 8});
+    if let (Some(f), Some(s)) = (full.as_object_mut(), spec.as_object()) {
+        f.extend(s.clone());
+    }
+    serde_json::from_value(json!({
+        "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler",
+        "metadata": {"name": NODESET, "namespace": "slurm", "generation": 1},
+        "spec": full,
+        "status": status,
+    }))
+    .expect("a valid autoscaler")
+}
+
 impl Rig {
     /// An autoscaler of `NODESET` with `spec` (merged over the minimum), its target at
     /// `replicas`, the time at `at(0)`.
@@ -47,17 +62,7 @@ impl Rig {
 
     /// As [`Rig::new`], the autoscaler's status as a previous leader wrote it.
     fn with_status(spec: Value, replicas: u64, status: Value) -> Self {
-        let mut full = json!({"scaleTargetRef": {"name": NODESET}, "maxReplicas": 8});
-        if let (Some(f), Some(s)) = (full.as_object_mut(), spec.as_object()) {
-            f.extend(s.clone());
-        }
-        let nsa: NodeSetAutoscaler = serde_json::from_value(json!({
-            "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler",
-            "metadata": {"name": NODESET, "namespace": "slurm", "generation": 1},
-            "spec": full,
-            "status": status,
-        }))
-        .expect("a valid autoscaler");
+        let nsa = autoscaler(spec, status);
         let world = World {
             targets: BTreeMap::from([(
                 NODESET.to_string(),
@@ -521,6 +526,29 @@ async fn a_pod_wanting_room_drains_a_node_then_its_pod_goes_first_and_replicas_d
         .clone()
         .expect("pool metrics");
     assert_eq!((pool.pool, pool.slurm, pool.kubernetes_need), (4, 4, 1));
+}
+
+#[tokio::test]
+async fn an_autoscaler_that_stops_sharing_its_pool_drops_the_pool_s_status_and_metrics() {
+    let mut rig = pool_rig(false);
+    let slurm = |s| snapshot(at(s), "cpu", pool_nodes(node("s2", "cpu", false)), &[]);
+    rig.slurm(slurm(0));
+    rig.reconcile().await;
+    let pool_row = |rig: &Rig| {
+        let m = rig.on.controller.metrics.lock().unwrap();
+        m.rows["slurm/elastic"].colocation.clone()
+    };
+    assert!(rig.status().colocation.is_some() && pool_row(&rig).is_some());
+    assert!(rig.condition("Reclaiming").is_some());
+
+    rig.on.apply(autoscaler(json!({}), Value::Null));
+    rig.at(2);
+    rig.slurm(slurm(2));
+    rig.reconcile().await;
+    let status = rig.status();
+    assert_eq!(status.colocation, None, "{status:?}");
+    assert!(pool_row(&rig).is_none(), "the pool's metrics row is gone");
+    assert_eq!(rig.condition("Reclaiming"), None);
 }
 
 #[tokio::test]

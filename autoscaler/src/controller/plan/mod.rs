@@ -1,9 +1,10 @@
 //! Stage two: the scaling policy the spec asks for turns the observation into a [`Plan`].
-//! A policy is a [`Policy`]: a pure planner, what it reads beyond the target and Slurm's
-//! signals, and what it remembers between reconciles, each in a file of its own here
-//! (`demand`, `pool`, `planned`). [`for_spec`] is the one place the spec picks a policy, so
-//! a new policy is one file with one type implementing the trait, and one arm there.
-//! The node records a spec keeps are planned here for every policy.
+//! A policy is a [`Policy`], one room each here (`demand`, `pool`, `planned`): what it
+//! reads beyond the target and Slurm's signals, its pure planner, the effects its plans
+//! carry (a type of its own, which the executor sees only as [`crate::plan::Move`]s), what
+//! it remembers between reconciles, and its own part of the status and metrics.
+//! [`for_spec`] is the one place the spec picks a policy, so a new policy is one room and
+//! one arm there. The node records a spec keeps are planned here for every policy.
 
 mod demand;
 mod planned;
@@ -12,9 +13,11 @@ mod pool;
 use std::time::SystemTime;
 
 use super::observe::{Inputs, RecordsView};
+use super::report::Draft;
 use super::{Observation, Outcome};
 use crate::actuator::Target;
 use crate::crd::{NodeSetAutoscalerSpec, ScalingMode};
+use crate::metrics::Row;
 use crate::plan::Plan;
 use crate::records::{self, Record};
 use demand::FollowDemand;
@@ -34,6 +37,10 @@ pub trait Policy: Send {
     fn planned(&mut self, _spec: &NodeSetAutoscalerSpec, _plan: &Plan, _now: SystemTime) {}
     /// Once a plan was carried out (not by a standby, not in a dry run).
     fn acted(&mut self, _plan: &Plan, _outcome: &Outcome, _now: SystemTime) {}
+    /// Its own part of the status, after the part every policy has.
+    fn status(&self, _obs: &Observation, _plan: &Plan, _to: &mut Draft<'_>) {}
+    /// Its own part of the autoscaler's metrics row.
+    fn metrics(&self, _obs: &Observation, _plan: &Plan, _outcome: &Outcome, _row: &mut Row) {}
 }
 
 /// The policy `spec` asks for. `current` carries on (with its memory) while the spec asks

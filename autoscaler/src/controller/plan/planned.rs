@@ -1,16 +1,19 @@
 //! The policy of a NodeSet that follows slurmctld's own plan (power-ups and power-downs):
 //! the pure decision is [`crate::slurm_planned::decide`]; here, what it reads, how the
-//! decision becomes a plan with its effects, and the configuration it last refreshed for.
+//! decision becomes a plan with its effects, the configuration it last refreshed for, and
+//! its records' power states in the metrics.
 
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::Policy;
 use crate::controller::observe::Inputs;
 use crate::controller::{Observation, Outcome};
 use crate::crd::NodeSetAutoscalerSpec;
-use crate::plan::{Effects, Plan, PlannedMoves, Reason};
+use crate::metrics::Row;
+use crate::plan::{Effects, Move, Plan, Reason, Write};
 use crate::policy::{self, Bounds};
-use crate::slurm_planned;
+use crate::slurm_planned::{self, Power};
 
 /// A NodeSet following exactly the nodes slurmctld powers up and down ([`slurm_planned`]).
 #[derive(Default)]
@@ -86,7 +89,7 @@ impl Policy for FollowSlurm {
             recommendation: d.replicas,
             reason,
             steps,
-            effects: Effects::SlurmPlanned(PlannedMoves {
+            effects: Some(Arc::new(PlannedMoves {
                 resume: d.resume.iter().map(name).collect(),
                 drain: d.drain.iter().map(name).collect(),
                 refresh: generation
@@ -94,7 +97,7 @@ impl Policy for FollowSlurm {
                     .map(|g| (d.refresh.iter().map(name).collect(), g)),
                 retire: view.pod_names(&d.retire),
                 unrequested: d.extra.len() as u64,
-            }),
+            })),
             unsatisfiable_jobs: signals.demand.unsatisfiable_jobs,
             active: view
                 .ordinals
@@ -106,8 +109,75 @@ impl Policy for FollowSlurm {
 
     /// Refreshed: until slurmctld reloads again.
     fn acted(&mut self, plan: &Plan, _outcome: &Outcome, _now: SystemTime) {
-        if let Some((_, generation)) = &plan.slurm_planned().refresh {
+        if let Some((_, generation)) = plan
+            .effects()
+            .and_then(|m: &PlannedMoves| m.refresh.as_ref())
+        {
             self.refreshed_for = Some(*generation);
         }
+    }
+
+    /// Records by power state, and the pods added that slurmctld did not ask for.
+    fn metrics(&self, obs: &Observation, plan: &Plan, outcome: &Outcome, row: &mut Row) {
+        let Some(view) = &obs.planned else { return };
+        let p = row.planned.get_or_insert_default();
+        p.records = Power::ALL
+            .iter()
+            .map(|&power| {
+                let n = view.ordinals.iter().filter(|o| o.power == power).count();
+                (power.as_str(), n as u64)
+            })
+            .collect();
+        if outcome.scaled() == Some(true) {
+            p.unrequested_pods += plan.effects().map_or(0, |m: &PlannedMoves| m.unrequested);
+        }
+    }
+}
+
+/// What following slurmctld's plan does besides replicas.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct PlannedMoves {
+    /// NodeSet pods, by name, to go first on this plan's scale-in: the pods of the nodes
+    /// slurmctld powers down.
+    retire: Vec<String>,
+    /// Slurm nodes to resume: their pod is gone, so slurmctld may plan on them again.
+    resume: Vec<String>,
+    /// Slurm nodes to drain while their pod waits to be retired.
+    drain: Vec<String>,
+    /// Slurm nodes to refresh, DRAIN then RESUME (records slurmctld stopped planning on when
+    /// it loaded its configuration again), and the configuration generation
+    /// ([`slurmscale_exporter::model::Diag::config_generation`]) they are refreshed for:
+    /// `None` when nothing is to be refreshed now.
+    refresh: Option<(Vec<String>, (i64, u64))>,
+    /// Pods this plan adds that Slurm did not ask for (free ordinals below a wanted one,
+    /// which the NodeSet creates first).
+    unrequested: u64,
+}
+
+/// Records refreshed after a reload, records drained while their pod waits to go, records
+/// whose pod is gone resumed, then the pods of nodes slurmctld powers down marked to go.
+impl Effects for PlannedMoves {
+    fn moves(&self) -> Vec<Move> {
+        let mut moves = Vec::new();
+        if let Some((nodes, _)) = self.refresh.as_ref().filter(|(n, _)| !n.is_empty()) {
+            let refresh = Write::Refresh("refresh after slurmctld loaded its configuration");
+            let note = "refreshed {targets} (DRAIN, RESUME): slurmctld loaded its configuration again, after which it plans on a resumed record only once refreshed";
+            moves.push(Move::new(refresh, nodes.clone(), "Refresh", note));
+        }
+        let drain = Write::Drain("retiring: its pod goes once no other pod is starting");
+        let drained = "drained {targets} until its pod is retired: slurmctld powered it down, and would otherwise plan on it while the pod lingers";
+        moves.extend(Move::each(drain, &self.drain, "Drain", drained));
+        let resumed = "resumed {targets}: its pod is gone, so slurmctld may plan on it again";
+        moves.extend(Move::each(Write::Resume, &self.resume, "Resume", resumed));
+        if !self.retire.is_empty() {
+            let note = "pod(s) {targets} go first: slurmctld powers their nodes down";
+            moves.push(Move::new(
+                Write::MarkPods,
+                self.retire.clone(),
+                "Retire",
+                note,
+            ));
+        }
+        moves
     }
 }

@@ -1,13 +1,16 @@
-//! The policy of a pool shared with Kubernetes: the pure planner is
-//! [`crate::colocation::plan`]; here, what it reads and the cooldown's memory.
+//! The policy of a pool shared with Kubernetes: the pure planner and its effects are
+//! [`crate::colocation`]; here, what it reads, the cooldown's memory and the pool's part of
+//! the status and metrics.
 
 use std::time::SystemTime;
 
 use super::Policy;
-use crate::colocation::{self, ColocationBounds, ColocationHistory};
-use crate::controller::observe::Inputs;
+use crate::colocation::{self, ColocationBounds, ColocationHistory, PoolMoves};
+use crate::controller::observe::{Inputs, PoolView};
+use crate::controller::report::{Draft, count, replicas};
 use crate::controller::{Observation, Outcome};
-use crate::crd::NodeSetAutoscalerSpec;
+use crate::crd::{ColocationStatus, NodeSetAutoscalerSpec};
+use crate::metrics::{ColocationRow, Row};
 use crate::plan::Plan;
 
 /// A pool of nodes shared with Kubernetes ([`colocation`]).
@@ -62,4 +65,56 @@ impl Policy for SharePool {
     fn acted(&mut self, plan: &Plan, outcome: &Outcome, now: SystemTime) {
         self.history.record(plan, outcome.before, now);
     }
+
+    /// How the pool is shared, and `Reclaiming` while drained nodes still run jobs.
+    fn status(&self, obs: &Observation, plan: &Plan, to: &mut Draft<'_>) {
+        let Some(pool) = &obs.pool else { return };
+        let needs = PoolMoves::of(plan).needs;
+        let draining = draining(pool, plan);
+        if draining.is_empty() {
+            let message = "no Slurm node is being drained for Kubernetes";
+            to.condition(("Reclaiming", false), "NoDrains", message);
+        } else {
+            let message = format!(
+                "drained for Kubernetes, waiting for their jobs to end: {}",
+                draining.join(", ")
+            );
+            to.condition(("Reclaiming", true), "WaitingForJobs", &message);
+        }
+        to.status.colocation = Some(ColocationStatus {
+            pool_nodes: count(pool.nodes.len()),
+            slurm_nodes: count(held(pool)),
+            kubernetes_need_nodes: replicas(needs.kubernetes),
+            slurm_need_nodes: replicas(needs.slurm),
+            draining,
+            last_plan: plan.steps.clone(),
+        });
+    }
+
+    fn metrics(&self, obs: &Observation, plan: &Plan, _outcome: &Outcome, row: &mut Row) {
+        let Some(pool) = &obs.pool else { return };
+        let needs = PoolMoves::of(plan).needs;
+        row.colocation = Some(ColocationRow {
+            pool: pool.nodes.len() as u64,
+            slurm: held(pool) as u64,
+            draining: draining(pool, plan).len() as u64,
+            kubernetes_need: needs.kubernetes,
+            slurm_need: needs.slurm,
+        });
+    }
+}
+
+/// Slurm nodes drained for Kubernetes that still run jobs, and those the plan drains.
+fn draining(pool: &PoolView, plan: &Plan) -> Vec<String> {
+    pool.nodes
+        .iter()
+        .filter(|n| n.slurm.as_ref().is_some_and(|s| s.drained_by_us && s.busy))
+        .map(|n| n.slurm_node.clone())
+        .chain(PoolMoves::of(plan).drain.iter().cloned())
+        .collect()
+}
+
+/// Pool nodes Slurm holds.
+fn held(pool: &PoolView) -> usize {
+    pool.nodes.iter().filter(|n| n.slurm.is_some()).count()
 }
