@@ -84,11 +84,16 @@ async fn agrees(exporter: &Process, cluster: &SlurmCluster, within: u64, what: &
     let m = exporter.metrics().await;
     assert!(
         ok,
-        "Slurm {}, {what}: exporter (pending, held, running) {:?}, squeue {:?}, unread {:?}\n{}",
+        "Slurm {}, {what}: exporter (pending, held, running) {:?}, squeue {:?}, (unread, unlisted new, maybe started) {:?}\n{}",
         cluster.flavor,
         exported(&m),
         squeue(cluster),
-        m.get("slurm_exporter_jobs_unread", &[]),
+        [
+            "slurm_exporter_jobs_unread",
+            "slurm_exporter_jobs_unlisted_new",
+            "slurm_exporter_jobs_maybe_started"
+        ]
+        .map(|name| m.get(name, &[])),
         exporter.logs()
     );
 }

@@ -485,7 +485,12 @@ impl JobTracker {
             self.sweep = Some((sweep, counters));
             return Ok((Synced::Changed(Box::new(self.build())), effort));
         }
-        self.sweep_complete(sweep, counters, diag, counted_since);
+        // New jobs are followed from counters read after the read's last look, so that every
+        // job it read is among their submissions: one given out between this step's `/diag`
+        // and that look would otherwise be counted again, as a job not found. (If `/diag`
+        // fails now, this step's: at worst the list is read again.)
+        let after = src.diag().await.ok().flatten();
+        self.sweep_complete(sweep, counters, after.as_ref().or(diag), counted_since);
         Ok((Synced::Changed(Box::new(self.build())), effort))
     }
 
@@ -1165,6 +1170,10 @@ mod tests {
         /// slurmctld's periodic count of its jobs, when one is held still: (pending,
         /// running, when); `None`: counted at every look.
         count: Option<(u64, u64, i64)>,
+        /// Jobs submitted just before the next listing of every id (`/jobs/state/`) answers.
+        submit_on_listing: usize,
+        /// Jobs submitted just before a search for new ids asks for the next one.
+        submit_on_search: usize,
     }
 
     /// A slurmctld behind slurmrestd, with `/jobs/state/` (v0.0.40 on) or without (v0.0.38).
@@ -1360,6 +1369,14 @@ mod tests {
         }
 
         fn job(&self, id: u64) -> impl Future<Output = Result<Option<JobTable>>> + Send {
+            let arrives = self.with(|w| {
+                let now = w.submit_on_search > 0 && id == w.last_id + 1;
+                w.submit_on_search -= usize::from(now);
+                now
+            });
+            if arrives {
+                self.submit("cpu");
+            }
             let found = self.with(|w| {
                 w.asked.push("job");
                 w.jobs
@@ -1373,6 +1390,11 @@ mod tests {
             &self,
             only: &[u64],
         ) -> impl Future<Output = Result<Option<Vec<StateEntry>>>> + Send {
+            if only.is_empty() {
+                for _ in 0..self.with(|w| std::mem::take(&mut w.submit_on_listing)) {
+                    self.submit("cpu");
+                }
+            }
             let states = self.states.then(|| {
                 self.with(|w| {
                     w.asked.push("states");
@@ -1388,6 +1410,10 @@ mod tests {
                 })
             });
             std::future::ready(Ok(states))
+        }
+
+        fn diag(&self) -> impl Future<Output = Result<Option<Diag>>> + Send {
+            std::future::ready(Ok(Some(Slurmctld::diag(self))))
         }
 
         /// As slurmctld answers: nothing when no job changed since `since`.
@@ -1895,6 +1921,39 @@ mod tests {
         assert_eq!(times(&asked, "accounting"), 1);
         assert_eq!(times(&asked, "states"), 2);
         assert_eq!(times(&asked, "job"), 30);
+    }
+
+    #[tokio::test]
+    async fn a_job_read_in_the_step_that_completes_the_read_is_not_taken_for_a_missing_one() {
+        let slurm = long_queue(true, 40);
+        slurm.with(|w| w.accounted_from = None);
+        let mut t = bounded(10);
+        short_step(&mut t, &slurm).await;
+        // A job comes as the read takes its last look at the ids, so the read goes on to it
+        // in one more step; in that step the search for new ids finds another, given out
+        // after the step's `/diag`.
+        slurm.with(|w| w.submit_on_listing = 1);
+        while slurm.with(|w| w.submit_on_listing) > 0 {
+            short_step(&mut t, &slurm).await;
+        }
+        assert!(!t.has_table, "the read went on to the job that came");
+        slurm.with(|w| w.submit_on_search = 1);
+        step(&mut t, &slurm).await;
+        assert!(t.has_table, "complete");
+        assert_eq!(
+            slurm.with(|w| w.submit_on_search),
+            0,
+            "no search for new ids"
+        );
+        // slurmctld's counters now say one more job was given out: the one read already.
+        let (jobs, _) = step(&mut t, &slurm).await;
+        assert!(jobs.uncertain.exact(), "{:?}", jobs.uncertain);
+        assert_eq!(pending(&jobs), 32);
+        assert_eq!(
+            times(&slurm.asked(), "states"),
+            2,
+            "the list was read again"
+        );
     }
 
     #[tokio::test]

@@ -5,6 +5,7 @@
 use std::future::Future;
 
 use crate::error::Result;
+use crate::model::Diag;
 use crate::model::job_table::{JobTable, StateEntry};
 use crate::slurm::fetch::{self, Outcome};
 use crate::slurm::{ApiVersion, SlurmClient};
@@ -34,6 +35,8 @@ pub trait JobSource: Sync {
         &self,
         since: Option<i64>,
     ) -> impl Future<Output = Result<Outcome<JobTable>>> + Send;
+    /// `/diag` now: its job counters (`None` if it answered nothing new).
+    fn diag(&self) -> impl Future<Output = Result<Option<Diag>>> + Send;
 }
 
 /// slurmrestd at one API version.
@@ -78,5 +81,12 @@ impl JobSource for Rest<'_> {
         since: Option<i64>,
     ) -> impl Future<Output = Result<Outcome<JobTable>>> + Send {
         fetch::job_table(self.client, self.version, since)
+    }
+
+    async fn diag(&self) -> Result<Option<Diag>> {
+        Ok(match fetch::diag(self.client, self.version).await? {
+            Outcome::Fresh { data, .. } => Some(data),
+            Outcome::Unchanged => None,
+        })
     }
 }
