@@ -177,7 +177,9 @@ pub fn existing(snap: &ClusterSnapshot, partition: &str, names: &Names) -> Vec<b
             }
         }
     }
-    if let Some(nodes) = snap.nodes.data.as_deref() {
+    // Registered nodes are looked at only when the list left some out (it names them all,
+    // as a rule: a NodeSet's thousands of names then cost no second reading).
+    if let Some(nodes) = snap.nodes.data.as_deref().filter(|_| have.contains(&false)) {
         nodes
             .iter()
             .filter(|n| n.partitions.iter().any(|p| &**p == partition))
@@ -289,6 +291,8 @@ mod tests {
         for o in [0, 9, 10, 999, 1000, 1999] {
             assert_eq!(padded.ordinal(&padded.name(o)), Some(o));
         }
+        let huge = format!("gpu-{}0", usize::MAX);
+        assert_eq!(Names::new("gpu-", 0, u64::MAX).ordinal(&huge), None);
     }
 
     /// The partition's node list gives the records, whether written out, in ranges or

@@ -81,6 +81,9 @@ pub struct SlurmView {
     jobs: Arc<Jobs>,
     partitions: Arc<Vec<Partition>>,
     partition_list: Arc<[Arc<str>]>,
+    /// Each node slot's name, written once: a planned start names hundreds of them at
+    /// every change.
+    names: Arc<[Arc<str>]>,
     /// Where it is in the cluster's record of changed node slots.
     cursor: u64,
     /// The cluster's change count the jobs and `signals` were made at.
@@ -98,8 +101,10 @@ impl SlurmView {
         let name: Arc<str> = Arc::from(partition);
         let max = cluster.max_nodes();
         let shape = cluster.shape;
+        let nodes: Vec<Node> = (0..max).map(|i| node(&name, i, cluster)).collect();
         Self {
-            nodes: Arc::new((0..max).map(|i| node(&name, i, cluster)).collect()),
+            names: nodes.iter().map(|n| Arc::from(n.name.as_str())).collect(),
+            nodes: Arc::new(nodes),
             jobs: Arc::new(Jobs::default()),
             partitions: Arc::new(vec![Partition {
                 name: name.clone(),
@@ -136,7 +141,7 @@ impl SlurmView {
             }
         }
         self.cursor = cursor;
-        self.jobs = Arc::new(pending(cluster, &self.partition_list));
+        self.jobs = Arc::new(pending(cluster, &self.partition_list, &self.names));
         self.synced = Some(cluster.changes());
         self.signals = None;
     }
@@ -155,11 +160,11 @@ impl SlurmView {
     /// until when): what colocation ranks nodes to drain by.
     pub fn jobs_with_running(&self, cluster: &Cluster) -> Jobs {
         let mut jobs = (*self.jobs).clone();
-        for (i, node) in self.nodes.iter().enumerate() {
+        for (i, name) in self.names.iter().enumerate() {
             let (count, free_at) = cluster.node_work(i as u32);
             if count > 0 {
                 jobs.running_on.insert(
-                    Arc::from(node.name.as_str()),
+                    name.clone(),
                     NodeWork {
                         jobs: count,
                         free_at,
@@ -288,7 +293,7 @@ fn update(n: &mut Node, i: u32, cluster: &Cluster) {
 }
 
 /// The waiting jobs as /jobs would list them: all schedulable, in priority order.
-fn pending(cluster: &Cluster, partitions: &Arc<[Arc<str>]>) -> Jobs {
+fn pending(cluster: &Cluster, partitions: &Arc<[Arc<str>]>, names: &[Arc<str>]) -> Jobs {
     let reason: Arc<str> = Arc::from("Resources");
     let mb = |mib: u64| mib << 20;
     let plan = cluster.plan();
@@ -312,11 +317,7 @@ fn pending(cluster: &Cluster, partitions: &Arc<[Arc<str>]>) -> Jobs {
                 origin: Origin::Batch,
                 plan: plan.filter(|r| r.job == index).map(|r| Plan {
                     start: r.start,
-                    nodes: r
-                        .nodes
-                        .iter()
-                        .map(|&i| Arc::from(format!("{}-{i}", partitions[0])))
-                        .collect(),
+                    nodes: r.nodes.iter().map(|&i| names[i as usize].clone()).collect(),
                 }),
             })
             .collect(),

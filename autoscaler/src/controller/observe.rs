@@ -273,6 +273,9 @@ pub fn pod_ordinal(name: &str) -> Option<usize> {
 impl PlannedView {
     /// The names of the pods of `ordinals` (sorted), in ordinal order.
     pub fn pod_names(&self, ordinals: &[usize]) -> Vec<String> {
+        if ordinals.is_empty() {
+            return Vec::new();
+        }
         let mut named: Vec<(usize, &String)> = self
             .pods
             .keys()
