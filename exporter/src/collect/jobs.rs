@@ -911,6 +911,9 @@ impl JobTracker {
         if misses >= MISSES {
             debug!(unfound = self.unfound, next = id, "searched new job ids");
             self.uncertain.unseen_new = false;
+            if self.unfound > 0 && src.has_job_states() {
+                used += self.read_unlisted(src, budget.saturating_sub(used)).await?;
+            }
             if self.unfound > 0 {
                 // Submissions not found by id (ids skipped, federation...): only the
                 // whole list can tell.
@@ -918,6 +921,39 @@ impl JobTracker {
                 self.uncertain.unseen_new = true;
             }
         }
+        Ok(used)
+    }
+
+    /// Submissions the search by id did not find, looked for in the list of every live id
+    /// (`/jobs/state/`, v0.0.40 on) instead of the whole list: the search looks only above
+    /// the highest id known, and a job given out before a newer id the tracker learnt of
+    /// first lies below it. Those the table lacks are read, within `budget` reads (what is
+    /// left over still asks for the whole list); returns the requests made.
+    async fn read_unlisted(&mut self, src: &impl JobSource, budget: u32) -> Result<u32> {
+        let Some(states) = src.job_states(&[]).await? else {
+            return Ok(0);
+        };
+        let unknown: BTreeSet<u64> = (states.iter().map(|e| e.id))
+            .filter(|id| self.table.get(*id).is_none())
+            .collect();
+        let mut used = 1;
+        for id in unknown.into_iter().take(budget as usize) {
+            used += 1;
+            if let Some(found) = src.job(id).await? {
+                let submissions: u64 = (found.jobs())
+                    .filter(|j| j.array_parent().is_none())
+                    .map(|j| j.submissions())
+                    .sum();
+                self.unfound = self
+                    .unfound
+                    .saturating_sub(i64::try_from(submissions).unwrap_or(i64::MAX));
+                self.table.merge(&found);
+            }
+        }
+        debug!(
+            unfound = self.unfound,
+            "looked for new jobs among the listed ids"
+        );
         Ok(used)
     }
 
@@ -1174,6 +1210,9 @@ mod tests {
         submit_on_listing: usize,
         /// Jobs submitted just before a search for new ids asks for the next one.
         submit_on_search: usize,
+        /// Ids whose record the next `/job/{id}` does not show (listed all the same), as if
+        /// the search for new ids passed them before they were given out.
+        late: BTreeSet<u64>,
     }
 
     /// A slurmctld behind slurmrestd, with `/jobs/state/` (v0.0.40 on) or without (v0.0.38).
@@ -1379,6 +1418,9 @@ mod tests {
             }
             let found = self.with(|w| {
                 w.asked.push("job");
+                if w.late.remove(&id) {
+                    return None;
+                }
                 w.jobs
                     .get_key_value(&id)
                     .map(|j| Self::table([j].into_iter()))
@@ -1954,6 +1996,24 @@ mod tests {
             2,
             "the list was read again"
         );
+    }
+
+    #[tokio::test]
+    async fn a_new_job_the_search_by_id_passes_is_found_among_the_listed_ids() {
+        let slurm = Slurmctld::new(true);
+        for _ in 0..5 {
+            slurm.submit("cpu");
+        }
+        let mut t = tracker(&slurm).await;
+        slurm.asked();
+        let passed = slurm.submit("cpu");
+        slurm.submit("cpu");
+        slurm.with(|w| w.late.insert(passed));
+        let jobs = until_exact(&mut t, &slurm).await;
+        assert_eq!(count(&jobs, "cpu", JobState::Pending), 7);
+        let asked = slurm.asked();
+        assert_eq!(times(&asked, "states"), 1);
+        assert_eq!(times(&asked, "jobs"), 0, "the whole list was read again");
     }
 
     #[tokio::test]
