@@ -358,6 +358,7 @@ fn a_shared_pool_replays_both_logs_under_every_way_of_sharing() {
             "pod_wait_p95_s",
             "evictions",
             "jobs_killed",
+            "lendable_node_hours",
             "gap_closed",
         ] {
             assert!(r.get(key).is_some(), "{key} in {r}");

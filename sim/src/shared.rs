@@ -131,6 +131,10 @@ pub struct SharedStats {
     pub to_slurm: u64,
     pub evictions: u64,
     pub pod_seconds_lost: f64,
+    /// Idle node-time Slurm kept for the first waiting job's planned start while pods waited
+    /// for room (at most as many nodes as they would fill): the most that lending such nodes
+    /// to pods until the start could have used.
+    pub lendable_node_seconds: f64,
     pub jobs_killed: u64,
     /// Work never placed when the replay stopped.
     pub starved_jobs: usize,
@@ -388,6 +392,16 @@ impl Pool {
         self.stats.kube_node_seconds += f64::from(kube) * dt;
         self.stats.idle_node_seconds += f64::from(idle) * dt;
         self.stats.stranded_node_seconds += waiting.min(u64::from(idle)) as f64 * dt;
+        if self.pod_need.1 > 0
+            && let Some(plan) = self.cluster.plan()
+        {
+            let held = plan
+                .nodes
+                .iter()
+                .filter(|i| self.slurm_idle.contains(i))
+                .count() as u64;
+            self.stats.lendable_node_seconds += held.min(self.pod_need.1) as f64 * dt;
+        }
     }
 
     fn point(&self, time: i64) -> SharedPoint {
@@ -1196,6 +1210,36 @@ mod tests {
             .unwrap()
             .stats;
         assert_eq!((b.evictions, b.pod_seconds_lost), (0, 0.0));
+    }
+
+    #[test]
+    fn idle_nodes_kept_for_a_planned_start_while_pods_wait_are_counted_as_lendable() {
+        // Slurm holds two of three nodes: one runs a ten-hour job, so a two-node job plans to
+        // start on both when it ends and keeps the other idle meanwhile. Kubernetes' node
+        // runs a long pod; a second pod waits for room the whole time.
+        let jobs: Arc<[TraceJob]> = vec![
+            job("long", 0, 10 * HOUR as u64, 1),
+            job("wide", 60, HOUR as u64, 2),
+        ]
+        .into();
+        let with_pods = |pods: Vec<PodRequest>| {
+            let opts = SharedOptions::new(shape(), 3, 2);
+            run_sharing(Sharing::Static(2), jobs.clone(), pods.into(), &opts)
+                .unwrap()
+                .stats
+        };
+        let s = with_pods(vec![pod("big", 0, 20 * HOUR as u64), pod("late", 120, 600)]);
+        assert_eq!(s.job_waits[1], 10 * HOUR - 60, "{s:?}");
+        // From the plan (the first backfill pass, within 30 s of the wide job) until it
+        // starts, one held node while one pod waits.
+        let lendable = s.lendable_node_seconds;
+        assert!(
+            (10.0 * HOUR as f64 - 200.0..=10.0 * HOUR as f64 - 120.0).contains(&lendable),
+            "{lendable}"
+        );
+        // No pod waiting: nothing to lend to.
+        let s = with_pods(vec![pod("big", 0, 20 * HOUR as u64)]);
+        assert_eq!(s.lendable_node_seconds, 0.0, "{s:?}");
     }
 
     #[test]

@@ -37,6 +37,9 @@ pub struct SharedRow {
     pub handovers_to_slurm: u64,
     pub evictions: u64,
     pub pod_hours_lost: f64,
+    /// Idle node-hours Slurm kept for a planned start while pods waited: what lending
+    /// those nodes to pods could at most have used.
+    pub lendable_node_hours: f64,
     pub jobs_killed: u64,
     pub job_hours_lost: f64,
     /// Jobs and pods never placed when the replay stopped.
@@ -77,6 +80,7 @@ impl SharedRow {
             handovers_to_slurm: s.to_slurm,
             evictions: s.evictions,
             pod_hours_lost: hours(s.pod_seconds_lost),
+            lendable_node_hours: hours(s.lendable_node_seconds),
             jobs_killed: s.jobs_killed,
             job_hours_lost: 0.0,
             starved_jobs: s.starved_jobs,
