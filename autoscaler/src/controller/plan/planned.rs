@@ -18,10 +18,17 @@ use crate::slurm_planned::{self, Power};
 /// A NodeSet following exactly the nodes slurmctld powers up and down ([`slurm_planned`]).
 #[derive(Default)]
 pub(super) struct FollowSlurm {
-    /// The configuration generation the records were last refreshed for. `None` at first:
-    /// what happened before this replica led is unknown, so it refreshes once.
+    /// The configuration generation the records were last refreshed for.
     refreshed_for: Option<(i64, u64)>,
+    /// The generation this replica first saw: another one later is a reload it saw happen.
+    first_seen: Option<(i64, u64)>,
 }
+
+/// How long a schedulable job of the partition waits, while resumed records sit idle, before
+/// a replica that did not see slurmctld reload takes the records for unschedulable and
+/// refreshes them: longer than slurmctld's scheduling interval (`sched_interval`, 60 s by
+/// default), so a job it has yet to place is not taken for one it refuses.
+const STUCK_AFTER_SECS: i64 = 60;
 
 impl FollowSlurm {
     pub(super) const NAME: &'static str = "slurm-planned";
@@ -63,8 +70,19 @@ impl Policy for FollowSlurm {
                 "partition {partition} has SuspendTime=INFINITE: slurmctld never powers its nodes down, so pods it asked for would stay for good; set SuspendTime, SuspendTimeout and ResumeTimeout on it (docs/slurm-planned.md)"
             ));
         }
+        // A refresh of a record slurmctld plans on is not harmless: a job it allocates the
+        // record to in between is requeued by the DRAIN (22.05), and waits minutes to start
+        // again. So records are refreshed at once only after a reload seen here; a replica
+        // that cannot know what happened before it led waits for evidence: a schedulable job
+        // left waiting.
         let generation = view.config_generation;
-        let reloaded = generation.is_some() && generation != self.refreshed_for;
+        let stuck = signals.demand.oldest_submit.is_some_and(|t| {
+            let now = obs.now.duration_since(SystemTime::UNIX_EPOCH);
+            now.is_ok_and(|n| n.as_secs() as i64 - t >= STUCK_AFTER_SECS)
+        });
+        let reloaded = generation.is_some_and(|g| {
+            self.refreshed_for != Some(g) && (self.first_seen.is_some_and(|f| f != g) || stuck)
+        });
         let d = slurm_planned::decide(
             &view.ordinals,
             current,
@@ -97,6 +115,7 @@ impl Policy for FollowSlurm {
                     .map(|g| (d.refresh.iter().map(name).collect(), g)),
                 retire: view.pod_names(&d.retire),
                 unrequested: d.extra.len() as u64,
+                generation,
             })),
             unsatisfiable_jobs: signals.demand.unsatisfiable_jobs,
             active: view
@@ -109,10 +128,11 @@ impl Policy for FollowSlurm {
 
     /// Refreshed: until slurmctld reloads again.
     fn acted(&mut self, plan: &Plan, _outcome: &Outcome, _now: SystemTime) {
-        if let Some((_, generation)) = plan
-            .effects()
-            .and_then(|m: &PlannedMoves| m.refresh.as_ref())
-        {
+        let Some(moves) = plan.effects::<PlannedMoves>() else {
+            return;
+        };
+        self.first_seen = self.first_seen.or(moves.generation);
+        if let Some((_, generation)) = moves.refresh.as_ref() {
             self.refreshed_for = Some(*generation);
         }
     }
@@ -152,6 +172,8 @@ pub(super) struct PlannedMoves {
     /// Pods this plan adds that Slurm did not ask for (free ordinals below a wanted one,
     /// which the NodeSet creates first).
     unrequested: u64,
+    /// The configuration generation the plan was made on.
+    generation: Option<(i64, u64)>,
 }
 
 /// Records refreshed after a reload, records drained while their pod waits to go, records
