@@ -68,13 +68,20 @@ pub enum Write {
     Drain(&'static str),
     /// RESUME Slurm nodes.
     Resume,
-    /// DRAIN Slurm nodes with this reason, then RESUME them: a job allocated on one
-    /// meanwhile runs on.
+    /// DRAIN Slurm nodes with this reason, then RESUME them (only where slurmctld plans on
+    /// none of them: on 22.05 the DRAIN requeues a job allocated there meanwhile).
     Refresh(&'static str),
     /// Mark the target's pods on these Kubernetes nodes to go first on the next scale-in.
     MarkPodsOn,
     /// Mark these pods of the target, by name, to go first on the next scale-in.
     MarkPods,
+}
+
+impl Write {
+    /// A write to Slurm's nodes (the others are to Kubernetes' pods).
+    pub fn is_slurm(self) -> bool {
+        matches!(self, Self::Drain(_) | Self::Resume | Self::Refresh(_))
+    }
 }
 
 impl Move {

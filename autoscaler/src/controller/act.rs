@@ -4,7 +4,8 @@
 //! says what it would do. A scale patch that meets a concurrent change (409) fails here and
 //! the loop observes and plans again; the node moves already made are not made twice.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
+use std::time::SystemTime;
 
 use slurmscale_exporter::slurm::ApiVersion;
 use tracing::{debug, info, warn};
@@ -103,10 +104,33 @@ impl Intent {
     }
 }
 
-/// The node moves carried out in one reconcile: when a 409 sends it round again, the new
-/// plan's moves that were already made are not made (nor announced) twice.
+/// The node moves carried out, and when. A move is not made (nor announced) again in the same
+/// reconcile, when a 409 sends it round again; nor, for a Slurm node write, until slurmrestd
+/// has confirmed the nodes after it was sent: a plan made on nodes read before the write
+/// cannot show it, and would repeat every DRAIN or RESUME at each reconcile until the next
+/// poll does (each an `scontrol` run on 22.05, each an Event).
 #[derive(Debug, Default)]
-pub struct Moved(BTreeSet<(Write, String)>);
+pub struct Moved(BTreeMap<(Write, String), SystemTime>);
+
+impl Moved {
+    /// Whether `write` to `target` was made and the plan at hand cannot know it yet.
+    fn pending(&self, obs: &Observation, write: Write, target: &str) -> bool {
+        self.0
+            .get(&(write, target.to_string()))
+            .is_some_and(|&at| at == obs.now || (write.is_slurm() && unseen(obs, at)))
+    }
+
+    /// Forgets the moves the plan at hand has seen through.
+    fn forget_seen(&mut self, obs: &Observation) {
+        self.0
+            .retain(|(write, _), at| *at == obs.now || (write.is_slurm() && unseen(obs, *at)));
+    }
+}
+
+/// The Slurm nodes observed were confirmed no later than `at`.
+fn unseen(obs: &Observation, at: SystemTime) -> bool {
+    obs.slurm_nodes_at.is_none_or(|seen| seen <= at)
+}
 
 /// Carries `plan` out as far as `mode` allows; returns what was done.
 pub async fn act<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
@@ -208,9 +232,10 @@ async fn move_nodes<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     moved: &mut Moved,
 ) -> Result<()> {
     let to = Nodes { seam, nsa, obs };
+    moved.forget_seen(obs);
     for m in plan.moves() {
         let todo: Vec<String> = (m.targets.iter())
-            .filter(|t| !moved.0.contains(&(m.write, t.to_string())))
+            .filter(|t| !moved.pending(obs, m.write, t))
             .cloned()
             .collect();
         if todo.is_empty() {
@@ -242,7 +267,9 @@ async fn move_nodes<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
             .replace("{marked}", &marked.to_string());
         info!(autoscaler = %super::key(nsa), "{note}");
         to.say(m.event, note).await;
-        moved.0.extend(todo.into_iter().map(|t| (m.write, t)));
+        moved
+            .0
+            .extend(todo.into_iter().map(|t| ((m.write, t), obs.now)));
     }
     Ok(())
 }

@@ -88,6 +88,8 @@ struct Entry {
     /// The policy the spec picks, with what it remembers.
     policy: Option<Box<dyn Policy>>,
     announced: act::Announced,
+    /// Node moves made, until the data a plan is made on shows them.
+    moved: act::Moved,
     reported: report::Reported,
     /// The last error reported as an Event, so each is reported once.
     last_error: Option<String>,
@@ -247,7 +249,6 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Controller<K, S, P> {
             row.forget_policy();
         }
         let mode = Mode::of(leader, spec.dry_run || self.cfg.dry_run);
-        let mut moved = act::Moved::default();
         let mut conflicts = 0;
         let (obs, plan, outcome) = loop {
             let target = match observe::target(kube, nsa).await {
@@ -275,7 +276,7 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Controller<K, S, P> {
                 &plan,
                 mode,
                 &mut entry.announced,
-                &mut moved,
+                &mut entry.moved,
             )
             .await
             {

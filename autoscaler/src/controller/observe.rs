@@ -48,6 +48,9 @@ pub struct Observation {
     pub slurm_api: Option<ApiVersion>,
     /// The Slurm release slurmrestd says it runs, e.g. `24.11.5`.
     pub slurm_release: Option<String>,
+    /// When slurmrestd last confirmed the Slurm nodes seen: a node write sent after that
+    /// cannot show in them yet.
+    pub slurm_nodes_at: Option<SystemTime>,
 }
 
 /// A slurm-planned NodeSet, ordinal by ordinal.
@@ -183,6 +186,7 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     };
     let slurm_api = snap.and_then(|s| s.api_version);
     let slurm_release = snap.and_then(|s| s.release.clone());
+    let slurm_nodes_at = snap.and_then(|s| s.nodes.last_success);
     let pool = match inputs.pool {
         None => None,
         Some(col) => {
@@ -204,6 +208,7 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         planned,
         slurm_api,
         slurm_release,
+        slurm_nodes_at,
     })
 }
 

@@ -833,6 +833,22 @@ async fn slurm_planned_keeps_cloud_records_and_follows_exactly_the_nodes_slurmct
             .any(|(r, n)| *r == "Resume" && n.contains("its pod is gone")),
         "{said:?}"
     );
+    // A look before slurmrestd confirmed the nodes again cannot show the RESUME: it is not
+    // sent (nor said) twice. Nodes read after it that still show the record left drained
+    // (the RESUME did not take): it is resumed again.
+    let resumes = |writes: &[Write]| {
+        writes
+            .iter()
+            .filter(|w| matches!(w, Write::Resume { .. }))
+            .count()
+    };
+    rig.at(9);
+    let writes = rig.reconcile().await;
+    assert_eq!(resumes(&writes), 0, "{writes:?}");
+    assert!(events(&writes).is_empty(), "{writes:?}");
+    rig.at(10);
+    rig.slurm(planned_snapshot(at(10), ["MIXED+CLOUD", left, theirs, OFF]));
+    assert_eq!(resumes(&rig.reconcile().await), 1);
 }
 
 /// Slurm 24.11.5 allocates no CLOUD record created after a dynamic node was deleted, and
