@@ -54,9 +54,16 @@ async fn scales_up_for_a_3_node_job_holds_busy_nodes_and_goes_back_to_zero() {
         !events(&s, "ScaledDown").await.is_empty(),
         "no ScaledDown event"
     );
-    let status = s.autoscalers.get("elastic").await.unwrap().status.unwrap();
-    assert_eq!(status.current_replicas, Some(0));
-    assert!(status.last_scale_time.is_some());
+    // The status is written in the same reconcile, just after the scale.
+    let status = async || s.autoscalers.get("elastic").await.unwrap().status.unwrap();
+    eventually(
+        "the status says 0 replicas",
+        Duration::from_secs(5),
+        &a,
+        async || status().await.current_replicas == Some(0),
+    )
+    .await;
+    assert!(status().await.last_scale_time.is_some());
 
     // A running job holds its node through the idle timeout and the down window.
     let job = sbatch(&cluster, &["-N", "1", "--wrap", "sleep 300"]);

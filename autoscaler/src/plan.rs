@@ -69,7 +69,7 @@ pub enum Write {
     /// RESUME Slurm nodes.
     Resume,
     /// DRAIN Slurm nodes with this reason, then RESUME them (only where slurmctld plans on
-    /// none of them: on 22.05 the DRAIN requeues a job allocated there meanwhile).
+    /// none of them: the DRAIN requeues a job allocated there meanwhile).
     Refresh(&'static str),
     /// Mark the target's pods on these Kubernetes nodes to go first on the next scale-in.
     MarkPodsOn,

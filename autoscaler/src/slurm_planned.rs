@@ -16,8 +16,8 @@
 //! slurmctld loads its configuration again (a restart or reconfigure, as Slinky does on every
 //! config change); after that it takes none until drained and resumed once more (seen on
 //! 22.05 and 24.11): so after each reload those records are refreshed, DRAIN then RESUME.
-//! Not before: on 22.05 the DRAIN of a record slurmctld is powering up for a job requeues
-//! the job (a replica that did not see the reload waits for a job left waiting).
+//! Not before: the DRAIN of a record slurmctld is powering up for a job requeues the job
+//! (22.05, 24.11; a replica that did not see the reload waits for a job left waiting).
 //!
 //! Pure: what slurmctld shows of each ordinal's record and which ordinals have a pod in,
 //! one [`Decision`] out. The controller's `SlurmPlanned` policy observes both, and its

@@ -71,7 +71,7 @@ impl Policy for FollowSlurm {
             ));
         }
         // A refresh of a record slurmctld plans on is not harmless: a job it allocates the
-        // record to in between is requeued by the DRAIN (22.05), and waits minutes to start
+        // record to in between is requeued by the DRAIN (22.05, 24.11), and waits minutes to start
         // again. So records are refreshed at once only after a reload seen here; a replica
         // that cannot know what happened before it led waits for evidence: a schedulable job
         // left waiting.
