@@ -668,6 +668,17 @@ impl Cluster {
     fn place(&self, j: usize, exclude: Option<&[bool]>) -> Option<Vec<u32>> {
         let job = &self.jobs[j];
         let need = job.nodes as usize;
+        // Too few nodes to look through at all: a wide job at the head of the queue is
+        // looked at after every change, and the scan would walk every free node to fail.
+        let offered = self.free.len()
+            + if self.power_saving() {
+                self.off.len()
+            } else {
+                0
+            };
+        if offered < need {
+            return None;
+        }
         let skip = |i: u32| exclude.is_some_and(|e| e[i as usize]);
         let mut nodes = Vec::with_capacity(need);
         for &(_, i) in self.free.range((job.cpus_per_node, 0)..) {
