@@ -113,23 +113,19 @@ impl Intent {
 pub struct Moved(BTreeMap<(Write, String), SystemTime>);
 
 impl Moved {
-    /// Whether `write` to `target` was made and the plan at hand cannot know it yet.
-    fn pending(&self, obs: &Observation, write: Write, target: &str) -> bool {
-        self.0
-            .get(&(write, target.to_string()))
-            .is_some_and(|&at| at == obs.now || (write.is_slurm() && unseen(obs, at)))
-    }
-
-    /// Forgets the moves the plan at hand has seen through.
+    /// Keeps only the moves the plan made on `obs` cannot know of yet: those of this
+    /// reconcile, and Slurm node writes sent no earlier than the nodes were confirmed.
     fn forget_seen(&mut self, obs: &Observation) {
-        self.0
-            .retain(|(write, _), at| *at == obs.now || (write.is_slurm() && unseen(obs, *at)));
+        self.0.retain(|(write, _), at| {
+            *at == obs.now
+                || (write.is_slurm() && obs.slurm_nodes_at.is_none_or(|seen| seen <= *at))
+        });
     }
-}
 
-/// The Slurm nodes observed were confirmed no later than `at`.
-fn unseen(obs: &Observation, at: SystemTime) -> bool {
-    obs.slurm_nodes_at.is_none_or(|seen| seen <= at)
+    /// Whether `write` to `target` is one of them (after [`Moved::forget_seen`]).
+    fn made(&self, write: Write, target: &str) -> bool {
+        self.0.contains_key(&(write, target.to_string()))
+    }
 }
 
 /// Carries `plan` out as far as `mode` allows; returns what was done.
@@ -235,7 +231,7 @@ async fn move_nodes<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     moved.forget_seen(obs);
     for m in plan.moves() {
         let todo: Vec<String> = (m.targets.iter())
-            .filter(|t| !moved.pending(obs, m.write, t))
+            .filter(|t| !moved.made(m.write, t))
             .cloned()
             .collect();
         if todo.is_empty() {

@@ -884,24 +884,7 @@ impl JobTracker {
             used += 1;
             match src.job(id).await? {
                 Some(found) => {
-                    // `/diag` counts an array's tasks as submissions: so do we.
-                    let mut submissions = 0;
-                    for j in found.jobs() {
-                        if let Some(parent) = j.array_parent().filter(|p| *p != id) {
-                            // Until the array is read again it still counts this task
-                            // as pending: one that may have left.
-                            self.checks.insert(parent);
-                            if self.table.get(parent).is_some_and(|a| a.waiting_to_run()) {
-                                self.maybe_left += 1;
-                            }
-                        } else {
-                            submissions += j.submissions();
-                        }
-                    }
-                    self.unfound = self
-                        .unfound
-                        .saturating_sub(i64::try_from(submissions).unwrap_or(i64::MAX));
-                    self.table.merge(&found);
+                    self.take_new(id, &found);
                     misses = 0;
                 }
                 None => misses += 1,
@@ -924,6 +907,29 @@ impl JobTracker {
         Ok(used)
     }
 
+    /// Takes in a job read by `id` as new: its submissions are found ones, counted as
+    /// `/diag` counts them (an array's tasks each), and a task split off another array
+    /// marks that array to read again.
+    fn take_new(&mut self, id: u64, found: &JobTable) {
+        let mut submissions = 0;
+        for j in found.jobs() {
+            if let Some(parent) = j.array_parent().filter(|p| *p != id) {
+                // Until the array is read again it still counts this task as pending: one
+                // that may have left.
+                self.checks.insert(parent);
+                if self.table.get(parent).is_some_and(|a| a.waiting_to_run()) {
+                    self.maybe_left += 1;
+                }
+            } else {
+                submissions += j.submissions();
+            }
+        }
+        self.unfound = self
+            .unfound
+            .saturating_sub(i64::try_from(submissions).unwrap_or(i64::MAX));
+        self.table.merge(found);
+    }
+
     /// Submissions the search by id did not find, looked for in the list of every live id
     /// (`/jobs/state/`, v0.0.40 on) instead of the whole list: the search looks only above
     /// the highest id known, and a job given out before a newer id the tracker learnt of
@@ -940,14 +946,7 @@ impl JobTracker {
         for id in unknown.into_iter().take(budget as usize) {
             used += 1;
             if let Some(found) = src.job(id).await? {
-                let submissions: u64 = (found.jobs())
-                    .filter(|j| j.array_parent().is_none())
-                    .map(|j| j.submissions())
-                    .sum();
-                self.unfound = self
-                    .unfound
-                    .saturating_sub(i64::try_from(submissions).unwrap_or(i64::MAX));
-                self.table.merge(&found);
+                self.take_new(id, &found);
             }
         }
         debug!(

@@ -6,6 +6,8 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use slurmscale_exporter::metrics::unix_seconds;
+
 use super::Policy;
 use crate::controller::observe::Inputs;
 use crate::controller::{Observation, Outcome};
@@ -28,7 +30,7 @@ pub(super) struct FollowSlurm {
 /// a replica that did not see slurmctld reload takes the records for unschedulable and
 /// refreshes them: longer than slurmctld's scheduling interval (`sched_interval`, 60 s by
 /// default), so a job it has yet to place is not taken for one it refuses.
-const STUCK_AFTER_SECS: i64 = 60;
+const STUCK_AFTER_SECS: f64 = 60.0;
 
 impl FollowSlurm {
     pub(super) const NAME: &'static str = "slurm-planned";
@@ -76,10 +78,8 @@ impl Policy for FollowSlurm {
         // that cannot know what happened before it led waits for evidence: a schedulable job
         // left waiting.
         let generation = view.config_generation;
-        let stuck = signals.demand.oldest_submit.is_some_and(|t| {
-            let now = obs.now.duration_since(SystemTime::UNIX_EPOCH);
-            now.is_ok_and(|n| n.as_secs() as i64 - t >= STUCK_AFTER_SECS)
-        });
+        let stuck = (signals.demand.oldest_submit)
+            .is_some_and(|t| unix_seconds(obs.now) - t as f64 >= STUCK_AFTER_SECS);
         let reloaded = generation.is_some_and(|g| {
             self.refreshed_for != Some(g) && (self.first_seen.is_some_and(|f| f != g) || stuck)
         });
