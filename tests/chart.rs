@@ -498,6 +498,33 @@ fn a_pod_monitor_replaces_the_service_monitors_with_the_same_jobs_and_options() 
     }
 }
 
+/// The values file of the README's "Install beside Slinky" says what the quick-start file
+/// says, key for key, so the tests below cover the front door too.
+#[test]
+fn the_readme_s_values_are_the_quick_start_s() {
+    fn agree(path: &str, readme: &Value, file: &Value) {
+        match readme.as_object() {
+            Some(keys) => {
+                for (k, v) in keys {
+                    agree(&format!("{path}.{k}"), v, &file[k]);
+                }
+            }
+            None => assert_eq!(readme, file, "README.md's values.yaml at {path}"),
+        }
+    }
+    let readme = read("README.md");
+    let block = readme
+        .split("```yaml\n# values.yaml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("README.md: the `# values.yaml` block");
+    let readme: Value = serde_saphyr::from_str(block).unwrap();
+    let file: Value =
+        serde_saphyr::from_str(&read("examples/helm/slinky-quickstart.yaml")).unwrap();
+    assert!(readme.as_object().is_some_and(|o| o.len() >= 4), "{readme}");
+    agree("", &readme, &file);
+}
+
 /// examples/helm/slinky-quickstart.yaml against a kube-prometheus-stack installed with its
 /// defaults as release `prometheus`: its Prometheus selects ServiceMonitors and rules by
 /// `release: prometheus`, its Grafana sidecar ConfigMaps by `grafana_dashboard: "1"`.

@@ -117,8 +117,21 @@ pub async fn slinky_autoscaler(
     slinky_autoscaler_of(client, ns, cluster, "slinky").await
 }
 
+/// The NodeSetAutoscaler of the README's "Install beside Slinky", as written there.
+fn readme_autoscaler() -> serde_json::Value {
+    let readme = std::fs::read_to_string(super::repo_root().join("README.md")).unwrap();
+    let block = readme
+        .split("```yaml\n# slinky-nsa.yaml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("README.md: the `# slinky-nsa.yaml` block");
+    serde_saphyr::from_str(block).unwrap_or_else(|e| panic!("README.md's slinky-nsa.yaml: {e}"))
+}
+
 /// [`slinky_autoscaler`] of NodeSet `nodeset`: the partition is the one it serves, as
-/// slurm-operator names it (no annotation, no `spec.slurm.partitions`).
+/// slurm-operator names it (no annotation, no `spec.slurm.partitions`). It is the README's
+/// NodeSetAutoscaler with the test's bounds and short timers; on a NodeSet of Slinky's chart,
+/// the README's must name it as it is.
 pub async fn slinky_autoscaler_of(
     client: &kube::Client,
     ns: &str,
@@ -126,18 +139,37 @@ pub async fn slinky_autoscaler_of(
     nodeset: &str,
 ) -> (Api<NodeSetAutoscaler>, Process) {
     let autoscalers: Api<NodeSetAutoscaler> = Api::namespaced(client.clone(), ns);
-    let nsa: NodeSetAutoscaler = serde_json::from_value(json!({
-        "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler",
-        "metadata": {"name": "slinky"},
-        "spec": {
-            "scaleTargetRef": {"name": nodeset},
-            "slurm": {"cluster": cluster.name},
-            "maxReplicas": 3, "idleTimeoutSeconds": 6,
-            "scaleDown": {"stabilizationWindowSeconds": 4, "maxStep": 8},
-            "nodeRecords": "Future",
-        }
-    }))
-    .unwrap();
+    let mut nsa = readme_autoscaler();
+    if nodeset.starts_with("slurm-worker-") {
+        assert_eq!(
+            nsa["spec"]["scaleTargetRef"]["name"], nodeset,
+            "the README's NodeSetAutoscaler targets the NodeSet Slinky's chart makes"
+        );
+    }
+    assert_eq!(
+        nsa["metadata"]["name"], "slinky",
+        "README's NodeSetAutoscaler"
+    );
+    nsa["metadata"] = json!({"name": "slinky"});
+    nsa["spec"]["scaleTargetRef"]["name"] = json!(nodeset);
+    let spec = nsa["spec"].as_object_mut().unwrap();
+    assert!(
+        !spec.contains_key("slurm"),
+        "README: the partition is the NodeSet's own"
+    );
+    for (key, value) in [
+        ("slurm", json!({"cluster": cluster.name})),
+        ("maxReplicas", json!(3)),
+        ("idleTimeoutSeconds", json!(6)),
+        (
+            "scaleDown",
+            json!({"stabilizationWindowSeconds": 4, "maxStep": 8}),
+        ),
+        ("nodeRecords", json!("Future")),
+    ] {
+        spec.insert(key.into(), value);
+    }
+    let nsa: NodeSetAutoscaler = serde_json::from_value(nsa).unwrap();
     autoscalers
         .create(&PostParams::default(), &nsa)
         .await
