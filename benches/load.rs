@@ -1,4 +1,4 @@
-//! Load (issue 16) at full size, with the figures written down in
+//! Load at full size, with the figures written down in
 //! `autoscaler/benches/README.md` and `exporter/benches/README.md`. The scenarios are the
 //! test's (`tests/support/load.rs`; `tests/load.rs` runs them once with generous bounds),
 //! against the harness's real kube-apiserver and both real Slurms, with the `slurmscale`

@@ -1,4 +1,4 @@
-//! Load (issue 16), against the real kube-apiserver and both real Slurms: one autoscaler
+//! Load, against the real kube-apiserver and both real Slurms: one autoscaler
 //! with 200 NodeSetAutoscalers over three clusters, one failing, and one exporter with ten
 //! clusters, one black-holed. The bounds here are generous so the suite is never flaky; the
 //! bench (`cargo bench --bench load`) runs the same scenarios and its figures are in

@@ -7,7 +7,7 @@
 //! Shapes: v0.0.38 (Slurm 22.05) and v0.0.44 (Slurm 25.11), built from answers recorded from
 //! the harness's real Slurms (exporter/tests/golden). Each body is written to a file and
 //! decoded in a child process, so peak RSS (VmHWM) is the decoder's own: body + what the
-//! decoder holds on to. Targets (issue 3): time ratio ≤ 2.0, peak RSS ≤ 1.5 × body + 30 MiB.
+//! decoder holds on to. Targets: time ratio ≤ 2.0, peak RSS ≤ 1.5 × body + 30 MiB.
 //! Figures are written down in exporter/benches/README.md.
 
 use std::path::{Path, PathBuf};

@@ -6,8 +6,9 @@
 //! Shapes (each poller is a `slurmscale exporter --no-kubernetes` process behind its own
 //! counting proxy; the autoscaler's poller is the same code):
 //! * `idle`: nothing polls (the submitter alone: the floor);
-//! * `before`: what the chart deployed before issue 14 — the exporter (30 s) and two
-//!   autoscaler replicas that both polled in full every 2 s — run with an earlier build
+//! * `before`: what the chart deployed before only the leader polled and the job list was
+//!   read incrementally — the exporter (30 s) and two autoscaler replicas that both polled
+//!   in full every 2 s — run with an earlier build
 //!   given as SLURMSCALE_BEFORE_BIN (skipped without it);
 //! * `after`: the exporter (30 s) and the leading autoscaler (2 s); the standby only pings
 //!   every 30 s (its zero `/jobs` is checked by tests/autoscaler_e2e.rs);

@@ -1,7 +1,7 @@
 //! Packed demand on a large partition: 100,000 pending jobs onto 10,000 nodes (a third of
 //! them up and partly busy), against the unpacked count of the same jobs in the same process
-//! (the sum it replaces), so the figure survives this machine's drifting speed. Target
-//! (issue 11): ≤ 50 ms, so the autoscaler's 2 s loop does not notice. Also the worst case:
+//! (the sum it replaces), so the figure survives this machine's drifting speed. Target:
+//! ≤ 50 ms, so the autoscaler's 2 s loop does not notice. Also the worst case:
 //! every job of a different size, so nothing groups.
 //!
 //!     cargo bench -p slurmscale-exporter --bench packing

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The exporter's start against a harness Slurm full of jobs (issue 31: with 100,000 queued
+"""The exporter's start against a harness Slurm full of jobs (targets: with 100,000 queued
 jobs, the first scale-up decision <= 60 s after start, a complete job table <= 10 min after
 start, slurmrestd's peak RSS during our start <= 2 GiB).
 

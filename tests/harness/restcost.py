@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Cost of slurmrestd requests on a harness Slurm (issue 31's measurements).
+"""Cost of slurmrestd requests on a harness Slurm (the measurements behind the
+exporter's request budget).
 
   restcost.py FLAVOR LABEL PATH [--repeat K] [--timeout S] [--guard-gib G] [--save FILE]
 

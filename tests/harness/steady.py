@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Steady-state cost of the job tracker's cheap requests on a harness Slurm (issue 31).
+"""Steady-state cost of the job tracker's cheap requests on a harness Slurm.
 
   steady.py FLAVOR SECONDS [poll|idle] [POLL_S]
 

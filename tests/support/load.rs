@@ -1,4 +1,4 @@
-//! The load scenarios of issue 16, shared by the test (`tests/load.rs`, generous bounds) and
+//! The load scenarios, shared by the test (`tests/load.rs`, generous bounds) and
 //! the bench (`benches/load.rs`, the figures in the benches READMEs):
 //!
 //! * one `slurmscale autoscaler` with many NodeSetAutoscalers spread over three clusters —
