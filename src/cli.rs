@@ -550,6 +550,23 @@ pub enum PodFormatArg {
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum KubeScoring {
+    /// Spread: the node with the most room left (kube-scheduler's default).
+    LeastAllocated,
+    /// Pack: the node with the least room left, so nodes empty out for Slurm.
+    MostAllocated,
+}
+
+impl From<KubeScoring> for slurmscale_sim::kube::Scoring {
+    fn from(k: KubeScoring) -> Self {
+        match k {
+            KubeScoring::LeastAllocated => Self::LeastAllocated,
+            KubeScoring::MostAllocated => Self::MostAllocated,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Workload {
     /// The demo's burst-partition jobs (`--seed`, `--duration`).
     Demo,
@@ -629,6 +646,10 @@ pub struct SimulateArgs {
     /// Kubernetes side as a site's would be.
     #[arg(long, default_value_t = 1.0)]
     pub pods_scale: f64,
+    /// With --pods: how the simulated kube-scheduler places pods among the nodes they fit
+    /// (its NodeResourcesFit scoring strategy).
+    #[arg(long, value_enum, default_value = "least-allocated")]
+    pub kube_scoring: KubeScoring,
     /// With --pods: the share of the pool Slurm holds at the start, and always under `static`.
     #[arg(long, default_value_t = 0.5)]
     pub split: f64,

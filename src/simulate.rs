@@ -475,6 +475,27 @@ fn pods_input(
 
 /// `--pods`: the job log and a pod log on one pool shared by Slurm and Kubernetes, under
 /// each way of sharing it.
+/// The shared-pool replay's options from the command line.
+fn shared_options(
+    args: &SimulateArgs,
+    shape: NodeShape,
+    max_nodes: u32,
+    split: u32,
+) -> Result<slurmscale_sim::shared::SharedOptions> {
+    use slurmscale_sim::shared;
+    let mut opts = shared::SharedOptions::new(shape, max_nodes, split);
+    opts.sched.boot = boot_seconds(args);
+    opts.scoring = args.kube_scoring.into();
+    if let Some(path) = &args.autoscaler {
+        let mut spec = autoscaler_spec(path)?.spec;
+        if spec.colocation.is_none() {
+            spec.colocation = shared::default_spec(max_nodes).colocation;
+        }
+        opts.autoscaler = spec;
+    }
+    Ok(opts)
+}
+
 fn run_shared(args: SimulateArgs) -> Result<()> {
     use slurmscale_sim::{shared, shared_report};
 
@@ -496,22 +517,15 @@ fn run_shared(args: SimulateArgs) -> Result<()> {
     let split = (args.split.clamp(0.0, 1.0) * f64::from(max_nodes)).round() as u32;
     if !quiet {
         eprintln!(
-            "with {} pods of {} from pod-log second {} (×{}), on a pool of {max_nodes} nodes shared by Slurm and Kubernetes ({split} Slurm's at the start)",
+            "with {} pods of {} from pod-log second {} (×{}), on a pool of {max_nodes} nodes shared by Slurm and Kubernetes ({split} Slurm's at the start; kube-scheduler scoring {})",
             pods.len(),
             path.display(),
             align.from,
-            align.scale
+            align.scale,
+            slurmscale_sim::kube::Scoring::from(args.kube_scoring).name()
         );
     }
-    let mut opts = shared::SharedOptions::new(shape, max_nodes, split);
-    opts.sched.boot = boot_seconds(&args);
-    if let Some(path) = &args.autoscaler {
-        let mut spec = autoscaler_spec(path)?.spec;
-        if spec.colocation.is_none() {
-            spec.colocation = shared::default_spec(max_nodes).colocation;
-        }
-        opts.autoscaler = spec;
-    }
+    let opts = shared_options(&args, shape, max_nodes, split)?;
     let total = shared::runs_for(&policies, max_nodes) as u64;
     let started = Instant::now();
     let runs = with_progress(
@@ -531,6 +545,7 @@ fn run_shared(args: SimulateArgs) -> Result<()> {
     let mut rows = shared_report::rows(&runs);
     for r in &mut rows {
         r.not_replayed.clone_from(&not_replayed);
+        r.kube_scoring = (r.policy != "oracle").then(|| opts.scoring.name());
         if r.starved_jobs + r.starved_pods > 0 {
             eprintln!(
                 "{}: {} job(s) and {} pod(s) never got room (their waits count until the replay ended)",

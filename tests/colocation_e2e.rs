@@ -645,3 +645,164 @@ async fn drains_a_node_the_pending_pod_may_use() {
         pool.cleanup().await;
     }
 }
+
+/// A kube-scheduler the test started, killed (by its pid) when dropped.
+struct Scheduler(std::process::Child);
+
+impl Drop for Scheduler {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// examples/kube-scheduler/pack-pool-pods.yaml on the real kube-scheduler 1.37: run as a
+/// second scheduler, its `pack` profile puts three pods on one of two nodes, leaving the
+/// other empty for a NodeSet pod, where a profile with the default scoring (run beside it)
+/// spreads the same pods over both. Both profiles see only the test's two Nodes, and under
+/// names of their own, so no other test's pod is theirs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_documented_packing_profile_packs_pool_pods_on_the_real_kube_scheduler() {
+    let client = kube_client().await;
+    let ns = namespace(&client, "pack").await;
+    let example: Value = serde_saphyr::from_str(
+        &std::fs::read_to_string(
+            support::repo_root().join("examples/kube-scheduler/pack-pool-pods.yaml"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let pack = example["profiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["schedulerName"] == "pack")
+        .expect("the example's `pack` profile")
+        .clone();
+    // Only the test's Nodes, for both profiles.
+    let only_ours = json!({"name": "NodeAffinity", "args": {"addedAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "slurmscale.io/test-pool", "operator": "In", "values": [ns]}]}]}}}});
+    let mut packed = pack.clone();
+    packed["schedulerName"] = json!(format!("pack-{ns}"));
+    packed["pluginConfig"]
+        .as_array_mut()
+        .unwrap()
+        .push(only_ours.clone());
+    let spread = json!({"schedulerName": format!("spread-{ns}"), "pluginConfig": [only_ours]});
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("scheduler.yaml");
+    let kubeconfig = support::kubeconfig_path();
+    std::fs::write(
+        &config,
+        serde_json::to_string(&json!({
+            "apiVersion": example["apiVersion"], "kind": example["kind"],
+            "clientConnection": {"kubeconfig": kubeconfig},
+            "leaderElection": {"leaderElect": false},
+            "profiles": [packed, spread],
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let bin = support::kube_env("HARNESS_KUBE_BIN")
+        .expect("kube.sh env names HARNESS_KUBE_BIN: restart the harness (tests/harness/up.sh)");
+    let log = dir.path().join("kube-scheduler.log");
+    let _scheduler = Scheduler(
+        std::process::Command::new(std::path::Path::new(&bin).join("kube-scheduler"))
+            .arg(format!("--config={}", config.display()))
+            .arg("--secure-port=0")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("start kube-scheduler"),
+    );
+
+    let nodes: Api<Node> = Api::all(client.clone());
+    let names = [unique("pack-a"), unique("pack-b")];
+    for name in &names {
+        let node: Node = serde_json::from_value(json!({"metadata": {
+            "name": name, "labels": {"slurmscale.io/test-pool": ns}}}))
+        .unwrap();
+        nodes.create(&PostParams::default(), &node).await.unwrap();
+        // Lift the not-ready taint the API server puts on a new Node (no kubelet here).
+        let untaint = json!({"spec": {"taints": []}});
+        nodes
+            .patch(name, &PatchParams::default(), &Patch::Merge(untaint))
+            .await
+            .unwrap();
+        let room = json!({"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "4", "pods": "110"});
+        let status = json!({"status": {"capacity": room, "allocatable": room}});
+        nodes
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(status))
+            .await
+            .unwrap();
+    }
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    // Three pods of a quarter node each, one after the other, under `scheduler`: the nodes
+    // they were bound to.
+    let place = async |scheduler: String| {
+        let mut placed = std::collections::BTreeSet::new();
+        for i in 0..3 {
+            let name = format!("{scheduler}-{i}");
+            let pod: Pod = serde_json::from_value(json!({
+                "metadata": {"name": name},
+                "spec": {"schedulerName": scheduler, "containers": [{"name": "work", "image": "work",
+                    "resources": {"requests": {"cpu": "2", "memory": "8Gi", "nvidia.com/gpu": "1"},
+                                  "limits": {"nvidia.com/gpu": "1"}}}]},
+            }))
+            .unwrap();
+            pods.create(&PostParams::default(), &pod).await.unwrap();
+            let node_of = async || pods.get(&name).await.ok().and_then(|p| p.spec?.node_name);
+            let bound = support::wait_until(Duration::from_secs(30), || async {
+                node_of().await.is_some()
+            })
+            .await;
+            assert!(
+                bound,
+                "{name} was never bound; kube-scheduler's log:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+            placed.insert(node_of().await.unwrap());
+        }
+        placed
+    };
+    let spread_nodes = place(format!("spread-{ns}")).await;
+    let spread_on = spread_nodes.len();
+    for i in 0..3 {
+        let _ = pods
+            .delete(
+                &format!("spread-{ns}-{i}"),
+                &DeleteParams::default().grace_period(0),
+            )
+            .await;
+    }
+    let gone = support::wait_until(Duration::from_secs(30), || async {
+        pods.list(&Default::default())
+            .await
+            .map(|l| l.items.is_empty())
+            .unwrap_or(false)
+    })
+    .await;
+    assert!(gone, "the spread pods did not go");
+    let packed_nodes = place(format!("pack-{ns}")).await;
+    for i in 0..3 {
+        let _ = pods
+            .delete(
+                &format!("pack-{ns}-{i}"),
+                &DeleteParams::default().grace_period(0),
+            )
+            .await;
+    }
+    for name in &names {
+        let _ = nodes.delete(name, &DeleteParams::default()).await;
+    }
+    assert_eq!(
+        spread_on, 2,
+        "the default scoring spreads: {spread_nodes:?}"
+    );
+    assert_eq!(
+        packed_nodes.len(),
+        1,
+        "the example's profile packs the three pods onto one node: {packed_nodes:?}"
+    );
+}

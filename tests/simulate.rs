@@ -366,6 +366,10 @@ fn a_shared_pool_replays_both_logs_under_every_way_of_sharing() {
         assert_eq!(r["jobs"], 10, "{r}");
         assert_eq!(r["pods"], 12, "{r}");
     }
+    // Which kube-scheduler scoring placed the pods: the default unless told; the oracle
+    // places them itself.
+    assert_eq!(row("builtin")["kube_scoring"], "least-allocated");
+    assert!(row("oracle")["kube_scoring"].is_null());
     let b = row("builtin");
     assert_eq!(
         (b["jobs_killed"].as_u64(), b["evictions"].as_u64()),
@@ -400,6 +404,37 @@ fn a_shared_pool_replays_both_logs_under_every_way_of_sharing() {
         let body = std::fs::read_to_string(out_dir.join(file)).unwrap_or_default();
         assert!(!body.is_empty(), "{file} written");
     }
+}
+
+#[test]
+fn pods_packed_by_most_allocated_scoring_are_said_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let (trace, pods) = (swf(dir.path(), ""), pod_csv(dir.path(), ""));
+    let args = [
+        "--trace",
+        &trace,
+        "--pods",
+        &pods,
+        "--policies",
+        "builtin,oracle",
+    ];
+    let out = simulate(&[&args[..], &["--kube-scoring", "most-allocated"]].concat());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("kube-scheduler scoring most-allocated"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = simulate(&[&args[..], &["--kube-scoring", "most-allocated", "--json"]].concat());
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    assert_eq!(rows[0]["kube_scoring"], "most-allocated", "{rows}");
+    let out = simulate(&[&args[..], &["--kube-scoring", "tightest"]].concat());
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("most-allocated"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]

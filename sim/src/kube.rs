@@ -3,7 +3,8 @@
 //! order within a priority, none holding up the others (kube-scheduler retries an
 //! unschedulable pod later and goes on) — each to the usable node where it fits with the most
 //! room left, as kube-scheduler's default NodeResourcesFit scoring (LeastAllocated) spreads
-//! them.
+//! them, or with the least, as its MostAllocated strategy packs them ([`Scoring`]). Room is
+//! counted in CPUs alone: kube-scheduler weighs every resource its profile names.
 //!
 //! Which nodes pods may use is set from outside ([`Kube::set_usable`]): those Kubernetes
 //! holds, or — under Slurm-first sharing — those Slurm runs nothing on. A pod on a node taken
@@ -18,6 +19,25 @@ use std::sync::Arc;
 
 use super::pods::PodRequest;
 use super::trace::NodeShape;
+
+/// Where kube-scheduler's NodeResourcesFit scoring puts a pod among the nodes it fits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Scoring {
+    /// The node with the most room left (kube-scheduler's default): pods spread.
+    #[default]
+    LeastAllocated,
+    /// The node with the least room left: pods pack, and nodes empty out.
+    MostAllocated,
+}
+
+impl Scoring {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::LeastAllocated => "least-allocated",
+            Self::MostAllocated => "most-allocated",
+        }
+    }
+}
 
 /// CPU and GPU thousandths, memory MiB.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -69,8 +89,9 @@ pub struct Kube {
     next: usize,
     /// Waiting pods in scheduling order.
     pending: BTreeSet<(Reverse<i32>, i64, usize)>,
-    /// Usable nodes by free CPU, for the most-room-first search.
+    /// Usable nodes by free CPU, for the search in [`Scoring`] order.
     room: BTreeSet<(u64, u32)>,
+    pub scoring: Scoring,
     /// Running pods: (node, since).
     running: Vec<Option<(u32, i64)>>,
     ends: BinaryHeap<Reverse<(i64, usize)>>,
@@ -115,6 +136,7 @@ impl Kube {
             next: 0,
             pending: BTreeSet::new(),
             room: BTreeSet::new(),
+            scoring: Scoring::default(),
             ends: BinaryHeap::new(),
             evictions: 0,
             lost_seconds: 0.0,
@@ -259,12 +281,15 @@ impl Kube {
             {
                 continue;
             }
-            let found = self
+            let mut fitting = self
                 .room
                 .range((ask.cpu_m, 0)..)
-                .rev()
                 .map(|&(_, i)| i)
-                .find(|&i| ask.fits_in(&self.nodes[i as usize].free));
+                .filter(|&i| ask.fits_in(&self.nodes[i as usize].free));
+            let found = match self.scoring {
+                Scoring::LeastAllocated => fitting.next_back(),
+                Scoring::MostAllocated => fitting.next(),
+            };
             let Some(node) = found else {
                 failed.push(ask);
                 continue;
@@ -432,6 +457,28 @@ mod tests {
         // Ends free room; the big pod lands once a node is empty.
         k.advance(102);
         assert_eq!(k.started[2], Some(102));
+    }
+
+    /// The same pods under each scoring: spread, both nodes keep a pod until the last ends;
+    /// packed, the second node is never used and stays empty for Slurm.
+    #[test]
+    fn most_allocated_scoring_packs_pods_and_leaves_nodes_empty() {
+        let pods: Arc<[PodRequest]> = vec![
+            pod("a", 0, 100, 1.0, 0),
+            pod("b", 1, 200, 1.0, 0),
+            pod("c", 2, 300, 2.0, 0),
+        ]
+        .into();
+        let nodes_used = |scoring| {
+            let mut k = Kube::new(&SHAPE, 2, pods.clone());
+            k.scoring = scoring;
+            k.set_usable(0, true);
+            k.set_usable(1, true);
+            k.advance(2);
+            (k.empty(0), k.empty(1))
+        };
+        assert_eq!(nodes_used(Scoring::LeastAllocated), (false, false));
+        assert_eq!(nodes_used(Scoring::MostAllocated), (false, true));
     }
 
     #[test]

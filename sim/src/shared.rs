@@ -29,6 +29,7 @@ use slurmscale_exporter::k8s::watch::{KubeSnapshot, WatchHealth};
 
 use super::cluster::{Cluster, Mode, SchedConfig, Slot};
 use super::colocated::PoolWorld;
+use super::kube::Scoring;
 use super::pods::PodRequest;
 use super::report::quantile;
 use super::trace::{NodeShape, TraceJob};
@@ -76,6 +77,8 @@ pub struct SharedOptions {
     pub autoscaler: NodeSetAutoscalerSpec,
     /// Timeline resolution (seconds); 0 picks one for about 1,500 points.
     pub bucket: i64,
+    /// How the simulated kube-scheduler places pods (the oracle has its own scheduler).
+    pub scoring: Scoring,
 }
 
 impl SharedOptions {
@@ -87,6 +90,7 @@ impl SharedOptions {
             split,
             autoscaler: default_spec(nodes),
             bucket: 0,
+            scoring: Scoring::default(),
         }
     }
 }
@@ -214,7 +218,8 @@ impl Pool {
             _ => opts.split,
         };
         let how = (split, mode == Mode::Pool, sharing == Sharing::SlurmFirst);
-        let world = PoolWorld::new(&mut cluster, pods, how, PARTITION, start);
+        let mut world = PoolWorld::new(&mut cluster, pods, how, PARTITION, start);
+        world.kube.scoring = opts.scoring;
         let n = opts.nodes as usize;
         let mut p = Self {
             sharing,

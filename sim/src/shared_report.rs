@@ -50,6 +50,9 @@ pub struct SharedRow {
     pub gap_closed: Option<f64>,
     /// Records of either log left out, by reason.
     pub not_replayed: BTreeMap<String, u64>,
+    /// How kube-scheduler placed pods (`least-allocated` or `most-allocated`); `None` for
+    /// the oracle, which schedules both sides itself.
+    pub kube_scoring: Option<&'static str>,
 }
 
 impl SharedRow {
@@ -87,6 +90,7 @@ impl SharedRow {
             starved_pods: s.starved_pods,
             gap_closed: None,
             not_replayed: BTreeMap::new(),
+            kube_scoring: None,
         }
     }
 }

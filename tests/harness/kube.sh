@@ -326,6 +326,8 @@ write_env() {
 export KUBECONFIG=$kubeconfig
 export KUBE_API_URL=$api_url
 export KUBE_VERSION=$KUBE_VERSION
+# kube-scheduler and the other Kubernetes binaries (tests run a second scheduler from here).
+export HARNESS_KUBE_BIN=$GOSTACK_KUBE_DIR
 export HARNESS_KUBE_PKI=$pki
 export HARNESS_KWOK_NODES="$(kwok_node_names | sed 's/ $//')"
 export HARNESS_KEDA_VERSION=$KEDA_VERSION

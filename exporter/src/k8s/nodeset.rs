@@ -272,8 +272,8 @@ pub mod v1alpha1 {
     }
 }
 
-/// Annotation naming the Slurm partition a NodeSet serves (default: the NodeSet's name, which
-/// is the partition slurm-operator creates for it).
+/// Annotation naming the Slurm partition a NodeSet serves (default: its name in Slurm,
+/// [`slurm_name`], which is the partition slurm-operator creates for it).
 pub const PARTITION_ANNOTATION: &str = "slurmscale.io/partition";
 /// Annotation naming the Slurm cluster (the `cluster` label) a NodeSet belongs to; needed only
 /// when the exporter reads several clusters.
