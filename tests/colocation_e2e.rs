@@ -519,23 +519,14 @@ async fn rebalances_the_pool(flavor: &str, chart: bool) {
     )
     .await;
 
-    // Slurm wants four nodes while Kubernetes still runs a pod on c3: replicas go back to 4,
-    // and the plan says the new NodeSet pod waits for a node Kubernetes runs nothing on.
-    let wide = cluster.submit(&["-p", "cpu", "-N4", "--exclusive", "--wrap", "sleep 600"]);
-    pool.eventually(
-        "Slurm grows back to 4, saying its new pod waits for an empty node",
-        &p,
-        async || {
-            pool.replicas().await == 4
-                && pool.status().await.contains(
-                    "1 NodeSet pod(s) wait for a pool node Kubernetes runs nothing on (0 now)",
-                )
-        },
-    )
-    .await;
-    // Kubernetes is done with c3: once slurm-operator has a pod there again, our drain there
-    // is lifted.
+    // Kubernetes is done with c3 and Slurm wants four nodes: replicas go back to 4, and once
+    // slurm-operator has a pod on c3 again our drain there is lifted.
     pool.ledger("c3", "0", "0").await;
+    let wide = cluster.submit(&["-p", "cpu", "-N4", "--exclusive", "--wrap", "sleep 600"]);
+    pool.eventually("Slurm grows back to 4", &p, async || {
+        pool.replicas().await == 4
+    })
+    .await;
     pool.add_slurmd_pod("c3").await;
     pool.set_nodeset_replicas_status(4).await;
     pool.eventually("our drain on c3 lifted", &p, async || {

@@ -318,8 +318,23 @@ async fn the_real_operator_removes_the_pod_we_mark_to_go_first() {
     let nodesets = nodeset(&client, &ns, &controller, ("slinky", 3), slurmd()).await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     let all = ["slinky-0", "slinky-1", "slinky-2"];
+    // Ready too: slurm-operator removes a pod that is not Ready before any deletion cost
+    // counts.
+    let ready = async || {
+        let list = pods.list(&ListParams::default().labels(SLURMD_PODS)).await;
+        list.map(|l| l.items)
+            .unwrap_or_default()
+            .iter()
+            .filter(|p| {
+                (p.status.as_ref().and_then(|s| s.conditions.as_ref()))
+                    .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+            })
+            .count()
+    };
     let up = support::wait_until(Duration::from_secs(60), || async {
-        running(&pods).await == all && all.iter().all(|n| node(&cluster, n).contains("State=IDLE"))
+        running(&pods).await == all
+            && ready().await == 3
+            && all.iter().all(|n| node(&cluster, n).contains("State=IDLE"))
     })
     .await;
     assert!(
@@ -336,6 +351,10 @@ async fn the_real_operator_removes_the_pod_we_mark_to_go_first() {
     )
     .await
     .unwrap();
+    // The operator reads pods and NodeSets through separate watches: give its pod cache the
+    // mark before the scale arrives (the autoscaler marks and scales in one reconcile, a race
+    // the operator's cache usually wins; here the test wants the rule, not the race).
+    tokio::time::sleep(Duration::from_secs(2)).await;
     // As the actuator scales: a merge patch of the scale subresource.
     nodesets
         .patch_scale(

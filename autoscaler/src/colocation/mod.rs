@@ -176,10 +176,6 @@ struct Sides<'a> {
     /// running the fewest jobs, then those whose jobs end soonest (unknown ends last), then
     /// the least allocated.
     candidates: Vec<&'a PoolNode>,
-    /// Pool nodes Slurm holds (a NodeSet pod is there), and of the others, those where
-    /// Kubernetes holds nothing: where a new NodeSet pod can land.
-    slurm_held: u64,
-    kube_empty: u64,
 }
 
 impl<'a> Sides<'a> {
@@ -209,19 +205,11 @@ impl<'a> Sides<'a> {
                 )
             })
         });
-        let kube_empty = pool
-            .iter()
-            .filter(|n| {
-                n.slurm.is_none() && n.k8s_cpu <= 0.0 && n.k8s_memory <= 0.0 && n.k8s_gpu <= 0.0
-            })
-            .count() as u64;
         Self {
             ours_empty: held(|s| s.drained_by_us && !s.busy),
             ours_busy: held(|s| s.drained_by_us && s.busy),
             serving,
             candidates,
-            slurm_held: pool.iter().filter(|n| n.slurm.is_some()).count() as u64,
-            kube_empty,
         }
     }
 
@@ -436,15 +424,6 @@ fn give_back(p: &mut Plan, m: &mut PoolMoves, sides: &Sides, max_slurm: u64) {
             ));
             p.replicas = target;
         }
-    }
-    // A new NodeSet pod needs a node Kubernetes holds nothing on; say so when there are too
-    // few, since that, not Slurm, is what Slurm's growth then waits on.
-    let waiting = p.replicas.saturating_sub(sides.slurm_held);
-    if waiting > sides.kube_empty {
-        p.steps.push(format!(
-            "{waiting} NodeSet pod(s) wait for a pool node Kubernetes runs nothing on ({} now): they start as Kubernetes' pods end there (a kube-scheduler profile that packs the pool's pods empties nodes sooner)",
-            sides.kube_empty
-        ));
     }
 }
 
@@ -795,41 +774,6 @@ mod tests {
         );
         assert_eq!(PoolMoves::of(&p).resume, ["s1"]);
         assert_eq!(p.replicas, 4);
-    }
-
-    /// Slurm grows onto pool nodes Kubernetes runs nothing on: while there are fewer than the
-    /// NodeSet pods waiting, the plan says what they wait for (and does not say it when one
-    /// empty node is enough).
-    #[test]
-    fn growth_that_waits_for_kubernetes_pods_to_end_says_so() {
-        let says = |empty: usize| {
-            let mut pool = vec![
-                node(0, slurm_node(true)),
-                node(1, None),
-                node(2, None),
-                node(3, None),
-            ];
-            for n in pool.iter_mut().skip(1).take(empty) {
-                n.k8s_cpu = 0.0;
-            }
-            let p = plan(
-                &bounds(),
-                &pool,
-                &[],
-                &signals(1, 2),
-                Ok(()),
-                1,
-                &ColocationHistory::default(),
-                t(0),
-            );
-            assert_eq!(p.replicas, 3, "{p:?}");
-            p.steps.iter().any(|s| {
-                s.contains("2 NodeSet pod(s) wait for a pool node Kubernetes runs nothing on")
-            })
-        };
-        assert!(says(0));
-        assert!(says(1));
-        assert!(!says(2));
     }
 
     /// While the job list catches up with Slurm, pending jobs may already run on the nodes
