@@ -512,13 +512,7 @@ fn the_readme_s_values_are_the_quick_start_s() {
             None => assert_eq!(readme, file, "README.md's values.yaml at {path}"),
         }
     }
-    let readme = read("README.md");
-    let block = readme
-        .split("```yaml\n# values.yaml\n")
-        .nth(1)
-        .and_then(|rest| rest.split("```").next())
-        .expect("README.md: the `# values.yaml` block");
-    let readme: Value = serde_saphyr::from_str(block).unwrap();
+    let readme = support::readme_yaml("values.yaml");
     let file: Value =
         serde_saphyr::from_str(&read("examples/helm/slinky-quickstart.yaml")).unwrap();
     assert!(readme.as_object().is_some_and(|o| o.len() >= 4), "{readme}");

@@ -766,16 +766,20 @@ async fn the_documented_packing_profile_packs_pool_pods_on_the_real_kube_schedul
         }
         placed
     };
+    // A scheduler's three pods, forced out (no kubelet here to confirm a graceful end).
+    let remove = async |scheduler: String| {
+        for i in 0..3 {
+            let _ = pods
+                .delete(
+                    &format!("{scheduler}-{i}"),
+                    &DeleteParams::default().grace_period(0),
+                )
+                .await;
+        }
+    };
     let spread_nodes = place(format!("spread-{ns}")).await;
     let spread_on = spread_nodes.len();
-    for i in 0..3 {
-        let _ = pods
-            .delete(
-                &format!("spread-{ns}-{i}"),
-                &DeleteParams::default().grace_period(0),
-            )
-            .await;
-    }
+    remove(format!("spread-{ns}")).await;
     let gone = support::wait_until(Duration::from_secs(30), || async {
         pods.list(&Default::default())
             .await
@@ -785,14 +789,7 @@ async fn the_documented_packing_profile_packs_pool_pods_on_the_real_kube_schedul
     .await;
     assert!(gone, "the spread pods did not go");
     let packed_nodes = place(format!("pack-{ns}")).await;
-    for i in 0..3 {
-        let _ = pods
-            .delete(
-                &format!("pack-{ns}-{i}"),
-                &DeleteParams::default().grace_period(0),
-            )
-            .await;
-    }
+    remove(format!("pack-{ns}")).await;
     for name in &names {
         let _ = nodes.delete(name, &DeleteParams::default()).await;
     }

@@ -117,17 +117,6 @@ pub async fn slinky_autoscaler(
     slinky_autoscaler_of(client, ns, cluster, "slinky").await
 }
 
-/// The NodeSetAutoscaler of the README's "Install beside Slinky", as written there.
-fn readme_autoscaler() -> serde_json::Value {
-    let readme = std::fs::read_to_string(super::repo_root().join("README.md")).unwrap();
-    let block = readme
-        .split("```yaml\n# slinky-nsa.yaml\n")
-        .nth(1)
-        .and_then(|rest| rest.split("```").next())
-        .expect("README.md: the `# slinky-nsa.yaml` block");
-    serde_saphyr::from_str(block).unwrap_or_else(|e| panic!("README.md's slinky-nsa.yaml: {e}"))
-}
-
 /// [`slinky_autoscaler`] of NodeSet `nodeset`: the partition is the one it serves, as
 /// slurm-operator names it (no annotation, no `spec.slurm.partitions`). It is the README's
 /// NodeSetAutoscaler with the test's bounds and short timers; on a NodeSet of Slinky's chart,
@@ -139,7 +128,8 @@ pub async fn slinky_autoscaler_of(
     nodeset: &str,
 ) -> (Api<NodeSetAutoscaler>, Process) {
     let autoscalers: Api<NodeSetAutoscaler> = Api::namespaced(client.clone(), ns);
-    let mut nsa = readme_autoscaler();
+    // The NodeSetAutoscaler of the README's "Install beside Slinky".
+    let mut nsa = super::readme_yaml("slinky-nsa.yaml");
     if nodeset.starts_with("slurm-worker-") {
         assert_eq!(
             nsa["spec"]["scaleTargetRef"]["name"], nodeset,

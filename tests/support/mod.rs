@@ -31,6 +31,17 @@ pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The README's YAML block that starts with the comment `# <name>`, as written there.
+pub fn readme_yaml(name: &str) -> serde_json::Value {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let block = readme
+        .split(&format!("```yaml\n# {name}\n"))
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .unwrap_or_else(|| panic!("README.md: the `# {name}` block"));
+    serde_saphyr::from_str(block).unwrap_or_else(|e| panic!("README.md's {name}: {e}"))
+}
+
 /// Reads `export KEY=value` lines as the harness writes them.
 fn read_env_file(path: &Path) -> Option<HashMap<String, String>> {
     let text = std::fs::read_to_string(path).ok()?;
