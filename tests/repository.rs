@@ -122,7 +122,7 @@ fn the_metrics_reference_lists_every_family_the_code_renders_and_no_other() {
     let mut rendered = std::collections::BTreeSet::new();
     let mut sources = Vec::new();
     files(&root().join("exporter/src/metrics"), &mut sources);
-    sources.push(root().join("autoscaler/src/metrics.rs"));
+    files(&root().join("autoscaler/src/metrics"), &mut sources);
     for path in sources {
         let text = std::fs::read_to_string(&path).unwrap();
         for piece in text.split('"').skip(1).step_by(2) {

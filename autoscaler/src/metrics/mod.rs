@@ -1,0 +1,139 @@
+//! The autoscaler's own metrics, modelled on cluster-autoscaler's: desired and current
+//! replicas per target, scale-ups and scale-downs, errors by kind, decision duration, last
+//! activity, frozen and leader flags. Rendered with the exporter's text writer, so names and
+//! labels follow the same rules (`cluster` on every series).
+//!
+//! One module per family, all listed in [`FAMILIES`] — the one place to add one. A family
+//! renders from [`AutoscalerMetrics`], the numbers the controller's reconciles leave behind
+//! (a policy fills its own part of a [`Row`] through its `metrics` hook), and never calls
+//! Kubernetes or Slurm.
+
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+use slurmscale_exporter::metrics::{MetricsOptions, Out, PageInput, render};
+
+use crate::plan::Reason;
+
+mod autoscaler;
+mod colocation;
+#[cfg(test)]
+mod fixtures;
+mod planned;
+mod process;
+
+/// A family renders from what the reconciles left behind.
+pub type Family = fn(&mut Out, &AutoscalerMetrics);
+
+/// Every family, in rendering order.
+pub const FAMILIES: &[(&str, Family)] = &[
+    ("process", process::collect),
+    ("autoscaler", autoscaler::collect),
+    ("colocation", colocation::collect),
+    ("planned", planned::collect),
+];
+
+/// One NodeSetAutoscaler's latest numbers.
+#[derive(Clone, Debug, Default)]
+pub struct Row {
+    pub cluster: String,
+    pub namespace: String,
+    pub name: String,
+    pub target: String,
+    pub desired: u64,
+    pub current: u64,
+    pub recommendation: u64,
+    pub frozen: bool,
+    pub limited: bool,
+    pub unsatisfiable: u64,
+    pub reason: Reason,
+    pub scale_ups: u64,
+    pub scale_downs: u64,
+    pub last_scale_up: Option<SystemTime>,
+    pub last_scale_down: Option<SystemTime>,
+    pub last_decision: Option<SystemTime>,
+    pub decision_seconds: f64,
+    /// Colocated autoscalers only.
+    pub colocation: Option<ColocationRow>,
+    /// Slurm-planned autoscalers only.
+    pub planned: Option<PlannedRow>,
+}
+
+impl Row {
+    /// The labels every per-autoscaler series carries after `cluster`.
+    fn labels(&self) -> [(&'static str, &str); 3] {
+        [
+            ("namespace", self.namespace.as_str()),
+            ("autoscaler", self.name.as_str()),
+            ("target", self.target.as_str()),
+        ]
+    }
+
+    /// The spec changed policy: the old one's part of the row goes.
+    pub fn forget_policy(&mut self) {
+        self.colocation = None;
+        self.planned = None;
+    }
+}
+
+/// Where a slurm-planned NodeSet's records stand.
+#[derive(Clone, Debug, Default)]
+pub struct PlannedRow {
+    /// Records by power state (`off`, `up`, `down`, `idle`, `busy`, `failed`, `absent`).
+    pub records: BTreeMap<&'static str, u64>,
+    /// Pods added that slurmctld did not ask for (free ordinals below a wanted one).
+    pub unrequested_pods: u64,
+}
+
+/// How a colocated pool is shared.
+#[derive(Clone, Debug, Default)]
+pub struct ColocationRow {
+    pub pool: u64,
+    pub slurm: u64,
+    pub draining: u64,
+    pub kubernetes_need: u64,
+    pub slurm_need: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct AutoscalerMetrics {
+    pub rows: BTreeMap<String, Row>,
+    pub errors: BTreeMap<&'static str, u64>,
+    pub leader: bool,
+    /// `POST /wake` calls heeded (this replica leading).
+    pub wakes: u64,
+}
+
+/// Every family of [`FAMILIES`], into `out`.
+pub fn collect(out: &mut Out, m: &AutoscalerMetrics) {
+    for (_, family) in FAMILIES {
+        family(out, m);
+    }
+}
+
+/// The autoscaler's `/metrics` page: its own metrics and the health of its Slurm polling.
+pub fn page(
+    snapshots: Vec<std::sync::Arc<slurmscale_exporter::snapshot::ClusterSnapshot>>,
+    m: &AutoscalerMetrics,
+    exporter: Option<(
+        &slurmscale_exporter::metrics::MetricsOptions,
+        &slurmscale_exporter::k8s::watch::KubeSnapshot,
+    )>,
+) -> slurmscale_exporter::server::Page {
+    // With the exporter: every family it serves, from the same snapshots; without, only the
+    // health of the Slurm polling.
+    let defaults = MetricsOptions::default();
+    let (opts, kube) = exporter.map_or((&defaults, None), |(o, k)| (o, Some(k)));
+    let input = PageInput {
+        snapshots: &snapshots,
+        kube,
+        opts,
+        now: std::time::SystemTime::now(),
+        health_only: exporter.is_none(),
+    };
+    let text = render(&input, |out| collect(out, m));
+    slurmscale_exporter::server::Page {
+        text: text.into(),
+        snapshots,
+    }
+}
