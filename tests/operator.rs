@@ -351,10 +351,9 @@ async fn the_real_operator_removes_the_pod_we_mark_to_go_first() {
     )
     .await
     .unwrap();
-    // The operator reads pods and NodeSets through separate watches: give its pod cache the
-    // mark before the scale arrives (the autoscaler marks and scales in one reconcile, a race
-    // the operator's cache usually wins; here the test wants the rule, not the race).
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // The operator reads pods and NodeSets through separate watches, so the autoscaler drops
+    // replicas no sooner than MARKS_SETTLE after its marks: as it does, so does the test.
+    tokio::time::sleep(slurmscale_autoscaler::controller::MARKS_SETTLE).await;
     // As the actuator scales: a merge patch of the scale subresource.
     nodesets
         .patch_scale(

@@ -82,6 +82,11 @@ impl Write {
     pub fn is_slurm(self) -> bool {
         matches!(self, Self::Drain(_) | Self::Resume | Self::Refresh(_))
     }
+
+    /// A deletion cost set on pods, for the next scale-in.
+    pub fn is_mark(self) -> bool {
+        matches!(self, Self::MarkPodsOn | Self::MarkPods)
+    }
 }
 
 impl Move {

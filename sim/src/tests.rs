@@ -284,11 +284,12 @@ fn slurm_planned_runs_the_controller_on_slurmctld_s_requests() {
         }
     }
     // Requested at the pass of 10, where the poll sees it; up at 100, started at the check
-    // at 120; idle from 225, asked to power down at the pass after 825.
+    // at 120; idle from 225, asked to power down at the pass after 825; its pod marked to go
+    // at the poll of 830 and removed at the next (the scale-in waits for the mark).
     assert_eq!(starts(&c), vec![120]);
-    assert_eq!(pods, vec![(10, 1), (830, 0)]);
+    assert_eq!(pods, vec![(10, 1), (832, 0)]);
     assert_eq!(
-        held, 820.0,
+        held, 822.0,
         "node-seconds from the pod's creation to its deletion"
     );
     let v = c.node_view(0).unwrap();

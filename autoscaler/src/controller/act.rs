@@ -3,9 +3,15 @@
 //! the only code that looks at leadership and dry run: a standby writes nothing, a dry run
 //! says what it would do. A scale patch that meets a concurrent change (409) fails here and
 //! the loop observes and plans again; the node moves already made are not made twice.
+//!
+//! Pods are marked to go first, and the replicas that remove them dropped, in two reconciles
+//! at least [`MARKS_SETTLE`] apart: slurm-operator picks the pods a scale-in removes from its
+//! own pod cache, which its NodeSet watch does not wait for, so a drop sent just after the
+//! marks may be carried out on pods it still sees unmarked — another pod goes, perhaps one
+//! running jobs, and the node meant for Kubernetes stays Slurm's.
 
 use std::collections::BTreeMap;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use slurmscale_exporter::slurm::ApiVersion;
 use tracing::{debug, info, warn};
@@ -49,6 +55,8 @@ pub struct Outcome {
     pub replicas: u64,
     /// The plan was carried out (not a standby, not a dry run).
     pub acted: bool,
+    /// The scale-in waits for pods marked to go to settle: look again then.
+    pub again_at: Option<SystemTime>,
 }
 
 impl Outcome {
@@ -84,6 +92,11 @@ impl Announced {
     }
 }
 
+/// How long a mark has before the scale-in that relies on it: slurm-operator's pod cache
+/// follows the API server within milliseconds; a second is far beyond that, and less than
+/// the autoscaler's poll (2 s), so the scale-in comes at the next reconcile.
+pub const MARKS_SETTLE: Duration = Duration::from_secs(1);
+
 /// Missing node records are asked for again no sooner than this: slurmctld 22.05 answers
 /// `scontrol create` with success even when it refuses, so only later polls tell, and
 /// asking at every poll would only repeat the same refusal.
@@ -108,18 +121,35 @@ impl Intent {
 /// reconcile, when a 409 sends it round again; nor, for a Slurm node write, until slurmrestd
 /// has confirmed the nodes after it was sent: a plan made on nodes read before the write
 /// cannot show it, and would repeat every DRAIN or RESUME at each reconcile until the next
-/// poll does (each an `scontrol` run on 22.05, each an Event).
+/// poll does (each an `scontrol` run on 22.05, each an Event); nor, for a pod mark, while
+/// the plan still asks for it: the scale-in that follows it waits for the mark's age.
 #[derive(Debug, Default)]
 pub struct Moved(BTreeMap<(Write, String), SystemTime>);
 
 impl Moved {
     /// Keeps only the moves the plan made on `obs` cannot know of yet: those of this
-    /// reconcile, and Slurm node writes sent no earlier than the nodes were confirmed.
-    fn forget_seen(&mut self, obs: &Observation) {
-        self.0.retain(|(write, _), at| {
+    /// reconcile, Slurm node writes sent no earlier than the nodes were confirmed, and the
+    /// marks `moves` still makes (one it no longer makes is sent again if asked for later:
+    /// the pod may be a new one of the same name).
+    fn forget_seen(&mut self, obs: &Observation, moves: &[Move]) {
+        self.0.retain(|(write, target), at| {
             *at == obs.now
                 || (write.is_slurm() && obs.slurm_nodes_at.is_none_or(|seen| seen <= *at))
+                || (write.is_mark()
+                    && (moves.iter()).any(|m| m.write == *write && m.targets.contains(target)))
         });
+    }
+
+    /// When the newest of the marks `moves` relies on is old enough for a scale-in
+    /// ([`MARKS_SETTLE`]); `None` when none is that young.
+    fn marks_settle_at(&self, moves: &[Move], now: SystemTime) -> Option<SystemTime> {
+        let marks = moves.iter().filter(|m| m.write.is_mark());
+        let written = marks.flat_map(|m| m.targets.iter().map(move |t| (m.write, t.clone())));
+        written
+            .filter_map(|key| self.0.get(&key))
+            .map(|at| *at + MARKS_SETTLE)
+            .filter(|settled| *settled > now)
+            .max()
     }
 
     /// Whether `write` to `target` is one of them (after [`Moved::forget_seen`]).
@@ -143,6 +173,7 @@ pub async fn act<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         before,
         replicas: before,
         acted: false,
+        again_at: None,
     };
     if mode == Mode::Act {
         if !memory.reload_read {
@@ -184,8 +215,9 @@ pub async fn act<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
 }
 
 /// Every effect, in the order that keeps the pool consistent: drains and resumes, then the
-/// pods to go first, then the scale that removes them (or adds nodes). The scale carries the
-/// resource version read: a concurrent change fails it with a 409.
+/// pods to go first, then — once those marks have settled — the scale that removes them (or
+/// adds nodes). The scale carries the resource version read: a concurrent change fails it
+/// with a 409.
 async fn apply<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     seam: &Seam<K, S, P>,
     nsa: &NodeSetAutoscaler,
@@ -193,9 +225,21 @@ async fn apply<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     plan: &Plan,
     moved: &mut Moved,
 ) -> Result<Outcome> {
-    move_nodes(seam, nsa, obs, plan, moved).await?;
+    let moves = plan.moves();
+    move_nodes(seam, nsa, obs, &moves, moved).await?;
     let namespace = nsa.metadata.namespace.clone().unwrap_or_default();
     let kube = &seam.kubernetes;
+    if plan.replicas < obs.target.replicas
+        && let Some(at) = moved.marks_settle_at(&moves, obs.now)
+    {
+        debug!(autoscaler = %super::key(nsa), to = plan.replicas, "the scale-in waits for its pods' marks to reach slurm-operator");
+        return Ok(Outcome {
+            before: obs.target.replicas,
+            replicas: obs.target.replicas,
+            acted: true,
+            again_at: Some(at),
+        });
+    }
     if plan.replicas != obs.target.replicas {
         let version = obs.target.resource_version.as_deref();
         kube.scale(
@@ -210,6 +254,7 @@ async fn apply<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         before: obs.target.replicas,
         replicas: plan.replicas,
         acted: true,
+        again_at: None,
     };
     if let Some(up) = outcome.scaled() {
         info!(autoscaler = %super::key(nsa), from = outcome.before, to = plan.replicas, reason = %plan.reason, "{}", plan.message());
@@ -224,12 +269,12 @@ async fn move_nodes<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     seam: &Seam<K, S, P>,
     nsa: &NodeSetAutoscaler,
     obs: &Observation,
-    plan: &Plan,
+    moves: &[Move],
     moved: &mut Moved,
 ) -> Result<()> {
     let to = Nodes { seam, nsa, obs };
-    moved.forget_seen(obs);
-    for m in plan.moves() {
+    moved.forget_seen(obs, moves);
+    for m in moves {
         let todo: Vec<String> = (m.targets.iter())
             .filter(|t| !moved.made(m.write, t))
             .cloned()

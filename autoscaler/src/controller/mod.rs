@@ -45,7 +45,7 @@ use crate::metrics::AutoscalerMetrics;
 use crate::pool::{KubePool, PoolReader};
 use crate::slurm_nodes::{SlurmNodeWriters, SlurmNodes};
 
-pub use act::{Mode, Outcome};
+pub use act::{MARKS_SETTLE, Mode, Outcome};
 pub use observe::{Inputs, Observation, PoolView};
 pub use plan::Policy;
 pub use report::Draft;
@@ -287,6 +287,9 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Controller<K, S, P> {
         };
         if outcome.acted {
             policy.acted(&plan, &outcome, now);
+        }
+        if let Some(at) = outcome.again_at {
+            entry.revisit = Some(entry.revisit.map_or(at, |r| r.min(at)));
         }
         entry.last_error = None;
         let done = (&plan, &outcome);

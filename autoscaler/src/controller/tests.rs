@@ -498,14 +498,18 @@ async fn a_pod_wanting_room_drains_a_node_then_its_pod_goes_first_and_replicas_d
     );
 
     // Slurm shows the drain; the empty node is handed over: its pod marked first, then
-    // replicas lowered so slurm-operator removes exactly that pod.
+    // replicas lowered so slurm-operator removes exactly that pod — a reconcile later, once
+    // the mark has had time to reach the operator's pod cache.
     rig.at(2);
-    rig.slurm(snapshot(
-        at(2),
-        "cpu",
-        pool_nodes(drained(node("s2", "cpu", false))),
-        &[],
-    ));
+    let drained_s2 = || {
+        snapshot(
+            at(2),
+            "cpu",
+            pool_nodes(drained(node("s2", "cpu", false))),
+            &[],
+        )
+    };
+    rig.slurm(drained_s2());
     let writes = rig.reconcile().await;
     assert_eq!(
         writes[0],
@@ -513,13 +517,29 @@ async fn a_pod_wanting_room_drains_a_node_then_its_pod_goes_first_and_replicas_d
             nodes: vec!["k2".into()]
         }
     );
-    assert_eq!(scales(&writes), [3]);
+    assert!(scales(&writes).is_empty(), "not with the mark: {writes:?}");
     let order: Vec<&str> = events(&writes).iter().map(|e| e.0).collect();
-    assert_eq!(order, ["Release", "ScaledDown"]);
+    assert_eq!(order, ["Release"]);
     assert!(
         rig.fake.with(|w| w.pods[SELECTOR]["k2"]) == NodeSetPod::Marked,
         "k2's pod is marked to go"
     );
+    assert_eq!(
+        rig.on.controller.next_revisit(),
+        Some(at(3)),
+        "the controller asks to look again once the mark has settled"
+    );
+    // At once again (our own status write wakes the loop): still too soon, nothing new.
+    assert!(
+        rig.reconcile().await.is_empty(),
+        "nothing before the mark settles"
+    );
+    rig.at(3);
+    rig.slurm(drained_s2());
+    let writes = rig.reconcile().await;
+    assert_eq!(scales(&writes), [3]);
+    let order: Vec<&str> = events(&writes).iter().map(|e| e.0).collect();
+    assert_eq!(order, ["ScaledDown"], "the mark is not made nor said again");
     let m = rig.on.controller.metrics.lock().unwrap().clone();
     let pool = m.rows["slurm/elastic"]
         .colocation
@@ -650,6 +670,64 @@ async fn a_pool_in_dry_run_says_what_it_would_drain() {
     assert!(rig.reconcile().await.is_empty(), "said once");
 }
 
+/// A mark the plan stops asking for (the pod that wanted the room went away before the
+/// scale-in) is forgotten: when the room is wanted again, the pod is marked again and the
+/// scale-in waits for that mark, not the old one.
+#[tokio::test]
+async fn a_release_given_up_before_its_scale_in_marks_again_when_wanted_again() {
+    let rig = pool_rig(false);
+    let drained_s2 = |t| {
+        let nodes = pool_nodes(drained(node("s2", "cpu", false)));
+        snapshot(at(t), "cpu", nodes, &[])
+    };
+    let marks = |writes: &[Write]| {
+        (writes.iter())
+            .filter(|w| matches!(w, Write::MarkToGo { .. }))
+            .count()
+    };
+    rig.slurm(drained_s2(0));
+    let writes = rig.reconcile().await;
+    assert_eq!(
+        (marks(&writes), scales(&writes).len()),
+        (1, 0),
+        "{writes:?}"
+    );
+    let pending = rig.fake.with(|w| std::mem::take(&mut w.unschedulable));
+    rig.at(1);
+    rig.slurm(drained_s2(1));
+    let writes = rig.reconcile().await;
+    assert_eq!(
+        (marks(&writes), scales(&writes).len()),
+        (0, 0),
+        "{writes:?}"
+    );
+    // Slurm took s2 back meanwhile; the pod returns after the cooldown.
+    assert!(
+        writes.contains(&Write::Resume { node: "s2".into() }),
+        "{writes:?}"
+    );
+    rig.fake.with(|w| w.unschedulable = pending);
+    rig.at(70);
+    rig.slurm(snapshot(
+        at(70),
+        "cpu",
+        pool_nodes(node("s2", "cpu", false)),
+        &[],
+    ));
+    assert_eq!(marks(&rig.reconcile().await), 0, "drained first");
+    rig.at(72);
+    rig.slurm(drained_s2(72));
+    let writes = rig.reconcile().await;
+    assert_eq!(
+        (marks(&writes), scales(&writes).len()),
+        (1, 0),
+        "{writes:?}"
+    );
+    rig.at(73);
+    rig.slurm(drained_s2(73));
+    assert_eq!(scales(&rig.reconcile().await), [3]);
+}
+
 #[tokio::test]
 async fn a_pool_whose_scale_changed_meanwhile_plans_its_release_again() {
     let rig = pool_rig(false);
@@ -659,8 +737,6 @@ async fn a_pool_whose_scale_changed_meanwhile_plans_its_release_again() {
         pool_nodes(drained(node("s2", "cpu", false))),
         &[],
     ));
-    // Someone scaled the NodeSet to 5 between our read and our patch.
-    rig.fake.with(|w| w.races.push_back(5));
     let writes = rig.reconcile().await;
     assert_eq!(
         writes[0],
@@ -668,6 +744,10 @@ async fn a_pool_whose_scale_changed_meanwhile_plans_its_release_again() {
             nodes: vec!["k2".into()]
         }
     );
+    // Someone scaled the NodeSet to 5 between our read and our patch, a reconcile later.
+    rig.fake.with(|w| w.races.push_back(5));
+    rig.at(1);
+    let writes = [writes, rig.reconcile().await].concat();
     // The fifth replica has no pod on a pool node: lowering to 4 would remove that pending
     // pod (the operator removes unbound pods first) and keep k2's. One fewer than the pods
     // that are bound is what frees k2.
@@ -787,7 +867,9 @@ async fn slurm_planned_keeps_cloud_records_and_follows_exactly_the_nodes_slurmct
     rig.at(6);
     let going = "IDLE+CLOUD+POWERING_DOWN";
     rig.slurm(planned_snapshot(at(6), ["MIXED+CLOUD", going, OFF, OFF]));
-    let writes = rig.reconcile().await;
+    let mut writes = rig.reconcile().await;
+    rig.at(7);
+    writes.extend(rig.reconcile().await);
     let retired: Vec<&Write> = writes
         .iter()
         .filter(|w| matches!(w, Write::Retire { .. }))
@@ -1106,9 +1188,14 @@ async fn slurm_planned_moves_nothing_on_stale_data_or_while_the_nodeset_changes(
     let writes = rig.reconcile().await;
     assert!(scales(&writes).is_empty(), "{writes:?}");
     assert_eq!(rig.status().last_decision.unwrap().reason, "Stabilizing");
-    // Settled: the power-down is followed.
+    // Settled: the power-down is followed, its pod marked first.
     rig.fake
         .with(|w| w.targets.get_mut(NODESET).unwrap().status_replicas = None);
+    let writes = rig.reconcile().await;
+    assert!(writes.iter().any(|w| matches!(w, Write::Retire { .. })));
+    assert!(scales(&writes).is_empty());
+    rig.at(101);
+    rig.slurm(planned_snapshot(at(101), ["MIXED+CLOUD", going, OFF, OFF]));
     assert_eq!(scales(&rig.reconcile().await), [1]);
 }
 
