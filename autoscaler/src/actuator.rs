@@ -123,6 +123,9 @@ fn nodeset_hostname(spec: Option<&Value>) -> Option<&str> {
 /// The annotation slurm-operator reads to choose which NodeSet pods go first on scale-in.
 pub const POD_DELETION_COST: &str = "nodeset.slinky.slurm.net/pod-deletion-cost";
 
+/// The deletion cost that makes a pod go first: below any a site would set.
+const MARK: &str = "-100000";
+
 /// Which of a target's pods: those bound to these Kubernetes nodes, or these by name.
 #[derive(Clone, Copy, Debug)]
 pub enum PodsBy<'a> {
@@ -282,6 +285,15 @@ pub trait Kubernetes: Send + Sync + 'static {
         which: PodsBy<'_>,
     ) -> impl Future<Output = Result<usize>> + Send;
 
+    /// Takes back the mark [`Kubernetes::mark_pods_to_go`] set on the target's pods
+    /// `which` (a deletion cost someone else set stays); how many.
+    fn unmark_pods(
+        &self,
+        namespace: &str,
+        selector: Option<&str>,
+        which: PodsBy<'_>,
+    ) -> impl Future<Output = Result<usize>> + Send;
+
     /// Merges `status` into the autoscaler's status.
     fn status(
         &self,
@@ -328,6 +340,15 @@ impl<K: Kubernetes> Kubernetes for std::sync::Arc<K> {
         (**self).mark_pods_to_go(namespace, selector, which)
     }
 
+    fn unmark_pods(
+        &self,
+        namespace: &str,
+        selector: Option<&str>,
+        which: PodsBy<'_>,
+    ) -> impl Future<Output = Result<usize>> + Send {
+        (**self).unmark_pods(namespace, selector, which)
+    }
+
     fn status(
         &self,
         nsa: &NodeSetAutoscaler,
@@ -344,6 +365,41 @@ impl<K: Kubernetes> Kubernetes for std::sync::Arc<K> {
         note: String,
     ) -> impl Future<Output = ()> + Send {
         (**self).event(nsa, warning, reason, note)
+    }
+}
+
+impl Actuator {
+    /// Sets (`go`) or takes back our deletion cost on the pods `which` of `selector`.
+    async fn set_marks(
+        &self,
+        namespace: &str,
+        selector: Option<&str>,
+        which: PodsBy<'_>,
+        go: bool,
+    ) -> Result<usize> {
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        let mut lp = ListParams::default();
+        if let Some(sel) = selector {
+            lp = lp.labels(sel);
+        }
+        let ours = |pod: &Pod| {
+            (pod.metadata.annotations.as_ref())
+                .and_then(|a| a.get(POD_DELETION_COST))
+                .is_some_and(|v| v == MARK)
+        };
+        let value = if go { json!(MARK) } else { json!(null) };
+        let mut changed = 0;
+        for pod in self.read_within("pod list", pods.list(&lp)).await?.items {
+            if which.matches(&pod) && (go || ours(&pod)) {
+                let name = pod.metadata.name.clone().unwrap_or_default();
+                let patch = json!({"metadata": {"annotations": {POD_DELETION_COST: value}}});
+                let (params, patch) = (PatchParams::default(), Patch::Merge(patch));
+                self.write_within("pod patch", pods.patch(&name, &params, &patch))
+                    .await?;
+                changed += 1;
+            }
+        }
+        Ok(changed)
     }
 }
 
@@ -423,23 +479,17 @@ impl Kubernetes for Actuator {
         selector: Option<&str>,
         which: PodsBy<'_>,
     ) -> Result<usize> {
-        let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
-        let mut lp = ListParams::default();
-        if let Some(sel) = selector {
-            lp = lp.labels(sel);
-        }
-        let mut marked = 0;
-        for pod in self.read_within("pod list", pods.list(&lp)).await?.items {
-            if which.matches(&pod) {
-                let name = pod.metadata.name.clone().unwrap_or_default();
-                let patch = json!({"metadata": {"annotations": {POD_DELETION_COST: "-100000"}}});
-                let (params, patch) = (PatchParams::default(), Patch::Merge(patch));
-                self.write_within("pod patch", pods.patch(&name, &params, &patch))
-                    .await?;
-                marked += 1;
-            }
-        }
-        Ok(marked)
+        self.set_marks(namespace, selector, which, true).await
+    }
+
+    /// Only a pod carrying our own value loses it: a site may rank its pods itself.
+    async fn unmark_pods(
+        &self,
+        namespace: &str,
+        selector: Option<&str>,
+        which: PodsBy<'_>,
+    ) -> Result<usize> {
+        self.set_marks(namespace, selector, which, false).await
     }
 
     /// Merges `status` into the NodeSetAutoscaler's status.

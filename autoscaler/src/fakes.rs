@@ -96,6 +96,14 @@ pub enum Write {
     Retire {
         pods: Vec<String>,
     },
+    /// Pods on these nodes lost that deletion cost.
+    Unmark {
+        nodes: Vec<String>,
+    },
+    /// These pods, by name, lost that deletion cost.
+    Unretire {
+        pods: Vec<String>,
+    },
     Event {
         /// The autoscaler's name.
         autoscaler: String,
@@ -222,6 +230,39 @@ impl Kubernetes for Fake {
             }
         }
         Ok(marked)
+    }
+
+    async fn unmark_pods(
+        &self,
+        _: &str,
+        selector: Option<&str>,
+        which: PodsBy<'_>,
+    ) -> Result<usize> {
+        let mut w = self.world();
+        let selector = selector.unwrap_or_default().to_string();
+        let mut unmarked = 0;
+        match which {
+            PodsBy::Node(nodes) => {
+                let pods = w.pods.entry(selector).or_default();
+                for node in nodes {
+                    if let Some(pod) = pods.get_mut(node).filter(|p| **p == NodeSetPod::Marked) {
+                        *pod = NodeSetPod::Serving;
+                        unmarked += 1;
+                    }
+                }
+                w.writes.push(Write::Unmark {
+                    nodes: nodes.to_vec(),
+                });
+            }
+            PodsBy::Name(names) => {
+                let pods = w.named_pods.entry(selector).or_default();
+                unmarked = names.iter().filter(|n| pods.contains_key(*n)).count();
+                w.writes.push(Write::Unretire {
+                    pods: names.to_vec(),
+                });
+            }
+        }
+        Ok(unmarked)
     }
 
     async fn status(

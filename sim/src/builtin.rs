@@ -174,6 +174,11 @@ impl Builtin {
                     }
                 }
                 Write::Retire { pods } => marked.extend(pods.iter().filter_map(|p| slot(p))),
+                Write::Unretire { pods } => {
+                    for i in pods.iter().filter_map(|p| slot(p)) {
+                        marked.remove(&i);
+                    }
+                }
                 _ => {}
             }
         }

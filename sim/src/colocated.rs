@@ -215,9 +215,15 @@ impl PoolWorld {
                 let slots = nodes.iter().filter_map(|n| slot_of_k8s(n));
                 self.nodeset.marked.extend(slots);
             }
+            Write::Unmark { nodes } => {
+                for i in nodes.iter().filter_map(|n| slot_of_k8s(n)) {
+                    self.nodeset.marked.remove(&i);
+                }
+            }
             Write::Create { .. }
             | Write::Reconfigure
             | Write::Retire { .. }
+            | Write::Unretire { .. }
             | Write::Event { .. } => {}
         }
     }

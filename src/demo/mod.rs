@@ -210,9 +210,13 @@ impl Demo {
                 w @ (Write::Scale { .. }
                 | Write::Drain { .. }
                 | Write::Resume { .. }
-                | Write::MarkToGo { .. }) => self.sim.apply_to_pool(&w),
+                | Write::MarkToGo { .. }
+                | Write::Unmark { .. }) => self.sim.apply_to_pool(&w),
                 // The demo's autoscalers keep no node records and follow no power requests.
-                Write::Create { .. } | Write::Reconfigure | Write::Retire { .. } => {}
+                Write::Create { .. }
+                | Write::Reconfigure
+                | Write::Retire { .. }
+                | Write::Unretire { .. } => {}
                 Write::Event {
                     autoscaler,
                     warning,

@@ -8,7 +8,9 @@
 //! at least [`MARKS_SETTLE`] apart: slurm-operator picks the pods a scale-in removes from its
 //! own pod cache, which its NodeSet watch does not wait for, so a drop sent just after the
 //! marks may be carried out on pods it still sees unmarked — another pod goes, perhaps one
-//! running jobs, and the node meant for Kubernetes stays Slurm's.
+//! running jobs, and the node meant for Kubernetes stays Slurm's. A plan may change its mind
+//! in between; a mark it lets go before its scale-in is taken back, or that pod would go
+//! first at some later, unrelated scale-in.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
@@ -129,15 +131,36 @@ pub struct Moved(BTreeMap<(Write, String), SystemTime>);
 impl Moved {
     /// Keeps only the moves the plan made on `obs` cannot know of yet: those of this
     /// reconcile, Slurm node writes sent no earlier than the nodes were confirmed, and the
-    /// marks `moves` still makes (one it no longer makes is sent again if asked for later:
-    /// the pod may be a new one of the same name).
-    fn forget_seen(&mut self, obs: &Observation, moves: &[Move]) {
+    /// marks `moves` still makes. Returns the marks it no longer makes, which no scale-in
+    /// has spent: to be taken back (and sent again if asked for later).
+    fn forget_seen(
+        &mut self,
+        obs: &Observation,
+        moves: &[Move],
+    ) -> Vec<((Write, String), SystemTime)> {
+        let asked = |write: Write, target: &String| {
+            (moves.iter()).any(|m| m.write == write && m.targets.contains(target))
+        };
+        let mut let_go = Vec::new();
         self.0.retain(|(write, target), at| {
-            *at == obs.now
+            let keep = *at == obs.now
                 || (write.is_slurm() && obs.slurm_nodes_at.is_none_or(|seen| seen <= *at))
-                || (write.is_mark()
-                    && (moves.iter()).any(|m| m.write == *write && m.targets.contains(target)))
+                || (write.is_mark() && asked(*write, target));
+            if !keep && write.is_mark() {
+                let_go.push(((*write, target.clone()), *at));
+            }
+            keep
         });
+        let_go
+    }
+
+    /// The marks `moves` relied on have been spent by the scale-in that followed them.
+    fn spend_marks(&mut self, moves: &[Move]) {
+        for m in moves.iter().filter(|m| m.write.is_mark()) {
+            for t in &m.targets {
+                self.0.remove(&(m.write, t.clone()));
+            }
+        }
     }
 
     /// When the newest of the marks `moves` relies on is old enough for a scale-in
@@ -249,6 +272,9 @@ async fn apply<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
             version,
         )
         .await?;
+        if plan.replicas < obs.target.replicas {
+            moved.spend_marks(&moves);
+        }
     }
     let outcome = Outcome {
         before: obs.target.replicas,
@@ -273,7 +299,11 @@ async fn move_nodes<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     moved: &mut Moved,
 ) -> Result<()> {
     let to = Nodes { seam, nsa, obs };
-    moved.forget_seen(obs, moves);
+    let let_go = moved.forget_seen(obs, moves);
+    if let Err(e) = to.unmark(&let_go).await {
+        moved.0.extend(let_go);
+        return Err(e);
+    }
     for m in moves {
         let todo: Vec<String> = (m.targets.iter())
             .filter(|t| !moved.made(m.write, t))
@@ -352,6 +382,34 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Nodes<'_, K, S, P> {
             .kubernetes
             .mark_pods_to_go(&namespace, selector, pods)
             .await
+    }
+
+    /// Takes back marks the plan let go before a scale-in spent them, saying so.
+    async fn unmark(&self, let_go: &[((Write, String), SystemTime)]) -> Result<()> {
+        let namespace = self.nsa.metadata.namespace.clone().unwrap_or_default();
+        let selector = self.obs.target.selector.as_deref();
+        for write in [Write::MarkPodsOn, Write::MarkPods] {
+            let targets: Vec<String> = (let_go.iter())
+                .filter(|((w, _), _)| *w == write)
+                .map(|((_, t), _)| t.clone())
+                .collect();
+            if targets.is_empty() {
+                continue;
+            }
+            let which = match write {
+                Write::MarkPodsOn => PodsBy::Node(&targets),
+                _ => PodsBy::Name(&targets),
+            };
+            let kube = &self.seam.kubernetes;
+            let n = kube.unmark_pods(&namespace, selector, which).await?;
+            let note = format!(
+                "{}: no longer to go, the plan changed before replicas dropped; the mark to go first taken back from {n} pod(s)",
+                targets.join(", ")
+            );
+            info!(autoscaler = %super::key(self.nsa), "{note}");
+            self.say("Unmarked", note).await;
+        }
+        Ok(())
     }
 
     async fn say(&self, reason: &str, note: String) {

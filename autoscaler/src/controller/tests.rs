@@ -671,10 +671,11 @@ async fn a_pool_in_dry_run_says_what_it_would_drain() {
 }
 
 /// A mark the plan stops asking for (the pod that wanted the room went away before the
-/// scale-in) is forgotten: when the room is wanted again, the pod is marked again and the
-/// scale-in waits for that mark, not the old one.
+/// scale-in) is taken back, or that pod would go first at a later scale-in whatever its node
+/// runs by then; when the room is wanted again, the pod is marked again and the scale-in
+/// waits for that mark, not the old one. A mark a scale-in spent is not taken back.
 #[tokio::test]
-async fn a_release_given_up_before_its_scale_in_marks_again_when_wanted_again() {
+async fn a_release_given_up_before_its_scale_in_takes_its_mark_back() {
     let rig = pool_rig(false);
     let drained_s2 = |t| {
         let nodes = pool_nodes(drained(node("s2", "cpu", false)));
@@ -701,6 +702,14 @@ async fn a_release_given_up_before_its_scale_in_marks_again_when_wanted_again() 
         (0, 0),
         "{writes:?}"
     );
+    assert!(
+        writes.contains(&Write::Unmark {
+            nodes: vec!["k2".into()]
+        }),
+        "{writes:?}"
+    );
+    assert!(rig.fake.with(|w| w.pods[SELECTOR]["k2"]) == NodeSetPod::Serving);
+    assert!(events(&writes).iter().any(|e| e.0 == "Unmarked"));
     // Slurm took s2 back meanwhile; the pod returns after the cooldown.
     assert!(
         writes.contains(&Write::Resume { node: "s2".into() }),
@@ -726,6 +735,16 @@ async fn a_release_given_up_before_its_scale_in_marks_again_when_wanted_again() 
     rig.at(73);
     rig.slurm(drained_s2(73));
     assert_eq!(scales(&rig.reconcile().await), [3]);
+    // The pod goes; the plan no longer asks for its mark, which the scale-in spent.
+    rig.fake
+        .with(|w| w.pods.get_mut(SELECTOR).unwrap().remove("k2"));
+    rig.at(74);
+    rig.slurm(drained_s2(74));
+    let writes = rig.reconcile().await;
+    assert!(
+        !writes.iter().any(|w| matches!(w, Write::Unmark { .. })),
+        "{writes:?}"
+    );
 }
 
 #[tokio::test]
