@@ -168,6 +168,25 @@ impl Pool {
             .unwrap();
     }
 
+    /// A pod of the NodeSet that kube-scheduler found no node for, as it reports one.
+    async fn unschedulable_nodeset_pod(&self, name: &str) {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": {"app": format!("slurmd-{}", self.name)}},
+            "spec": {"containers": [{"name": "slurmd", "image": "slurmd"}]},
+        }))
+        .unwrap();
+        self.pods
+            .create(&PostParams::default(), &pod)
+            .await
+            .unwrap();
+        let status = json!({"status": {"phase": "Pending", "conditions": [{"type": "PodScheduled",
+            "status": "False", "reason": "Unschedulable", "message": "0/4 nodes are available: 4 Insufficient cpu."}]}});
+        self.pods
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(status))
+            .await
+            .unwrap();
+    }
+
     async fn marked_to_go(&self, slurm_node: &str) -> bool {
         self.pods
             .get(&format!("slurmd-{slurm_node}"))
@@ -527,6 +546,20 @@ async fn rebalances_the_pool(flavor: &str, chart: bool) {
         pool.replicas().await == 4
     })
     .await;
+    // Had a Kubernetes pod stayed on c3, the NodeSet's fourth pod would find no room: the
+    // plan says so and the metric counts it.
+    pool.unschedulable_nodeset_pod("slurmd-waiting").await;
+    pool.eventually("the waiting NodeSet pod said and counted", &p, async || {
+        let said = (pool.status().await).contains("1 NodeSet pod(s) found no node with room");
+        let m = p.metrics().await;
+        let l = [("namespace", pool.ns.as_str()), ("autoscaler", "cpu")];
+        said && m.get("slurmscale_colocation_unschedulable_pods", &l) == Some(1.0)
+    })
+    .await;
+    pool.pods
+        .delete("slurmd-waiting", &DeleteParams::default())
+        .await
+        .unwrap();
     pool.add_slurmd_pod("c3").await;
     pool.set_nodeset_replicas_status(4).await;
     pool.eventually("our drain on c3 lifted", &p, async || {

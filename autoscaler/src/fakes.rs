@@ -26,7 +26,7 @@ use crate::controller::{Controller, ControllerConfig, Seam};
 use crate::crd::{NodeSetAutoscaler, NodeSetAutoscalerStatus, ScaleTargetRef};
 use crate::error::{Error, Result};
 use crate::leader::Leadership;
-use crate::pool::{NodeSetPod, PoolReader};
+use crate::pool::{NodeSetPod, NodeSetPods, PoolReader};
 use crate::records::Record;
 use crate::slurm_nodes::{SlurmNodes, drain_reason};
 use crate::slurm_planned;
@@ -38,6 +38,8 @@ pub struct World {
     pub targets: BTreeMap<String, FakeTarget>,
     /// Per pod selector: the nodes its pods are bound to, and how each stands.
     pub pods: BTreeMap<String, BTreeMap<String, NodeSetPod>>,
+    /// Per pod selector: how many of its pods no node has room for.
+    pub unscheduled: BTreeMap<String, u64>,
     /// Per pod selector: its pods by name, and how each stands (slurm-planned NodeSets).
     pub named_pods: BTreeMap<String, slurm_planned::NamedPods>,
     /// Pods Kubernetes cannot place (pod selectors are not applied to them).
@@ -364,8 +366,12 @@ impl PoolReader for Fake {
         self.world().ledger.clone()
     }
 
-    async fn pod_nodes(&self, _: &str, selector: &str) -> Result<BTreeMap<String, NodeSetPod>> {
-        Ok(self.world().pods.get(selector).cloned().unwrap_or_default())
+    async fn pod_nodes(&self, _: &str, selector: &str) -> Result<NodeSetPods> {
+        let w = self.world();
+        Ok(NodeSetPods {
+            by_node: w.pods.get(selector).cloned().unwrap_or_default(),
+            unschedulable: w.unscheduled.get(selector).copied().unwrap_or_default(),
+        })
     }
 
     async fn unschedulable_pods(&self, _: &BTreeMap<String, String>) -> Result<Vec<PendingPod>> {

@@ -34,20 +34,30 @@ pub enum NodeSetPod {
     Serving,
 }
 
+/// The NodeSet's pods as the colocation planner reads them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NodeSetPods {
+    /// Kubernetes node → how the NodeSet pod bound there stands.
+    pub by_node: BTreeMap<String, NodeSetPod>,
+    /// Pods kube-scheduler found no node for (`PodScheduled=False`, `Unschedulable`): Slurm's
+    /// growth waits for a pool node with room for a whole NodeSet pod.
+    pub unschedulable: u64,
+}
+
 /// What the colocation planner reads of Kubernetes besides the target.
 pub trait PoolReader: Send + Sync + 'static {
     /// The GenericNode ledger, Node capacity and the health of their watches; `None` when
     /// nothing watches them.
     fn ledger(&self) -> Option<KubeSnapshot>;
 
-    /// Nodes a pod of `selector` is bound to, and how it stands. This, not Slurm, says
-    /// which pool nodes Slurm holds: a node is Slurm's from its pod's binding until the pod
-    /// is marked and replicas drop below it.
+    /// Nodes a pod of `selector` is bound to, and how it stands, and how many of its pods no
+    /// node has room for. This, not Slurm, says which pool nodes Slurm holds: a node is
+    /// Slurm's from its pod's binding until the pod is marked and replicas drop below it.
     fn pod_nodes(
         &self,
         namespace: &str,
         selector: &str,
-    ) -> impl Future<Output = Result<BTreeMap<String, NodeSetPod>>> + Send;
+    ) -> impl Future<Output = Result<NodeSetPods>> + Send;
 
     /// Unschedulable pods with these labels, with what they request and where they may go.
     fn unschedulable_pods(
@@ -73,7 +83,7 @@ impl<P: PoolReader> PoolReader for std::sync::Arc<P> {
         &self,
         namespace: &str,
         selector: &str,
-    ) -> impl Future<Output = Result<BTreeMap<String, NodeSetPod>>> + Send {
+    ) -> impl Future<Output = Result<NodeSetPods>> + Send {
         (**self).pod_nodes(namespace, selector)
     }
 
@@ -131,18 +141,15 @@ impl PoolReader for KubePool {
         self.watch.as_ref().map(KubeSource::snapshot)
     }
 
-    async fn pod_nodes(
-        &self,
-        namespace: &str,
-        selector: &str,
-    ) -> Result<BTreeMap<String, NodeSetPod>> {
+    async fn pod_nodes(&self, namespace: &str, selector: &str) -> Result<NodeSetPods> {
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
-        let mut out = BTreeMap::new();
+        let mut out = NodeSetPods::default();
         for pod in self
             .list(&pods, &ListParams::default().labels(selector))
             .await?
         {
             let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) else {
+                out.unschedulable += u64::from(unschedulable(&pod));
                 continue;
             };
             let state = if pod.metadata.deletion_timestamp.is_some() {
@@ -157,7 +164,7 @@ impl PoolReader for KubePool {
             } else {
                 NodeSetPod::Serving
             };
-            let held = out.entry(node).or_insert(state);
+            let held = out.by_node.entry(node).or_insert(state);
             *held = (*held).max(state);
         }
         Ok(out)

@@ -580,6 +580,8 @@ impl Autoscaler {
                 t.version += 1;
             }
             w.pods.insert(SELECTOR.into(), pods);
+            let waiting = u64::from(pool.world.nodeset.unplaced);
+            w.unscheduled.insert(SELECTOR.into(), waiting);
             w.ledger = Some(kube);
         });
     }

@@ -195,6 +195,8 @@ impl Demo {
                 }
             }
             w.pods.insert(selector(POOL), pool.world.pods_by_node());
+            let waiting = u64::from(pool.world.nodeset.unplaced);
+            w.unscheduled.insert(selector(POOL), waiting);
             w.unschedulable = pool.world.unschedulable();
             w.ledger = Some(kube.clone());
         });

@@ -100,6 +100,8 @@ pub struct PoolView {
     pub nodes: Vec<PoolNode>,
     /// Pods Kubernetes cannot place.
     pub pods: Vec<PendingPod>,
+    /// The NodeSet's own pods no node has room for.
+    pub unschedulable_nodeset_pods: u64,
     /// Whether the GenericNode and Node watches can be trusted, or why not.
     pub ledger: Result<(), String>,
 }
@@ -392,11 +394,12 @@ async fn pool<P: PoolReader>(
         .pod_nodes(&nsa.namespace().unwrap_or_default(), selector)
         .await?;
     let name = col.pool.as_deref().unwrap_or(cluster);
-    let held = slurm_held(&pods, target.replicas, snap, &kube);
+    let held = slurm_held(&pods.by_node, target.replicas, snap, &kube);
     let nodes = pool_nodes(&kube, name, &held, snap, partition);
     Ok(PoolView {
         nodes,
         pods: reader.unschedulable_pods(&col.pod_selector).await?,
+        unschedulable_nodeset_pods: pods.unschedulable,
         ledger: watches_trusted(&kube),
     })
 }

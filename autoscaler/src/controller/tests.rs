@@ -747,6 +747,35 @@ async fn a_release_given_up_before_its_scale_in_takes_its_mark_back() {
     );
 }
 
+/// NodeSet pods kube-scheduler found no node for are said in the plan and counted: Slurm's
+/// growth has not reached slurmd, and the operator cannot tell why from Slurm alone.
+#[tokio::test]
+async fn nodeset_pods_no_node_has_room_for_are_said_and_counted() {
+    let rig = pool_rig(false);
+    rig.fake.with(|w| {
+        w.unscheduled.insert(SELECTOR.into(), 2);
+    });
+    rig.slurm(snapshot(
+        at(0),
+        "cpu",
+        pool_nodes(node("s2", "cpu", false)),
+        &[],
+    ));
+    rig.reconcile().await;
+    let plan = rig.status().colocation.expect("pool status").last_plan;
+    assert!(
+        plan.iter()
+            .any(|s| s.starts_with("2 NodeSet pod(s) found no node with room")),
+        "{plan:?}"
+    );
+    let m = rig.on.controller.metrics.lock().unwrap().clone();
+    let row = m.rows["slurm/elastic"]
+        .colocation
+        .clone()
+        .expect("pool row");
+    assert_eq!(row.unschedulable_pods, 2);
+}
+
 #[tokio::test]
 async fn a_pool_whose_scale_changed_meanwhile_plans_its_release_again() {
     let rig = pool_rig(false);

@@ -42,6 +42,12 @@ pub fn collect(out: &mut Out, m: &AutoscalerMetrics) {
             &l,
             c.draining as f64,
         );
+        out.gauge(
+            "slurmscale_colocation_unschedulable_pods",
+            "NodeSet pods kube-scheduler found no node for (PodScheduled=False, Unschedulable): Slurm's growth waits for a pool node with room for one.",
+            &l,
+            c.unschedulable_pods as f64,
+        );
     }
 }
 
@@ -70,6 +76,9 @@ mod tests {
             # HELP slurmscale_colocation_draining_nodes Slurm nodes drained by slurmscale for Kubernetes that still run jobs.
             # TYPE slurmscale_colocation_draining_nodes gauge
             slurmscale_colocation_draining_nodes{cluster="lab",namespace="slurm",autoscaler="pool",target="slurm-worker-pool"} 1
+            # HELP slurmscale_colocation_unschedulable_pods NodeSet pods kube-scheduler found no node for (PodScheduled=False, Unschedulable): Slurm's growth waits for a pool node with room for one.
+            # TYPE slurmscale_colocation_unschedulable_pods gauge
+            slurmscale_colocation_unschedulable_pods{cluster="lab",namespace="slurm",autoscaler="pool",target="slurm-worker-pool"} 1
             "#,
         );
     }

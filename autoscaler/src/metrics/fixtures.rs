@@ -1,7 +1,8 @@
 //! Two NodeSetAutoscalers on Slurm cluster `lab` for the families' unit tests, as a leading
 //! replica's reconciles leave them: `gpu` (slurm-planned, scaling up past its maxReplicas,
 //! once refused with a conflict) and `pool` (a colocated pool of four nodes, three
-//! Slurm's, one of them draining for Kubernetes, frozen on stale data). Each family's test
+//! Slurm's, one of them draining for Kubernetes, one NodeSet pod waiting for room, frozen
+//! on stale data). Each family's test
 //! renders them alone and compares the exposition text line by line.
 
 use std::collections::BTreeMap;
@@ -59,6 +60,7 @@ pub fn metrics() -> AutoscalerMetrics {
             draining: 1,
             kubernetes_need: 2,
             slurm_need: 1,
+            unschedulable_pods: 1,
         }),
         ..row("pool")
     };

@@ -93,6 +93,8 @@ pub struct ColocationRow {
     pub draining: u64,
     pub kubernetes_need: u64,
     pub slurm_need: u64,
+    /// NodeSet pods no node has room for.
+    pub unschedulable_pods: u64,
 }
 
 #[derive(Clone, Debug, Default)]

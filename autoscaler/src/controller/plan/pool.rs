@@ -49,7 +49,7 @@ impl Policy for SharePool {
                 ..Plan::default()
             };
         };
-        colocation::plan(
+        let mut plan = colocation::plan(
             &ColocationBounds::from(col),
             &pool.nodes,
             &pool.pods,
@@ -58,7 +58,15 @@ impl Policy for SharePool {
             obs.target.replicas,
             &self.history,
             obs.now,
-        )
+        );
+        if pool.unschedulable_nodeset_pods > 0 {
+            // Slurm's growth the plan counts on has not reached slurmd yet: say why.
+            plan.steps.push(format!(
+                "{} NodeSet pod(s) found no node with room (PodScheduled=False): Slurm grows only as pool nodes empty of Kubernetes pods, and packing those pods empties whole nodes (docs/colocation.md)",
+                pool.unschedulable_nodeset_pods
+            ));
+        }
+        plan
     }
 
     /// The cooldown reads which way capacity last moved.
@@ -100,6 +108,7 @@ impl Policy for SharePool {
             draining: draining(pool, plan).len() as u64,
             kubernetes_need: needs.kubernetes,
             slurm_need: needs.slurm,
+            unschedulable_pods: pool.unschedulable_nodeset_pods,
         });
     }
 }
