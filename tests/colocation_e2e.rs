@@ -155,26 +155,21 @@ impl Pool {
                 "resources": {"requests": {"cpu": "6", "memory": "1Gi"}}}]},
         });
         merge(&mut pod["spec"], spec);
-        let pod: Pod = serde_json::from_value(pod).unwrap();
-        self.pods
-            .create(&PostParams::default(), &pod)
-            .await
-            .unwrap();
-        let status = json!({"status": {"phase": "Pending", "conditions": [{"type": "PodScheduled",
-            "status": "False", "reason": "Unschedulable", "message": "0/4 nodes are available: 4 Insufficient cpu."}]}});
-        self.pods
-            .patch_status(name, &PatchParams::default(), &Patch::Merge(status))
-            .await
-            .unwrap();
+        self.create_unschedulable(name, pod).await;
     }
 
     /// A pod of the NodeSet that kube-scheduler found no node for, as it reports one.
     async fn unschedulable_nodeset_pod(&self, name: &str) {
-        let pod: Pod = serde_json::from_value(json!({
+        let pod = json!({
             "metadata": {"name": name, "labels": {"app": format!("slurmd-{}", self.name)}},
             "spec": {"containers": [{"name": "slurmd", "image": "slurmd"}]},
-        }))
-        .unwrap();
+        });
+        self.create_unschedulable(name, pod).await;
+    }
+
+    /// Creates `pod` and reports it Pending and unschedulable, as kube-scheduler would.
+    async fn create_unschedulable(&self, name: &str, pod: Value) {
+        let pod: Pod = serde_json::from_value(pod).unwrap();
         self.pods
             .create(&PostParams::default(), &pod)
             .await

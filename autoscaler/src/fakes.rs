@@ -145,6 +145,50 @@ impl Fake {
     pub fn status(&self, name: &str) -> Option<NodeSetAutoscalerStatus> {
         self.world().status.get(name).cloned()
     }
+
+    /// Sets (`go`) or takes back the mark that makes pods go first; how many pods changed
+    /// (by name: how many exist). Recorded as one write.
+    fn set_marks(&self, selector: Option<&str>, which: PodsBy<'_>, go: bool) -> usize {
+        let mut w = self.world();
+        let selector = selector.unwrap_or_default().to_string();
+        match which {
+            PodsBy::Node(nodes) => {
+                let pods = w.pods.entry(selector).or_default();
+                let mut changed = 0;
+                for node in nodes {
+                    let pod = pods.get_mut(node);
+                    if let Some(pod) = pod.filter(|p| go || **p == NodeSetPod::Marked) {
+                        *pod = if go {
+                            NodeSetPod::Marked
+                        } else {
+                            NodeSetPod::Serving
+                        };
+                        changed += 1;
+                    }
+                }
+                let nodes = nodes.to_vec();
+                let write = if go {
+                    Write::MarkToGo { nodes }
+                } else {
+                    Write::Unmark { nodes }
+                };
+                w.writes.push(write);
+                changed
+            }
+            PodsBy::Name(names) => {
+                let pods = w.named_pods.entry(selector).or_default();
+                let changed = names.iter().filter(|n| pods.contains_key(*n)).count();
+                let pods = names.to_vec();
+                let write = if go {
+                    Write::Retire { pods }
+                } else {
+                    Write::Unretire { pods }
+                };
+                w.writes.push(write);
+                changed
+            }
+        }
+    }
 }
 
 /// What the API server answers with `code`.
@@ -207,31 +251,7 @@ impl Kubernetes for Fake {
         selector: Option<&str>,
         which: PodsBy<'_>,
     ) -> Result<usize> {
-        let mut w = self.world();
-        let selector = selector.unwrap_or_default().to_string();
-        let mut marked = 0;
-        match which {
-            PodsBy::Node(nodes) => {
-                let pods = w.pods.entry(selector).or_default();
-                for node in nodes {
-                    if let Some(pod) = pods.get_mut(node) {
-                        *pod = NodeSetPod::Marked;
-                        marked += 1;
-                    }
-                }
-                w.writes.push(Write::MarkToGo {
-                    nodes: nodes.to_vec(),
-                });
-            }
-            PodsBy::Name(names) => {
-                let pods = w.named_pods.entry(selector).or_default();
-                marked = names.iter().filter(|n| pods.contains_key(*n)).count();
-                w.writes.push(Write::Retire {
-                    pods: names.to_vec(),
-                });
-            }
-        }
-        Ok(marked)
+        Ok(self.set_marks(selector, which, true))
     }
 
     async fn unmark_pods(
@@ -240,31 +260,7 @@ impl Kubernetes for Fake {
         selector: Option<&str>,
         which: PodsBy<'_>,
     ) -> Result<usize> {
-        let mut w = self.world();
-        let selector = selector.unwrap_or_default().to_string();
-        let mut unmarked = 0;
-        match which {
-            PodsBy::Node(nodes) => {
-                let pods = w.pods.entry(selector).or_default();
-                for node in nodes {
-                    if let Some(pod) = pods.get_mut(node).filter(|p| **p == NodeSetPod::Marked) {
-                        *pod = NodeSetPod::Serving;
-                        unmarked += 1;
-                    }
-                }
-                w.writes.push(Write::Unmark {
-                    nodes: nodes.to_vec(),
-                });
-            }
-            PodsBy::Name(names) => {
-                let pods = w.named_pods.entry(selector).or_default();
-                unmarked = names.iter().filter(|n| pods.contains_key(*n)).count();
-                w.writes.push(Write::Unretire {
-                    pods: names.to_vec(),
-                });
-            }
-        }
-        Ok(unmarked)
+        Ok(self.set_marks(selector, which, false))
     }
 
     async fn status(
