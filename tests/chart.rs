@@ -1240,6 +1240,8 @@ async fn the_processes_work_with_the_charts_own_service_accounts_and_rbac() {
     let a = support::autoscaler_with(&cluster, &cluster.url, &autoscaler_kc, &ns, &[]);
     let e = support::exporter(&cluster, &exporter_kc);
     e.wait_ready(Duration::from_secs(30)).await;
+    // The autoscaler too: its start is not what the scale-up's deadline below is for.
+    a.wait_ready(Duration::from_secs(30)).await;
     elastic::sbatch(&cluster, &["-N", "2", "--wrap", "sleep 2"]);
     elastic::eventually(
         "scaled to 2 for the job, as the chart's autoscaler ServiceAccount",
@@ -1250,7 +1252,7 @@ async fn the_processes_work_with_the_charts_own_service_accounts_and_rbac() {
     .await;
     elastic::eventually(
         "the NodeSetAutoscaler's status written and a ScaledUp Event",
-        Duration::from_secs(15),
+        Duration::from_secs(30),
         &a,
         async || {
             let status = s
@@ -1264,8 +1266,9 @@ async fn the_processes_work_with_the_charts_own_service_accounts_and_rbac() {
         },
     )
     .await;
-    // Every watch of the exporter listed and healthy as its ServiceAccount.
-    let watched = wait_until(Duration::from_secs(30), || async {
+    // Every watch of the exporter listed and healthy as its ServiceAccount. Generous on
+    // purpose: the listing's speed is `cargo bench -p slurmscale-exporter --bench kube`'s.
+    let watched = wait_until(Duration::from_secs(60), || async {
         let m = e.metrics().await;
         let up = m.all("slurm_exporter_kubernetes_watch_up", &[]);
         up.len() >= 4 && up.iter().all(|v| *v == 1.0)

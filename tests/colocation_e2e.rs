@@ -24,6 +24,15 @@ use support::{Process, SlurmCluster, autoscaler, kube_client, namespace, unique}
 
 const NODES: [&str; 4] = ["c1", "c2", "c3", "c4"];
 
+/// How long a running autoscaler has to act on a change (drain, hand-over, metrics, growth).
+/// Generous on purpose: these tests check what it does; how fast it reacts is measured by
+/// `cargo bench -p slurmscale-autoscaler --bench reaction`.
+const ACTS: Duration = Duration::from_secs(40);
+
+/// As [`ACTS`], for an autoscaler just started: its start, its lease and its first full look
+/// come first.
+const STARTS_AND_ACTS: Duration = Duration::from_secs(60);
+
 /// Cancels the cpu partition's jobs and lifts every drain on its nodes.
 fn reset_cpu(cluster: &SlurmCluster) {
     let _ = cluster
@@ -210,9 +219,15 @@ impl Pool {
             })
     }
 
-    /// Waits for `check`; on failure shows Slurm's nodes, the autoscaler's status and logs.
-    async fn eventually(&self, what: &str, p: &Process, check: impl AsyncFn() -> bool) {
-        let within = Duration::from_secs(40);
+    /// Waits up to `within` for `check`; on failure shows Slurm's nodes, the autoscaler's
+    /// status and logs.
+    async fn eventually(
+        &self,
+        what: &str,
+        within: Duration,
+        p: &Process,
+        check: impl AsyncFn() -> bool,
+    ) {
         let deadline = Instant::now() + within;
         while Instant::now() < deadline {
             if check().await {
@@ -443,9 +458,12 @@ async fn rebalances_the_pool(flavor: &str, chart: bool) {
     pool.unschedulable_pod("gpu-web", json!({"gpu": "true"}))
         .await;
     let blind = colocated_autoscaler(&cluster, &pool.ns, &["--genericnode-version", "v1alpha9"]);
-    pool.eventually("frozen without a ledger", &blind, async || {
-        pool.condition("Frozen").await
-    })
+    pool.eventually(
+        "frozen without a ledger",
+        STARTS_AND_ACTS,
+        &blind,
+        async || pool.condition("Frozen").await,
+    )
     .await;
     pool.stays(
         "no drain while frozen",
@@ -459,9 +477,12 @@ async fn rebalances_the_pool(flavor: &str, chart: bool) {
     // With the ledger: the node Slurm may best give (c3: one job on one CPU, ending first) is
     // drained for the pod; its replica stays until its job ends.
     let p = colocated_autoscaler(&cluster, &pool.ns, &[]);
-    pool.eventually("c3 drained for Kubernetes", &p, async || {
-        drained_by_us(&cluster, "c3")
-    })
+    pool.eventually(
+        "c3 drained for Kubernetes",
+        STARTS_AND_ACTS,
+        &p,
+        async || drained_by_us(&cluster, "c3"),
+    )
     .await;
     pool.stays(
         "the drain waits for c3's job",
@@ -482,19 +503,24 @@ async fn rebalances_the_pool(flavor: &str, chart: bool) {
         "someone else's drain was touched"
     );
 
-    pool.eventually("the drain and the need in the metrics", &p, async || {
-        let m = p.metrics().await;
-        let l = [("namespace", pool.ns.as_str()), ("autoscaler", "cpu")];
-        let k8s = [l[0], l[1], ("owner", "kubernetes")];
-        m.get("slurmscale_colocation_draining_nodes", &l) == Some(1.0)
-            && m.get("slurmscale_colocation_need_nodes", &k8s) == Some(1.0)
-            && m.get("slurmscale_colocation_nodes", &k8s) == Some(0.0)
-    })
+    pool.eventually(
+        "the drain and the need in the metrics",
+        ACTS,
+        &p,
+        async || {
+            let m = p.metrics().await;
+            let l = [("namespace", pool.ns.as_str()), ("autoscaler", "cpu")];
+            let k8s = [l[0], l[1], ("owner", "kubernetes")];
+            m.get("slurmscale_colocation_draining_nodes", &l) == Some(1.0)
+                && m.get("slurmscale_colocation_need_nodes", &k8s) == Some(1.0)
+                && m.get("slurmscale_colocation_nodes", &k8s) == Some(0.0)
+        },
+    )
     .await;
 
     // The job ends: c3's pod is marked to go first and replicas drop to 3.
     cluster.run("scancel", &[&jobs[2]]);
-    pool.eventually("c3 handed to Kubernetes", &p, async || {
+    pool.eventually("c3 handed to Kubernetes", ACTS, &p, async || {
         pool.replicas().await == 3 && pool.marked_to_go("c3").await
     })
     .await;
@@ -510,18 +536,23 @@ async fn rebalances_the_pool(flavor: &str, chart: bool) {
         .await
         .unwrap();
     pool.ledger("c3", "0", "6").await;
-    pool.eventually("the pool's new shares in the metrics", &p, async || {
-        let m = p.metrics().await;
-        let owner = |o| {
-            [
-                ("namespace", pool.ns.as_str()),
-                ("autoscaler", "cpu"),
-                ("owner", o),
-            ]
-        };
-        m.get("slurmscale_colocation_nodes", &owner("slurm")) == Some(3.0)
-            && m.get("slurmscale_colocation_nodes", &owner("kubernetes")) == Some(1.0)
-    })
+    pool.eventually(
+        "the pool's new shares in the metrics",
+        ACTS,
+        &p,
+        async || {
+            let m = p.metrics().await;
+            let owner = |o| {
+                [
+                    ("namespace", pool.ns.as_str()),
+                    ("autoscaler", "cpu"),
+                    ("owner", o),
+                ]
+            };
+            m.get("slurmscale_colocation_nodes", &owner("slurm")) == Some(3.0)
+                && m.get("slurmscale_colocation_nodes", &owner("kubernetes")) == Some(1.0)
+        },
+    )
     .await;
     pool.stays(
         "nothing more taken from Slurm",
@@ -537,19 +568,24 @@ async fn rebalances_the_pool(flavor: &str, chart: bool) {
     // slurm-operator has a pod on c3 again our drain there is lifted.
     pool.ledger("c3", "0", "0").await;
     let wide = cluster.submit(&["-p", "cpu", "-N4", "--exclusive", "--wrap", "sleep 600"]);
-    pool.eventually("Slurm grows back to 4", &p, async || {
+    pool.eventually("Slurm grows back to 4", ACTS, &p, async || {
         pool.replicas().await == 4
     })
     .await;
     // Had a Kubernetes pod stayed on c3, the NodeSet's fourth pod would find no room: the
     // plan says so and the metric counts it.
     pool.unschedulable_nodeset_pod("slurmd-waiting").await;
-    pool.eventually("the waiting NodeSet pod said and counted", &p, async || {
-        let said = (pool.status().await).contains("1 NodeSet pod(s) found no node with room");
-        let m = p.metrics().await;
-        let l = [("namespace", pool.ns.as_str()), ("autoscaler", "cpu")];
-        said && m.get("slurmscale_colocation_unschedulable_pods", &l) == Some(1.0)
-    })
+    pool.eventually(
+        "the waiting NodeSet pod said and counted",
+        ACTS,
+        &p,
+        async || {
+            let said = (pool.status().await).contains("1 NodeSet pod(s) found no node with room");
+            let m = p.metrics().await;
+            let l = [("namespace", pool.ns.as_str()), ("autoscaler", "cpu")];
+            said && m.get("slurmscale_colocation_unschedulable_pods", &l) == Some(1.0)
+        },
+    )
     .await;
     pool.pods
         .delete("slurmd-waiting", &DeleteParams::default())
@@ -557,7 +593,7 @@ async fn rebalances_the_pool(flavor: &str, chart: bool) {
         .unwrap();
     pool.add_slurmd_pod("c3").await;
     pool.set_nodeset_replicas_status(4).await;
-    pool.eventually("our drain on c3 lifted", &p, async || {
+    pool.eventually("our drain on c3 lifted", ACTS, &p, async || {
         !node_state(&cluster, "c3").0.starts_with("drain")
     })
     .await;
@@ -652,6 +688,7 @@ async fn drains_a_node_the_pending_pod_may_use() {
         let p = colocated_autoscaler(&cluster, &pool.ns, &[]);
         pool.eventually(
             &format!("{what}: a node drained for the pod"),
+            STARTS_AND_ACTS,
             &p,
             async || NODES.iter().any(|n| drained_by_us(&cluster, n)),
         )

@@ -8,7 +8,7 @@
 
 mod support;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
@@ -34,18 +34,26 @@ fn official(file: &str) -> CustomResourceDefinition {
     serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"))
 }
 
+/// How long the API server has to stop or start serving a CRD: generous on purpose, the test
+/// checks what is served, not how soon.
+const CRD_SERVED: Duration = Duration::from_secs(30);
+
 async fn wait<F, Fut>(what: &str, mut check: F)
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
 {
-    for _ in 0..300 {
+    let deadline = Instant::now() + CRD_SERVED;
+    loop {
         if check().await {
             return;
         }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: not within {CRD_SERVED:?}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("timed out waiting for {what}");
 }
 
 /// Replaces the CRD of the same name with `new` and waits until its resource is served.

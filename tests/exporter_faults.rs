@@ -175,7 +175,7 @@ async fn every_fault_is_counted_logged_and_survived() {
             // makes it read (through the fault).
             submitted.push(cluster.submit(&["-p", "cpu", "--hold", "--wrap", "sleep 600"]));
         }
-        let noticed = wait_until(Duration::from_secs(20), || async {
+        let noticed = wait_until(Duration::from_secs(30), || async {
             let m = exporter.metrics().await;
             errors_of(&m, endpoint, kind) > before
                 && m.get("slurm_exporter_endpoint_up", &[("endpoint", endpoint)]) == Some(0.0)
@@ -227,7 +227,7 @@ async fn every_fault_is_counted_logged_and_survived() {
         );
 
         proxy.clear();
-        let recovered = wait_until(Duration::from_secs(20), || async {
+        let recovered = wait_until(Duration::from_secs(30), || async {
             exporter
                 .metrics()
                 .await
@@ -257,7 +257,15 @@ async fn every_fault_is_counted_logged_and_survived() {
         proxy.set(Fault::Rewrite(rewrite), None);
         let exporter = exporter_for(&cluster, &proxy.url, &["--api-version", "v0.0.42"]);
         exporter.wait_ready(Duration::from_secs(30)).await;
-        tokio::time::sleep(Duration::from_secs(2)).await;
+        // The rewritten answers accepted: waited for, generously, rather than assumed after a
+        // fixed pause; the assertions below say which endpoint refused them.
+        wait_until(Duration::from_secs(30), || async {
+            let m = exporter.metrics().await;
+            ["jobs", "nodes", "partitions"]
+                .into_iter()
+                .all(|e| m.get("slurm_exporter_endpoint_up", &[("endpoint", e)]) == Some(1.0))
+        })
+        .await;
         let m = exporter.metrics().await;
         for e in ["jobs", "nodes", "partitions"] {
             assert_eq!(
@@ -270,7 +278,7 @@ async fn every_fault_is_counted_logged_and_survived() {
         // the exporter was just sent, not with an earlier scrape.
         let sent = proxy.items("jobs");
         assert!(sent.is_some(), "{what}: the proxy saw no /jobs");
-        let counted = wait_until(Duration::from_secs(5), || async {
+        let counted = wait_until(Duration::from_secs(30), || async {
             exporter.metrics().await.get("slurm_jobs", &[]) == proxy.items("jobs").map(|n| n as f64)
         })
         .await;
@@ -307,7 +315,7 @@ async fn readyz_explains_what_is_missing() {
     assert!(answered, "readyz: {:?}", exporter.get("/readyz").await);
     assert!(matches!(exporter.get("/healthz").await, Some((200, _))));
     proxy.clear();
-    exporter.wait_ready(Duration::from_secs(20)).await;
+    exporter.wait_ready(Duration::from_secs(30)).await;
 }
 
 /// The real slurmrestd goes away and comes back.

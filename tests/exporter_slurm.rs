@@ -39,18 +39,22 @@ impl<'a> Workload<'a> {
             "--mem=2000",
         ]);
         sbatch(&["-J", "multi-part", "-p", "cpu,gpu", "-c", "2"]);
-        // Let those start before queueing work that must stay pending.
-        let started = (0..100).any(|_| {
+        // Let those start before queueing work that must stay pending (generous on purpose:
+        // how soon Slurm starts them is not what these tests check).
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let started = loop {
             std::thread::sleep(Duration::from_millis(100));
-            cluster
+            let running = cluster
                 .run("squeue", &["-h", "-t", "R", "-o", "%i"])
                 .lines()
-                .count()
-                == 3
-        });
+                .count();
+            if running == 3 || Instant::now() > deadline {
+                break running == 3;
+            }
+        };
         assert!(
             started,
-            "the running part of the workload did not start on Slurm {}",
+            "the running part of the workload did not start on Slurm {} within 60 s",
             cluster.flavor
         );
         sbatch(&["-J", "gpu-wide", "-p", "gpu", "-N", "2", "--gres=gpu:4"]);
@@ -406,8 +410,10 @@ fn expectations(c: &SlurmCluster) -> Vec<support::Sample> {
 }
 
 /// Waits until every expectation holds on the exporter; fails listing those that do not.
+/// Generous on purpose (up to five exporters at once, 26.05 through its chroot): the test
+/// checks the values, not how soon they agree.
 async fn converges(exporter: &Process, cluster: &SlurmCluster, what: &str) -> Metrics {
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
         let expected = expectations(cluster);
         let metrics = exporter.metrics().await;
@@ -693,7 +699,7 @@ async fn a_rotated_token_file_is_picked_up() {
             now,
             now + 3600,
         ));
-        let failing = wait_until(Duration::from_secs(20), || async {
+        let failing = wait_until(Duration::from_secs(30), || async {
             exporter
                 .metrics()
                 .await
@@ -729,7 +735,7 @@ async fn a_rotated_token_file_is_picked_up() {
             now,
             now + 3600,
         ));
-        let back = wait_until(Duration::from_secs(20), || async {
+        let back = wait_until(Duration::from_secs(30), || async {
             exporter
                 .metrics()
                 .await
@@ -762,8 +768,12 @@ async fn a_token_renewed_before_it_expires_leaves_no_gap() {
         std::fs::write(&tmp, token).unwrap();
         std::fs::rename(&tmp, &file).unwrap();
     };
+    // The first token lives as long as readiness may take (wait_ready's 30 s below), so a
+    // slow start cannot spend it before the renewal: the renewal then comes once the
+    // exporter is ready, whenever that is.
     let now = chrono::Utc::now().timestamp();
-    let first = mint_hs256(&cluster.jwt_key(), &cluster.user, now, now + 8);
+    let expires = now + 30;
+    let first = mint_hs256(&cluster.jwt_key(), &cluster.user, now, expires);
     write(&first);
     let exporter = Process::start(
         &[
@@ -791,19 +801,27 @@ async fn a_token_renewed_before_it_expires_leaves_no_gap() {
         m.get("slurm_exporter_collections_total", &[])
             .unwrap_or(0.0)
     };
-    let started = collections(&exporter.metrics().await);
+    assert!(
+        chrono::Utc::now().timestamp() < expires,
+        "ready only after the first token expired: the test proves nothing"
+    );
 
-    // Renewed 4 s before the first token expires; watched until 6 s after it did.
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    // Renewed once ready, before the first token expires; watched until 10 s after it did
+    // and two collections made since (a generous deadline on those, not a rate).
     write(&mint_hs256(
         &cluster.jwt_key(),
         &cluster.user,
         now,
         now + 3600,
     ));
-    let until = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < until {
+    let mut at_expiry = None;
+    let watch_until = Instant::now() + Duration::from_secs(120);
+    loop {
         let m = exporter.metrics().await;
+        let past = chrono::Utc::now().timestamp() - expires;
+        if past >= 0 {
+            at_expiry.get_or_insert(collections(&m));
+        }
         assert_eq!(
             m.get("slurm_exporter_up", &[]),
             Some(1.0),
@@ -816,14 +834,18 @@ async fn a_token_renewed_before_it_expires_leaves_no_gap() {
             "errors across the renewal\n{}",
             exporter.logs()
         );
+        let since_expiry = at_expiry.map_or(0.0, |n| collections(&m) - n);
+        if past >= 10 && since_expiry >= 2.0 {
+            break;
+        }
+        assert!(
+            Instant::now() < watch_until,
+            "{since_expiry} collections after the first token expired, in {:?}\n{}",
+            Duration::from_secs(120),
+            exporter.logs()
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let m = exporter.metrics().await;
-    assert!(
-        collections(&m) - started >= 10.0,
-        "too few collections to say anything: {} in 14 s",
-        collections(&m) - started
-    );
     // Without the renewal it would have failed: slurmctld refuses the first token now (24.11
     // answers 511; ping alone never asks slurmctld, so it is not the endpoint to ask).
     let refused = reqwest::Client::new()
@@ -840,10 +862,14 @@ async fn a_token_renewed_before_it_expires_leaves_no_gap() {
     );
 }
 
-/// `--interval 1s` means a collection every second: the default request limit follows what
-/// one collection needs (before, a fixed 2 requests/s let a 5-request collection through
-/// every 2.5 s and every snapshot came late). An explicit limit too low for the interval is
-/// kept, and the exporter says so.
+/// `--interval 1s`: the default request limit follows what one collection needs (before, a
+/// fixed 2 requests/s let a 5-request collection through every 2.5 s and every snapshot came
+/// late), so the exporter never says it cannot keep up. An explicit limit too low for the
+/// interval is kept, and the exporter says so.
+///
+/// The limiter is checked, not the clock: that the default allows at least one collection's
+/// requests per interval is `request_budget`'s unit test (exporter/src/collect/mod.rs); the
+/// collection rate and duration are for a bench to measure.
 #[tokio::test]
 async fn the_default_request_limit_keeps_up_with_the_interval() {
     let cluster = SlurmCluster::get("22.05");
@@ -853,19 +879,32 @@ async fn the_default_request_limit_keeps_up_with_the_interval() {
         m.get("slurm_exporter_collections_total", &[])
             .unwrap_or(0.0)
     };
+    // Collections keep coming (a generous deadline, not a rate).
     let before = collections(&exporter.metrics().await);
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    let since = Instant::now();
+    let more = wait_until(Duration::from_secs(30), || async {
+        collections(&exporter.metrics().await) >= before + 5.0
+    })
+    .await;
     let m = exporter.metrics().await;
-    let made = collections(&m) - before;
     assert!(
-        made >= 5.0,
-        "{made} collections in 6 s at --interval 1s (the rate limit holds them back?)\n{}",
+        more,
+        "{} collections in 30 s at --interval 1s\n{}",
+        collections(&m) - before,
         exporter.logs()
     );
-    let took = m
-        .get("slurm_exporter_collection_duration_seconds", &[])
-        .unwrap_or(f64::MAX);
-    assert!(took < 1.0, "a collection took {took} s at --interval 1s");
+    // Informative only: the rate and the last collection's duration.
+    eprintln!(
+        "{} collections in {:?} at --interval 1s; the last took {:?} s",
+        collections(&m) - before,
+        since.elapsed(),
+        m.get("slurm_exporter_collection_duration_seconds", &[])
+    );
+    assert!(
+        !exporter.logs().contains("raise --max-requests-per-second"),
+        "the default limit says it cannot keep up with --interval 1s:\n{}",
+        exporter.logs()
+    );
 
     let key = cluster.key_file.to_string_lossy().into_owned();
     let slow = Process::start(
@@ -927,7 +966,7 @@ async fn the_job_list_follows_changes_without_full_fetches(flavor: &str) {
         "the new jobs were read one by one"
     );
     // Once the workload stops moving, nothing in the list is in doubt.
-    let settled = wait_until(Duration::from_secs(10), || async {
+    let settled = wait_until(Duration::from_secs(30), || async {
         let m = exporter.metrics().await;
         m.get("slurm_exporter_jobs_maybe_started", &[]) == Some(0.0)
             && m.get("slurm_exporter_jobs_unlisted_new", &[]) == Some(0.0)
@@ -942,7 +981,7 @@ async fn the_job_list_follows_changes_without_full_fetches(flavor: &str) {
             &[("endpoint", "jobs")],
         )
     };
-    let agree = wait_until(Duration::from_secs(10), || async {
+    let agree = wait_until(Duration::from_secs(30), || async {
         let m = exporter.metrics().await;
         jobs_requests(&m) == Some(requests(&m, "full"))
     })
@@ -1008,7 +1047,8 @@ async fn the_job_list_survives_bursts_resets_and_holds(flavor: &str) {
     };
 
     let burst = submit(120, "burst");
-    agrees(30, "a burst of 120 submissions").await;
+    // 26.05 reads through its chroot: the burst gets more room than the rest.
+    agrees(60, "a burst of 120 submissions").await;
     let reset = cluster.cmd("sdiag").arg("--reset").status();
     assert!(reset.is_ok_and(|s| s.success()), "sdiag --reset failed");
     submit(3, "after-reset");
@@ -1040,6 +1080,10 @@ async fn the_job_list_survives_bursts_resets_and_holds_on_26_05() {
     the_job_list_survives_bursts_resets_and_holds("26.05").await;
 }
 
+/// How long a hold or a release has to show. Generous on purpose: the test checks that a
+/// release is seen with no full read of the list, not how soon (that is for a bench).
+const RELEASE_SEEN: Duration = Duration::from_secs(30);
+
 /// A release moves none of slurmctld's job counters, and on a large queue the next full
 /// `/jobs` may be minutes away: the exporter reads held jobs again a few at a time, so a
 /// released job is demand within seconds, with no full read of the list.
@@ -1058,7 +1102,7 @@ async fn a_release_is_seen_within_seconds(flavor: &str) {
             .unwrap_or(0.0),
         )
     };
-    let seen = wait_until(Duration::from_secs(15), || async {
+    let seen = wait_until(RELEASE_SEEN, || async {
         counts(&exporter.metrics().await).0 == 3.0
     })
     .await;
@@ -1068,24 +1112,23 @@ async fn a_release_is_seen_within_seconds(flavor: &str) {
         exporter.logs()
     );
     // The periodic full read (every 30 s) would see a release too: a try during which one
-    // happened proves nothing, and the next job is released instead.
+    // happened proves nothing, and the next job is released instead. Whether the release
+    // was seen and whether a full read came are judged on one scrape, so a full read cannot
+    // slip in between the two.
     let mut proven = false;
     for (k, id) in held.iter().enumerate() {
         let (_, full_before) = counts(&exporter.metrics().await);
         let released = std::time::Instant::now();
         let _ = cluster.cmd("scontrol").args(["release", id]).status();
         let left = 2.0 - k as f64;
-        let ok = wait_until(Duration::from_secs(10), || async {
-            counts(&exporter.metrics().await).0 == left
-        })
-        .await;
-        let (_, full_after) = counts(&exporter.metrics().await);
-        assert!(
-            ok,
-            "Slurm {flavor}: release of job {id} not seen within 10 s\n{}",
-            exporter.logs()
-        );
-        if full_after == full_before {
+        let (held_now, full_now) = loop {
+            let c = counts(&exporter.metrics().await);
+            if c.0 == left || c.1 != full_before || released.elapsed() > RELEASE_SEEN {
+                break c;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        if held_now == left && full_now == full_before {
             eprintln!(
                 "Slurm {flavor}: release seen after {:.1} s with no full /jobs",
                 released.elapsed().as_secs_f64()
@@ -1093,6 +1136,18 @@ async fn a_release_is_seen_within_seconds(flavor: &str) {
             proven = true;
             break;
         }
+        // A full read came first (or nothing did): the release still has to show before the
+        // next try counts on it.
+        let ok = wait_until(RELEASE_SEEN, || async {
+            counts(&exporter.metrics().await).0 == left
+        })
+        .await;
+        assert!(
+            ok,
+            "Slurm {flavor}: release of job {id} not seen within {:?}\n{}",
+            released.elapsed(),
+            exporter.logs()
+        );
     }
     assert!(
         proven,
@@ -1123,6 +1178,10 @@ async fn a_release_is_seen_within_seconds_on_26_05() {
 /// held, two of them idle; 22.05's v0.0.38 has the start only.
 async fn slurms_plan_for_a_waiting_job_is_read(flavor: &str) {
     let (_turn, cluster, version, exporter) = on_an_empty_queue(flavor).await;
+    // The five-minute jobs' time limit, which the planned start is tied to below.
+    const LIMIT: Duration = Duration::from_secs(5 * 60);
+    let limit = (LIMIT.as_secs() / 60).to_string();
+    let submitted = std::time::Instant::now();
     for node in ["c1", "c2"] {
         cluster.submit(&[
             "-p",
@@ -1131,7 +1190,7 @@ async fn slurms_plan_for_a_waiting_job_is_read(flavor: &str) {
             node,
             "--exclusive",
             "-t",
-            "5",
+            &limit,
             "--wrap",
             "sleep 600",
         ]);
@@ -1143,7 +1202,7 @@ async fn slurms_plan_for_a_waiting_job_is_read(flavor: &str) {
         "4",
         "--exclusive",
         "-t",
-        "5",
+        &limit,
         "--wrap",
         "sleep 1",
     ]);
@@ -1164,6 +1223,7 @@ async fn slurms_plan_for_a_waiting_job_is_read(flavor: &str) {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs_f64();
+    let since_submit = submitted.elapsed().as_secs_f64();
     let squeue = cluster.run("squeue", &["-h", "--start", "-j", &wide, "-o", "%S|%Y"]);
     let _ = cluster.cmd("scancel").arg("--user=root").status();
     assert!(
@@ -1184,14 +1244,23 @@ async fn slurms_plan_for_a_waiting_job_is_read(flavor: &str) {
         .unwrap_or_else(|_| panic!("squeue --start gave {start:?}"));
     let ahead = cpu(&m, "slurm_partition_next_planned_start_seconds")
         .expect("the next planned start is reported");
-    // The data was collected within the last poll or two.
+    // `ahead` counts from the data's collection, which the same scrape says how long ago it
+    // finished: corrected by that, the start is squeue's up to the rounding to whole seconds,
+    // however old the data.
+    let age = m
+        .get("slurm_exporter_snapshot_age_seconds", &[])
+        .expect("the snapshot's age is reported");
     assert!(
-        (at + ahead - start).abs() <= 5.0,
-        "Slurm {flavor}: the planned start is {ahead} s after the data, squeue --start says {start} (now {at})"
+        (at - age + ahead - start).abs() <= 2.0,
+        "Slurm {flavor}: the planned start is {ahead} s after the data (collected {age} s before \
+         the scrape), squeue --start says {start} (now {at})"
     );
+    // The start is when the five-minute jobs end: no sooner than their limit after they were
+    // submitted (a second of rounding either way).
     assert!(
-        ahead > 200.0,
-        "the start is when the five-minute jobs end: {ahead} s"
+        ahead >= LIMIT.as_secs_f64() - since_submit - 2.0,
+        "the start is when the five-minute jobs end: {ahead} s ahead, {since_submit:.0} s after \
+         they were submitted"
     );
     let (held, idle) = (
         cpu(&m, "slurm_partition_planned_nodes"),

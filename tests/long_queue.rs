@@ -8,7 +8,9 @@
 //! The bound is set low (20) so a queue of some sixty jobs is "long": the code path is the
 //! one a 100,000-job queue takes at the default bound (the start at that size is measured by
 //! `exporter/benches/start.py`, not here). It runs on the second harness copy (tests/run.sh):
-//! it waits up to 30 s for slurmctld's periodic count of its jobs.
+//! it waits for slurmctld's periodic count of its jobs (every 30 s). Its deadlines are
+//! generous on purpose: it checks what the exporter reads and when relative to the read, not
+//! how fast; the speed is `start.py`'s and the exporter's load bench's to measure.
 
 mod support;
 
@@ -18,6 +20,13 @@ use support::{Metrics, Process, SlurmCluster, wait_until};
 
 /// Live jobs above which the list is not asked for whole, in this test.
 const BOUND: &str = "20";
+
+/// slurmctld's job count is taken every 30 s: one more than that, and slack for the work.
+const RECOUNT: Duration = Duration::from_secs(60);
+
+/// How long an exporter may take to be ready, and to agree with squeue after a change.
+const READY: Duration = Duration::from_secs(60);
+const AGREES: u64 = 60;
 
 /// slurmctld's count of pending and running jobs (recounted every 30 s) and when it was
 /// taken (unix seconds), from `sdiag`.
@@ -120,7 +129,7 @@ async fn a_long_queue_is_read_id_by_id(flavor: &str) {
         "--wrap",
         "sleep 300",
     ]);
-    let ran = wait_until(Duration::from_secs(30), || async {
+    let ran = wait_until(Duration::from_secs(60), || async {
         cluster
             .run("squeue", &["-h", "-j", &requeued, "-o", "%T"])
             .trim()
@@ -151,10 +160,7 @@ async fn a_long_queue_is_read_id_by_id(flavor: &str) {
     // the last submission.
     let submitted = unix_now();
     let live = 1 + 40 + 10 + 5 + 2;
-    let recounted = wait_until(Duration::from_secs(40), || async {
-        counted(&cluster).0 > submitted
-    })
-    .await;
+    let recounted = wait_until(RECOUNT, || async { counted(&cluster).0 > submitted }).await;
     let (_, n) = counted(&cluster);
     assert!(
         recounted && n == live,
@@ -182,8 +188,8 @@ async fn a_long_queue_is_read_id_by_id(flavor: &str) {
             ("SLURM_CLUSTER", &cluster.name),
         ],
     );
-    exporter.wait_ready(Duration::from_secs(30)).await;
-    agrees(&exporter, &cluster, 30, "read id by id").await;
+    exporter.wait_ready(READY).await;
+    agrees(&exporter, &cluster, AGREES, "read id by id").await;
     let m = exporter.metrics().await;
     assert!(requests(&m, "accounting") >= 1.0, "accounting said nothing");
     // Each record once at least (an array's pending tasks are one record).
@@ -204,13 +210,13 @@ async fn a_long_queue_is_read_id_by_id(flavor: &str) {
     agrees(
         &exporter,
         &cluster,
-        30,
+        AGREES,
         "3 more, then they and the array cancelled",
     )
     .await;
     let id = elastic(&[]);
     let _ = cluster.cmd("scontrol").args(["hold", &id]).status();
-    agrees(&exporter, &cluster, 30, "one more, held").await;
+    agrees(&exporter, &cluster, AGREES, "one more, held").await;
 
     let m = exporter.metrics().await;
     assert_eq!(requests(&m, "full"), 0.0, "a whole /jobs was asked for");
@@ -242,32 +248,37 @@ async fn a_long_queue_is_read_id_by_id(flavor: &str) {
     });
     // The exporter goes by slurmctld's count of its jobs (every 30 s): one with them.
     let filled = unix_now();
-    let recounted = wait_until(Duration::from_secs(40), || async {
-        counted(&cluster).0 > filled
-    })
-    .await;
+    let recounted = wait_until(RECOUNT, || async { counted(&cluster).0 > filled }).await;
     assert!(recounted, "slurmctld did not count its jobs again");
     new_jobs_during_the_first_read(&cluster, &key, &cluster.url).await;
+    accounting_behind(&cluster, &key).await;
     without_accounting(&cluster, &key, &elastic).await;
     let _ = cluster.cmd("scancel").arg("--user=root").status();
 }
 
+/// Requests a second the first read is held to below: 2 (against 0.5 a second of polls at
+/// the 10-s interval, so no warning that the limit cannot keep up).
+const SLOW_READ_RATE: u32 = 2;
+
 /// Jobs submitted while a long list is first read are read ahead of what is left of it: their
-/// demand shows within seconds, not when the read ends. A rate limit set low stands in for a
-/// queue of 100,000 jobs, whose first read takes minutes.
+/// demand shows while the read still runs, not when it ends. A rate limit set low stands in
+/// for a queue of 100,000 jobs, whose first read takes minutes; here it makes the read outlast
+/// the deadline below on any machine, so whether the new jobs came first is a matter of order,
+/// not of speed.
 async fn new_jobs_during_the_first_read(cluster: &SlurmCluster, key: &str, url: &str) {
+    let rate = SLOW_READ_RATE.to_string();
     let exporter = Process::start(
         &[
             "exporter",
             "--no-kubernetes",
             "--interval",
-            "2s",
+            "10s",
             "--jwt-key-file",
             key,
             "--request-max-jobs",
             BOUND,
             "--max-requests-per-second",
-            "10",
+            &rate,
         ],
         &[
             ("SLURM_REST_URL", url),
@@ -276,15 +287,20 @@ async fn new_jobs_during_the_first_read(cluster: &SlurmCluster, key: &str, url: 
         ],
     );
     // Ready as soon as part of the list is published.
-    exporter.wait_ready(Duration::from_secs(30)).await;
+    exporter.wait_ready(READY).await;
     let unread = |m: &Metrics| m.get("slurm_exporter_jobs_unread", &[]).unwrap_or(0.0);
-    let reading = wait_until(Duration::from_secs(60), || async {
-        unread(&exporter.metrics().await) > 100.0
+    // The new jobs get a deadline of their own; the read must outlast it whatever the machine:
+    // this many ids left take longer than that at the rate limit, one request an id.
+    let new_jobs_seen = Duration::from_secs(90);
+    let left_to_read = (new_jobs_seen.as_secs_f64() + 10.0) * f64::from(SLOW_READ_RATE);
+    let reading = wait_until(Duration::from_secs(120), || async {
+        unread(&exporter.metrics().await) > left_to_read
     })
     .await;
     assert!(
         reading,
-        "Slurm {}: the exporter never published part of the list\n{}",
+        "Slurm {}: the exporter never published part of the list with more than \
+         {left_to_read} ids left to read\n{}",
         cluster.flavor,
         exporter.logs()
     );
@@ -297,7 +313,121 @@ async fn new_jobs_during_the_first_read(cluster: &SlurmCluster, key: &str, url: 
         .collect();
     let submitted = std::time::Instant::now();
     let waiting = [("partition", "gpu"), ("class", "waiting")];
-    let seen = wait_until(Duration::from_secs(10), || async {
+    // The new jobs' demand and the read still running, in the same scrape: that is the
+    // property (read ahead of the rest), whatever the time it took.
+    let demand = |m: &Metrics| m.get("slurm_partition_demand_jobs", &waiting);
+    let seen = wait_until(new_jobs_seen, || async {
+        let m = exporter.metrics().await;
+        demand(&m) == Some(3.0) || unread(&m) == 0.0
+    })
+    .await;
+    let m = exporter.metrics().await;
+    assert!(
+        seen && demand(&m) == Some(3.0),
+        "Slurm {} ({url}): the 3 new jobs' demand after {:?}: {:?}\n{}",
+        cluster.flavor,
+        submitted.elapsed(),
+        demand(&m),
+        exporter.logs()
+    );
+    assert!(
+        unread(&m) > 0.0,
+        "Slurm {}: the read ended before the new jobs were read (their demand shows only now, \
+         {:?} after they were submitted)",
+        cluster.flavor,
+        submitted.elapsed()
+    );
+    // Informative only: the figure with its target is `exporter/benches/start.py`'s.
+    eprintln!(
+        "Slurm {} ({url}): the new jobs' demand {:?} after sbatch, {} ids still unread",
+        cluster.flavor,
+        submitted.elapsed(),
+        unread(&m)
+    );
+    cluster.run(
+        "scancel",
+        &new.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+}
+
+/// slurmdbd behind slurmctld (`slurm.sh dbd-hold` until dropped): slurmctld's records of
+/// new jobs wait in its queue, so accounting's newest id is far below slurmctld's.
+struct DbdHeld<'a>(&'a SlurmCluster);
+
+impl<'a> DbdHeld<'a> {
+    fn hold(cluster: &'a SlurmCluster) -> Self {
+        cluster.harness(&["dbd-hold"]);
+        Self(cluster)
+    }
+}
+
+impl Drop for DbdHeld<'_> {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("bash")
+            .arg(support::repo_root().join("tests/harness/slurm.sh"))
+            .args([&self.0.flavor, "dbd-release"])
+            .status();
+    }
+}
+
+/// Whether slurmdbd has a record of job `id` (`sacct` asks slurmdbd directly, as root).
+fn accounted(cluster: &SlurmCluster, id: &str) -> bool {
+    let out = cluster.run("sacct", &["-n", "-X", "-j", id, "-o", "JobID"]);
+    out.lines().any(|l| l.trim() == id)
+}
+
+/// Restarted while slurmdbd is still recording a burst of submissions (a site's usual state
+/// right after one): accounting's newest id is hundreds below slurmctld's. The read starts at
+/// slurmctld's newest all the same, reads ahead the jobs submitted meanwhile, and ends with
+/// every live job slurmctld counts, never a list called complete with jobs missing.
+async fn accounting_behind(cluster: &SlurmCluster, key: &str) {
+    let held = DbdHeld::hold(cluster);
+    // Three hundred held jobs accounting hears nothing of while the hold lasts.
+    let first = cluster.submit(&["-p", "cpu", "--hold", "-J", "long-queue", "--wrap", "true"]);
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                for _ in 0..75 {
+                    cluster.submit(&["-p", "cpu", "--hold", "-J", "long-queue", "--wrap", "true"]);
+                }
+            });
+        }
+    });
+    assert!(
+        !accounted(cluster, &first),
+        "Slurm {}: slurmdbd recorded job {first}: the hold did not hold",
+        cluster.flavor
+    );
+    let filled = unix_now();
+    let recounted = wait_until(RECOUNT, || async { counted(cluster).0 > filled }).await;
+    assert!(recounted, "slurmctld did not count its jobs again");
+    let exporter = Process::start(
+        &[
+            "exporter",
+            "--no-kubernetes",
+            "--interval",
+            "2s",
+            "--jwt-key-file",
+            key,
+            "--request-max-jobs",
+            BOUND,
+        ],
+        &[
+            ("SLURM_REST_URL", &cluster.url),
+            ("SLURM_USER", &cluster.user),
+            ("SLURM_CLUSTER", &cluster.name),
+        ],
+    );
+    exporter.wait_ready(READY).await;
+    // Submitted after the read began, above every id accounting knows: read ahead of the rest.
+    let new: Vec<String> = (0..3)
+        .map(|_| {
+            let args = ["-p", "gpu", "-J", "long-queue", "--begin", "now+3600"];
+            cluster.submit(&[&args[..], &["--wrap", "sleep 60"]].concat())
+        })
+        .collect();
+    let waiting = [("partition", "gpu"), ("class", "waiting")];
+    let seen = wait_until(Duration::from_secs(90), || async {
         exporter
             .metrics()
             .await
@@ -305,21 +435,37 @@ async fn new_jobs_during_the_first_read(cluster: &SlurmCluster, key: &str, url: 
             == Some(3.0)
     })
     .await;
-    let m = exporter.metrics().await;
     assert!(
         seen,
-        "Slurm {} ({url}): the 3 new jobs' demand after {:?}: {:?}\n{}",
+        "Slurm {}: the 3 new jobs' demand never showed while accounting was behind
+{}",
         cluster.flavor,
-        submitted.elapsed(),
-        m.get("slurm_partition_demand_jobs", &waiting),
         exporter.logs()
     );
-    // Still reading the rest: the new jobs did not wait for it.
+    // Every live job, exactly, while accounting is still behind.
+    agrees(&exporter, cluster, 180, "accounting behind slurmctld").await;
+    assert!(!accounted(cluster, &first), "slurmdbd caught up meanwhile");
+    let m = exporter.metrics().await;
+    let unaccounted = m
+        .get("slurm_exporter_job_ids_unaccounted", &[])
+        .unwrap_or(0.0);
     assert!(
-        unread(&m) > 0.0,
-        "Slurm {}: the read ended before the new jobs were looked for",
+        unaccounted >= 300.0,
+        "Slurm {}: {unaccounted} ids unaccounted",
         cluster.flavor
     );
+    assert_eq!(requests(&m, "full"), 0.0, "a whole /jobs was asked for");
+    let log = exporter.logs();
+    assert!(!log.contains("fewer live jobs than"), "{log}");
+    assert!(log.contains("accounting_newest"), "{log}");
+    // slurmdbd catches up: nothing changes in the list.
+    drop(held);
+    let caught_up = wait_until(Duration::from_secs(120), || async {
+        accounted(cluster, &first) && new.iter().all(|id| accounted(cluster, id))
+    })
+    .await;
+    assert!(caught_up, "slurmdbd never caught up");
+    agrees(&exporter, cluster, AGREES, "after slurmdbd caught up").await;
     cluster.run(
         "scancel",
         &new.iter().map(String::as_str).collect::<Vec<_>>(),
@@ -333,7 +479,6 @@ async fn new_jobs_during_the_first_read(cluster: &SlurmCluster, key: &str, url: 
 /// list is still read id by id; 22.05 has nothing to say it, so the list is read whole. Jobs
 /// keep coming, one a second, meanwhile.
 async fn without_accounting(cluster: &SlurmCluster, key: &str, submit: &dyn Fn(&[&str]) -> String) {
-    const INTERVAL: f64 = 2.0;
     let exporter = Process::start(
         &[
             "exporter",
@@ -351,7 +496,9 @@ async fn without_accounting(cluster: &SlurmCluster, key: &str, submit: &dyn Fn(&
             ("SLURM_CLUSTER", &cluster.name),
         ],
     );
-    exporter.wait_ready(Duration::from_secs(30)).await;
+    exporter.wait_ready(READY).await;
+    // The ages stay on the page (the regression: a list started over every poll lost them);
+    // how old the data gets is the `plain` shape of the exporter's load bench to measure.
     let mut ages = Vec::new();
     for _ in 0..15 {
         submit(&[]);
@@ -362,7 +509,7 @@ async fn without_accounting(cluster: &SlurmCluster, key: &str, submit: &dyn Fn(&
         );
         let snapshot_age = m.get("slurm_exporter_snapshot_age_seconds", &[]);
         assert!(
-            age.is_some_and(|a| a < 3.0 * INTERVAL) && snapshot_age.is_some(),
+            age.is_some() && snapshot_age.is_some(),
             "Slurm {}: job data age {age:?}, snapshot age {snapshot_age:?} (ages so far {ages:?})\n{}",
             cluster.flavor,
             exporter.logs()
@@ -370,7 +517,12 @@ async fn without_accounting(cluster: &SlurmCluster, key: &str, submit: &dyn Fn(&
         ages.push(age.unwrap_or_default());
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
-    agrees(&exporter, cluster, 60, "without accounting").await;
+    eprintln!(
+        "Slurm {}: job data ages without accounting {ages:?}",
+        cluster.flavor
+    );
+    // The whole list of some 350 jobs, without accounting to say where the ids are.
+    agrees(&exporter, cluster, 180, "without accounting").await;
     let m = exporter.metrics().await;
     let by_id = cluster.flavor != "22.05";
     let read = if by_id { "id_by_id" } else { "whole" };

@@ -173,7 +173,7 @@ async fn every_family_both_publish_agrees_or_differs_by_a_documented_rule() {
     // waiting on a begin time, a GPU job too wide for what is free.
     sbatch(&["-p", "cpu", "-N", "2", "-n", "4"]);
     sbatch(&["-p", "gpu", "--gres=gpu:2", "-c", "3", "--mem=2000"]);
-    let started = wait_until(Duration::from_secs(20), || async {
+    let started = wait_until(Duration::from_secs(60), || async {
         cluster
             .run("squeue", &["-h", "-t", "R", "-o", "%i"])
             .lines()
@@ -203,7 +203,8 @@ async fn every_family_both_publish_agrees_or_differs_by_a_documented_rule() {
         cluster.run("scontrol", &["create", &record]);
     }
     cluster.run("scontrol", &["reconfigure"]);
-    let powered_down = wait_until(Duration::from_secs(30), || async {
+    // SuspendTime (10 s) and SuspendTimeout (5 s) are the timers; the rest gets slack.
+    let powered_down = wait_until(Duration::from_secs(60), || async {
         let out = cluster.run("sinfo", &["-h", "-N", "-p", "planned", "-o", "%T"]);
         out.lines().filter(|l| l.trim() == "idle~").count() == 2
     })
@@ -244,7 +245,7 @@ async fn every_family_both_publish_agrees_or_differs_by_a_documented_rule() {
     // Both sides settle within a few seconds (slurmctld counts jobs every few seconds too):
     // compare until the two pages differ only as the table says, or show what is left.
     let left = std::cell::RefCell::new(BTreeMap::new());
-    let settled = wait_until(Duration::from_secs(30), || async {
+    let settled = wait_until(Duration::from_secs(60), || async {
         let (theirs, mine) = (
             page(&native(&cluster).await),
             page(&exporter.metrics().await),

@@ -702,7 +702,7 @@ async fn a_real_prometheus_scrapes_over_tls_with_basic_auth() {
     certificate(d, "renewed", "slurmscale-b");
     std::fs::rename(d.join("renewed.key"), d.join("server.key")).unwrap();
     std::fs::rename(d.join("renewed.crt"), d.join("server.crt")).unwrap();
-    let renewed = support::wait_until(Duration::from_secs(10), || async {
+    let renewed = support::wait_until(Duration::from_secs(30), || async {
         presented_subject(exporter.port).contains("slurmscale-b")
     })
     .await;

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use support::elastic::*;
 use support::{Metrics, Process, SlurmCluster, autoscaler, repo_root};
 
-/// The exporter's interval here: the "fresh within two intervals" yardstick.
+/// The exporter's interval here.
 const INTERVAL: Duration = Duration::from_secs(2);
 
 /// `slurmscale exporter --no-kubernetes` every [`INTERVAL`], signing its tokens with `key`.
@@ -55,12 +55,28 @@ fn fresh_since(m: &Metrics, since: f64) -> bool {
         && last.iter().all(|t| *t >= since)
 }
 
-/// Waits until the exporter's data is fresh after `since`; how long that took from `from`.
-async fn until_fresh(e: &Process, since: f64, from: Instant, what: &str) -> Duration {
+/// Collections the exporter has finished (`slurm_exporter_collections_total`).
+fn collections(m: &Metrics) -> f64 {
+    m.get("slurm_exporter_collections_total", &[])
+        .unwrap_or(0.0)
+}
+
+/// Waits until the exporter's data is fresh after `since`: how long that took from `from`
+/// (printed, never asserted), and how many collections it finished from `counted` (its
+/// collection count at `from`) until then, the one that made it fresh included. The deadline
+/// is generous on purpose; how soon data is fresh again is for a bench to measure.
+async fn until_fresh(
+    e: &Process,
+    since: f64,
+    from: Instant,
+    counted: f64,
+    what: &str,
+) -> (Duration, f64) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
-        if fresh_since(&e.metrics().await, since) {
-            return from.elapsed();
+        let m = e.metrics().await;
+        if fresh_since(&m, since) {
+            return (from.elapsed(), collections(&m) - counted);
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -88,7 +104,7 @@ fn kube_harness(cmd: &str) {
 /// autoscaler running and a 2-node job on the elastic NodeSet. While it is away the
 /// autoscaler is Frozen and the NodeSet keeps its nodes; the exporter keeps serving its last
 /// data and says it is stale. Once slurmctld answers again, the exporter's data is fresh
-/// within two intervals, the job is still there and running (recovered from the state
+/// within a few collections, the job is still there and running (recovered from the state
 /// files), and the NodeSet never shrank.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slurmctld_restart_is_no_reason_to_scale_down() {
@@ -121,7 +137,8 @@ async fn a_slurmctld_restart_is_no_reason_to_scale_down() {
         cluster.harness(&["ctld-stop"]);
         eventually(
             &format!("{flavor}: Frozen=True while slurmctld is away"),
-            Duration::from_secs(20),
+            // Stale after 3 polls + 5 s (8 s here): that timer, with slack for the work.
+            Duration::from_secs(30),
             &a,
             async || condition(&s, "Frozen").await.as_deref() == Some("True"),
         )
@@ -156,16 +173,25 @@ async fn a_slurmctld_restart_is_no_reason_to_scale_down() {
 
         cluster.harness(&["ctld-start"]); // returns once `scontrol ping` answers
         let back = Instant::now();
-        let took = until_fresh(&e, unix_now(), back, flavor).await;
-        eprintln!("Slurm {flavor}: exporter fresh {took:?} after slurmctld answered ping");
+        let since = unix_now();
+        let counted = collections(&e.metrics().await);
+        let (took, made) = until_fresh(&e, since, back, counted, flavor).await;
+        eprintln!(
+            "Slurm {flavor}: exporter fresh {took:?} ({made} collections) after slurmctld \
+             answered ping"
+        );
+        // Counted in collections, not seconds: the one under way when slurmctld came back
+        // may fail, the next is good; a poll budget still holding requests back after the
+        // outage (the regression this guards) would take many more.
         assert!(
-            took <= 2 * INTERVAL + Duration::from_secs(1),
-            "{flavor}: fresh only {took:?} after slurmctld came back (interval {INTERVAL:?})\n{}",
+            made <= 3.0,
+            "{flavor}: fresh only after {made} collections ({took:?}, interval {INTERVAL:?}) \
+             once slurmctld came back\n{}",
             e.logs()
         );
         eventually(
             &format!("{flavor}: unfrozen once slurmctld is back"),
-            Duration::from_secs(10),
+            Duration::from_secs(30),
             &a,
             async || condition(&s, "Frozen").await.as_deref() == Some("False"),
         )
@@ -248,7 +274,7 @@ async fn a_rotated_jwt_key_is_used_from_the_next_collection() {
         cluster.harness(&["ctld-stop"]);
         cluster.harness(&["ctld-start"]);
         // 24.11 answers 401; 22.05 an HTTP 500 ("Unspecified error"): any failure will do.
-        let refused = support::wait_until(Duration::from_secs(20), || async {
+        let refused = support::wait_until(Duration::from_secs(30), || async {
             let m = e.metrics().await;
             m.get("slurm_exporter_up", &[]) == Some(0.0)
                 && m.all("slurm_exporter_errors_total", &[])
@@ -266,11 +292,18 @@ async fn a_rotated_jwt_key_is_used_from_the_next_collection() {
         let rotated = Instant::now();
         let since = unix_now();
         replace(&key, &new_key);
-        let took = until_fresh(&e, since, rotated, flavor).await;
-        eprintln!("Slurm {flavor}: exporter fresh {took:?} after its key file was replaced");
+        // Counted once the file is replaced: a collection under way then may still sign with
+        // the old key; the next one must use the new.
+        let counted = collections(&e.metrics().await);
+        let (took, made) = until_fresh(&e, since, rotated, counted, flavor).await;
+        eprintln!(
+            "Slurm {flavor}: exporter fresh {took:?} ({made} collections) after its key file \
+             was replaced"
+        );
         assert!(
-            took <= INTERVAL + Duration::from_secs(1),
-            "{flavor}: the new key was used only {took:?} after the file changed (interval {INTERVAL:?})\n{}",
+            made <= 2.0,
+            "{flavor}: the new key was used only after {made} collections ({took:?}, interval \
+             {INTERVAL:?}) once the file changed\n{}",
             e.logs()
         );
         drop(restore);

@@ -1,16 +1,29 @@
 #!/usr/bin/env bash
 # The whole test suite, from a bare Debian bookworm machine (as root): installs what is
-# missing, builds (once, cached) Kubernetes with KEDA and the slurm-operator, Slurm 24.11 and
-# Slurm 26.05's root filesystem,
-# checks formatting and lints, builds the container image, starts the real servers, runs
-# every test against them (the image's among them) and stops the servers.
+# missing, builds (once, cached) Kubernetes with KEDA, the Prometheus Operator and the
+# slurm-operator, makes Slurm 24.11's and 26.05's root filesystems, checks formatting and
+# lints, builds the container image, starts the real servers, runs every test against them
+# (the image's among them) and stops the servers.
 #
 # Caches live outside the clone (default /var/cache/slurmscale, including the cargo target
 # dir unless CARGO_TARGET_DIR is set), so a second run only builds what changed.
+#
+# SLURMSCALE_SLOW_DAY=1 runs the servers and the tests with one of the machine's cores taken
+# by a busy process (=all: the builds too), as on a day this shared machine runs at half
+# speed; the tests must pass that way (docs/testing.md, "A slow day").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tests/harness/common.sh
 need_root
+busy_pid=
+slow_day() { # take a core (once) when SLURMSCALE_SLOW_DAY asks for it from this phase on
+  if [ -z "$busy_pid" ] && [[ " $* " == *" ${SLURMSCALE_SLOW_DAY:-} "* ]]; then
+    busy_pid=$(take_a_core)
+    say "slow day: one core taken by process $busy_pid"
+  fi
+}
+trap 'release_core "$busy_pid"' EXIT
+slow_day all
 
 phase_start=$SECONDS
 phase() { # report the previous phase's time, announce the next
@@ -20,14 +33,29 @@ phase() { # report the previous phase's time, announce the next
   return 0
 }
 
-phase "prerequisites (apt, Kubernetes/KEDA/slurm-operator build, Slurm 24.11 build, Slurm 26.05 root, kubectl/helm)"
-tests/harness/deps.sh
-tests/harness/build-go-stack.sh
-tests/harness/build-slurm-24.11.sh
-tests/harness/build-slurm-26.05.sh
+phase "prerequisites (apt, Slurm 24.11 and 26.05 roots, kubectl/helm, crates; the Go stack beside them)"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$SLURMSCALE_CACHE/target}"
+# What mostly downloads (apt, the Slurm roots, the tools, the crates) runs beside what mostly
+# compiles (the Go stack: Go and its module proxy are the machine's own, it needs nothing of
+# apt's): on a fresh machine the downloads cost no time of their own.
+fetched=$(mktemp)
+(
+  tests/harness/deps.sh &&
+    tests/harness/build-slurm-root.sh 24.11 &&
+    tests/harness/build-slurm-root.sh 26.05 &&
+    tests/harness/tools.sh >/dev/null &&
+    cargo fetch --locked --quiet
+) >"$fetched" 2>&1 &
+fetch_pid=$!
+go_status=0
+tests/harness/build-go-stack.sh || go_status=$?
+fetch_status=0
+wait "$fetch_pid" || fetch_status=$?
+cat "$fetched" >&2 && rm -f "$fetched"
+[ "$fetch_status" = 0 ] || die "installing or fetching the prerequisites failed (output above)"
+[ "$go_status" = 0 ] || die "building the Go stack failed (output above)"
 PATH="$(tests/harness/tools.sh):$PATH"
 export PATH
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$SLURMSCALE_CACHE/target}"
 
 phase "format and lint"
 cargo fmt --all --check
@@ -36,11 +64,13 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 phase "build tests"
 cargo test --workspace --locked --no-run
 
-# The release binary and the image tests/image.rs runs (rebuilt only when they changed).
-phase "build the release binary and the container image"
-tests/harness/image.sh >/dev/null
+# The binary and the image tests/image.rs runs (rebuilt only when they changed): the
+# release build without link-time optimisation, which only a release needs.
+phase "build the binary and the container image"
+SLURMSCALE_IMAGE_PROFILE=test-image tests/harness/image.sh >/dev/null
 
 phase "start real servers"
+slow_day 1 all
 # Three copies of the harness side by side, so the suite takes the time of its longest third
 # instead of the sum; the tests mostly wait on real time (SuspendTime, slurmctld's 30-second
 # checks, poll intervals). The second copy: the autoscaler's end-to-end tests, the
@@ -65,7 +95,7 @@ second=(env "SLURMSCALE_RUN=$run-2" SLURMSCALE_PORT_BASE_2205=19800
   SLURMSCALE_PORT_BASE_2411=20800 SLURMSCALE_PORT_BASE_2605=22800 SLURMSCALE_KUBE_PORT_BASE=21000)
 third=(env "SLURMSCALE_RUN=$run-3" SLURMSCALE_PORT_BASE_2205=25800
   SLURMSCALE_PORT_BASE_2411=26800 SLURMSCALE_PORT_BASE_2605=28800 SLURMSCALE_KUBE_PORT_BASE=27000)
-trap 'tests/harness/down.sh; "${second[@]}" tests/harness/down.sh; "${third[@]}" tests/harness/down.sh' EXIT
+trap 'tests/harness/down.sh; "${second[@]}" tests/harness/down.sh; "${third[@]}" tests/harness/down.sh; release_core "$busy_pid"' EXIT
 tests/harness/up.sh
 "${second[@]}" tests/harness/up.sh
 "${third[@]}" env SLURMSCALE_KUBE_WITH=keda tests/harness/up.sh

@@ -32,6 +32,7 @@ use tracing::warn;
 use crate::crd::{NodeSetAutoscaler, NodeSetAutoscalerStatus, ScaleTargetRef};
 use crate::error::{Error, Result};
 use crate::leader::Leadership;
+use crate::targets::Targets;
 
 /// How long a Kubernetes read or write may take unless `--kube-timeout` says otherwise.
 pub const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
@@ -159,6 +160,8 @@ pub struct Actuator {
     /// only the same note said again is counted in the Event's series.
     recorders: Mutex<HashMap<EventsOf, (String, Recorder)>>,
     resources: Mutex<HashMap<(String, String), ApiResource>>,
+    /// NodeSets as a watch keeps them: read without a request.
+    targets: Targets,
     /// Writes are sent and answered within the lease only.
     leadership: Leadership,
     /// Each request is abandoned after this.
@@ -185,6 +188,7 @@ impl Actuator {
         Self {
             reporter,
             recorders: Mutex::default(),
+            targets: Targets::new(client.clone()),
             client,
             resources: Mutex::default(),
             leadership,
@@ -214,6 +218,16 @@ impl Actuator {
     }
 
     async fn api(&self, namespace: &str, target: &ScaleTargetRef) -> Result<Api<DynamicObject>> {
+        let resource = self.resource(target).await?;
+        Ok(Api::namespaced_with(
+            self.client.clone(),
+            namespace,
+            &resource,
+        ))
+    }
+
+    /// The API resource behind `target`, found by discovery once.
+    async fn resource(&self, target: &ScaleTargetRef) -> Result<ApiResource> {
         let key = (target.api_version.clone(), target.kind.clone());
         let cached = self
             .resources
@@ -248,11 +262,7 @@ impl Actuator {
                 resource
             }
         };
-        Ok(Api::namespaced_with(
-            self.client.clone(),
-            namespace,
-            &resource,
-        ))
+        Ok(resource)
     }
 }
 
@@ -406,45 +416,41 @@ impl Actuator {
 impl Kubernetes for Actuator {
     /// Reads the target and its scale.
     async fn read(&self, namespace: &str, target: &ScaleTargetRef) -> Result<Target> {
-        let api = self.api(namespace, target).await?;
+        let resource = self.resource(target).await?;
+        if let Some(object) = self.targets.get(namespace, target, &resource) {
+            // A NodeSet's scale is its spec.replicas and status.replicas, at its version; the
+            // API server answers 0 for either when the object leaves it out (as its
+            // controller does at 0 pods).
+            let at = |path: [&str; 2]| {
+                (object.data.get(path[0]))
+                    .and_then(|v| v.get(path[1]))
+                    .and_then(Value::as_i64)
+                    .and_then(|r| u64::try_from(r).ok())
+                    .unwrap_or(0)
+            };
+            let scale = Scale {
+                replicas: at(["spec", "replicas"]),
+                status_replicas: Some(at(["status", "replicas"])),
+                resource_version: object.metadata.resource_version.clone(),
+            };
+            return Ok(target_of(target, &object, scale));
+        }
+        let api = Api::<DynamicObject>::namespaced_with(self.client.clone(), namespace, &resource);
         let object = self
             .read_within("target read", api.get(&target.name))
             .await?;
         let scale = self
             .read_within("scale read", api.get_scale(&target.name))
             .await?;
-        let spec = object.data.get("spec");
-        Ok(Target {
+        let scale = Scale {
             replicas: scale
                 .spec
                 .and_then(|s| s.replicas)
                 .map_or(0, |r| u64::try_from(r).unwrap_or(0)),
             status_replicas: scale.status.and_then(|s| u64::try_from(s.replicas).ok()),
             resource_version: scale.metadata.resource_version,
-            scaling_mode: spec
-                .and_then(|s| s.get("scalingMode"))
-                .and_then(Value::as_str)
-                .map(String::from),
-            partition: partition_of(
-                object.metadata.annotations.as_ref(),
-                &if target.kind == "NodeSet" {
-                    slurm_name(&target.name, nodeset_hostname(spec))
-                } else {
-                    target.name.clone()
-                },
-            ),
-            selector: object
-                .data
-                .get("status")
-                .and_then(|s| s.get("selector"))
-                .and_then(Value::as_str)
-                .map(String::from),
-            nodes: if target.kind == "NodeSet" {
-                NodeFacts::of_nodeset(&target.name, object.metadata.annotations.as_ref(), spec)
-            } else {
-                NodeFacts::default()
-            },
-        })
+        };
+        Ok(target_of(target, &object, scale))
     }
 
     /// Sets the target's replicas, if its scale is still at `resource_version`.
@@ -462,12 +468,21 @@ impl Kubernetes for Actuator {
         }
         let params = PatchParams::default();
         let patch = Patch::Merge(patch);
-        self.write_within(
-            "scale patch",
-            api.patch_scale(&target.name, &params, &patch),
-        )
-        .await?;
-        Ok(())
+        let written = self
+            .write_within(
+                "scale patch",
+                api.patch_scale(&target.name, &params, &patch),
+            )
+            .await;
+        match &written {
+            Ok(scale) => {
+                let rv = scale.metadata.resource_version.as_deref();
+                self.targets.wrote(namespace, target, rv);
+            }
+            Err(e) if e.is_conflict() => self.targets.conflicted(namespace, target),
+            Err(_) => {}
+        }
+        written.map(|_| ())
     }
 
     /// Marks the target's pods `which` to be deleted first on the next scale-in (the
@@ -550,5 +565,45 @@ impl Kubernetes for Actuator {
         if let Err(e) = published {
             warn!(error = %e, reason, "cannot record an Event");
         }
+    }
+}
+
+/// A target's scale subresource, as read.
+struct Scale {
+    replicas: u64,
+    status_replicas: Option<u64>,
+    resource_version: Option<String>,
+}
+
+/// The target as the controller needs it, from the object and its scale.
+fn target_of(target: &ScaleTargetRef, object: &DynamicObject, scale: Scale) -> Target {
+    let spec = object.data.get("spec");
+    Target {
+        replicas: scale.replicas,
+        status_replicas: scale.status_replicas,
+        resource_version: scale.resource_version,
+        scaling_mode: spec
+            .and_then(|s| s.get("scalingMode"))
+            .and_then(Value::as_str)
+            .map(String::from),
+        partition: partition_of(
+            object.metadata.annotations.as_ref(),
+            &if target.kind == "NodeSet" {
+                slurm_name(&target.name, nodeset_hostname(spec))
+            } else {
+                target.name.clone()
+            },
+        ),
+        selector: object
+            .data
+            .get("status")
+            .and_then(|s| s.get("selector"))
+            .and_then(Value::as_str)
+            .map(String::from),
+        nodes: if target.kind == "NodeSet" {
+            NodeFacts::of_nodeset(&target.name, object.metadata.annotations.as_ref(), spec)
+        } else {
+            NodeFacts::default()
+        },
     }
 }

@@ -20,6 +20,7 @@ pub mod pool;
 pub mod records;
 pub mod slurm_nodes;
 pub mod slurm_planned;
+pub mod targets;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -39,9 +40,10 @@ use tracing::{info, warn};
 
 pub use error::{Error, Result};
 
-/// NodeSetAutoscalers reconciled at once: each reconcile mostly waits on the API server
-/// (two reads, then the writes), so 16 at a time bring a round of 200 autoscalers well
-/// under a poll interval without a burst the API server's default limits would notice.
+/// NodeSetAutoscalers reconciled at once. A NodeSet target is read from a watch
+/// ([`targets`]), so a reconcile waits on the API server only for what it writes, or for a
+/// target of another kind (two reads): 16 at a time keep a round of 200 autoscalers under a
+/// poll interval even then, without a burst the API server's default limits would notice.
 pub const RECONCILE_CONCURRENCY: usize = 16;
 
 /// What `slurmscale autoscaler` runs with.

@@ -118,6 +118,9 @@ pub struct JobListRead {
     /// are), or whole.
     pub by_id: bool,
     pub accounting: Accounting,
+    /// Ids slurmctld had given out above the newest accounting knew, when the list was last
+    /// read id by id (slurmdbd behind slurmctld).
+    pub unaccounted: u64,
 }
 
 /// What slurmrestd's accounting endpoints (`/slurmdb/…`) showed, the last time a list too long

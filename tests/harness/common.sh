@@ -14,9 +14,9 @@ SLURMSCALE_CACHE="${SLURMSCALE_CACHE:-/var/cache/slurmscale}"
 SLURMSCALE_RUN="${SLURMSCALE_RUN:-/tmp/slurmscale-harness}"
 HARNESS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-SLURM_2411_VERSION=24.11.5
-SLURM_2411_PREFIX="${SLURM_2411_PREFIX:-$SLURMSCALE_CACHE/slurm-$SLURM_2411_VERSION}"
-# Debian sid's Slurm 26.05, in a root filesystem of its own (build-slurm-26.05.sh).
+# Debian trixie's Slurm 24.11 and sid's 26.05, each in a root filesystem of its own
+# (build-slurm-root.sh).
+SLURM_2411_ROOT="${SLURM_2411_ROOT:-$SLURMSCALE_CACHE/slurm-24.11-root}"
 SLURM_2605_ROOT="${SLURM_2605_ROOT:-$SLURMSCALE_CACHE/slurm-26.05-root}"
 
 say() { printf '[harness] %s\n' "$*" >&2; }
@@ -25,6 +25,17 @@ die() { printf '[harness] error: %s\n' "$*" >&2; exit 1; }
 need_root() {
   [ "$(id -u)" = 0 ] || die "the harness runs Slurm daemons and apt as root; run it as root"
 }
+
+# A slow day: a busy process that takes one core (the last, at a high priority, so the
+# scheduler moves everything else off it) until `release_core PID`. Prints its pid.
+take_a_core() {
+  local cpu
+  cpu=$(($(nproc) - 1))
+  nice -n -10 taskset -c "$cpu" bash -c 'while :; do :; done' >/dev/null 2>&1 &
+  echo $!
+}
+
+release_core() { [ -n "${1:-}" ] && kill "$1" 2>/dev/null; return 0; }
 
 # Poll a command until it succeeds; fail with a message after $1 seconds.
 wait_for() {
@@ -70,8 +81,8 @@ stop_pidfile() { stop_pidfiles "$1"; }
 
 # The Debian archive this machine's apt is configured with: `apt_archive main` prints the
 # URI serving the release's own suite, `apt_archive security` the one serving its
-# `-security` suite. The build scripts fetch source packages from there, so the harness
-# follows whatever mirror the machine uses and no host name lives in this repository.
+# `-security` suite. The harness fetches Debian's packages from there (build-slurm-root.sh),
+# so it follows whatever mirror the machine uses and no host name lives in this repository.
 # Reads both formats apt does: one-line sources.list entries and deb822 `.sources` files.
 apt_archive() {
   local kind=$1 list parts uri

@@ -10,14 +10,15 @@ packages=(
   # accounting as sites run it: slurmdbd (brings its MySQL plugin) on a MariaDB that the
   # harness starts itself, in its run dir (the package's own service is never used)
   slurmdbd mariadb-server
-  # Slurm 24.11 build (the Kubernetes binaries are built with the machine's own Go 1.26);
-  # the MariaDB client headers make configure build accounting_storage/mysql
-  build-essential make pkg-config libmunge-dev libjwt-dev libjson-c-dev libhttp-parser-dev
-  libyaml-dev liblz4-dev libssl-dev libmariadb-dev libmariadb-dev-compat
-  # Slurm 26.05: Debian sid's packages in a root filesystem of their own (build-slurm-26.05.sh)
+  # a C compiler (srcaddr.c, the Rust crates' C parts; the Kubernetes binaries are built with
+  # the machine's own Go 1.26)
+  build-essential
+  # Slurm 24.11 and 26.05: Debian trixie's and sid's packages, each in a root filesystem of
+  # its own (build-slurm-root.sh)
   debootstrap
-  # scripts, certificates, metric and rule linting, a real Prometheus
-  openssl curl jq xz-utils unzip dpkg-dev prometheus
+  # scripts, certificates, metric and rule linting, a real Prometheus; slurmdbd held behind
+  # slurmctld (slurm.sh dbd-hold)
+  openssl curl jq xz-utils unzip prometheus iptables
   # kubernetes-validate (tools.sh) lives in a virtualenv; slurmrestd-v0044.py (kube.sh)
   python3 python3-venv
   # the container image: built with buildah (image.sh), run with podman on runc (crun fails

@@ -14,7 +14,8 @@
 # the first step fills every cpu and gpu node with one exclusive blocker job of unlimited time
 # (`sleep`); the elastic nodes are FUTURE (no slurmd), so nothing there runs either.
 # Environment: LOAD_JOBS_BLOCKERS=0 skips the blockers (they are made once; a second load
-# finds them running and keeps them).
+# finds them running and keeps them); LOAD_JOBS_MIX=held submits one-CPU held jobs to cpu
+# instead of the mix (a burst as fast as sbatch goes, which slurmdbd records behind).
 # Prints the submission rate at the end. `slurm.sh FLAVOR stop` cancels everything.
 set -euo pipefail
 flavor=${1:?usage: load-jobs.sh FLAVOR N [PARALLEL]}
@@ -45,6 +46,13 @@ fi
 # so a load is the same mix every time.
 submit_loop() {
   local k=$1 i args p
+  if [ "${LOAD_JOBS_MIX:-site}" = held ]; then
+    for ((i = k; i < n; i += par)); do
+      "$sb" -Q -o /dev/null -H -p cpu -n 1 -J "held-$((i % 37))" --wrap true >/dev/null ||
+        echo "sbatch failed for job $i" >&2
+    done
+    return
+  fi
   for ((i = k; i < n; i += par)); do
     p=$((i % 20))
     args=(-Q -o /dev/null -J "load-$((i % 37))")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs Prometheus 3 as a pod of the Prometheus Operator would run it: Debian sid's prometheus
 # (3.5, the long-term release kube-prometheus-stack ships; it lives in the 26.05 root,
-# build-slurm-26.05.sh) with a directory of the test's as /etc/prometheus and another as the
+# build-slurm-root.sh 26.05) with a directory of the test's as /etc/prometheus and another as the
 # pod's service account, so the configuration the operator generated runs unmodified: its
 # rule files at /etc/prometheus/rules/..., its Kubernetes discovery in-cluster (the token and
 # CA at /var/run/secrets/kubernetes.io/serviceaccount, the API server from
@@ -18,7 +18,7 @@ dir=${1:?usage: prometheus3.sh DIR [PROMETHEUS ARGS...]}
 shift
 dir=$(cd "$dir" && pwd)
 [ -x "$SLURM_2605_ROOT/usr/bin/prometheus" ] ||
-  die "no Prometheus 3 in $SLURM_2605_ROOT: run tests/harness/build-slurm-26.05.sh"
+  die "no Prometheus 3 in $SLURM_2605_ROOT: run tests/harness/build-slurm-root.sh 26.05"
 for d in etc sa data; do [ -d "$dir/$d" ] || die "$dir/$d is missing"; done
 exec unshare --mount -- sh -c '
   root=$1 dir=$2

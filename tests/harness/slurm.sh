@@ -9,11 +9,12 @@
 #                   | restd-stop | restd-start   (take slurmrestd away and back, for fault tests)
 #                   | ctld-stop | ctld-start     (stop slurmctld, as a restart or upgrade would, and
 #                                                 start it again from its saved state)
+#                   | dbd-hold | dbd-release     (slurmdbd falls behind slurmctld, and catches up)
 #
-# FLAVOR is 22.05 (Debian bookworm's packages, REST v0.0.38), 24.11 (built from Debian's
-# source by build-slurm-24.11.sh, REST v0.0.40-v0.0.42) or 26.05 (Debian sid's packages in a
-# root filesystem of their own, build-slurm-26.05.sh: REST v0.0.42-v0.0.45, slurmctld's native
-# metrics; its daemons and commands run chrooted there, see run_slurm). All three can run side
+# FLAVOR is 22.05 (Debian bookworm's packages, REST v0.0.38), 24.11 (Debian trixie's packages
+# in a root filesystem of their own, build-slurm-root.sh: REST v0.0.40-v0.0.42) or 26.05
+# (Debian sid's, the same way: REST v0.0.42-v0.0.45, slurmctld's native metrics); the daemons
+# and commands of the last two run chrooted there, see run_slurm. All three can run side
 # by side, and a second copy of any beside the test one (benchmarks) with its own
 # SLURMSCALE_RUN and SLURMSCALE_PORT_BASE_2205 / _2411 / _2605 (defaults 16800 / 17800 /
 # 15800). Ports, all on 127.0.0.1:
@@ -24,8 +25,8 @@
 # Accounting: each cluster has its own mariadbd (Debian's package, never its system service:
 # data dir, socket, log and pid file in $SLURMSCALE_RUN/slurm-FLAVOR/mariadb, the data dir a
 # copy of an empty one cached in $SLURMSCALE_CACHE, config in etc/mariadb.cnf, root admin
-# over the unix socket only) and its own slurmdbd (Debian's for 22.05, the cached build's for
-# 24.11) storing into database slurm_acct_2205 / slurm_acct_2411 as MariaDB user `slurm`,
+# over the unix socket only) and its own slurmdbd (Debian's, of the flavor's release)
+# storing into database slurm_acct_2205 / _2411 / _2605 as MariaDB user `slurm`,
 # whose generated password lives only in etc/slurmdbd.conf (0600).
 # The cluster is registered with sacctmgr; root and the JWT user submit under account `root`.
 # AccountingStorageEnforce is off, as without slurmdbd: no job is refused for want of an
@@ -99,7 +100,7 @@ case "$flavor" in
     ;;
   24.11)
     cluster=s2411 base=${SLURMSCALE_PORT_BASE_2411:-17800} api_versions="v0.0.40 v0.0.41 v0.0.42"
-    sbin=$SLURM_2411_PREFIX/sbin bin=$SLURM_2411_PREFIX/bin
+    sbin=/usr/sbin bin=/usr/bin root=$SLURM_2411_ROOT
     ;;
   26.05)
     cluster=s2605 base=${SLURMSCALE_PORT_BASE_2605:-15800} api_versions="v0.0.42 v0.0.43 v0.0.44 v0.0.45"
@@ -107,13 +108,11 @@ case "$flavor" in
     ;;
   *) die "usage: slurm.sh 22.05|24.11|26.05 start|stop|status|env|node-up NODE|node-down NODE" ;;
 esac
-# Debian's packages (22.05, 26.05) name their daemons *-wlm; the 24.11 build does not.
 root=${root:-}
-# Where a test finds this Slurm's commands (SLURM_BIN in `env`): for 26.05, wrappers that run
-# them in its root filesystem (`slurm.sh 26.05 run`).
+# Where a test finds this Slurm's commands (SLURM_BIN in `env`): for 24.11 and 26.05,
+# wrappers that run them in its root filesystem (`slurm.sh FLAVOR run`).
 cmd_bin=$bin
 [ -n "$root" ] && cmd_bin=$SLURMSCALE_RUN/slurm-$flavor/cmd
-debian_names=$([ "$flavor" = 24.11 ] || echo yes)
 
 dir="$SLURMSCALE_RUN/slurm-$flavor"
 conf="$dir/etc/slurm.conf"
@@ -155,12 +154,8 @@ write_config() {
 
   # Debian names its daemons *-wlm, but Slurm decides what it is from argv[0] (under the
   # -wlm names, GPU counts on node lines are silently dropped), so run them via symlinks
-  # (26.05's resolve inside its root filesystem, where the run dir is bound at its own path).
-  if [ -n "$debian_names" ]; then
-    for d in slurmctld slurmd slurmstepd; do ln -sf "/usr/sbin/$d-wlm" "$dir/bin/$d"; done
-  else
-    for d in slurmctld slurmd slurmstepd; do ln -sf "$sbin/$d" "$dir/bin/$d"; done
-  fi
+  # (in a root filesystem they resolve inside it, where the run dir is bound at its own path).
+  for d in slurmctld slurmd slurmstepd; do ln -sf "/usr/sbin/$d-wlm" "$dir/bin/$d"; done
 
   # The HS256 key is the exact bytes of the file (slurmctld and slurmdbd both check tokens).
   openssl rand -hex 32 | tr -d '\n' >"$dir/etc/jwt_hs256.key"
@@ -177,7 +172,7 @@ write_config() {
       cat >"$cmd_bin/$c" <<EOF
 #!/bin/sh
 exec env SLURMSCALE_RUN='$SLURMSCALE_RUN' SLURMSCALE_CACHE='$SLURMSCALE_CACHE' \\
-  SLURMSCALE_PORT_BASE_2605='$base' SLURM_2605_ROOT='$root' '$HARNESS_DIR/slurm.sh' $flavor run $bin/$c "\$@"
+  SLURMSCALE_PORT_BASE_${flavor/./}='$base' SLURM_${flavor/./}_ROOT='$root' '$HARNESS_DIR/slurm.sh' $flavor run $bin/$c "\$@"
 EOF
       chmod 0755 "$cmd_bin/$c"
     done
@@ -436,9 +431,7 @@ register_cluster() {
 start_slurmd() { # node
   local n=$1
   mkdir -p "$dir/spool/$n"
-  local stepd=()
-  [ -n "$debian_names" ] && stepd=(-d "$dir/bin/slurmstepd")
-  SLURM_CONF="$conf" run_slurm "$dir/bin/slurmd" -D -N "$n" -f "$conf" "${stepd[@]}" \
+  SLURM_CONF="$conf" run_slurm "$dir/bin/slurmd" -D -N "$n" -f "$conf" -d "$dir/bin/slurmstepd" \
     >>"$dir/log/slurmd-$n.out" 2>&1 &
   echo $! >"$pids/slurmd-$n"
 }
@@ -462,7 +455,7 @@ start_slurmrestd() { # [plain | PORT]: without the slurmdbd plugins, or one more
   esac
   # Every REST version each Slurm has, with the slurmdbd ones (/slurmdb/...) unless plain.
   # slurmrestd refuses root and SlurmUser: it binds first, then drops to nobody (by number:
-  # 26.05's cannot resolve the name inside its root filesystem).
+  # a root filesystem's cannot resolve the name inside it).
   # MALLOC_ARENA_MAX keeps its RSS sane on large /jobs answers.
   SLURM_CONF="$conf" SLURM_JWT=daemon MALLOC_ARENA_MAX=2 \
     run_slurm "$sbin/slurmrestd" -f "$conf" -a rest_auth/jwt -s "$plugins" -u "$(id -u nobody)" -g "$(getent group nogroup | cut -d: -f3)" \
@@ -474,7 +467,7 @@ start_slurmrestd() { # [plain | PORT]: without the slurmdbd plugins, or one more
 # execs: only ever in the background (`run_slurm … &`: $! is then the daemon) or in a
 # subshell (`(run_slurm …)`). With --hosts, in a mount namespace of its own where the run's
 # hosts file is /etc/hosts; with `--hostname NAME` also in a UTS namespace under that name.
-# For 26.05, chrooted into its root filesystem (build-slurm-26.05.sh), in a mount namespace
+# For 24.11 and 26.05, chrooted into its root filesystem (build-slurm-root.sh), in a mount namespace
 # of its own where /proc, /sys, /dev and the run dir are bound in at their own paths (so
 # every path in the configs means the same inside and out), in the caller's directory when
 # it exists there. The mounts go with the namespace, when its last process ends.
@@ -546,7 +539,7 @@ start() {
     return
   fi
   [ -x "$root$sbin/slurmctld" ] && [ -x "$root$sbin/slurmdbd" ] && [ -x /usr/sbin/mariadbd ] ||
-    die "Slurm $flavor or MariaDB is not installed here: run tests/harness/deps.sh (22.05), tests/harness/build-slurm-24.11.sh (24.11) or tests/harness/build-slurm-26.05.sh (26.05)"
+    die "Slurm $flavor or MariaDB is not installed here: run tests/harness/deps.sh (22.05) or tests/harness/build-slurm-root.sh $flavor"
   # slurmctld re-executes itself as SlurmUser and slurmrestd runs as nobody.
   runuser -u nobody -- test -x "$root$sbin/slurmrestd" ||
     die "$sbin is not reachable by other users (is SLURMSCALE_CACHE under /root?); use a world-traversable cache dir"
@@ -608,6 +601,7 @@ cancel_jobs() {
 
 stop() {
   [ -d "$dir" ] || return 0
+  dbd_release
   cancel_jobs
   stop_pidfile "$pids/slurmrestd"
   local f
@@ -620,6 +614,35 @@ stop() {
   stop_pidfile "$pids/munged"
   rm -rf "$dir"
   say "Slurm $flavor stopped"
+}
+
+# slurmdbd behind slurmctld, on purpose, as at a site where it is still recording a burst of
+# submissions: slurmctld's connections to slurmdbd are refused (an iptables rule on loopback
+# for slurmctld's user id and slurmdbd's port, marked with this run's dir), so slurmctld keeps
+# taking jobs and queues their records (sdiag's DBD Agent queue), while slurmdbd still answers
+# slurmrestd's /slurmdb/ requests with what it has. dbd-release (and stop) removes the rule;
+# slurmctld then reconnects and sends what it queued.
+dbd_rule() { # -I|-D
+  local uid
+  uid=$(awk '/^Uid:/ {print $3}' "/proc/$(cat "$pids/slurmctld")/status") ||
+    die "slurmctld $flavor is not running"
+  iptables "$1" OUTPUT -o lo -p tcp --dport "$dbd_port" -m owner --uid-owner "$uid" \
+    -m comment --comment "slurmscale-harness dbd-hold $dir" -j REJECT --reject-with tcp-reset
+}
+
+dbd_hold() {
+  running || die "Slurm $flavor is not running"
+  command -v iptables >/dev/null || die "dbd-hold needs iptables (tests/harness/deps.sh installs it)"
+  dbd_release
+  dbd_rule -I
+}
+
+dbd_release() {
+  command -v iptables >/dev/null || return 0
+  local rule
+  while rule=$(iptables -S OUTPUT 2>/dev/null | grep -F -- "dbd-hold $dir\"" | head -1) && [ -n "$rule" ]; do
+    eval "iptables ${rule/-A OUTPUT/-D OUTPUT}"
+  done
 }
 
 node_up() {
@@ -641,8 +664,7 @@ pod_up() {
     die "a pod's node is slinky-0 ... slinky-$((slinky_max - 1)) or planned-0 ... planned-$((planned_max - 1)), not $n"
   pid_alive "$pids/slurmd-$n" && return 0
   mkdir -p "$dir/spool/$n"
-  local stepd=() shim="$dir/bin/srcaddr.so"
-  [ -n "$debian_names" ] && stepd=(-d "$dir/bin/slurmstepd")
+  local stepd=(-d "$dir/bin/slurmstepd") shim="$dir/bin/srcaddr.so"
   [ -f "$shim" ] || gcc -shared -fPIC -O2 -o "$shim" "$HARNESS_DIR/srcaddr.c" -ldl ||
     die "cannot build $HARNESS_DIR/srcaddr.c (gcc comes with tests/harness/deps.sh)"
   # The pod's own address (its hosts line), for what it listens on and connects from.
@@ -692,7 +714,7 @@ case "$cmd" in
   status) running && echo "running: $rest_url" || { echo "stopped"; exit 1; } ;;
   env) [ -f "$dir/env" ] || die "Slurm $flavor is not running: run tests/harness/slurm.sh $flavor start"; cat "$dir/env"; echo "export SLURMSCALE_JWT=\"\$(cat $dir/jwt.token)\"" ;;
   node-up) node_up "${3:?node name}" ;;
-  # A command of this Slurm as its daemons run (26.05: inside its root filesystem).
+  # A command of this Slurm as its daemons run (24.11, 26.05: inside its root filesystem).
   run) shift 2 && run_slurm "$@" ;;
   restd-stop) stop_pidfile "$pids/slurmrestd" ;;
   # Another slurmrestd of this cluster on PORT (the slurm-operator dials a fixed
@@ -712,6 +734,8 @@ case "$cmd" in
   # SIGTERM: slurmctld saves its state and exits; slurmd and slurmrestd stay up, as they do
   # while a site restarts its controller.
   ctld-stop) running || die "Slurm $flavor is not running"; stop_pidfile "$pids/slurmctld" ;;
+  dbd-hold) dbd_hold ;;
+  dbd-release) dbd_release ;;
   ctld-start)
     pid_alive "$pids/munged" || die "Slurm $flavor is not running"
     pid_alive "$pids/slurmctld" || start_slurmctld

@@ -12,7 +12,7 @@ use serde_json::json;
 use slurmscale_autoscaler::crd::NodeSetAutoscaler;
 use slurmscale_exporter::k8s::nodeset::v1beta1;
 
-use super::{Process, SlurmCluster, kube_client, namespace};
+use super::{Process, RESET, SlurmCluster, kube_client, namespace};
 
 /// The elastic partition is one per Slurm: tests that use it take turns.
 pub static ELASTIC: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -188,17 +188,14 @@ pub async fn scontrol_autoscaler(
 }
 
 /// The harness's Slinky partition (`slinky`) with no job, no pod's slurmd and no record:
-/// cancels its jobs, waits (up to 20 s) for them to go, takes down any `slinky-N` pod the
-/// harness runs and deletes every record.
+/// cancels its jobs, waits for them to go (panics if they do not within [`RESET`]), takes
+/// down any `slinky-N` pod the harness runs and deletes every record.
 pub fn reset_slinky(c: &SlurmCluster) {
     let _ = c
         .cmd("scancel")
         .args(["--user=root", "--partition", "slinky"])
         .status();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline && !c.run("squeue", &["-h", "-p", "slinky"]).is_empty() {
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    jobs_gone(c, "slinky");
     for i in 0..16 {
         let name = format!("slinky-{i}");
         let _ = std::process::Command::new("bash")
@@ -416,31 +413,32 @@ pub async fn events(s: &Setup, reason: &str) -> Vec<Event> {
 /// records (never deleted: a deleted CLOUD record cannot be scheduled on
 /// 24.11.5 until slurmctld reconfigures) resumed where DOWN or DRAIN and powered down, as a
 /// fresh NodeSet would find them.
+///
+/// Panics if the jobs or the records do not get there within [`RESET`] each: the next test
+/// would otherwise start on a partition that is not what it expects and fail for it later.
 pub fn reset_planned(c: &SlurmCluster) {
     let _ = c
         .cmd("scancel")
         .args(["--user=root", "--partition", "planned"])
         .status();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline && !c.run("squeue", &["-h", "-p", "planned"]).is_empty() {
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    jobs_gone(c, "planned");
     for i in 0..8 {
         let _ = std::process::Command::new("bash")
             .arg(super::repo_root().join("tests/harness/slurm.sh"))
             .args([&c.flavor, "pod-down", &planned(i), "down"])
             .output();
     }
-    let deadline = Instant::now() + Duration::from_secs(30);
+    // Generous on purpose: SuspendTimeout (5 s) is the timer; the rest is slurmctld's work.
+    let deadline = Instant::now() + RESET;
     loop {
-        let mut settled = true;
+        let mut unsettled = Vec::new();
         for i in 0..8 {
             let (state, _) = node_state(c, &planned(i));
             let words: Vec<&str> = state.split('+').collect();
             if state.is_empty() || (words.contains(&"POWERED_DOWN") && clean(&state)) {
                 continue;
             }
-            settled = false;
+            unsettled.push(format!("{}: {state}", planned(i)));
             let fix = if !clean(&state) {
                 "state=resume"
             } else if !words.iter().any(|w| w.starts_with("POWER")) {
@@ -453,10 +451,34 @@ pub fn reset_planned(c: &SlurmCluster) {
                 .args(["update", &format!("nodename={}", planned(i)), fix])
                 .output();
         }
-        if settled || Instant::now() > deadline {
+        if unsettled.is_empty() {
             return;
         }
+        assert!(
+            Instant::now() < deadline,
+            "Slurm {}: planned records not back to POWERED_DOWN within {RESET:?}: {unsettled:?}",
+            c.flavor
+        );
         std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// Waits for every job of `partition` to leave `squeue` (after a scancel); panics, with what
+/// is left, if they have not within [`RESET`].
+fn jobs_gone(c: &SlurmCluster, partition: &str) {
+    let deadline = Instant::now() + RESET;
+    loop {
+        let left = c.run("squeue", &["-h", "-p", partition, "-o", "%A %T %N"]);
+        if left.trim().is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Slurm {}: the {partition} partition's jobs still there {RESET:?} after \
+             scancel:\n{left}",
+            c.flavor
+        );
+        std::thread::sleep(Duration::from_millis(200));
     }
 }
 
@@ -513,7 +535,8 @@ pub async fn reloaded_after_new_records(client: &kube::Client, ns: &str, cluster
     {
         return;
     }
-    let reloaded = super::wait_until(Duration::from_secs(30), async || {
+    // Generous on purpose: only that the reconfigure comes matters here, not how soon.
+    let reloaded = super::wait_until(Duration::from_secs(60), async || {
         !reloads().await.is_empty()
     })
     .await;
@@ -524,7 +547,14 @@ pub async fn reloaded_after_new_records(client: &kube::Client, ns: &str, cluster
         cluster.flavor,
         super::event_notes(client, ns, "ReconfigureFailed").await
     );
-    super::wait_until(Duration::from_secs(30), async || slurmctld_up(cluster)).await;
+    // The re-exec'd slurmctld must answer before the caller goes on: a test that went on
+    // without it failed later on an unrelated-looking Slurm error.
+    let up = super::wait_until(Duration::from_secs(60), async || slurmctld_up(cluster)).await;
+    assert!(
+        up,
+        "slurmctld {} did not answer `scontrol ping` within 60 s of its reconfigure",
+        cluster.flavor
+    );
 }
 
 /// `scontrol ping` answered that slurmctld is up.

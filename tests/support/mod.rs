@@ -18,6 +18,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+/// How long a reset between tests may take to clear a partition (jobs cancelled, records
+/// back): generous on purpose, so only a reset that cannot finish fails, loudly.
+pub const RESET: std::time::Duration = std::time::Duration::from_secs(60);
+
 pub const START_HINT: &str =
     "start the harness with `tests/harness/up.sh` (or run the whole suite with `tests/run.sh`)";
 
@@ -159,15 +163,15 @@ impl SlurmCluster {
             .unwrap_or_else(|e| panic!("cannot read {}: {e}", self.key_file.display()))
     }
 
-    /// No jobs in the elastic partition and none of its nodes up: cancels its jobs, waits
-    /// (up to 20 s) for them to leave their nodes, then returns every elastic node to FUTURE.
+    /// No jobs in the elastic partition and none of its nodes up: cancels its jobs, waits for
+    /// them to leave their nodes, then returns every elastic node to FUTURE. Panics when it
+    /// cannot: a reset that gave up quietly left the next test to fail on someone else's jobs.
     pub fn reset_elastic(&self) {
         let _ = self
             .cmd("scancel")
             .args(["--user=root", "--partition=elastic"])
             .status();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while std::time::Instant::now() < deadline {
+        let left = || {
             let out = self
                 .cmd("squeue")
                 .args([
@@ -177,19 +181,45 @@ impl SlurmCluster {
                     "-t",
                     "running,completing",
                     "-o",
-                    "%A",
+                    "%A %T %N",
                 ])
                 .output();
-            if out.is_ok_and(|o| o.status.success() && o.stdout.trim_ascii().is_empty()) {
-                break;
+            match out {
+                Ok(o) if o.status.success() => {
+                    Some(String::from_utf8_lossy(&o.stdout).trim().to_string())
+                }
+                _ => None,
             }
+        };
+        // Generous on purpose (KillWait is 5 s): how fast Slurm lets go is not what a reset
+        // tests, only that it does.
+        let deadline = std::time::Instant::now() + RESET;
+        let mut last = left();
+        while last.as_deref() != Some("") && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(200));
+            last = left();
         }
+        assert_eq!(
+            last.as_deref(),
+            Some(""),
+            "Slurm {}: the elastic partition's jobs were still there {RESET:?} after scancel \
+             (None: squeue failed)",
+            self.flavor
+        );
         for n in &self.elastic_nodes {
-            let _ = Command::new("bash")
+            let out = Command::new("bash")
                 .arg(repo_root().join("tests/harness/slurm.sh"))
                 .args([&self.flavor, "node-down", n])
                 .output();
+            // A node that is not up is no failure; one refused for a job on it is.
+            if let Ok(o) = out {
+                let said = String::from_utf8_lossy(&o.stderr);
+                assert!(
+                    !said.contains("still runs jobs") && !said.contains("took a job"),
+                    "Slurm {}: elastic node {n} could not be taken down: {said}",
+                    self.flavor
+                );
+            }
         }
     }
 
@@ -326,7 +356,13 @@ impl Process {
         let log = std::env::temp_dir().join(format!("{}.log", unique("slurmscale")));
         let stderr = std::fs::File::create(&log).expect("log file");
         let listen = format!("127.0.0.1:{port}");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_slurmscale"));
+        // SLURMSCALE_BENCH_BIN: another build of slurmscale, for a bench to measure beside
+        // this one in the same minute (an older commit's, say).
+        let bin = std::env::var_os("SLURMSCALE_BENCH_BIN").map_or_else(
+            || PathBuf::from(env!("CARGO_BIN_EXE_slurmscale")),
+            PathBuf::from,
+        );
+        let mut cmd = Command::new(bin);
         cmd.args(args)
             .args(["--listen", &listen])
             .stdout(std::process::Stdio::null())

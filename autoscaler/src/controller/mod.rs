@@ -189,10 +189,10 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Controller<K, S, P> {
         let keys: Vec<String> = live.iter().map(|n| key(n)).collect();
         self.metrics().rows.retain(|k, _| keys.contains(k));
         self.entries().retain(|k, _| keys.contains(k));
-        // Each reconcile waits on the API server (the target, its scale, then the writes):
-        // one after another, 200 autoscalers took longer than a poll interval, so the last
-        // of them decided on data a poll old and later than its interval. They are
-        // independent (each has its own entry, taken out while it runs), so up to
+        // A reconcile may wait on the API server (its writes; the reads of a target that is
+        // not watched): one after another, 200 autoscalers took longer than a poll interval,
+        // so the last of them decided on data a poll old and later than its interval. They
+        // are independent (each has its own entry, taken out while it runs), so up to
         // `concurrency` run at once.
         futures::stream::iter(live)
             .for_each_concurrent(self.cfg.concurrency.max(1), |nsa| async move {
@@ -282,6 +282,15 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Controller<K, S, P> {
             {
                 // Someone changed the scale since we read it: observe and plan again, once.
                 Err(e) if e.is_conflict() && conflicts == 0 => conflicts += 1,
+                // The target read (from the watch) but not written: said in the status as a
+                // target that cannot be read is.
+                Err(e @ (Error::Kube(_) | Error::KubeTimeout(..))) if !e.is_conflict() => {
+                    if leader {
+                        let status = report::unreachable(nsa, &e, now);
+                        report::write(kube, nsa, &mut entry.reported, status).await?;
+                    }
+                    return Err(e);
+                }
                 acted => break (obs, plan, acted?),
             }
         };

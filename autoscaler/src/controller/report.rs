@@ -118,7 +118,7 @@ pub fn status(
     draft.status
 }
 
-/// The target cannot be read: only `Ready` changes.
+/// The target cannot be read, or its scale written: only `Ready` changes.
 pub fn unreachable(nsa: &NodeSetAutoscaler, e: &Error, now: SystemTime) -> NodeSetAutoscalerStatus {
     let reason = if e.kind() == "not_found" {
         "TargetNotFound"

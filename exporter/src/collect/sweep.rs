@@ -9,17 +9,20 @@
 //!    "accounting has a record of id n" holds on one unbroken range of ids, from the oldest
 //!    record not purged to the newest job. A grid of ids no wider apart than there are live
 //!    jobs must hit that range; finer grids at each end find its two ends — a handful of
-//!    requests of at most [`GRID`] ids. Without accounting (slurmrestd without its slurmdbd
-//!    plugin), v0.0.40 on, one `/jobs/state/` names every live id instead ([`Sweep::listed`]:
-//!    a few MB at 100,000 jobs, where a full `/jobs` is gigabytes); before v0.0.40 nothing
-//!    says where the ids are, and the list is read whole.
+//!    requests of at most [`GRID`] ids. slurmdbd may be behind slurmctld (a burst it is still
+//!    recording): then [`newest_known`] asks slurmctld where its own ids end, and the ids
+//!    above accounting's are read from slurmctld alone. Without accounting (slurmrestd
+//!    without its slurmdbd plugin), v0.0.40 on, one `/jobs/state/` names every live id
+//!    instead ([`Sweep::listed`]: a few MB at 100,000 jobs, where a full `/jobs` is
+//!    gigabytes); before v0.0.40 nothing says where the ids are, and the list is read whole.
 //! 2. [`Sweep`]: from the newest id down, each job is read with `/job/{id}` (milliseconds of
 //!    slurmrestd's time, a few KB); from v0.0.42 on, `/jobs/state/?job_id=…` first says which
 //!    ids of the next window exist, before it accounting says which ended, so ended ids cost
 //!    a fraction of a read (most ids of a busy site's range). Newest first, so what a step
 //!    publishes is a lower bound of the queue from the start (scale up on it, never down).
 //! 3. The tracker calls the list complete when it holds as many live jobs as slurmctld
-//!    counted after the sweep began, or when the sweep passes the oldest id accounting knows.
+//!    counted after the sweep began, or when the sweep passes the oldest id accounting knows
+//!    (short of the count, it goes on above its top for a while, and says it is short).
 //!    Jobs that ended since the sweep began raise the count to meet: one read in an earlier
 //!    step and gone since still sits in the table, and would otherwise stand in for an older
 //!    job never read.
@@ -105,11 +108,7 @@ pub async fn newest_above(
     known: u64,
     effort: &mut JobsEffort,
 ) -> Result<u64> {
-    let gallop: Vec<u64> = (0..64)
-        .map_while(|k| 1u64.checked_shl(k))
-        .map_while(|d| known.checked_add(d))
-        .take_while(|p| *p <= MAX_JOB_ID)
-        .collect();
+    let gallop = gallop(known);
     if gallop.is_empty() {
         return Ok(known);
     }
@@ -127,6 +126,77 @@ pub async fn newest_above(
         .find(|p| **p > newest)
         .map_or(1, |miss| miss - newest);
     narrow(src, newest, step, true, effort).await
+}
+
+/// The newest id slurmctld knows, at or above `known` (an id it gave out). While slurmdbd is
+/// behind (a burst of submissions it is still recording, a restart of it), the ids above
+/// accounting's newest are slurmctld's alone. A gallop (`known` + 1, 2, 4, … in one look), then
+/// another from each highest hit until one finds nothing above it: jobs that ended and were
+/// forgotten leave holes, so a miss alone says nothing. A look is one `/jobs/state/?job_id=…`
+/// from v0.0.42 on, one `/job/{id}` a point before (v0.0.40 and v0.0.41 list every id in one
+/// `/jobs/state/`): a few hundred reads of milliseconds each where slurmdbd is 60,000 ids
+/// behind, one look (all misses) where it keeps up.
+pub async fn newest_known(
+    src: &impl JobSource,
+    known: u64,
+    effort: &mut JobsEffort,
+) -> Result<u64> {
+    if src.has_job_states() && !src.filters_job_states() {
+        effort.state_fetches += 1;
+        let listed = src.job_states(&[]).await?.unwrap_or_default();
+        let newest = listed
+            .iter()
+            .map(|e| e.id)
+            .filter(|id| *id <= MAX_JOB_ID)
+            .max();
+        return Ok(newest.map_or(known, |n| n.max(known)));
+    }
+    let mut newest = known;
+    loop {
+        let points = gallop(newest);
+        if points.is_empty() {
+            return Ok(newest);
+        }
+        match exists(src, &points, effort).await?.last() {
+            Some(&hit) if hit > newest => newest = hit,
+            _ => return Ok(newest),
+        }
+    }
+}
+
+/// `from` + 1, 2, 4, … up to [`MAX_JOB_ID`].
+pub(super) fn gallop(from: u64) -> Vec<u64> {
+    (0..64)
+        .map_while(|k| 1u64.checked_shl(k))
+        .map_while(|d| from.checked_add(d))
+        .take_while(|p| *p <= MAX_JOB_ID)
+        .collect()
+}
+
+/// Which of `ids` slurmctld knows: one `/jobs/state/?job_id=…` (v0.0.42 on), else one
+/// `/job/{id}` each.
+async fn exists(
+    src: &impl JobSource,
+    ids: &[u64],
+    effort: &mut JobsEffort,
+) -> Result<BTreeSet<u64>> {
+    if src.filters_job_states() {
+        effort.state_fetches += 1;
+        let states = src.job_states(ids).await?.unwrap_or_default();
+        return Ok(states
+            .iter()
+            .map(|e| e.id)
+            .filter(|id| ids.contains(id))
+            .collect());
+    }
+    let mut known = BTreeSet::new();
+    for &id in ids {
+        effort.single_reads += 1;
+        if src.job_reading_through(id).await?.is_some() {
+            known.insert(id);
+        }
+    }
+    Ok(known)
 }
 
 /// Narrows one end of accounting's range to one id: the end lies within `step` ids of `end`
@@ -179,8 +249,15 @@ pub struct Sweep {
     top: u64,
     /// The oldest id accounting knows (or, extended, the old top + 1): no job is older.
     floor: u64,
-    /// Extended to ids that came while it read: every id is read, whatever the count.
+    /// Extended once at least, to ids given out while it read.
     topping_up: bool,
+    /// The read ends once the table holds as many live jobs as slurmctld counted: not while
+    /// it reads ids given out after that count (all of them are read, whatever the count),
+    /// and again when it goes on above its top because the count was not met.
+    count_stops: bool,
+    /// The newest id accounting knew when the read began: windows above it are read without
+    /// asking accounting which of their ids ended (it knows none of them).
+    accounted_to: u64,
     /// When the sweep began (unix seconds): a count of live jobs taken after it covers
     /// every job the sweep must find.
     pub began: i64,
@@ -202,6 +279,8 @@ impl Sweep {
             top: span.newest,
             floor: span.oldest.max(1),
             topping_up: false,
+            count_stops: true,
+            accounted_to: span.newest,
             began,
             queue: Vec::new(),
             listed: None,
@@ -240,28 +319,32 @@ impl Sweep {
         self.topping_up
     }
 
+    /// Accounting knew ids up to `newest` only when the read began (slurmdbd behind).
+    pub fn accounted_to(mut self, newest: u64) -> Self {
+        self.accounted_to = newest;
+        self
+    }
+
     /// Goes on to the ids given out while it read, `newest` down to its old top: short jobs
     /// among them may be gone already, and the search for new jobs, which stops at two
-    /// unknown ids in a row, would stop short of the live ones above them.
-    pub fn extend(&mut self, newest: u64) {
-        self.extend_to(newest);
-    }
-
-    /// [`Self::extend`] for a listed sweep: to the live ids `ids` above its top.
-    pub fn extend_listed(&mut self, ids: BTreeSet<u64>) {
-        let above: BTreeSet<u64> = ids.range(self.top + 1..).copied().collect();
-        if let Some(&newest) = above.last() {
-            self.listed.get_or_insert_default().extend(above);
-            self.extend_to(newest);
-        }
-    }
-
-    fn extend_to(&mut self, newest: u64) {
+    /// unknown ids in a row, would stop short of the live ones above them. `short`: the
+    /// count was not met, so the read ends as soon as it is.
+    pub fn extend(&mut self, newest: u64, short: bool) {
         self.floor = self.top + 1;
         self.next = newest;
         self.top = newest;
         self.topping_up = true;
+        self.count_stops = short;
         self.counted = false;
+    }
+
+    /// [`Self::extend`] for a listed sweep: to the live ids `ids` above its top.
+    pub fn extend_listed(&mut self, ids: BTreeSet<u64>, short: bool) {
+        let above: BTreeSet<u64> = ids.range(self.top + 1..).copied().collect();
+        if let Some(&newest) = above.last() {
+            self.listed.get_or_insert_default().extend(above);
+            self.extend(newest, short);
+        }
     }
 
     /// Ids left to look at.
@@ -290,7 +373,7 @@ impl Sweep {
                 // Only jobs submitted before the count's second: one submitted in that
                 // second may have come after the count (and been read ahead), and would
                 // stand in for an older job the count holds.
-                if !self.topping_up
+                if self.count_stops
                     && counted.is_some_and(|(c, at)| table.live_tasks_submitted_by(at - 1) >= c)
                 {
                     self.counted = true;
@@ -335,6 +418,8 @@ impl Sweep {
             src.job_states(&ids)
                 .await?
                 .map(|states| states.iter().map(|e| e.id).collect())
+        } else if low > self.accounted_to {
+            None
         } else {
             not_ended(src, &ids, effort).await
         };

@@ -124,6 +124,12 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
                 ("accounting", read.accounting.as_str()),
             ],
         );
+        out.gauge(
+            "slurm_exporter_job_ids_unaccounted",
+            "Job ids slurmctld had given out above the newest slurmdbd had recorded, when the job list was last read id by id (slurmdbd behind slurmctld: those ids are read from slurmctld alone; 0 when it keeps up).",
+            &[],
+            read.unaccounted as f64,
+        );
     }
     if let Some(jobs) = &s.jobs.data {
         out.gauge(
@@ -134,7 +140,7 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
         );
         out.gauge(
             "slurm_exporter_jobs_unread",
-            "While a job list too long for one answer is read id by id: live jobs slurmctld counts that the list has not read yet (0 once complete).",
+            "While a job list too long for one answer is read id by id: live jobs slurmctld counts that the list has not read yet (0 once complete; after a read that found fewer than slurmctld counts, the difference, until one of its counts matches the list).",
             &[],
             jobs.uncertain.unread as f64,
         );
@@ -274,10 +280,13 @@ mod tests {
             # HELP slurm_exporter_job_list_info How the job list is read: whole (/jobs, kept current between reads) or id by id (above --request-max-jobs live jobs; slurmdbd's accounting, or without it /jobs/state/, says where the ids are); and what accounting showed when a long list needed it (unknown: never needed; not_served: slurmrestd runs without its slurmdbd plugin; failing: slurmdbd did not answer).
             # TYPE slurm_exporter_job_list_info gauge
             slurm_exporter_job_list_info{cluster="fixture",read="whole",accounting="unknown"} 1
+            # HELP slurm_exporter_job_ids_unaccounted Job ids slurmctld had given out above the newest slurmdbd had recorded, when the job list was last read id by id (slurmdbd behind slurmctld: those ids are read from slurmctld alone; 0 when it keeps up).
+            # TYPE slurm_exporter_job_ids_unaccounted gauge
+            slurm_exporter_job_ids_unaccounted{cluster="fixture"} 0
             # HELP slurm_exporter_jobs_maybe_started Pending jobs in the list that may have started or left since it was last exact (demand is then a range; the autoscaler scales up to its low end and never down).
             # TYPE slurm_exporter_jobs_maybe_started gauge
             slurm_exporter_jobs_maybe_started{cluster="fixture"} 0
-            # HELP slurm_exporter_jobs_unread While a job list too long for one answer is read id by id: live jobs slurmctld counts that the list has not read yet (0 once complete).
+            # HELP slurm_exporter_jobs_unread While a job list too long for one answer is read id by id: live jobs slurmctld counts that the list has not read yet (0 once complete; after a read that found fewer than slurmctld counts, the difference, until one of its counts matches the list).
             # TYPE slurm_exporter_jobs_unread gauge
             slurm_exporter_jobs_unread{cluster="fixture"} 0
             # HELP slurm_exporter_jobs_unlisted_new 1 while new jobs may exist that the list lacks (no scale-down until they are read).

@@ -274,7 +274,7 @@ pub fn demand_of(
         let floor = nodes_for(&fitting, shape.zip(room), max_nodes).0;
         d.maybe_started_nodes = d.nodes.saturating_sub(floor);
     }
-    d.open_ended = jobs.uncertain.unseen_new;
+    d.open_ended = jobs.uncertain.unseen_new || jobs.uncertain.unread > 0;
     d
 }
 

@@ -10,17 +10,23 @@ gostack_pin() {
     "$GOSTACK_MODS/$1/go.mod"
 }
 
-KUBE_VERSION=$(gostack_pin kube k8s.io/kubernetes)
+KUBE_VERSION=$(gostack_pin stack k8s.io/kubernetes)
 ETCD_VERSION=$(gostack_pin etcd go.etcd.io/etcd/server/v3)
-KWOK_VERSION=$(gostack_pin kwok sigs.k8s.io/kwok)
-KEDA_VERSION=$(gostack_pin keda github.com/kedacore/keda/v2)
+KWOK_VERSION=$(gostack_pin stack sigs.k8s.io/kwok)
+KEDA_VERSION=$(gostack_pin stack github.com/kedacore/keda/v2)
 SLURM_OPERATOR_VERSION=$(gostack_pin slurm-operator github.com/SlinkyProject/slurm-operator)
-PROMETHEUS_OPERATOR_VERSION=$(gostack_pin prometheus-operator github.com/prometheus-operator/prometheus-operator)
+PROMETHEUS_OPERATOR_VERSION=$(gostack_pin stack github.com/prometheus-operator/prometheus-operator)
 
-# One directory per component and version: a new pin builds beside the old one.
-GOSTACK_KUBE_DIR="$GOSTACK_CACHE/bin/kube-$KUBE_VERSION"
-GOSTACK_ETCD_DIR="$GOSTACK_CACHE/bin/etcd-$ETCD_VERSION"
-GOSTACK_KWOK_DIR="$GOSTACK_CACHE/bin/kwok-$KWOK_VERSION"
-GOSTACK_KEDA_DIR="$GOSTACK_CACHE/bin/keda-$KEDA_VERSION"
-GOSTACK_SLURM_OPERATOR_DIR="$GOSTACK_CACHE/bin/slurm-operator-$SLURM_OPERATOR_VERSION"
-GOSTACK_PROMETHEUS_OPERATOR_DIR="$GOSTACK_CACHE/bin/prometheus-operator-$PROMETHEUS_OPERATOR_VERSION"
+# One directory per component, version and module graph (the first 8 hex of the sha256 of its
+# go.mod's pinned versions): a new pin, of the component or of anything in its graph, builds
+# beside the old one; a comment or a new tool line does not.
+gostack_graph() {
+  sed -n 's|//.*||; /[[:space:]]v[0-9]/p' "$GOSTACK_MODS/$1/go.mod" | sha256sum | cut -c1-8
+}
+stack_graph=$(gostack_graph stack)
+GOSTACK_KUBE_DIR="$GOSTACK_CACHE/bin/kube-$KUBE_VERSION-$stack_graph"
+GOSTACK_ETCD_DIR="$GOSTACK_CACHE/bin/etcd-$ETCD_VERSION-$(gostack_graph etcd)"
+GOSTACK_KWOK_DIR="$GOSTACK_CACHE/bin/kwok-$KWOK_VERSION-$stack_graph"
+GOSTACK_KEDA_DIR="$GOSTACK_CACHE/bin/keda-$KEDA_VERSION-$stack_graph"
+GOSTACK_SLURM_OPERATOR_DIR="$GOSTACK_CACHE/bin/slurm-operator-$SLURM_OPERATOR_VERSION-$(gostack_graph slurm-operator)"
+GOSTACK_PROMETHEUS_OPERATOR_DIR="$GOSTACK_CACHE/bin/prometheus-operator-$PROMETHEUS_OPERATOR_VERSION-$stack_graph"
