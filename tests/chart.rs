@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use support::{repo_root, run_tool, tool, wait_until};
 
 /// Helm with its home, cache and config in a throwaway directory: (success, stdout,
@@ -584,18 +584,34 @@ fn the_quick_start_is_picked_up_by_a_default_kube_prometheus_stack() {
         .iter()
         .find(|o| o["kind"] == "Token")
         .expect("a Token for slurm-operator");
-    assert_eq!(token["spec"]["jwtKeyRef"]["name"], "slurm-auth-jwths256");
+    // Slinky 1.1's key Secret, under both of the key's fields (1.0's CRD requires
+    // jwtHs256KeyRef, 1.1 reads jwtKeyRef).
+    for field in ["jwtKeyRef", "jwtHs256KeyRef"] {
+        let key = &token["spec"][field];
+        assert_eq!(
+            (&key["name"], &key["key"]),
+            (&json!("slurm-auth-jwt"), &json!("jwt.key"))
+        );
+    }
     assert_eq!(token["spec"]["username"], "slurm");
+    // The Secret the operator writes holds one key, SLURM_JWT: that is the item mounted, at
+    // the path the pods read (a kubelet refuses a Secret volume whose item is missing).
     let mounted = format!("{}-jwt-slurm", token["metadata"]["name"].as_str().unwrap());
     let volumes = pod["volumes"].as_array().unwrap();
+    let auth = volumes
+        .iter()
+        .find(|v| v["secret"]["secretName"] == mounted.as_str())
+        .unwrap_or_else(|| panic!("no volume of Secret {mounted}: {volumes:?}"));
+    assert_eq!(
+        auth["secret"]["items"],
+        json!([{"key": "SLURM_JWT", "path": "SLURM_JWT"}]),
+        "{auth:?}"
+    );
     assert!(
-        volumes
+        !volumes
             .iter()
-            .any(|v| v["secret"]["secretName"] == mounted.as_str())
-            && !volumes
-                .iter()
-                .any(|v| v["secret"]["secretName"] == "slurm-auth-jwths256"),
-        "{volumes:?}"
+            .any(|v| v["secret"]["secretName"] == "slurm-auth-jwt"),
+        "the pods mount the key: {volumes:?}"
     );
 }
 

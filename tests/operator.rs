@@ -530,7 +530,8 @@ async fn the_operators_rotating_token_keeps_the_exporter_in() {
     let cluster = operated();
     let client = kube_client().await;
     // Our chart, rendered as `helm install slurmscale -n <ns>` with the Token mode does.
-    let key_secret = format!("{controller}-jwt-key");
+    // The key Secret as Slinky's chart names it, under its default key (jwt.key).
+    let key_secret = format!("{controller}-auth-jwt");
     let out = std::process::Command::new(support::tool("helm"))
         .args(["template", "slurmscale"])
         .arg(support::repo_root().join("charts/slurmscale"))
@@ -540,7 +541,6 @@ async fn the_operators_rotating_token_keeps_the_exporter_in() {
             "--set",
             &format!("slurm.auth.slinkyToken.jwtKeySecret={key_secret}"),
         ])
-        .args(["--set", "slurm.auth.slinkyToken.jwtKeyKey=jwt_hs256.key"])
         .args([
             "--set",
             &format!(

@@ -585,9 +585,10 @@ operator_slurm_objects() {
   create /api/v1/namespaces <<<"{\"apiVersion\": \"v1\", \"kind\": \"Namespace\", \"metadata\": {\"name\": \"$operator_ns\"}}"
   # The JWT key: the exact bytes of slurmctld's key file (the operator mints HS256 tokens with
   # it for user `slurm`, SlurmUser here). The auth/slurm key is required by the schema but
-  # unused: the harness's Slurm authenticates with munge.
-  operator_secret "$operator_controller-jwt-key" jwt_hs256.key "$(base64 -w0 "$HARNESS_JWT_KEY_FILE")"
-  operator_secret "$operator_controller-slurm-key" slurm.key "$(head -c 32 /dev/urandom | base64 -w0)"
+  # unused: the harness's Slurm authenticates with munge. Named as Slinky's `slurm` chart (1.1
+  # on) names them for a release named as the Controller.
+  operator_secret "$operator_controller-auth-jwt" jwt.key "$(base64 -w0 "$HARNESS_JWT_KEY_FILE")"
+  operator_secret "$operator_controller-auth-slurm" slurm.key "$(head -c 32 /dev/urandom | base64 -w0)"
   # external: the operator deploys no slurmctld; NodeSet pods get --conf-server host:port.
   apply "/apis/slinky.slurm.net/v1beta1/namespaces/$operator_ns/controllers/$operator_controller" <<EOF
 apiVersion: slinky.slurm.net/v1beta1
@@ -597,8 +598,8 @@ spec:
   clusterName: $SLURM_CLUSTER
   external: true
   externalConfig: {host: 127.0.0.1, port: $ctld_port}
-  slurmKeyRef: {name: $operator_controller-slurm-key, key: slurm.key}
-  jwtKeyRef: {name: $operator_controller-jwt-key, key: jwt_hs256.key}
+  slurmKeyRef: {name: $operator_controller-auth-slurm, key: slurm.key}
+  jwtKeyRef: {name: $operator_controller-auth-jwt, key: jwt.key}
 EOF
   # The operator builds its Slurm client once a RestApi names this Controller (DEBUG=1
   # dials localhost whatever its Service); its Deployment runs a stand-in pod on kwok.

@@ -139,8 +139,8 @@ topologySpreadConstraints:
     secretName: {{ include "slurmscale.secretName" . }}
     defaultMode: 0440
     items:
-      - key: {{ .Values.slurm.auth.secretKey }}
-        path: {{ .Values.slurm.auth.secretKey }}
+      - key: {{ include "slurmscale.secretKey" . }}
+        path: {{ include "slurmscale.secretKey" . }}
 {{- if .Values.slurm.caSecret }}
 - name: slurm-ca
   secret:
