@@ -701,10 +701,22 @@ node_down() {
   # The node was idle and up until now: a job the scheduler placed on it after the check would
   # be left completing forever (seen once under load). Such a job keeps Slurm from returning
   # the node to FUTURE: then slurmd comes back for it, and the node-down is refused as above.
-  if ! slurm scontrol update nodename="$n" state=future >/dev/null 2>&1 ||
-    [ -n "$(slurm squeue -h -w "$n" -o '%A' 2>/dev/null)" ]; then
+  # A refusal without a job on the node (a busy slurmctld timing out on a slow day, a node
+  # still finishing its last job's epilog) is tried again for a while, then reported as it is.
+  local tries=0 said
+  until said=$(slurm scontrol update nodename="$n" state=future 2>&1); do
+    if [ -n "$(slurm squeue -h -w "$n" -o '%A' 2>/dev/null)" ] || [ $((tries += 1)) -ge 15 ]; then
+      break
+    fi
+    sleep 1
+  done
+  if [ -n "$(slurm squeue -h -w "$n" -o '%A' 2>/dev/null)" ]; then
     start_slurmd "$n"
     die "$n took a job while going down; its slurmd is back"
+  fi
+  if [ "$tries" -ge 15 ]; then
+    start_slurmd "$n"
+    die "slurmctld refused to return $n to FUTURE for 15 s ($said); its slurmd is back"
   fi
 }
 

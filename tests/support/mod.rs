@@ -215,7 +215,9 @@ impl SlurmCluster {
             if let Ok(o) = out {
                 let said = String::from_utf8_lossy(&o.stderr);
                 assert!(
-                    !said.contains("still runs jobs") && !said.contains("took a job"),
+                    !said.contains("still runs jobs")
+                        && !said.contains("took a job")
+                        && !said.contains("refused to return"),
                     "Slurm {}: elastic node {n} could not be taken down: {said}",
                     self.flavor
                 );
