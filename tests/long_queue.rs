@@ -169,12 +169,24 @@ async fn a_long_queue_is_read_id_by_id(flavor: &str) {
 
     let key = cluster.key_file.to_string_lossy().into_owned();
     let version = cluster.api_versions.last().unwrap().clone();
-    let exporter = exporter(
-        &cluster,
-        &key,
-        &cluster.url,
-        "1s",
-        &["--api-version", &version],
+    let exporter = Process::start(
+        &[
+            "exporter",
+            "--no-kubernetes",
+            "--interval",
+            "1s",
+            "--api-version",
+            &version,
+            "--jwt-key-file",
+            &key,
+            "--request-max-jobs",
+            BOUND,
+        ],
+        &[
+            ("SLURM_REST_URL", &cluster.url),
+            ("SLURM_USER", &cluster.user),
+            ("SLURM_CLUSTER", &cluster.name),
+        ],
     );
     exporter.wait_ready(READY).await;
     agrees(&exporter, &cluster, AGREES, "read id by id").await;
@@ -255,12 +267,24 @@ const SLOW_READ_RATE: u32 = 2;
 /// not of speed.
 async fn new_jobs_during_the_first_read(cluster: &SlurmCluster, key: &str, url: &str) {
     let rate = SLOW_READ_RATE.to_string();
-    let exporter = exporter(
-        cluster,
-        key,
-        url,
-        "10s",
-        &["--max-requests-per-second", &rate],
+    let exporter = Process::start(
+        &[
+            "exporter",
+            "--no-kubernetes",
+            "--interval",
+            "10s",
+            "--jwt-key-file",
+            key,
+            "--request-max-jobs",
+            BOUND,
+            "--max-requests-per-second",
+            &rate,
+        ],
+        &[
+            ("SLURM_REST_URL", url),
+            ("SLURM_USER", &cluster.user),
+            ("SLURM_CLUSTER", &cluster.name),
+        ],
     );
     // Ready as soon as part of the list is published.
     exporter.wait_ready(READY).await;
@@ -326,36 +350,6 @@ async fn new_jobs_during_the_first_read(cluster: &SlurmCluster, key: &str, url: 
     );
 }
 
-/// The exporter as these tests run it: Slurm only, reading the list id by id above `BOUND`
-/// live jobs, polling every `interval`, against slurmrestd at `url`, with `extra` flags.
-fn exporter(
-    cluster: &SlurmCluster,
-    key: &str,
-    url: &str,
-    interval: &str,
-    extra: &[&str],
-) -> Process {
-    let mut args = vec![
-        "exporter",
-        "--no-kubernetes",
-        "--interval",
-        interval,
-        "--jwt-key-file",
-        key,
-        "--request-max-jobs",
-        BOUND,
-    ];
-    args.extend_from_slice(extra);
-    Process::start(
-        &args,
-        &[
-            ("SLURM_REST_URL", url),
-            ("SLURM_USER", &cluster.user),
-            ("SLURM_CLUSTER", &cluster.name),
-        ],
-    )
-}
-
 /// slurmdbd behind slurmctld (`slurm.sh dbd-hold` until dropped): slurmctld's records of
 /// new jobs wait in its queue, so accounting's newest id is far below slurmctld's.
 struct DbdHeld<'a>(&'a SlurmCluster);
@@ -407,7 +401,23 @@ async fn accounting_behind(cluster: &SlurmCluster, key: &str) {
     let filled = unix_now();
     let recounted = wait_until(RECOUNT, || async { counted(cluster).0 > filled }).await;
     assert!(recounted, "slurmctld did not count its jobs again");
-    let exporter = exporter(cluster, key, &cluster.url, "2s", &[]);
+    let exporter = Process::start(
+        &[
+            "exporter",
+            "--no-kubernetes",
+            "--interval",
+            "2s",
+            "--jwt-key-file",
+            key,
+            "--request-max-jobs",
+            BOUND,
+        ],
+        &[
+            ("SLURM_REST_URL", &cluster.url),
+            ("SLURM_USER", &cluster.user),
+            ("SLURM_CLUSTER", &cluster.name),
+        ],
+    );
     exporter.wait_ready(READY).await;
     // Submitted after the read began, above every id accounting knows: read ahead of the rest.
     let new: Vec<String> = (0..3)
@@ -469,7 +479,23 @@ async fn accounting_behind(cluster: &SlurmCluster, key: &str) {
 /// list is still read id by id; 22.05 has nothing to say it, so the list is read whole. Jobs
 /// keep coming, one a second, meanwhile.
 async fn without_accounting(cluster: &SlurmCluster, key: &str, submit: &dyn Fn(&[&str]) -> String) {
-    let exporter = exporter(cluster, key, &cluster.no_accounting_url, "2s", &[]);
+    let exporter = Process::start(
+        &[
+            "exporter",
+            "--no-kubernetes",
+            "--interval",
+            "2s",
+            "--jwt-key-file",
+            key,
+            "--request-max-jobs",
+            BOUND,
+        ],
+        &[
+            ("SLURM_REST_URL", &cluster.no_accounting_url),
+            ("SLURM_USER", &cluster.user),
+            ("SLURM_CLUSTER", &cluster.name),
+        ],
+    );
     exporter.wait_ready(READY).await;
     // The ages stay on the page (the regression: a list started over every poll lost them);
     // how old the data gets is the `plain` shape of the exporter's load bench to measure.

