@@ -648,6 +648,12 @@ async fn the_quick_start_installs_and_runs_on_a_real_node() {
             .clone()
             .unwrap_or_default();
         assert_eq!(sc.read_only_root_filesystem, Some(true));
+        // Non-root, as the kubelet enforced it: the token file was read under the pod's
+        // fsGroup by user 65532.
+        let pod_sc = spec.security_context.clone().unwrap_or_default();
+        assert_eq!(pod_sc.run_as_non_root, Some(true));
+        assert_eq!(pod_sc.run_as_user.or(sc.run_as_user), Some(65532));
+        assert_eq!(pod_sc.fs_group, Some(65532));
     }
 
     // The exporter reads Slurm with the operator's token, through its Service.

@@ -30,7 +30,8 @@ mkdir -p "$state"
 
 say() { printf '%s operator-pods: %s\n' "$(date +%T)" "$*"; }
 
-# scontrol of the Slurm the pods join, with munge auth (never the env's SLURM_JWT).
+# scontrol of the Slurm the pods join, as root with its own auth (munge, or auth/slurm's key
+# on 26.05), never the env's SLURM_JWT.
 scontrol() {
   local env
   env=$("$slurm_sh" "$flavor" env) || return 1

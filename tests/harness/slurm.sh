@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# A real Slurm cluster on 127.0.0.1 in a temp dir: munged, a MariaDB and slurmdbd for
+# A real Slurm cluster on 127.0.0.1 in a temp dir: munged (before 26.05, which authenticates
+# with auth/slurm as Slinky's clusters do), a MariaDB and slurmdbd for
 # accounting (as every real site runs it), slurmctld, one `slurmd -N` per node and slurmrestd
 # with JWT auth, serving the slurmdbd endpoints (/slurmdb/...) too.
 #
@@ -156,6 +157,7 @@ node_port() {
 
 # How daemons and commands authenticate: munge before 26.05; auth/slurm (and cred/slurm) from
 # 26.05, as Slinky's clusters do.
+uses_munge() { [ "$flavor" != 26.05 ]; }
 auth_config() { # [dbd]
   if [ "$flavor" = 26.05 ]; then
     echo AuthType=auth/slurm
@@ -185,8 +187,10 @@ write_config() {
   chown slurm:slurm "$dir/etc/jwt_hs256.key"
   chmod 0400 "$dir/etc/jwt_hs256.key"
 
-  dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
-  chmod 0400 "$dir/munge/munge.key"
+  if uses_munge; then
+    dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
+    chmod 0400 "$dir/munge/munge.key"
+  fi
   # 26.05 authenticates as a Slinky cluster does: auth/slurm, with the key slurmctld, slurmdbd
   # and every slurmd share (slurm.key beside slurm.conf; a pod's comes from a Secret).
   if [ "$flavor" = 26.05 ]; then
@@ -557,8 +561,8 @@ mint_token() {
 # (a cluster started without accounting, by an older harness, counts as stopped: start
 # replaces it)
 running() {
-  pid_alive "$pids/slurmctld" && pid_alive "$pids/munged" && pid_alive "$pids/slurmdbd" &&
-    pid_alive "$pids/mariadbd"
+  pid_alive "$pids/slurmctld" && { ! uses_munge || pid_alive "$pids/munged"; } &&
+    pid_alive "$pids/slurmdbd" && pid_alive "$pids/mariadbd"
 }
 
 restd_ready() { # URL
@@ -587,20 +591,30 @@ start() {
     die "$sbin is not reachable by other users (is SLURMSCALE_CACHE under /root?); use a world-traversable cache dir"
   stop >/dev/null 2>&1 || true
   write_config
-  start_munged
+  if uses_munge; then start_munged; fi
   start_mariadb
   start_slurmdbd
   register_cluster
   start_slurmctld
   local n
   for n in "${cpu_nodes[@]}" "${gpu_nodes[@]}"; do start_slurmd "$n"; done
-  for n in "${cpu_nodes[@]}" "${gpu_nodes[@]}"; do
-    wait_for 30 "node $n to register (log: $dir/log/slurmd-$n.log)" node_ready "$n"
-  done
+  for n in "${cpu_nodes[@]}" "${gpu_nodes[@]}"; do registered "$n" 60; done
   mint_token
   ensure_slurmrestd
   write_env
   say "Slurm $flavor up: $rest_url (cluster $cluster, env: $dir/env)"
+}
+
+# registered NODE SECS: waits for NODE's slurmd to register; if it does not, says what
+# slurmctld thinks of the node and how the slurmd's log ends (the run dir goes with the stop).
+registered() {
+  local n=$1 deadline=$((SECONDS + $2))
+  until node_ready "$n" >/dev/null 2>&1; do
+    if [ $SECONDS -ge "$deadline" ]; then
+      die "node $n did not register within $2 s: slurmctld has it '$(node_state "$n" 2>&1)'; slurmd $(pid_alive "$pids/slurmd-$n" && echo runs || echo exited); its log ends: $(tail -n 6 "$dir/log/slurmd-$n.log" 2>/dev/null | tr '\n' '|')"
+    fi
+    sleep 0.2
+  done
 }
 
 write_env() {
@@ -692,7 +706,7 @@ node_up() {
   running || die "Slurm $flavor is not running"
   node_port "$n" >/dev/null
   pid_alive "$pids/slurmd-$n" || start_slurmd "$n"
-  wait_for 30 "node $n to register (log: $dir/log/slurmd-$n.log)" node_ready "$n"
+  registered "$n" 30
 }
 
 # A Slinky NodeSet pod: `slurmd -Z` registering (or joining the record of) node NAME with
@@ -791,7 +805,7 @@ case "$cmd" in
   dbd-hold) dbd_hold ;;
   dbd-release) dbd_release ;;
   ctld-start)
-    pid_alive "$pids/munged" || die "Slurm $flavor is not running"
+    pid_alive "$pids/slurmdbd" || die "Slurm $flavor is not running"
     pid_alive "$pids/slurmctld" || start_slurmctld
     ;;
   *) die "usage: slurm.sh $flavor start|stop|status|env|node-up NODE|node-down NODE|restd-stop|restd-start|ctld-stop|ctld-start" ;;

@@ -123,8 +123,9 @@ impl SlurmCluster {
     }
 
     /// A Slurm command (`sbatch`, `squeue`, `scontrol`, ...) of this cluster's own build,
-    /// authenticating with munge as root (never with a JWT from our environment). It runs in
-    /// the cluster's run dir, so batch jobs write their `slurm-N.out` there, not in the repo.
+    /// as root with the cluster's own auth (munge; auth/slurm on 26.05), never with a JWT from
+    /// our environment. It runs in the cluster's run dir, so batch jobs write their
+    /// `slurm-N.out` there, not in the repo.
     pub fn cmd(&self, program: &str) -> Command {
         let mut cmd = Command::new(self.bin.join(program));
         cmd.env("SLURM_CONF", &self.conf).env_remove("SLURM_JWT");
