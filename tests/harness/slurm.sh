@@ -474,7 +474,7 @@ register_cluster() {
 start_slurmd() { # node
   local n=$1
   mkdir -p "$dir/spool/$n"
-  SLURM_CONF="$conf" run_slurm "$dir/bin/slurmd" -D -N "$n" -f "$conf" -d "$dir/bin/slurmstepd" \
+  SLURM_CONF="$conf" SLURMSCALE_OWN_RUN="$(runtime_dir "$n")" run_slurm "$dir/bin/slurmd" -D -N "$n" -f "$conf" -d "$dir/bin/slurmstepd" \
     >>"$dir/log/slurmd-$n.out" 2>&1 &
   echo $! >"$pids/slurmd-$n"
 }
@@ -514,8 +514,8 @@ start_slurmrestd() { # [plain | PORT]: without the slurmdbd plugins, or one more
 # of its own where /proc, /sys, /dev and the run dir are bound in at their own paths (so
 # every path in the configs means the same inside and out), in the caller's directory when
 # it exists there, and with the run's own /run (auth/slurm's daemons put their sockets there,
-# which its commands look for at fixed paths). The mounts go with the namespace, when its last
-# process ends.
+# which its commands look for at fixed paths; with SLURMSCALE_OWN_RUN=DIR, DIR is its
+# /run/slurm). The mounts go with the namespace, when its last process ends.
 run_slurm() {
   local name="" hosts="" uts=()
   while :; do
@@ -539,6 +539,9 @@ run_slurm() {
     for d in /proc /sys /dev; do mount --rbind "$d" "$root$d"; done
     mkdir -p "$root$run" && mount --bind "$run" "$root$run"
     mount --bind "$run/sysrun" "$root/run"
+    if [ -n "${SLURMSCALE_OWN_RUN:-}" ]; then
+      mkdir -p "$root/run/slurm" && mount --bind "$SLURMSCALE_OWN_RUN" "$root/run/slurm"
+    fi
     [ -z "$hosts" ] || mount --bind "$hosts" "$root/etc/hosts"
     exec chroot "$root" /bin/sh -c "cd \"\$0\" 2>/dev/null; exec \"\$@\"" "$cwd" "$@"' \
     sh "$name" "$hosts" "$root" "$dir" "$PWD" "$@"
@@ -603,6 +606,14 @@ start() {
   ensure_slurmrestd
   write_env
   say "Slurm $flavor up: $rest_url (cluster $cluster, env: $dir/env)"
+}
+
+# runtime_dir NODE: a directory (made here) that run_slurm binds at /run/slurm for the node's
+# slurmd, where auth/slurm's slurmd binds its socket: a shared /run/slurm would be every
+# slurmd's of this Slurm, and two binding it at once kill one ("Address already in use").
+runtime_dir() {
+  mkdir -p "$dir/sysrun/slurmd-$1"
+  echo "$dir/sysrun/slurmd-$1"
 }
 
 # registered NODE SECS: waits for NODE's slurmd to register; if it does not, says what
@@ -724,7 +735,7 @@ pod_up() {
   [ -f "$shim" ] || gcc -shared -fPIC -O2 -o "$shim" "$HARNESS_DIR/srcaddr.c" -ldl ||
     die "cannot build $HARNESS_DIR/srcaddr.c (gcc comes with tests/harness/deps.sh)"
   # The pod's own address (its hosts line), for what it listens on and connects from.
-  SLURM_CONF="$conf" LD_PRELOAD="$shim" SLURMSCALE_SOURCE_ADDR="$(awk -v n="$n" '$2 == n {print $1}' "$dir/etc/hosts")" \
+  SLURM_CONF="$conf" SLURMSCALE_OWN_RUN="$(runtime_dir "$n")" LD_PRELOAD="$shim" SLURMSCALE_SOURCE_ADDR="$(awk -v n="$n" '$2 == n {print $1}' "$dir/etc/hosts")" \
     run_slurm --hosts --hostname "$n" \
     "$dir/bin/slurmd" -D -Z -N "$n" --conf "$nconf" -f "$conf" "${stepd[@]}" "${@:3}" \
     >>"$dir/log/slurmd-$n.out" 2>&1 &
