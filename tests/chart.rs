@@ -9,25 +9,15 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{repo_root, run_tool, tool, wait_until};
+use support::{repo_root, run_tool, wait_until};
 
 /// Helm with its home, cache and config in a throwaway directory: (success, stdout,
 /// stdout + stderr). Helm logs to stderr (e.g. that the dashboards are a symlink).
 fn helm(args: &[&str]) -> (bool, String, String) {
-    let home = tempfile::tempdir().unwrap();
-    let out = Command::new(tool("helm"))
-        .args(args)
-        .current_dir(repo_root())
-        .env("HOME", home.path())
-        .env("HELM_CACHE_HOME", home.path().join("cache"))
-        .env("HELM_CONFIG_HOME", home.path().join("config"))
-        .env("HELM_DATA_HOME", home.path().join("data"))
-        .output()
-        .expect("run helm");
+    let out = support::helm_output(args, false);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let all = format!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
     (out.status.success(), stdout, all)

@@ -60,20 +60,6 @@ fn operator() -> (String, String) {
     (ns, controller)
 }
 
-/// What slurmctld says of `node` (`scontrol --future show node`: FUTURE records too), or ""
-/// when it has no such node.
-fn node(cluster: &SlurmCluster, node: &str) -> String {
-    cluster
-        .cmd("scontrol")
-        .args(["--future", "-o", "show", "node", node])
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-        .ok()
-        // "Node slinky-1 not found" comes on stdout too.
-        .filter(|out| out.starts_with("NodeName="))
-        .unwrap_or_default()
-}
-
 /// Waits for `check`, saying `what` and the autoscaler's log when it does not hold.
 async fn until(what: &str, within: Duration, a: &support::Process, check: impl AsyncFn() -> bool) {
     support::elastic::eventually(what, within, a, check).await
@@ -219,7 +205,13 @@ async fn the_real_operator_runs_the_pods_the_autoscaler_asks_for_and_drains_them
         "the autoscaler's three FUTURE records",
         Duration::from_secs(30),
         &a,
-        async || (0..3).all(|i| node(&cluster, &format!("slinky-{i}")).contains("State=FUTURE")),
+        async || {
+            (0..3).all(|i| {
+                cluster
+                    .node_record(&format!("slinky-{i}"))
+                    .contains("State=FUTURE")
+            })
+        },
     )
     .await;
 
@@ -257,7 +249,11 @@ async fn the_real_operator_runs_the_pods_the_autoscaler_asks_for_and_drains_them
         "the operator's pod info on slinky-0",
         Duration::from_secs(30),
         &a,
-        async || node(&cluster, "slinky-0").contains(r#""podName":"slurm-worker-slinky-0""#),
+        async || {
+            cluster
+                .node_record("slinky-0")
+                .contains(r#""podName":"slurm-worker-slinky-0""#)
+        },
     )
     .await;
 
@@ -272,7 +268,10 @@ async fn the_real_operator_runs_the_pods_the_autoscaler_asks_for_and_drains_them
         Duration::from_secs(200),
         &a,
         async || {
-            if node(&cluster, "slinky-0").contains("Reason=slurm-operator:") {
+            if cluster
+                .node_record("slinky-0")
+                .contains("Reason=slurm-operator:")
+            {
                 drained_by_operator.store(true, std::sync::atomic::Ordering::Relaxed);
             }
             replicas().await == 0 && running_pods().await.is_empty()
@@ -292,7 +291,7 @@ async fn the_real_operator_runs_the_pods_the_autoscaler_asks_for_and_drains_them
         "the records made again for the next job",
         Duration::from_secs(60),
         &a,
-        async || (0..3).all(|i| !node(&cluster, &format!("slinky-{i}")).is_empty()),
+        async || (0..3).all(|i| !cluster.node_record(&format!("slinky-{i}")).is_empty()),
     )
     .await;
     println!(
@@ -344,7 +343,9 @@ async fn the_real_operator_removes_the_pod_we_mark_to_go_first() {
     let up = support::wait_until(Duration::from_secs(60), || async {
         running(&pods).await == all
             && ready().await == 3
-            && all.iter().all(|n| node(&cluster, n).contains("State=IDLE"))
+            && all
+                .iter()
+                .all(|n| cluster.node_record(n).contains("State=IDLE"))
     })
     .await;
     assert!(
@@ -375,23 +376,27 @@ async fn the_real_operator_removes_the_pod_we_mark_to_go_first() {
         .unwrap();
     let drained = std::sync::atomic::AtomicBool::new(false);
     let went = support::wait_until(Duration::from_secs(90), || async {
-        if node(&cluster, "slinky-1").contains("Reason=slurm-operator:") {
+        if cluster
+            .node_record("slinky-1")
+            .contains("Reason=slurm-operator:")
+        {
             drained.store(true, std::sync::atomic::Ordering::Relaxed);
         }
-        running(&pods).await == ["slinky-0", "slinky-2"] && node(&cluster, "slinky-1").is_empty()
+        running(&pods).await == ["slinky-0", "slinky-2"]
+            && cluster.node_record("slinky-1").is_empty()
     })
     .await;
     assert!(
         went,
         "the marked pod slinky-1 should go, slinky-0 and slinky-2 stay: pods {:?}, slinky-1: {}",
         running(&pods).await,
-        node(&cluster, "slinky-1")
+        cluster.node_record("slinky-1")
     );
     assert!(
         drained.into_inner(),
         "the operator drained slinky-1 before deleting its pod"
     );
-    assert!(node(&cluster, "slinky-2").contains("State=IDLE"));
+    assert!(cluster.node_record("slinky-2").contains("State=IDLE"));
     nodesets
         .delete("slinky", &DeleteParams::default())
         .await

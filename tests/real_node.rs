@@ -30,7 +30,7 @@ use kube::discovery::ApiResource;
 use serde_json::{Value, json};
 use slurmscale_autoscaler::crd::NodeSetAutoscaler;
 use slurmscale_exporter::k8s::nodeset::v1beta1;
-use support::{SlurmCluster, kube_client, kube_env, repo_root, run_tool, tool, unique, wait_until};
+use support::{SlurmCluster, kube_client, kube_env, repo_root, run_tool, unique, wait_until};
 
 /// The Slurm the operator manages.
 const FLAVOR: &str = "26.05";
@@ -77,17 +77,7 @@ fn node(key: &str) -> String {
 }
 
 fn helm(args: &[&str]) -> (bool, String) {
-    let home = tempfile::tempdir().unwrap();
-    let out = Command::new(tool("helm"))
-        .args(args)
-        .current_dir(repo_root())
-        .env("HOME", home.path())
-        .env("HELM_CACHE_HOME", home.path().join("cache"))
-        .env("HELM_CONFIG_HOME", home.path().join("config"))
-        .env("HELM_DATA_HOME", home.path().join("data"))
-        .env("KUBECONFIG", support::kubeconfig_path())
-        .output()
-        .expect("run helm");
+    let out = support::helm_output(args, true);
     (
         out.status.success(),
         format!(
@@ -855,21 +845,6 @@ async fn until(
 /// Slinky's own slurmd pods, of the NodeSet `real` (Slurm's NodeSet and partition `real`).
 const REAL: &str = "real";
 
-/// What slurmctld says of `node` (`scontrol --future show node`: FUTURE records too), or "".
-fn slurm_node(cluster: &SlurmCluster, node: &str) -> String {
-    let out = cluster
-        .cmd("scontrol")
-        .args(["--future", "-o", "show", "node", node])
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-        .unwrap_or_default();
-    if out.starts_with("NodeName=") {
-        out
-    } else {
-        String::new()
-    }
-}
-
 /// A job at zero nodes runs in Slinky's own slurmd pod, which the real operator makes when
 /// our autoscaler asks for it and takes away (through its preStop) when the autoscaler scales
 /// back to zero; the autoscaler keeps the record for the next job. The NodeSet is what a site
@@ -938,7 +913,7 @@ async fn a_job_at_zero_runs_in_slinkys_own_slurmd_pod_and_the_pod_goes_when_idle
         "the autoscaler's record real-0",
         Duration::from_secs(30),
         &a,
-        async || slurm_node(&cluster, "real-0").contains("State=FUTURE"),
+        async || cluster.node_record("real-0").contains("State=FUTURE"),
     )
     .await;
 
@@ -985,7 +960,7 @@ async fn a_job_at_zero_runs_in_slinkys_own_slurmd_pod_and_the_pod_goes_when_idle
     support::elastic::runs_on(&cluster, &job, "real-0", Duration::from_secs(60), &a).await;
     let ran = sent.elapsed();
     // slurmctld knows the node at the pod's own address (slurmd registered from it).
-    let record = slurm_node(&cluster, "real-0");
+    let record = cluster.node_record("real-0");
     assert!(record.contains(&format!("NodeAddr={pod_ip} ")), "{record}");
     assert!(record.contains("AvailableFeatures=real"), "{record}");
 
@@ -999,7 +974,7 @@ async fn a_job_at_zero_runs_in_slinkys_own_slurmd_pod_and_the_pod_goes_when_idle
         Duration::from_secs(180),
         &a,
         async || {
-            let r = slurm_node(&cluster, "real-0");
+            let r = cluster.node_record("real-0");
             if let Some(reason) = r.split("Reason=").nth(1) {
                 let mut seen = reasons.lock().unwrap();
                 let reason = reason.split(" [").next().unwrap_or(reason).to_string();
@@ -1040,7 +1015,7 @@ async fn a_job_at_zero_runs_in_slinkys_own_slurmd_pod_and_the_pod_goes_when_idle
         "the record real-0 made again",
         Duration::from_secs(60),
         &a,
-        async || slurm_node(&cluster, "real-0").contains("State=FUTURE"),
+        async || cluster.node_record("real-0").contains("State=FUTURE"),
     )
     .await;
     println!(

@@ -72,15 +72,20 @@ finish() { touch "$1.partial/.complete"; rm -rf "$1"; mv "$1.partial" "$1"; buil
 # Quiet when built: tests/run.sh calls this every time.
 done_already() { [ -e "$1/.complete" ]; }
 
-build_kube() {
-  done_already "$GOSTACK_KUBE_DIR" && return
+# What hack/lib/version.sh would stamp on Kubernetes' binaries; without it they call
+# themselves v0.0.0.
+kube_version_ldflags() {
   local v=$KUBE_VERSION minor ld="" p
   minor=${v#v1.}; minor=${minor%%.*}
-  # What hack/lib/version.sh would stamp; without it the binaries call themselves v0.0.0.
   for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ld+=" -X $p.gitVersion=$v -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
   done
-  build stack "$GOSTACK_KUBE_DIR" "$ld" \
+  echo "$ld"
+}
+
+build_kube() {
+  done_already "$GOSTACK_KUBE_DIR" && return
+  build stack "$GOSTACK_KUBE_DIR" "$(kube_version_ldflags)" \
     kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
     kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
     kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler
@@ -155,12 +160,7 @@ build_prometheus_operator() {
 
 build_node() {
   done_already "$GOSTACK_NODE_DIR" && return
-  local v=$KUBE_VERSION minor ld="" p
-  minor=${v#v1.}; minor=${minor%%.*}
-  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ld+=" -X $p.gitVersion=$v -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
-  done
-  build stack "$GOSTACK_NODE_DIR" "$ld" \
+  build stack "$GOSTACK_NODE_DIR" "$(kube_version_ldflags)" \
     kubelet=k8s.io/kubernetes/cmd/kubelet kube-proxy=k8s.io/kubernetes/cmd/kube-proxy
   finish "$GOSTACK_NODE_DIR"
 }

@@ -22,6 +22,12 @@ SLURM_2605_ROOT="${SLURM_2605_ROOT:-$SLURMSCALE_CACHE/slurm-26.05-root}"
 say() { printf '[harness] %s\n' "$*" >&2; }
 die() { printf '[harness] error: %s\n' "$*" >&2; exit 1; }
 
+# The build-context digest buildah's IMAGE was built from (label io.slurmscale.context, set by
+# image.sh and node.sh), or nothing.
+image_context() {
+  buildah inspect --type image --format '{{index .OCIv1.Config.Labels "io.slurmscale.context"}}' "$1" 2>/dev/null || true
+}
+
 need_root() {
   [ "$(id -u)" = 0 ] || die "the harness runs Slurm daemons and apt as root; run it as root"
 }

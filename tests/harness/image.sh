@@ -88,8 +88,7 @@ digest=$(cd "$ctx" && {
   find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
   echo "$tag $revision"
 } | sha256sum | cut -c1-64)
-have=$(buildah inspect --type image --format '{{index .OCIv1.Config.Labels "io.slurmscale.context"}}' "$image" 2>/dev/null || true)
-if [ "$have" = "$digest" ]; then
+if [ "$(image_context "$image")" = "$digest" ]; then
   say "image $image is up to date"
 else
   say "building image $image"

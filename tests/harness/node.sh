@@ -211,7 +211,7 @@ node_import_images() {
   # slurmscale's own, as image.sh last built it (the chart's pods run it).
   local ours
   ours=$("$HARNESS_DIR/image.sh" name)
-  if [ -n "$(node_built "$ours")" ]; then node_import_built "$ours"; fi
+  if [ -n "$(image_context "$ours")" ]; then node_import_built "$ours"; fi
 }
 
 # Slinky's slurmd image, made of the harness's Slurm 26.05 root filesystem (what a NodeSet on
@@ -221,7 +221,9 @@ node_import_images() {
 # files under the first copy's run dir, which a pod does not mount).
 node_slurmd_image() {
   local ctx="$SLURMSCALE_CACHE/build/slurmd-26.05" run="$SLURMSCALE_RUN/slurm-26.05" stamp
-  stamp="$(cat "$SLURM_2605_ROOT/.slurmscale-ready") $run $(sha256sum "$HARNESS_DIR/node.sh" | cut -c1-16)"
+  # Remade when the root's release, the run dir or this function changes (not the rest of
+  # node.sh).
+  stamp="$(cat "$SLURM_2605_ROOT/.slurmscale-ready") $run $(declare -f node_slurmd_image | sha256sum | cut -c1-16)"
   if [ "$(cat "$ctx/.stamp" 2>/dev/null)" != "$stamp" ]; then
     rm -rf "$ctx" && mkdir -p "$ctx"
     # Hard links: the root stays as it is, the context costs no copy.
@@ -261,22 +263,17 @@ node_import() {
   local image=$1 ctx=$2 digest=${3:-}
   [ -n "$digest" ] ||
     digest=$(cd "$ctx" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
-  if [ "$(node_built "$image")" != "$digest" ]; then
+  if [ "$(image_context "$image")" != "$digest" ]; then
     buildah bud --quiet --label "io.slurmscale.context=$digest" -t "$image" -f "$ctx/Containerfile" "$ctx" >/dev/null ||
       die "buildah could not build $image from $ctx"
   fi
   node_import_built "$image"
 }
 
-# The context digest buildah's IMAGE was built from (image.sh labels ours the same way).
-node_built() {
-  buildah inspect --type image --format '{{index .OCIv1.Config.Labels "io.slurmscale.context"}}' "$1" 2>/dev/null || true
-}
-
 # node_import_built IMAGE: buildah's IMAGE into containerd's store, unless it holds that build.
 node_import_built() {
   local image=$1 digest
-  digest=$(node_built "$image")
+  digest=$(image_context "$image")
   [ -n "$digest" ] || die "buildah has no image $image"
   if ! node_ctr images ls -q "labels.\"io.slurmscale.context\"==$digest" 2>/dev/null | grep -qx "$image"; then
     local archive="$node_dir/import.tar"

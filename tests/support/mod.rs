@@ -151,6 +151,19 @@ impl SlurmCluster {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// What slurmctld says of `node` (`scontrol --future -o show node`: FUTURE records too),
+    /// or "" when it has no such node.
+    pub fn node_record(&self, node: &str) -> String {
+        self.cmd("scontrol")
+            .args(["--future", "-o", "show", "node", node])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .ok()
+            // "Node slinky-1 not found" comes on stdout too.
+            .filter(|out| out.starts_with("NodeName="))
+            .unwrap_or_default()
+    }
+
     /// `sbatch --parsable -o /dev/null <args>`: submits a job and returns its id.
     pub fn submit(&self, args: &[&str]) -> String {
         let mut a = vec!["--parsable", "-o", "/dev/null"];
@@ -669,6 +682,23 @@ pub fn run_tool(name: &str, args: &[&str]) -> (bool, String) {
             String::from_utf8_lossy(&out.stderr)
         ),
     )
+}
+
+/// Helm with its home, cache and config in a throwaway directory, in the repository, and
+/// with the harness's kubeconfig when `cluster` (rendering and linting need none).
+pub fn helm_output(args: &[&str], cluster: bool) -> std::process::Output {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(tool("helm"));
+    cmd.args(args)
+        .current_dir(repo_root())
+        .env("HOME", home.path())
+        .env("HELM_CACHE_HOME", home.path().join("cache"))
+        .env("HELM_CONFIG_HOME", home.path().join("config"))
+        .env("HELM_DATA_HOME", home.path().join("data"));
+    if cluster {
+        cmd.env("KUBECONFIG", kubeconfig_path());
+    }
+    cmd.output().expect("run helm")
 }
 
 /// The image `tests/harness/image.sh` builds, by the name the chart pulls by default.
