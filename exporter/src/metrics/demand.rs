@@ -5,11 +5,74 @@
 
 use std::time::SystemTime;
 
-use super::{MetricsOptions, Out, pending_partitions};
+use super::{MetricsOptions, Out, Series, number, pending_partitions};
 use crate::model::PendingClass;
-use crate::model::demand::{Room, Shape, demand, demand_of};
+use crate::model::demand::{Demand, Room, Shape, demand, demand_of};
 use crate::model::origin::Origin;
 use crate::snapshot::ClusterSnapshot;
+
+/// What one partition's schedulable pending jobs need (the classes' job counts apart).
+const DEMAND: &[Series<Demand>] = &[
+    Series::gauge(
+        "slurm_partition_demand_nodes",
+        "Nodes beyond the busy ones the partition's schedulable pending jobs need, packed: idle nodes they would take plus new nodes of the partition's shape (64 one-CPU jobs on 32-CPU nodes: 2).",
+        |d| number(d.nodes),
+    ),
+    Series::gauge(
+        "slurm_partition_demand_job_nodes",
+        "Nodes the partition's schedulable pending jobs ask for, one per job node and unpacked (a 3-node job counts 3, 64 one-CPU jobs count 64).",
+        |d| number(d.job_nodes),
+    ),
+    Series::gauge(
+        "slurm_partition_demand_cpus",
+        "CPUs the partition's schedulable pending jobs need.",
+        |d| number(d.cpus),
+    ),
+    Series::gauge(
+        "slurm_partition_demand_gpus",
+        "GPUs the partition's schedulable pending jobs need.",
+        |d| number(d.gpus),
+    ),
+    Series::gauge(
+        "slurm_partition_demand_memory_bytes",
+        "Memory the partition's schedulable pending jobs need.",
+        |d| number(d.memory_bytes),
+    ),
+    Series::gauge(
+        "slurm_partition_demand_max_job_nodes",
+        "Nodes the largest schedulable pending job of the partition needs at once.",
+        |d| number(d.max_job_nodes),
+    ),
+    Series::gauge(
+        "slurm_partition_demand_unsatisfiable_jobs",
+        "Schedulable pending jobs asking for more nodes than the partition can ever give (not counted as demand).",
+        |d| number(d.unsatisfiable_jobs),
+    ),
+];
+
+/// What one origin's schedulable pending jobs of a partition need, alone.
+const ORIGIN_DEMAND: &[Series<Demand>] = &[
+    Series::gauge(
+        "slurm_partition_origin_demand_jobs",
+        "Schedulable pending job-equivalents of the partition by origin: batch, or kubernetes (placeholders pods are scheduled through, e.g. Slinky's slurm-bridge).",
+        |d| number(d.jobs(PendingClass::Schedulable)),
+    ),
+    Series::gauge(
+        "slurm_partition_origin_demand_nodes",
+        "Nodes the partition's schedulable pending jobs of one origin would need alone, packed as slurm_partition_demand_nodes.",
+        |d| number(d.nodes),
+    ),
+    Series::gauge(
+        "slurm_partition_origin_demand_cpus",
+        "CPUs the partition's schedulable pending jobs of one origin need.",
+        |d| number(d.cpus),
+    ),
+    Series::gauge(
+        "slurm_partition_origin_demand_gpus",
+        "GPUs the partition's schedulable pending jobs of one origin need.",
+        |d| number(d.gpus),
+    ),
+];
 
 pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
     let Some(jobs) = &s.jobs.data else { return };
@@ -45,48 +108,7 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
                 d.jobs(class) as f64,
             );
         }
-        out.gauge(
-            "slurm_partition_demand_nodes",
-            "Nodes beyond the busy ones the partition's schedulable pending jobs need, packed: idle nodes they would take plus new nodes of the partition's shape (64 one-CPU jobs on 32-CPU nodes: 2).",
-            &part,
-            d.nodes as f64,
-        );
-        out.gauge(
-            "slurm_partition_demand_job_nodes",
-            "Nodes the partition's schedulable pending jobs ask for, one per job node and unpacked (a 3-node job counts 3, 64 one-CPU jobs count 64).",
-            &part,
-            d.job_nodes as f64,
-        );
-        out.gauge(
-            "slurm_partition_demand_cpus",
-            "CPUs the partition's schedulable pending jobs need.",
-            &part,
-            d.cpus as f64,
-        );
-        out.gauge(
-            "slurm_partition_demand_gpus",
-            "GPUs the partition's schedulable pending jobs need.",
-            &part,
-            d.gpus as f64,
-        );
-        out.gauge(
-            "slurm_partition_demand_memory_bytes",
-            "Memory the partition's schedulable pending jobs need.",
-            &part,
-            d.memory_bytes as f64,
-        );
-        out.gauge(
-            "slurm_partition_demand_max_job_nodes",
-            "Nodes the largest schedulable pending job of the partition needs at once.",
-            &part,
-            d.max_job_nodes as f64,
-        );
-        out.gauge(
-            "slurm_partition_demand_unsatisfiable_jobs",
-            "Schedulable pending jobs asking for more nodes than the partition can ever give (not counted as demand).",
-            &part,
-            d.unsatisfiable_jobs as f64,
-        );
+        out.series(DEMAND, &d, &part);
         if let Some(t) = d.oldest_submit {
             out.gauge(
                 "slurm_partition_demand_oldest_job_age_seconds",
@@ -106,30 +128,7 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
                 &[origin],
             );
             let labels = [("partition", name), ("origin", origin.as_str())];
-            out.gauge(
-                "slurm_partition_origin_demand_jobs",
-                "Schedulable pending job-equivalents of the partition by origin: batch, or kubernetes (placeholders pods are scheduled through, e.g. Slinky's slurm-bridge).",
-                &labels,
-                d.jobs(PendingClass::Schedulable) as f64,
-            );
-            out.gauge(
-                "slurm_partition_origin_demand_nodes",
-                "Nodes the partition's schedulable pending jobs of one origin would need alone, packed as slurm_partition_demand_nodes.",
-                &labels,
-                d.nodes as f64,
-            );
-            out.gauge(
-                "slurm_partition_origin_demand_cpus",
-                "CPUs the partition's schedulable pending jobs of one origin need.",
-                &labels,
-                d.cpus as f64,
-            );
-            out.gauge(
-                "slurm_partition_origin_demand_gpus",
-                "GPUs the partition's schedulable pending jobs of one origin need.",
-                &labels,
-                d.gpus as f64,
-            );
+            out.series(ORIGIN_DEMAND, &d, &labels);
         }
     }
 }

@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use super::{MetricsOptions, Out, unix_seconds};
 use crate::slurm::Endpoint;
-use crate::snapshot::ClusterSnapshot;
+use crate::snapshot::{ClusterSnapshot, EndpointHealth};
 
 pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
     out.gauge(
@@ -49,47 +49,8 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
     }
     for e in Endpoint::ALL {
         let h = s.health(e);
-        if h.last_attempt.is_none() {
-            continue;
-        }
-        let ep = [("endpoint", e.as_str())];
-        out.gauge(
-            "slurm_exporter_endpoint_up",
-            "1 when the endpoint's last answer was good (2xx and no errors[]); 0 means its last good data is being served.",
-            &ep,
-            f64::from(u8::from(h.up)),
-        );
-        if let Some(t) = h.last_success {
-            out.gauge(
-                "slurm_exporter_endpoint_last_success_timestamp_seconds",
-                "When the endpoint last gave a good answer (a 304 counts: the data was confirmed).",
-                &ep,
-                unix_seconds(t),
-            );
-        }
-        if let Some(c) = h.cadence {
-            out.gauge(
-                "slurm_exporter_endpoint_poll_interval_seconds",
-                "The gap the poller now leaves between two requests for the endpoint: the interval, or more when slurmrestd answered it slowly (--poll-budget). For jobs: how often the list is confirmed (from /diag and single-job reads).",
-                &ep,
-                c.as_secs_f64(),
-            );
-        }
-        if let Some(d) = h.duration {
-            out.gauge(
-                "slurm_exporter_endpoint_duration_seconds",
-                "Time the endpoint's last request took, decoding included.",
-                &ep,
-                d.as_secs_f64(),
-            );
-        }
-        for (kind, n) in h.errors {
-            out.counter(
-                "slurm_exporter_errors_total",
-                "Failed requests by endpoint and kind (connect, timeout, transport, auth, http, slurm_errors, decode, version).",
-                &[("endpoint", e.as_str()), ("kind", kind)],
-                *n as f64,
-            );
+        if h.last_attempt.is_some() {
+            endpoint(out, e, &h);
         }
     }
     for (endpoint, h) in &s.requests {
@@ -100,6 +61,78 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
             h,
         );
     }
+    job_list(out, s);
+    controllers(out, s);
+}
+
+/// Ages at scrape time (rendered per scrape, not cached).
+pub fn ages(out: &mut Out, s: &ClusterSnapshot, now: SystemTime) {
+    if let Some(t) = s.collected_at {
+        out.gauge(
+            "slurm_exporter_snapshot_age_seconds",
+            "Seconds since the cluster's last collection cycle finished.",
+            &[],
+            now.duration_since(t).unwrap_or_default().as_secs_f64(),
+        );
+    }
+    for e in Endpoint::ALL {
+        if let Some(t) = s.health(e).last_success {
+            out.gauge(
+                "slurm_exporter_endpoint_data_age_seconds",
+                "Seconds since the endpoint's served data was last confirmed by slurmrestd.",
+                &[("endpoint", e.as_str())],
+                now.duration_since(t).unwrap_or_default().as_secs_f64(),
+            );
+        }
+    }
+}
+
+/// How one endpoint's requests go: its last answer, when it last worked, how often it is
+/// asked, how long it took, and its failures by kind.
+fn endpoint(out: &mut Out, e: Endpoint, h: &EndpointHealth<'_>) {
+    let ep = [("endpoint", e.as_str())];
+    out.gauge(
+        "slurm_exporter_endpoint_up",
+        "1 when the endpoint's last answer was good (2xx and no errors[]); 0 means its last good data is being served.",
+        &ep,
+        f64::from(u8::from(h.up)),
+    );
+    if let Some(t) = h.last_success {
+        out.gauge(
+            "slurm_exporter_endpoint_last_success_timestamp_seconds",
+            "When the endpoint last gave a good answer (a 304 counts: the data was confirmed).",
+            &ep,
+            unix_seconds(t),
+        );
+    }
+    if let Some(c) = h.cadence {
+        out.gauge(
+            "slurm_exporter_endpoint_poll_interval_seconds",
+            "The gap the poller now leaves between two requests for the endpoint: the interval, or more when slurmrestd answered it slowly (--poll-budget). For jobs: how often the list is confirmed (from /diag and single-job reads).",
+            &ep,
+            c.as_secs_f64(),
+        );
+    }
+    if let Some(d) = h.duration {
+        out.gauge(
+            "slurm_exporter_endpoint_duration_seconds",
+            "Time the endpoint's last request took, decoding included.",
+            &ep,
+            d.as_secs_f64(),
+        );
+    }
+    for (kind, n) in h.errors {
+        out.counter(
+            "slurm_exporter_errors_total",
+            "Failed requests by endpoint and kind (connect, timeout, transport, auth, http, slurm_errors, decode, version).",
+            &[("endpoint", e.as_str()), ("kind", kind)],
+            *n as f64,
+        );
+    }
+}
+
+/// How the job list is kept current, and how sure it is.
+fn job_list(out: &mut Out, s: &ClusterSnapshot) {
     let effort = &s.jobs_effort;
     for (how, n) in [
         ("full", effort.full_fetches),
@@ -151,6 +184,10 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
             f64::from(u8::from(jobs.uncertain.unseen_new)),
         );
     }
+}
+
+/// Each slurmctld as slurmrestd's ping saw it.
+fn controllers(out: &mut Out, s: &ClusterSnapshot) {
     // A controller's state is known only from a ping that just worked: while slurmrestd
     // itself cannot be reached the series goes away (unknown), rather than repeating the
     // last answer; slurm_exporter_endpoint_up{endpoint="ping"} says why.
@@ -174,28 +211,6 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
                     l,
                 );
             }
-        }
-    }
-}
-
-/// Ages at scrape time (rendered per scrape, not cached).
-pub fn ages(out: &mut Out, s: &ClusterSnapshot, now: SystemTime) {
-    if let Some(t) = s.collected_at {
-        out.gauge(
-            "slurm_exporter_snapshot_age_seconds",
-            "Seconds since the cluster's last collection cycle finished.",
-            &[],
-            now.duration_since(t).unwrap_or_default().as_secs_f64(),
-        );
-    }
-    for e in Endpoint::ALL {
-        if let Some(t) = s.health(e).last_success {
-            out.gauge(
-                "slurm_exporter_endpoint_data_age_seconds",
-                "Seconds since the endpoint's served data was last confirmed by slurmrestd.",
-                &[("endpoint", e.as_str())],
-                now.duration_since(t).unwrap_or_default().as_secs_f64(),
-            );
         }
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::{MetricsOptions, Out};
-use crate::k8s::ledger::Owner;
+use crate::k8s::ledger::{Capacity, LedgerNode, Owner};
 use crate::k8s::watch::KubeSnapshot;
 use crate::snapshot::ClusterSnapshot;
 
@@ -31,118 +31,12 @@ pub fn collect(
     let mut pools: BTreeMap<&str, Pool> = BTreeMap::new();
     for n in k.ledger.iter() {
         out.set_cluster(&n.cluster);
-        let id = [("node", n.name.as_str()), ("alias", n.alias.as_str())];
-        out.info(
-            "slurm_genericnode_info",
-            "A GenericNode: the Kubernetes node and its Slurm node name (alias).",
-            &id,
-        );
-        let capacity = k.capacity.get(&n.name);
         let pool = pools.entry(&n.cluster).or_default();
-        pool.nodes += 1;
-        for (resource, name_alloc, name_cap, name_free, help_alloc, help_cap, help_free) in [
-            (
-                "cpu",
-                "slurm_genericnode_cpu_allocated_cores",
-                "slurm_genericnode_cpu_capacity_cores",
-                "slurm_genericnode_cpu_free_cores",
-                "CPU cores of the node held by each scheduler, from the GenericNode ledger.",
-                "Allocatable CPU cores of the Kubernetes node.",
-                "CPU cores of the node held by neither scheduler.",
-            ),
-            (
-                "memory",
-                "slurm_genericnode_memory_allocated_bytes",
-                "slurm_genericnode_memory_capacity_bytes",
-                "slurm_genericnode_memory_free_bytes",
-                "Memory of the node held by each scheduler, from the GenericNode ledger.",
-                "Allocatable memory of the Kubernetes node.",
-                "Memory of the node held by neither scheduler.",
-            ),
-        ] {
-            let mut held_total = 0.0;
-            for owner in OWNERS {
-                let held = n.held(owner, resource);
-                held_total += held;
-                *pool.held.entry((owner, resource)).or_default() += held;
-                out.gauge(
-                    name_alloc,
-                    help_alloc,
-                    &[id[0], id[1], ("owner", owner.as_str())],
-                    held,
-                );
-            }
-            if let Some(cap) = capacity.and_then(|c| c.get(resource)) {
-                *pool.capacity.entry(resource).or_default() += cap;
-                out.gauge(name_cap, help_cap, &id, cap);
-                out.gauge(name_free, help_free, &id, cap - held_total);
-            }
-        }
-        let others: std::collections::BTreeSet<&str> = n
-            .allocated
-            .keys()
-            .map(|(_, r)| r.as_str())
-            .filter(|r| *r != "cpu" && *r != "memory")
-            .collect();
-        for resource in others {
-            for owner in OWNERS {
-                out.gauge(
-                    "slurm_genericnode_resource_allocated",
-                    "Other resources (GPUs, ...) of the node held by each scheduler, from the GenericNode ledger.",
-                    &[id[0], id[1], ("owner", owner.as_str()), ("resource", resource)],
-                    n.held(owner, resource),
-                );
-            }
-            if let Some(cap) = capacity.and_then(|c| c.get(resource)) {
-                out.gauge(
-                    "slurm_genericnode_resource_capacity",
-                    "Allocatable amount of other resources of the Kubernetes node.",
-                    &[id[0], id[1], ("resource", resource)],
-                    cap,
-                );
-            }
-        }
-        out.gauge(
-            "slurm_genericnode_admission_checks_pending",
-            "Admission checks on the GenericNode not yet passed.",
-            &id,
-            n.pending_checks as f64,
-        );
+        ledger_node(out, n, k.capacity.get(&n.name), pool);
     }
     for (cluster, pool) in &pools {
         out.set_cluster(cluster);
-        out.gauge(
-            "slurm_genericnode_pool_nodes",
-            "GenericNodes of the cluster's colocated pool.",
-            &[],
-            pool.nodes as f64,
-        );
-        for ((owner, resource), held) in &pool.held {
-            let (name, help) = match *resource {
-                "cpu" => (
-                    "slurm_genericnode_pool_cpu_allocated_cores",
-                    "CPU cores of the pool held by each scheduler.",
-                ),
-                _ => (
-                    "slurm_genericnode_pool_memory_allocated_bytes",
-                    "Memory of the pool held by each scheduler.",
-                ),
-            };
-            out.gauge(name, help, &[("owner", owner.as_str())], *held);
-        }
-        for (resource, cap) in &pool.capacity {
-            let (name, help) = match *resource {
-                "cpu" => (
-                    "slurm_genericnode_pool_cpu_capacity_cores",
-                    "Allocatable CPU cores of the pool's Kubernetes nodes.",
-                ),
-                _ => (
-                    "slurm_genericnode_pool_memory_capacity_bytes",
-                    "Allocatable memory of the pool's Kubernetes nodes.",
-                ),
-            };
-            out.gauge(name, help, &[], *cap);
-        }
+        pool_sums(out, pool);
     }
     for ((cluster, reason), n) in &k.malformed {
         out.set_cluster(cluster);
@@ -167,6 +61,122 @@ pub fn collect(
             &[("resource", resource)],
             f64::from(u8::from(h.served)),
         );
+    }
+}
+
+/// One GenericNode's series: who holds how much of it, what it can give and what is left,
+/// added to its pool's sums.
+fn ledger_node(out: &mut Out, n: &LedgerNode, capacity: Option<&Capacity>, pool: &mut Pool) {
+    let id = [("node", n.name.as_str()), ("alias", n.alias.as_str())];
+    out.info(
+        "slurm_genericnode_info",
+        "A GenericNode: the Kubernetes node and its Slurm node name (alias).",
+        &id,
+    );
+    pool.nodes += 1;
+    for (resource, name_alloc, name_cap, name_free, help_alloc, help_cap, help_free) in [
+        (
+            "cpu",
+            "slurm_genericnode_cpu_allocated_cores",
+            "slurm_genericnode_cpu_capacity_cores",
+            "slurm_genericnode_cpu_free_cores",
+            "CPU cores of the node held by each scheduler, from the GenericNode ledger.",
+            "Allocatable CPU cores of the Kubernetes node.",
+            "CPU cores of the node held by neither scheduler.",
+        ),
+        (
+            "memory",
+            "slurm_genericnode_memory_allocated_bytes",
+            "slurm_genericnode_memory_capacity_bytes",
+            "slurm_genericnode_memory_free_bytes",
+            "Memory of the node held by each scheduler, from the GenericNode ledger.",
+            "Allocatable memory of the Kubernetes node.",
+            "Memory of the node held by neither scheduler.",
+        ),
+    ] {
+        let mut held_total = 0.0;
+        for owner in OWNERS {
+            let held = n.held(owner, resource);
+            held_total += held;
+            *pool.held.entry((owner, resource)).or_default() += held;
+            out.gauge(
+                name_alloc,
+                help_alloc,
+                &[id[0], id[1], ("owner", owner.as_str())],
+                held,
+            );
+        }
+        if let Some(cap) = capacity.and_then(|c| c.get(resource)) {
+            *pool.capacity.entry(resource).or_default() += cap;
+            out.gauge(name_cap, help_cap, &id, cap);
+            out.gauge(name_free, help_free, &id, cap - held_total);
+        }
+    }
+    let others: std::collections::BTreeSet<&str> = n
+        .allocated
+        .keys()
+        .map(|(_, r)| r.as_str())
+        .filter(|r| *r != "cpu" && *r != "memory")
+        .collect();
+    for resource in others {
+        for owner in OWNERS {
+            out.gauge(
+                "slurm_genericnode_resource_allocated",
+                "Other resources (GPUs, ...) of the node held by each scheduler, from the GenericNode ledger.",
+                &[id[0], id[1], ("owner", owner.as_str()), ("resource", resource)],
+                n.held(owner, resource),
+            );
+        }
+        if let Some(cap) = capacity.and_then(|c| c.get(resource)) {
+            out.gauge(
+                "slurm_genericnode_resource_capacity",
+                "Allocatable amount of other resources of the Kubernetes node.",
+                &[id[0], id[1], ("resource", resource)],
+                cap,
+            );
+        }
+    }
+    out.gauge(
+        "slurm_genericnode_admission_checks_pending",
+        "Admission checks on the GenericNode not yet passed.",
+        &id,
+        n.pending_checks as f64,
+    );
+}
+
+/// A pool's sums over its GenericNodes.
+fn pool_sums(out: &mut Out, pool: &Pool) {
+    out.gauge(
+        "slurm_genericnode_pool_nodes",
+        "GenericNodes of the cluster's colocated pool.",
+        &[],
+        pool.nodes as f64,
+    );
+    for ((owner, resource), held) in &pool.held {
+        let (name, help) = match *resource {
+            "cpu" => (
+                "slurm_genericnode_pool_cpu_allocated_cores",
+                "CPU cores of the pool held by each scheduler.",
+            ),
+            _ => (
+                "slurm_genericnode_pool_memory_allocated_bytes",
+                "Memory of the pool held by each scheduler.",
+            ),
+        };
+        out.gauge(name, help, &[("owner", owner.as_str())], *held);
+    }
+    for (resource, cap) in &pool.capacity {
+        let (name, help) = match *resource {
+            "cpu" => (
+                "slurm_genericnode_pool_cpu_capacity_cores",
+                "Allocatable CPU cores of the pool's Kubernetes nodes.",
+            ),
+            _ => (
+                "slurm_genericnode_pool_memory_capacity_bytes",
+                "Allocatable memory of the pool's Kubernetes nodes.",
+            ),
+        };
+        out.gauge(name, help, &[], *cap);
     }
 }
 

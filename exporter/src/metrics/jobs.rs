@@ -7,11 +7,11 @@
 //! job's first partition. Demand, which counts array tasks and every partition a job may
 //! use, is in [`super::demand`].
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
-use super::{MetricsOptions, Out};
+use super::{MetricsOptions, Out, Series, number};
 use crate::model::origin::Origin;
-use crate::model::{JobCounts, JobState};
+use crate::model::{JobCounts, JobState, Jobs};
 use crate::snapshot::ClusterSnapshot;
 
 /// (state, cluster metric, partition metric, user metric, account metric)
@@ -193,141 +193,145 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, opts: &MetricsOptions) {
     );
     let empty = JobCounts::default();
     for name in names {
-        let c = jobs.partitions.get(name).unwrap_or(&empty);
-        let part = [("partition", name)];
-        out.gauge(
-            "slurm_partition_jobs",
-            "Jobs of the partition not yet finished (pending, running, suspended, completing).",
-            &part,
-            active(c) as f64,
-        );
-        for (state, _, name) in STATES {
-            out.gauge(name, HELP_STATE, &part, c.state(state) as f64);
-        }
-        out.gauge(
-            "slurm_partition_jobs_hold",
-            "Pending jobs of the partition held by their user or an admin.",
-            &part,
-            c.held as f64,
-        );
-        by_origin(
-            out,
-            c,
-            &part,
-            (
-                "slurm_partition_origin_jobs",
-                "slurm_partition_kubernetes_pods",
-            ),
-        );
-        out.gauge(
-            "slurm_partition_jobs_cpus_alloc",
-            "CPUs allocated to the partition's running and suspended jobs.",
-            &part,
-            c.cpus_alloc as f64,
-        );
-        out.gauge(
-            "slurm_partition_jobs_gpus_alloc",
-            "GPUs allocated to the partition's running and suspended jobs.",
-            &part,
-            c.gpus_alloc as f64,
-        );
-        let or0 = |v: Option<u64>| v.unwrap_or(0) as f64;
-        out.gauge(
-            "slurm_partition_jobs_max_job_nodes",
-            "Largest node count (max of requested min and max nodes) over the partition's pending jobs; 0 when none.",
-            &part,
-            or0(c.pending_nodes_max),
-        );
-        out.gauge(
-            "slurm_partition_jobs_max_job_nodes_nohold",
-            "As slurm_partition_jobs_max_job_nodes, held jobs left out.",
-            &part,
-            or0(c.pending_nodes_max_nohold),
-        );
-        out.gauge(
-            "slurm_partition_jobs_min_job_nodes",
-            "Largest requested minimum node count over the partition's pending jobs; 0 when none.",
-            &part,
-            or0(c.pending_nodes_min),
-        );
-        out.gauge(
-            "slurm_partition_jobs_min_job_nodes_nohold",
-            "As slurm_partition_jobs_min_job_nodes, held jobs left out.",
-            &part,
-            or0(c.pending_nodes_min_nohold),
-        );
-        for (reason, n) in &c.pending_by_reason {
-            out.gauge(
-                "slurm_partition_jobs_pending_reason",
-                "Pending jobs of the partition by the reason slurmctld gives (Resources, Priority, Dependency, ...).",
-                &[("partition", name), ("reason", reason)],
-                *n as f64,
-            );
-        }
+        partition(out, name, jobs.partitions.get(name).unwrap_or(&empty));
     }
-
     if opts.per_owner {
-        use std::collections::BTreeMap;
-        let mut users: BTreeMap<&str, [u64; 3]> = BTreeMap::new();
-        let mut accounts: BTreeMap<&str, [u64; 3]> = BTreeMap::new();
-        for ((user, account), states) in &jobs.by_owner {
-            let get = |s| states.get(&s).copied().unwrap_or(0);
-            let row = [
-                states.values().sum(),
-                get(JobState::Pending),
-                get(JobState::Running),
-            ];
-            for (map, key) in [(&mut users, &**user), (&mut accounts, &**account)] {
-                let e = map.entry(key).or_default();
-                for i in 0..3 {
-                    e[i] += row[i];
-                }
-            }
-        }
-        for (user, [all, pending, running]) in users {
-            let l = [("username", user)];
-            out.gauge(
-                "slurm_user_jobs",
-                "Job records of the user.",
-                &l,
-                all as f64,
-            );
-            out.gauge(
-                "slurm_user_jobs_pending",
-                "Pending jobs of the user.",
-                &l,
-                pending as f64,
-            );
-            out.gauge(
-                "slurm_user_jobs_running",
-                "Running jobs of the user.",
-                &l,
-                running as f64,
-            );
-        }
-        for (account, [all, pending, running]) in accounts {
-            let l = [("account", account)];
-            out.gauge(
-                "slurm_account_jobs",
-                "Job records of the account.",
-                &l,
-                all as f64,
-            );
-            out.gauge(
-                "slurm_account_jobs_pending",
-                "Pending jobs of the account.",
-                &l,
-                pending as f64,
-            );
-            out.gauge(
-                "slurm_account_jobs_running",
-                "Running jobs of the account.",
-                &l,
-                running as f64,
-            );
-        }
+        per_owner(out, jobs);
     }
 }
+
+/// One partition's job counts (jobs whose first partition it is).
+fn partition(out: &mut Out, name: &str, c: &JobCounts) {
+    let part = [("partition", name)];
+    out.gauge(
+        "slurm_partition_jobs",
+        "Jobs of the partition not yet finished (pending, running, suspended, completing).",
+        &part,
+        active(c) as f64,
+    );
+    for (state, _, name) in STATES {
+        out.gauge(name, HELP_STATE, &part, c.state(state) as f64);
+    }
+    out.gauge(
+        "slurm_partition_jobs_hold",
+        "Pending jobs of the partition held by their user or an admin.",
+        &part,
+        c.held as f64,
+    );
+    by_origin(
+        out,
+        c,
+        &part,
+        (
+            "slurm_partition_origin_jobs",
+            "slurm_partition_kubernetes_pods",
+        ),
+    );
+    out.series(PARTITION_USE, c, &part);
+    for (reason, n) in &c.pending_by_reason {
+        out.gauge(
+            "slurm_partition_jobs_pending_reason",
+            "Pending jobs of the partition by the reason slurmctld gives (Resources, Priority, Dependency, ...).",
+            &[("partition", name), ("reason", reason)],
+            *n as f64,
+        );
+    }
+}
+
+/// Job records of one user or account: all of them, pending, running.
+#[derive(Default)]
+struct Owned {
+    all: u64,
+    pending: u64,
+    running: u64,
+}
+
+const USER: &[Series<Owned>] = &[
+    Series::gauge("slurm_user_jobs", "Job records of the user.", |o| {
+        number(o.all)
+    }),
+    Series::gauge(
+        "slurm_user_jobs_pending",
+        "Pending jobs of the user.",
+        |o| number(o.pending),
+    ),
+    Series::gauge(
+        "slurm_user_jobs_running",
+        "Running jobs of the user.",
+        |o| number(o.running),
+    ),
+];
+
+const ACCOUNT: &[Series<Owned>] = &[
+    Series::gauge("slurm_account_jobs", "Job records of the account.", |o| {
+        number(o.all)
+    }),
+    Series::gauge(
+        "slurm_account_jobs_pending",
+        "Pending jobs of the account.",
+        |o| number(o.pending),
+    ),
+    Series::gauge(
+        "slurm_account_jobs_running",
+        "Running jobs of the account.",
+        |o| number(o.running),
+    ),
+];
+
+/// Per user and per account (`--per-user-metrics`).
+fn per_owner(out: &mut Out, jobs: &Jobs) {
+    let mut users: BTreeMap<&str, Owned> = BTreeMap::new();
+    let mut accounts: BTreeMap<&str, Owned> = BTreeMap::new();
+    for ((user, account), states) in &jobs.by_owner {
+        let get = |s| states.get(&s).copied().unwrap_or(0);
+        for (map, key) in [(&mut users, &**user), (&mut accounts, &**account)] {
+            let e = map.entry(key).or_default();
+            e.all += states.values().sum::<u64>();
+            e.pending += get(JobState::Pending);
+            e.running += get(JobState::Running);
+        }
+    }
+    for (user, owned) in &users {
+        out.series(USER, owned, &[("username", user)]);
+    }
+    for (account, owned) in &accounts {
+        out.series(ACCOUNT, owned, &[("account", account)]);
+    }
+}
+
+/// What a partition's jobs use and the node-count extremes of its pending ones (0: none).
+const PARTITION_USE: &[Series<JobCounts>] = &[
+    Series::gauge(
+        "slurm_partition_jobs_cpus_alloc",
+        "CPUs allocated to the partition's running and suspended jobs.",
+        |c| number(c.cpus_alloc),
+    ),
+    Series::gauge(
+        "slurm_partition_jobs_gpus_alloc",
+        "GPUs allocated to the partition's running and suspended jobs.",
+        |c| number(c.gpus_alloc),
+    ),
+    Series::gauge(
+        "slurm_partition_jobs_max_job_nodes",
+        "Largest node count (max of requested min and max nodes) over the partition's pending jobs; 0 when none.",
+        |c| number(c.pending_nodes_max.unwrap_or(0)),
+    ),
+    Series::gauge(
+        "slurm_partition_jobs_max_job_nodes_nohold",
+        "As slurm_partition_jobs_max_job_nodes, held jobs left out.",
+        |c| number(c.pending_nodes_max_nohold.unwrap_or(0)),
+    ),
+    Series::gauge(
+        "slurm_partition_jobs_min_job_nodes",
+        "Largest requested minimum node count over the partition's pending jobs; 0 when none.",
+        |c| number(c.pending_nodes_min.unwrap_or(0)),
+    ),
+    Series::gauge(
+        "slurm_partition_jobs_min_job_nodes_nohold",
+        "As slurm_partition_jobs_min_job_nodes, held jobs left out.",
+        |c| number(c.pending_nodes_min_nohold.unwrap_or(0)),
+    ),
+];
 
 #[cfg(test)]
 mod tests {

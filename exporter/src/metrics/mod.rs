@@ -115,6 +115,61 @@ impl<'a> PageInput<'a> {
     }
 }
 
+/// A series as data: its name, help and type, and how its value is read from `T` (`None`:
+/// not rendered). A family is mostly a list of these, kube-state-metrics' way, so reading the
+/// family reads what it exposes; [`Out::series`] renders a list for one `T` and its labels.
+pub struct Series<T> {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub kind: Kind,
+    pub value: fn(&T) -> Option<f64>,
+}
+
+/// The exposition type of a [`Series`].
+#[derive(Clone, Copy)]
+pub enum Kind {
+    Gauge,
+    Counter,
+}
+
+impl<T> Series<T> {
+    pub const fn gauge(
+        name: &'static str,
+        help: &'static str,
+        value: fn(&T) -> Option<f64>,
+    ) -> Self {
+        Self {
+            name,
+            help,
+            kind: Kind::Gauge,
+            value,
+        }
+    }
+
+    pub const fn counter(
+        name: &'static str,
+        help: &'static str,
+        value: fn(&T) -> Option<f64>,
+    ) -> Self {
+        Self {
+            name,
+            help,
+            kind: Kind::Counter,
+            value,
+        }
+    }
+}
+
+/// A count as a sample value (every series of ours is `f64` on the page).
+pub fn number(v: impl TryInto<u64>) -> Option<f64> {
+    Some(v.try_into().unwrap_or(u64::MAX) as f64)
+}
+
+/// A flag as a sample value: 1 or 0.
+pub fn flag(v: bool) -> Option<f64> {
+    Some(f64::from(u8::from(v)))
+}
+
 /// Collects samples into metric families, written straight to exposition text (no per-series
 /// objects: a 10,000-node cluster renders 160,000 series in one pass). The current cluster's
 /// label comes first on every series.
@@ -254,6 +309,19 @@ impl Out {
             labels,
             h.count as f64,
         );
+    }
+
+    /// Every series of `list` that `from` has a value for, each with `labels`.
+    pub fn series<T>(&mut self, list: &[Series<T>], from: &T, labels: &[(&str, &str)]) {
+        for s in list {
+            if let Some(v) = (s.value)(from) {
+                let kind = match s.kind {
+                    Kind::Gauge => "gauge",
+                    Kind::Counter => "counter",
+                };
+                self.push(s.name, s.help, kind, labels, v);
+            }
+        }
     }
 
     /// A gauge that is present (1) or absent: how `_info` metrics carry properties.

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use super::{MetricsOptions, Out, join};
+use super::{MetricsOptions, Out, Series, join, number};
 use crate::model::text::expand_hostlist;
 use crate::model::{Node, NodeBase, NodeFlags, Partition};
 use crate::snapshot::ClusterSnapshot;
@@ -78,220 +78,249 @@ const FLAG_METRICS: [(NodeFlags, &str, &str); 8] = [
     (NodeFlags::CLOUD, "slurm_nodes_cloud", "Cloud nodes."),
 ];
 
+/// A set of nodes counted once for the series over it: the cluster's (here) and each
+/// partition's ([`super::partitions`]). Values come from the wire: sums saturate rather than
+/// trust them to be small.
+#[derive(Clone, Default)]
+pub(super) struct Tally {
+    /// Nodes `/nodes` shows.
+    pub listed: u64,
+    /// Nodes configured that `/nodes` does not show (FUTURE).
+    pub hidden: u64,
+    pub by_base: BTreeMap<NodeBase, u64>,
+    pub drain: u64,
+    pub draining: u64,
+    pub usable_idle: u64,
+    pub unavailable: u64,
+    pub cpus_alloc: u64,
+    pub cpus_idle: u64,
+    pub cpus_usable_idle: u64,
+    pub cpus_unavailable: u64,
+    pub memory: u64,
+    pub memory_alloc: u64,
+    pub gpus: u64,
+    pub gpus_alloc: u64,
+}
+
+impl Tally {
+    pub fn add(&mut self, n: &Node) {
+        self.listed += 1;
+        *self.by_base.entry(n.state.base).or_default() += 1;
+        self.drain += u64::from(drained(n));
+        self.draining += u64::from(draining(n));
+        self.cpus_alloc = self.cpus_alloc.saturating_add(n.alloc_cpus);
+        self.cpus_idle = self.cpus_idle.saturating_add(n.idle_cpus());
+        self.usable_idle += u64::from(n.state.base == NodeBase::Idle && n.usable());
+        self.unavailable += u64::from(!n.usable());
+        self.cpus_usable_idle = self.cpus_usable_idle.saturating_add(n.usable_idle_cpus());
+        self.cpus_unavailable = self.cpus_unavailable.saturating_add(n.unavailable_cpus());
+        self.memory = self.memory.saturating_add(n.memory_bytes);
+        self.memory_alloc = self.memory_alloc.saturating_add(n.alloc_memory_bytes);
+        self.gpus = self.gpus.saturating_add(n.gpus());
+        self.gpus_alloc = self.gpus_alloc.saturating_add(n.gpus_alloc());
+    }
+
+    /// Nodes whose base state is `b`; FUTURE counts the hidden ones too.
+    pub fn base(&self, b: NodeBase) -> Option<f64> {
+        let listed = self.by_base.get(&b).copied().unwrap_or(0);
+        number(if b == NodeBase::Future {
+            listed + self.hidden
+        } else {
+            listed
+        })
+    }
+}
+
+/// The cluster's node counts. The native `idle` includes drained, reserved and unresponsive
+/// idle nodes; the `usable`/`unavailable` series are sinfo's allocated/idle/other split:
+/// what a job can use now.
+const CLUSTER: &[Series<Tally>] = &[
+    Series::gauge(
+        "slurm_nodes",
+        "Nodes configured, FUTURE nodes hidden from /nodes included.",
+        |t| number(t.listed + t.hidden),
+    ),
+    Series::gauge(
+        "slurm_nodes_alloc",
+        "Nodes whose base state is ALLOCATED.",
+        |t| t.base(NodeBase::Allocated),
+    ),
+    Series::gauge("slurm_nodes_idle", "Nodes whose base state is IDLE.", |t| {
+        t.base(NodeBase::Idle)
+    }),
+    Series::gauge(
+        "slurm_nodes_mixed",
+        "Nodes whose base state is MIXED (partly allocated).",
+        |t| t.base(NodeBase::Mixed),
+    ),
+    Series::gauge("slurm_nodes_down", "Nodes whose base state is DOWN.", |t| {
+        t.base(NodeBase::Down)
+    }),
+    Series::gauge(
+        "slurm_nodes_future",
+        "Nodes whose base state is FUTURE (declared, not yet up).",
+        |t| t.base(NodeBase::Future),
+    ),
+    Series::gauge(
+        "slurm_nodes_unknown",
+        "Nodes whose base state is UNKNOWN.",
+        |t| t.base(NodeBase::Unknown),
+    ),
+    Series::gauge(
+        "slurm_nodes_error",
+        "Nodes whose base state is ERROR.",
+        |t| t.base(NodeBase::Error),
+    ),
+    Series::gauge(
+        "slurm_nodes_drain",
+        "Nodes drained: DRAIN flag and no work left (native meaning; draining nodes are separate).",
+        |t| number(t.drain),
+    ),
+    Series::gauge(
+        "slurm_nodes_draining",
+        "Nodes with the DRAIN flag still running work.",
+        |t| number(t.draining),
+    ),
+    Series::gauge(
+        "slurm_nodes_usable_idle",
+        "Idle nodes a job can start on now: base state IDLE, not drained, in maintenance or a reservation, unresponsive, failing, powering or rebooting (slurm_nodes_idle counts those too).",
+        |t| number(t.usable_idle),
+    ),
+    Series::gauge(
+        "slurm_nodes_unavailable",
+        "Nodes that are up in Slurm's view but can take no new job (drained, draining, down, reserved, unresponsive, powered down...); FUTURE nodes are slurm_nodes_future.",
+        |t| number(t.unavailable),
+    ),
+    Series::gauge(
+        "slurm_nodes_cpus_usable_idle",
+        "Idle CPUs a job can use now: on nodes that can take new work (sinfo's I of A/I/O/T).",
+        |t| number(t.cpus_usable_idle),
+    ),
+    Series::gauge(
+        "slurm_nodes_cpus_unavailable",
+        "CPUs neither allocated nor usable: idle CPUs of nodes that can take no new work (sinfo's O of A/I/O/T).",
+        |t| number(t.cpus_unavailable),
+    ),
+];
+
+/// Each node's size and use (`--per-node`).
+const NODE: &[Series<Node>] = &[
+    Series::gauge("slurm_node_cpus", "CPUs of the node.", |n| {
+        Some(n.cpus as f64)
+    }),
+    Series::gauge(
+        "slurm_node_cpus_alloc",
+        "CPUs of the node allocated to jobs.",
+        |n| Some(n.alloc_cpus as f64),
+    ),
+    Series::gauge(
+        "slurm_node_cpus_idle",
+        "CPUs of the node not allocated.",
+        |n| Some(n.idle_cpus() as f64),
+    ),
+    Series::gauge(
+        "slurm_node_memory_bytes",
+        "Memory of the node (RealMemory).",
+        |n| Some(n.memory_bytes as f64),
+    ),
+    Series::gauge(
+        "slurm_node_memory_alloc_bytes",
+        "Memory of the node allocated to jobs.",
+        |n| Some(n.alloc_memory_bytes as f64),
+    ),
+    Series::gauge(
+        "slurm_node_memory_free_bytes",
+        "Free memory slurmd reports for the node.",
+        |n| n.free_memory_bytes.map(|b| b as f64),
+    ),
+    Series::gauge(
+        "slurm_node_gpus",
+        "GPUs of the node (gres/gpu, all types).",
+        |n| Some(n.gpus() as f64),
+    ),
+    Series::gauge(
+        "slurm_node_gpus_alloc",
+        "GPUs of the node allocated to jobs.",
+        |n| Some(n.gpus_alloc() as f64),
+    ),
+];
+
+/// A node's generic resources of one name and type: (configured, allocated).
+const GRES: &[Series<(u64, u64)>] = &[
+    Series::gauge(
+        "slurm_node_gres",
+        "Generic resources of the node by name and type.",
+        |(count, _)| number(*count),
+    ),
+    Series::gauge(
+        "slurm_node_gres_alloc",
+        "Generic resources of the node allocated, by name and type.",
+        |(_, used)| number(*used),
+    ),
+];
+
 pub fn collect(out: &mut Out, s: &ClusterSnapshot, opts: &MetricsOptions) {
     let Some(nodes) = &s.nodes.data else { return };
-    let hidden = s
+    let mut tally = Tally::default();
+    nodes.iter().for_each(|n| tally.add(n));
+    tally.hidden = s
         .partitions
         .data
         .as_ref()
-        .map_or(0, |p| hidden_nodes(nodes, p));
-
-    out.gauge(
-        "slurm_nodes",
-        "Nodes configured, FUTURE nodes hidden from /nodes included.",
-        &[],
-        (nodes.len() + hidden) as f64,
-    );
-    let mut by_base: BTreeMap<NodeBase, usize> = BTreeMap::new();
-    for n in nodes.iter() {
-        *by_base.entry(n.state.base).or_default() += 1;
-    }
-    *by_base.entry(NodeBase::Future).or_default() += hidden;
-    let count = |b| by_base.get(&b).copied().unwrap_or(0) as f64;
-    out.gauge(
-        "slurm_nodes_alloc",
-        "Nodes whose base state is ALLOCATED.",
-        &[],
-        count(NodeBase::Allocated),
-    );
-    out.gauge(
-        "slurm_nodes_idle",
-        "Nodes whose base state is IDLE.",
-        &[],
-        count(NodeBase::Idle),
-    );
-    out.gauge(
-        "slurm_nodes_mixed",
-        "Nodes whose base state is MIXED (partly allocated).",
-        &[],
-        count(NodeBase::Mixed),
-    );
-    out.gauge(
-        "slurm_nodes_down",
-        "Nodes whose base state is DOWN.",
-        &[],
-        count(NodeBase::Down),
-    );
-    out.gauge(
-        "slurm_nodes_future",
-        "Nodes whose base state is FUTURE (declared, not yet up).",
-        &[],
-        count(NodeBase::Future),
-    );
-    out.gauge(
-        "slurm_nodes_unknown",
-        "Nodes whose base state is UNKNOWN.",
-        &[],
-        count(NodeBase::Unknown),
-    );
-    out.gauge(
-        "slurm_nodes_error",
-        "Nodes whose base state is ERROR.",
-        &[],
-        count(NodeBase::Error),
-    );
-    out.gauge(
-        "slurm_nodes_drain",
-        "Nodes drained: DRAIN flag and no work left (native meaning; draining nodes are separate).",
-        &[],
-        nodes.iter().filter(|n| drained(n)).count() as f64,
-    );
-    out.gauge(
-        "slurm_nodes_draining",
-        "Nodes with the DRAIN flag still running work.",
-        &[],
-        nodes.iter().filter(|n| draining(n)).count() as f64,
-    );
-    // What a job can use now, apart from the native state counts (whose `idle` includes
-    // drained, reserved and unresponsive idle nodes): sinfo's allocated/idle/other split.
-    out.gauge(
-        "slurm_nodes_usable_idle",
-        "Idle nodes a job can start on now: base state IDLE, not drained, in maintenance or a reservation, unresponsive, failing, powering or rebooting (slurm_nodes_idle counts those too).",
-        &[],
-        nodes
-            .iter()
-            .filter(|n| n.state.base == NodeBase::Idle && n.usable())
-            .count() as f64,
-    );
-    out.gauge(
-        "slurm_nodes_unavailable",
-        "Nodes that are up in Slurm's view but can take no new job (drained, draining, down, reserved, unresponsive, powered down...); FUTURE nodes are slurm_nodes_future.",
-        &[],
-        nodes.iter().filter(|n| !n.usable()).count() as f64,
-    );
-    out.gauge(
-        "slurm_nodes_cpus_usable_idle",
-        "Idle CPUs a job can use now: on nodes that can take new work (sinfo's I of A/I/O/T).",
-        &[],
-        nodes.iter().map(|n| n.usable_idle_cpus()).sum::<u64>() as f64,
-    );
-    out.gauge(
-        "slurm_nodes_cpus_unavailable",
-        "CPUs neither allocated nor usable: idle CPUs of nodes that can take no new work (sinfo's O of A/I/O/T).",
-        &[],
-        nodes.iter().map(|n| n.unavailable_cpus()).sum::<u64>() as f64,
-    );
+        .map_or(0, |p| hidden_nodes(nodes, p) as u64);
+    out.series(CLUSTER, &tally, &[]);
     for (flag, name, help) in FLAG_METRICS {
-        out.gauge(
-            name,
-            help,
-            &[],
-            nodes
-                .iter()
-                .filter(|n| n.state.flags.contains(flag))
-                .count() as f64,
-        );
+        let flagged = nodes.iter().filter(|n| n.state.flags.contains(flag));
+        out.gauge(name, help, &[], flagged.count() as f64);
     }
+    for node in nodes.iter().filter(|_| opts.per_node) {
+        per_node(out, node);
+    }
+}
 
-    for n in nodes.iter().filter(|_| opts.per_node) {
-        let node = [("node", n.name.as_str())];
-        out.gauge("slurm_node_cpus", "CPUs of the node.", &node, n.cpus as f64);
-        out.gauge(
-            "slurm_node_cpus_alloc",
-            "CPUs of the node allocated to jobs.",
-            &node,
-            n.alloc_cpus as f64,
-        );
-        out.gauge(
-            "slurm_node_cpus_idle",
-            "CPUs of the node not allocated.",
-            &node,
-            n.idle_cpus() as f64,
-        );
-        out.gauge(
-            "slurm_node_memory_bytes",
-            "Memory of the node (RealMemory).",
-            &node,
-            n.memory_bytes as f64,
-        );
-        out.gauge(
-            "slurm_node_memory_alloc_bytes",
-            "Memory of the node allocated to jobs.",
-            &node,
-            n.alloc_memory_bytes as f64,
-        );
-        if let Some(free) = n.free_memory_bytes {
-            out.gauge(
-                "slurm_node_memory_free_bytes",
-                "Free memory slurmd reports for the node.",
-                &node,
-                free as f64,
-            );
-        }
-        out.gauge(
-            "slurm_node_gpus",
-            "GPUs of the node (gres/gpu, all types).",
-            &node,
-            n.gpus() as f64,
-        );
-        out.gauge(
-            "slurm_node_gpus_alloc",
-            "GPUs of the node allocated to jobs.",
-            &node,
-            n.gpus_alloc() as f64,
-        );
-        for g in &n.gres {
-            let used = n
-                .gres_used
-                .iter()
-                .find(|u| u.name == g.name && u.kind == g.kind)
-                .map_or(0, |u| u.count);
-            let labels = [
-                ("node", n.name.as_str()),
-                ("gres", &*g.name),
-                ("type", &*g.kind),
-            ];
-            out.gauge(
-                "slurm_node_gres",
-                "Generic resources of the node by name and type.",
-                &labels,
-                g.count as f64,
-            );
-            out.gauge(
-                "slurm_node_gres_alloc",
-                "Generic resources of the node allocated, by name and type.",
-                &labels,
-                used as f64,
-            );
-        }
-        let flags = join(
-            NodeFlags::NAMED
-                .iter()
-                .filter(|(f, _)| n.state.flags.contains(*f))
-                .map(|(_, name)| *name),
-        );
-        let partitions = join(n.partitions.iter().map(|p| &**p));
+/// One node's series: its size and use, its GRES, its state and why it is down.
+fn per_node(out: &mut Out, node: &Node) {
+    out.series(NODE, node, &[("node", node.name.as_str())]);
+    for g in &node.gres {
+        let used = node
+            .gres_used
+            .iter()
+            .find(|u| u.name == g.name && u.kind == g.kind)
+            .map_or(0, |u| u.count);
+        let labels = [
+            ("node", node.name.as_str()),
+            ("gres", &*g.name),
+            ("type", &*g.kind),
+        ];
+        out.series(GRES, &(g.count, used), &labels);
+    }
+    let flags = join(
+        NodeFlags::NAMED
+            .iter()
+            .filter(|(f, _)| node.state.flags.contains(*f))
+            .map(|(_, name)| *name),
+    );
+    let partitions = join(node.partitions.iter().map(|p| &**p));
+    out.info(
+        "slurm_node_state_info",
+        "The node's base state, its flags and its partitions.",
+        &[
+            ("node", node.name.as_str()),
+            ("state", node.state.base.as_str()),
+            ("flags", &flags),
+            ("partitions", &partitions),
+        ],
+    );
+    if !node.reason.is_empty() {
         out.info(
-            "slurm_node_state_info",
-            "The node's base state, its flags and its partitions.",
+            "slurm_node_reason_info",
+            "Why the node is down or drained, and who said so.",
             &[
-                ("node", n.name.as_str()),
-                ("state", n.state.base.as_str()),
-                ("flags", &flags),
-                ("partitions", &partitions),
+                ("node", node.name.as_str()),
+                ("reason", node.reason.as_str()),
+                ("user", node.reason_set_by.as_str()),
             ],
         );
-        if !n.reason.is_empty() {
-            out.info(
-                "slurm_node_reason_info",
-                "Why the node is down or drained, and who said so.",
-                &[
-                    ("node", n.name.as_str()),
-                    ("reason", n.reason.as_str()),
-                    ("user", n.reason_set_by.as_str()),
-                ],
-            );
-        }
     }
 }
 

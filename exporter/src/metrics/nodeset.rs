@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::{MetricsOptions, Out};
+use crate::k8s::nodeset::NodeSetView;
 use crate::k8s::watch::KubeSnapshot;
 use crate::signals::{ShapeHints, cluster_of, partition_signals, stale_after};
 use crate::snapshot::ClusterSnapshot;
@@ -29,60 +30,12 @@ pub fn collect(
         let cluster = cluster_of(ns.cluster.as_deref(), slurm.iter().map(|s| &*s.cluster))
             .unwrap_or_default();
         out.set_cluster(cluster);
-        let id = [
+        replicas(out, ns);
+        let part = [
             ("namespace", ns.namespace.as_str()),
             ("nodeset", ns.name.as_str()),
+            ("partition", ns.partition.as_str()),
         ];
-        let mode = match &ns.scaling_mode {
-            None => String::new(),
-            Some(m) => String::from(m.clone()),
-        };
-        out.info(
-            "slurm_nodeset_info",
-            "A NodeSet, the Slurm partition it serves, its API version and scaling mode.",
-            &[
-                id[0],
-                id[1],
-                ("partition", &ns.partition),
-                ("version", ns.api_version),
-                ("scaling_mode", &mode),
-            ],
-        );
-        let status = &ns.status;
-        out.gauge(
-            "slurm_nodeset_spec_replicas",
-            "Replicas the NodeSet asks for (spec.replicas).",
-            &id,
-            ns.spec_replicas() as f64,
-        );
-        let opt = |v: Option<i32>| v.unwrap_or(0) as f64;
-        out.gauge(
-            "slurm_nodeset_status_replicas",
-            "Pods of the NodeSet (status.replicas).",
-            &id,
-            opt(status.replicas),
-        );
-        out.gauge(
-            "slurm_nodeset_ready_replicas",
-            "Ready pods of the NodeSet.",
-            &id,
-            opt(status.ready_replicas),
-        );
-        for (state, v) in [
-            ("idle", status.slurm_idle),
-            ("allocated", status.slurm_allocated),
-            ("down", status.slurm_down),
-            ("drain", status.slurm_drain),
-        ] {
-            out.gauge(
-                "slurm_nodeset_slurm_nodes",
-                "The NodeSet's pods by the Slurm state of their node, as the operator reports it.",
-                &[id[0], id[1], ("state", state)],
-                opt(v),
-            );
-        }
-
-        let part = [id[0], id[1], ("partition", ns.partition.as_str())];
         let snap = slurm.iter().find(|s| *s.cluster == *cluster);
         let max_age = stale_after(opts.interval);
         let max = k.max_nodes(ns);
@@ -140,6 +93,63 @@ pub fn collect(
             "1 when the Slurm data behind slurm_nodeset_desired_nodes is missing, failing or stale.",
             &part,
             f64::from(u8::from(stale)),
+        );
+    }
+}
+
+/// The NodeSet as Kubernetes and the operator report it: what it is, its replicas asked for
+/// and running, and its pods by their Slurm node's state.
+fn replicas(out: &mut Out, ns: &NodeSetView) {
+    let id = [
+        ("namespace", ns.namespace.as_str()),
+        ("nodeset", ns.name.as_str()),
+    ];
+    let mode = match &ns.scaling_mode {
+        None => String::new(),
+        Some(m) => String::from(m.clone()),
+    };
+    out.info(
+        "slurm_nodeset_info",
+        "A NodeSet, the Slurm partition it serves, its API version and scaling mode.",
+        &[
+            id[0],
+            id[1],
+            ("partition", &ns.partition),
+            ("version", ns.api_version),
+            ("scaling_mode", &mode),
+        ],
+    );
+    let status = &ns.status;
+    out.gauge(
+        "slurm_nodeset_spec_replicas",
+        "Replicas the NodeSet asks for (spec.replicas).",
+        &id,
+        ns.spec_replicas() as f64,
+    );
+    let opt = |v: Option<i32>| v.unwrap_or(0) as f64;
+    out.gauge(
+        "slurm_nodeset_status_replicas",
+        "Pods of the NodeSet (status.replicas).",
+        &id,
+        opt(status.replicas),
+    );
+    out.gauge(
+        "slurm_nodeset_ready_replicas",
+        "Ready pods of the NodeSet.",
+        &id,
+        opt(status.ready_replicas),
+    );
+    for (state, v) in [
+        ("idle", status.slurm_idle),
+        ("allocated", status.slurm_allocated),
+        ("down", status.slurm_down),
+        ("drain", status.slurm_drain),
+    ] {
+        out.gauge(
+            "slurm_nodeset_slurm_nodes",
+            "The NodeSet's pods by the Slurm state of their node, as the operator reports it.",
+            &[id[0], id[1], ("state", state)],
+            opt(v),
         );
     }
 }

@@ -5,57 +5,132 @@
 
 use std::collections::BTreeMap;
 
-use super::nodes::{drained, draining};
-use super::{MetricsOptions, Out};
-use crate::model::{Node, NodeBase};
+use super::nodes::Tally;
+use super::{MetricsOptions, Out, Series, number};
+use crate::model::NodeBase;
 use crate::snapshot::ClusterSnapshot;
 
-#[derive(Default)]
-struct Sums {
-    listed: u64,
-    by_base: BTreeMap<NodeBase, u64>,
-    drain: u64,
-    draining: u64,
-    usable_idle: u64,
-    unavailable: u64,
-    cpus_alloc: u64,
-    cpus_idle: u64,
-    cpus_usable_idle: u64,
-    cpus_unavailable: u64,
-    memory: u64,
-    memory_alloc: u64,
-    gpus: u64,
-    gpus_alloc: u64,
+/// One partition as its series read it: its configuration and its listed nodes' tally.
+struct Row {
+    nodes: u64,
+    cpus: u64,
+    max_nodes_per_job: Option<u64>,
+    tally: Tally,
 }
 
-impl Sums {
-    fn add(&mut self, n: &Node) {
-        self.listed += 1;
-        *self.by_base.entry(n.state.base).or_default() += 1;
-        self.drain += u64::from(drained(n));
-        self.draining += u64::from(draining(n));
-        // Values come from the wire: saturate rather than trust them to be small.
-        self.cpus_alloc = self.cpus_alloc.saturating_add(n.alloc_cpus);
-        self.cpus_idle = self.cpus_idle.saturating_add(n.idle_cpus());
-        self.usable_idle += u64::from(n.state.base == NodeBase::Idle && n.usable());
-        self.unavailable += u64::from(!n.usable());
-        self.cpus_usable_idle = self.cpus_usable_idle.saturating_add(n.usable_idle_cpus());
-        self.cpus_unavailable = self.cpus_unavailable.saturating_add(n.unavailable_cpus());
-        self.memory = self.memory.saturating_add(n.memory_bytes);
-        self.memory_alloc = self.memory_alloc.saturating_add(n.alloc_memory_bytes);
-        self.gpus = self.gpus.saturating_add(n.gpus());
-        self.gpus_alloc = self.gpus_alloc.saturating_add(n.gpus_alloc());
-    }
-}
+/// What each partition is and holds. FUTURE nodes are hidden from `/nodes` but counted in
+/// the partition's total, so its hidden ones are the total's nodes `/nodes` did not list.
+const PARTITION: &[Series<Row>] = &[
+    Series::gauge(
+        "slurm_partition_nodes",
+        "Nodes configured in the partition, FUTURE ones included.",
+        |r| number(r.nodes),
+    ),
+    Series::gauge(
+        "slurm_partition_cpus",
+        "CPUs configured in the partition.",
+        |r| number(r.cpus),
+    ),
+    Series::gauge(
+        "slurm_partition_max_nodes_per_job",
+        "The most nodes one job may use in the partition (absent: unlimited).",
+        |r| r.max_nodes_per_job.and_then(number),
+    ),
+    Series::gauge(
+        "slurm_partition_nodes_alloc",
+        "Nodes of the partition whose base state is ALLOCATED.",
+        |r| r.tally.base(NodeBase::Allocated),
+    ),
+    Series::gauge(
+        "slurm_partition_nodes_idle",
+        "Nodes of the partition whose base state is IDLE.",
+        |r| r.tally.base(NodeBase::Idle),
+    ),
+    Series::gauge(
+        "slurm_partition_nodes_mixed",
+        "Nodes of the partition whose base state is MIXED.",
+        |r| r.tally.base(NodeBase::Mixed),
+    ),
+    Series::gauge(
+        "slurm_partition_nodes_down",
+        "Nodes of the partition whose base state is DOWN.",
+        |r| r.tally.base(NodeBase::Down),
+    ),
+    Series::gauge(
+        "slurm_partition_nodes_future",
+        "Nodes of the partition whose base state is FUTURE (not yet up).",
+        |r| r.tally.base(NodeBase::Future),
+    ),
+    Series::gauge(
+        "slurm_partition_nodes_drain",
+        "Nodes of the partition drained (DRAIN flag, no work left).",
+        |r| number(r.tally.drain),
+    ),
+    Series::gauge(
+        "slurm_partition_nodes_draining",
+        "Nodes of the partition with the DRAIN flag still running work.",
+        |r| number(r.tally.draining),
+    ),
+    Series::gauge(
+        "slurm_partition_nodes_cpus_alloc",
+        "Allocated CPUs summed over the partition's nodes.",
+        |r| number(r.tally.cpus_alloc),
+    ),
+    Series::gauge(
+        "slurm_partition_nodes_cpus_idle",
+        "Idle CPUs summed over the partition's nodes (native: drained and down nodes' included).",
+        |r| number(r.tally.cpus_idle),
+    ),
+    Series::gauge(
+        "slurm_partition_nodes_usable_idle",
+        "Idle nodes of the partition a job can start on now (slurm_partition_nodes_idle counts drained, reserved and unresponsive ones too).",
+        |r| number(r.tally.usable_idle),
+    ),
+    Series::gauge(
+        "slurm_partition_nodes_unavailable",
+        "Nodes of the partition up in Slurm's view but taking no new work (drained, draining, down, reserved, unresponsive...).",
+        |r| number(r.tally.unavailable),
+    ),
+    Series::gauge(
+        "slurm_partition_nodes_cpus_usable_idle",
+        "Idle CPUs of the partition a job can use now (sinfo's I of A/I/O/T).",
+        |r| number(r.tally.cpus_usable_idle),
+    ),
+    Series::gauge(
+        "slurm_partition_nodes_cpus_unavailable",
+        "CPUs of the partition neither allocated nor usable (sinfo's O of A/I/O/T).",
+        |r| number(r.tally.cpus_unavailable),
+    ),
+    Series::gauge(
+        "slurm_partition_memory_bytes",
+        "Memory summed over the partition's nodes.",
+        |r| number(r.tally.memory),
+    ),
+    Series::gauge(
+        "slurm_partition_memory_alloc_bytes",
+        "Allocated memory summed over the partition's nodes.",
+        |r| number(r.tally.memory_alloc),
+    ),
+    Series::gauge(
+        "slurm_partition_gpus",
+        "GPUs summed over the partition's nodes.",
+        |r| number(r.tally.gpus),
+    ),
+    Series::gauge(
+        "slurm_partition_gpus_alloc",
+        "Allocated GPUs summed over the partition's nodes.",
+        |r| number(r.tally.gpus_alloc),
+    ),
+];
 
 pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
     let Some(partitions) = &s.partitions.data else {
         return;
     };
-    let mut sums: BTreeMap<&str, Sums> = BTreeMap::new();
+    let mut tallies: BTreeMap<&str, Tally> = BTreeMap::new();
     for n in s.nodes.data.iter().flat_map(|n| n.iter()) {
         for p in &n.partitions {
-            sums.entry(&**p).or_default().add(n);
+            tallies.entry(&**p).or_default().add(n);
         }
     }
     out.gauge(
@@ -64,140 +139,21 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
         &[],
         partitions.len() as f64,
     );
-    let empty = Sums::default();
     for p in partitions.iter() {
-        let part = [("partition", &*p.name)];
-        let sum = sums.get(&*p.name).unwrap_or(&empty);
         out.info(
             "slurm_partition_info",
             "The partition's state (UP, DOWN, DRAIN, INACTIVE).",
             &[("partition", &*p.name), ("state", &p.state)],
         );
-        out.gauge(
-            "slurm_partition_nodes",
-            "Nodes configured in the partition, FUTURE ones included.",
-            &part,
-            p.total_nodes as f64,
-        );
-        out.gauge(
-            "slurm_partition_cpus",
-            "CPUs configured in the partition.",
-            &part,
-            p.total_cpus as f64,
-        );
-        if let Some(max) = p.max_nodes_per_job {
-            out.gauge(
-                "slurm_partition_max_nodes_per_job",
-                "The most nodes one job may use in the partition (absent: unlimited).",
-                &part,
-                max as f64,
-            );
-        }
-        let base = |b| sum.by_base.get(&b).copied().unwrap_or(0) as f64;
-        // FUTURE nodes are hidden from /nodes but counted in the partition's total.
-        let future = base(NodeBase::Future) + p.total_nodes.saturating_sub(sum.listed) as f64;
-        out.gauge(
-            "slurm_partition_nodes_alloc",
-            "Nodes of the partition whose base state is ALLOCATED.",
-            &part,
-            base(NodeBase::Allocated),
-        );
-        out.gauge(
-            "slurm_partition_nodes_idle",
-            "Nodes of the partition whose base state is IDLE.",
-            &part,
-            base(NodeBase::Idle),
-        );
-        out.gauge(
-            "slurm_partition_nodes_mixed",
-            "Nodes of the partition whose base state is MIXED.",
-            &part,
-            base(NodeBase::Mixed),
-        );
-        out.gauge(
-            "slurm_partition_nodes_down",
-            "Nodes of the partition whose base state is DOWN.",
-            &part,
-            base(NodeBase::Down),
-        );
-        out.gauge(
-            "slurm_partition_nodes_future",
-            "Nodes of the partition whose base state is FUTURE (not yet up).",
-            &part,
-            future,
-        );
-        out.gauge(
-            "slurm_partition_nodes_drain",
-            "Nodes of the partition drained (DRAIN flag, no work left).",
-            &part,
-            sum.drain as f64,
-        );
-        out.gauge(
-            "slurm_partition_nodes_draining",
-            "Nodes of the partition with the DRAIN flag still running work.",
-            &part,
-            sum.draining as f64,
-        );
-        out.gauge(
-            "slurm_partition_nodes_cpus_alloc",
-            "Allocated CPUs summed over the partition's nodes.",
-            &part,
-            sum.cpus_alloc as f64,
-        );
-        out.gauge(
-            "slurm_partition_nodes_cpus_idle",
-            "Idle CPUs summed over the partition's nodes (native: drained and down nodes' included).",
-            &part,
-            sum.cpus_idle as f64,
-        );
-        out.gauge(
-            "slurm_partition_nodes_usable_idle",
-            "Idle nodes of the partition a job can start on now (slurm_partition_nodes_idle counts drained, reserved and unresponsive ones too).",
-            &part,
-            sum.usable_idle as f64,
-        );
-        out.gauge(
-            "slurm_partition_nodes_unavailable",
-            "Nodes of the partition up in Slurm's view but taking no new work (drained, draining, down, reserved, unresponsive...).",
-            &part,
-            sum.unavailable as f64,
-        );
-        out.gauge(
-            "slurm_partition_nodes_cpus_usable_idle",
-            "Idle CPUs of the partition a job can use now (sinfo's I of A/I/O/T).",
-            &part,
-            sum.cpus_usable_idle as f64,
-        );
-        out.gauge(
-            "slurm_partition_nodes_cpus_unavailable",
-            "CPUs of the partition neither allocated nor usable (sinfo's O of A/I/O/T).",
-            &part,
-            sum.cpus_unavailable as f64,
-        );
-        out.gauge(
-            "slurm_partition_memory_bytes",
-            "Memory summed over the partition's nodes.",
-            &part,
-            sum.memory as f64,
-        );
-        out.gauge(
-            "slurm_partition_memory_alloc_bytes",
-            "Allocated memory summed over the partition's nodes.",
-            &part,
-            sum.memory_alloc as f64,
-        );
-        out.gauge(
-            "slurm_partition_gpus",
-            "GPUs summed over the partition's nodes.",
-            &part,
-            sum.gpus as f64,
-        );
-        out.gauge(
-            "slurm_partition_gpus_alloc",
-            "Allocated GPUs summed over the partition's nodes.",
-            &part,
-            sum.gpus_alloc as f64,
-        );
+        let mut tally = tallies.get(&*p.name).cloned().unwrap_or_default();
+        tally.hidden = p.total_nodes.saturating_sub(tally.listed);
+        let row = Row {
+            nodes: p.total_nodes,
+            cpus: p.total_cpus,
+            max_nodes_per_job: p.max_nodes_per_job,
+            tally,
+        };
+        out.series(PARTITION, &row, &[("partition", &*p.name)]);
     }
 }
 
