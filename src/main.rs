@@ -1,7 +1,8 @@
 //! `slurmscale`: one binary, one subcommand per role. Argument parsing and process wiring,
-//! plus the demo's simulated cluster and `simulate`'s command line; the exporter, the
-//! controller and the replay engine live in the `slurmscale-exporter` and
-//! `slurmscale-autoscaler` libraries, so tests, the demo and `simulate` run the same code.
+//! plus the demo's live loop and `simulate`'s command line; the exporter and the controller
+//! live in the `slurmscale-exporter` and `slurmscale-autoscaler` libraries and the simulated
+//! world (the demo's cluster, the replay engine) in `slurmscale-sim`, so tests, the demo and
+//! `simulate` run the same code.
 
 mod autoscaler;
 mod cli;

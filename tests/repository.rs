@@ -165,18 +165,27 @@ fn the_metrics_reference_lists_every_family_the_code_renders_and_no_other() {
     );
 }
 
-/// Where a path of ARCHITECTURE.md lives: a crate's source folder by its first segment.
+/// The source folders of the libraries and the binary, where ARCHITECTURE.md's paths start.
+const SOURCE_DIRS: [&str; 4] = ["exporter/src", "autoscaler/src", "sim/src", "src"];
+
+/// A crate named at the head of a path (`autoscaler::metrics`): its source folder.
 fn crate_dir(first: &str) -> Option<&'static str> {
     Some(match first {
-        "slurm" | "model" | "collect" | "snapshot" | "signals" | "k8s" | "metrics" | "server"
-        | "config" | "histogram" | "quantity" | "web" => "exporter/src",
-        "controller" | "actuator" | "slurm_nodes" | "pool" | "fakes" | "leader" | "crd"
-        | "plan" | "policy" | "colocation" | "slurm_planned" | "records" => "autoscaler/src",
-        "cluster" | "view" | "kube" | "trace" | "formats" | "swf" | "sacct" | "pods"
-        | "workload" | "shared" | "shared_report" | "report" | "svg" | "rivals" | "builtin"
-        | "demo" => "sim/src",
+        "exporter" | "slurmscale_exporter" => "exporter/src",
+        "autoscaler" | "slurmscale_autoscaler" => "autoscaler/src",
+        "sim" | "slurmscale_sim" => "sim/src",
         _ => return None,
     })
+}
+
+/// Every product source file (tests apart: they are read for declarations too, harmlessly).
+fn product_sources() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for dir in SOURCE_DIRS {
+        files(&root().join(dir), &mut out);
+    }
+    out.retain(|p| p.extension().is_some_and(|e| e == "rs"));
+    out
 }
 
 /// The source of module `dir/name`, if it is one.
@@ -205,21 +214,22 @@ fn declares(file: &Path, item: &str) -> bool {
                 || text.contains(&format!("{k} {item} "))
                 || text.contains(&format!("{k} {item}:"))
                 || text.contains(&format!("{k} {item};"))
-        }) || text.contains(&format!("    {item},")) // an enum variant
+        }) || text.contains(&format!("pub {item}:")) // a field
+            || text.contains(&format!("    {item},")) // an enum variant
             || text.contains(&format!("    {item}("))
             || text.contains(&format!("    {item} {{"))
     })
 }
 
-/// Resolves `a::b::C` from a crate's source folder: modules, then at most two items (a type
+/// Resolves a module path (`a::b::C`) from `dir`: modules, then at most two items (a type
 /// and its method or variant).
-fn resolves(path: &str) -> bool {
-    let segments: Vec<&str> = path.split("::").collect();
-    let Some(dir) = crate_dir(segments[0]) else {
-        return true; // not one of ours (std, kube, …)
-    };
-    let mut dir = root().join(dir);
-    let mut file = None;
+fn resolves_in(dir: &Path, segments: &[&str]) -> bool {
+    let mut dir = dir.to_path_buf();
+    // A crate's own items live in its root file.
+    let mut file = ["lib.rs", "main.rs"]
+        .iter()
+        .map(|f| dir.join(f))
+        .find(|f| f.is_file());
     for (i, s) in segments.iter().enumerate() {
         if let Some(f) = module_file(&dir, s) {
             dir = f.parent().unwrap().join(s);
@@ -237,12 +247,150 @@ fn resolves(path: &str) -> bool {
     true
 }
 
+/// Resolves a path ARCHITECTURE.md names: from a crate (`autoscaler::metrics`), from a module
+/// of any crate (`collect::jobs`, `act::Moved`, nested modules found by their last segment's
+/// folder), or from a type of ours (`ApiVersion::wire`: declared in some product file, its
+/// item in that file or in a file implementing it). Anything else does not resolve: a path of
+/// std or another crate has no business in backticks on this page.
+fn resolves(path: &str) -> bool {
+    let segments: Vec<&str> = path
+        .trim_end_matches("()")
+        .split("::")
+        .filter(|s| !s.starts_with('<')) // a turbofish: `effects::<T>()`
+        .collect();
+    if let Some(dir) = crate_dir(segments[0]) {
+        return resolves_in(&root().join(dir), &segments[1..]);
+    }
+    // A module of one of the crates, at its top or nested anywhere in it.
+    let mut module_dirs: Vec<PathBuf> = SOURCE_DIRS.iter().map(|d| root().join(d)).collect();
+    for dir in SOURCE_DIRS {
+        let mut all = Vec::new();
+        files(&root().join(dir), &mut all);
+        module_dirs.extend(all.iter().filter_map(|f| f.parent().map(Path::to_path_buf)));
+    }
+    module_dirs.sort();
+    module_dirs.dedup();
+    if module_dirs
+        .iter()
+        .any(|d| module_file(d, segments[0]).is_some() && resolves_in(d, &segments))
+    {
+        return true;
+    }
+    // A type of ours and at most one item of it.
+    let ty = segments[0];
+    if !ty.starts_with(|c: char| c.is_ascii_uppercase()) || segments.len() > 2 {
+        return false;
+    }
+    let sources = product_sources();
+    let texts: Vec<(PathBuf, String)> = sources
+        .iter()
+        .map(|p| (p.clone(), std::fs::read_to_string(p).unwrap()))
+        .collect();
+    let declared = |t: &str| {
+        ["struct", "enum", "trait", "type"].iter().any(|k| {
+            t.contains(&format!("{k} {ty} "))
+                || t.contains(&format!("{k} {ty}<"))
+                || t.contains(&format!("{k} {ty};"))
+                || t.contains(&format!("{k} {ty}:"))
+                || t.contains(&format!("{k} {ty}("))
+        })
+    };
+    let implements = |t: &str| {
+        t.lines().any(|l| {
+            let l = l.trim_start();
+            l.starts_with("impl")
+                && (l.contains(&format!(" {ty} ")) || l.contains(&format!(" {ty}<")))
+        })
+    };
+    let homes: Vec<&PathBuf> = texts
+        .iter()
+        .filter(|(_, t)| declared(t) || implements(t))
+        .map(|(p, _)| p)
+        .collect();
+    texts.iter().any(|(_, t)| declared(t))
+        && segments
+            .get(1)
+            .is_none_or(|item| homes.iter().any(|f| declares(f, item)))
+}
+
+/// The methods a trait of ours declares (its `fn` lines at the trait's own indent + 4).
+fn trait_methods(path: &str) -> Option<Vec<String>> {
+    let name = path.rsplit("::").next()?;
+    for file in product_sources() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let Some(start) = text.find(&format!("pub trait {name}")) else {
+            continue;
+        };
+        let body = &text[start..];
+        let end = body.find("\n}\n")?;
+        return Some(
+            body[..end]
+                .lines()
+                .filter_map(|l| {
+                    let l = l.strip_prefix("    ")?;
+                    let l = l.strip_prefix("async ").unwrap_or(l);
+                    let name = l.strip_prefix("fn ")?.split(['(', '<']).next()?;
+                    Some(name.to_string())
+                })
+                .collect(),
+        );
+    }
+    None
+}
+
+/// The seam's traits as ARCHITECTURE.md lists them, `` `trait` (`method` …, `method`) ``,
+/// against the traits' own methods: a method added to a trait and not to the page (or the
+/// other way round) fails.
+fn seam_lists_disagree(text: &str) -> Vec<String> {
+    let mut wrong = Vec::new();
+    let seam = text
+        .split("**The seam.**")
+        .nth(1)
+        .and_then(|t| t.split("\n\n").next())
+        .expect("ARCHITECTURE.md has a paragraph on the seam");
+    let mut listed = 0;
+    for (i, part) in seam.split('`').enumerate() {
+        if i % 2 == 0 || !part.contains("::") {
+            continue;
+        }
+        let after: String = seam.split('`').skip(i + 1).collect::<Vec<_>>().join("`");
+        let Some(list) = after.strip_prefix(" (") else {
+            continue;
+        };
+        let list = &list[..list.find(')').unwrap_or(list.len())];
+        let mut named: Vec<String> = list
+            .split('`')
+            .enumerate()
+            .filter(|(j, _)| j % 2 == 1)
+            .map(|(_, m)| m.to_string())
+            .collect();
+        let Some(mut methods) = trait_methods(part) else {
+            wrong.push(format!("{part}: no such trait"));
+            continue;
+        };
+        listed += 1;
+        named.sort();
+        methods.sort();
+        if named != methods {
+            wrong.push(format!(
+                "{part}: the page lists {named:?}, the trait has {methods:?}"
+            ));
+        }
+    }
+    if listed < 3 {
+        wrong.push(format!(
+            "the seam paragraph lists the methods of {listed} traits, not 3"
+        ));
+    }
+    wrong
+}
+
 /// ARCHITECTURE.md is a map a newcomer follows: every file, folder and module path it names
 /// exists, and every item it names is declared where it says.
 #[test]
 fn every_path_the_architecture_page_names_exists() {
     let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
-    let mut missing = Vec::new();
+    let (mut missing, mut resolved) = (Vec::new(), 0);
     for (i, part) in text.split('`').enumerate() {
         if i % 2 == 0 {
             continue; // outside backticks
@@ -252,8 +400,9 @@ fn every_path_the_architecture_page_names_exists() {
             continue;
         }
         if word.contains("::") {
-            let path = word.trim_end_matches("()");
-            if !resolves(path) {
+            if resolves(word) {
+                resolved += 1;
+            } else {
                 missing.push(word.to_string());
             }
         } else if (word.ends_with(".rs") || word.ends_with('/') || word.ends_with(".md"))
@@ -296,10 +445,46 @@ fn every_path_the_architecture_page_names_exists() {
             }
         }
     }
+    missing.extend(seam_lists_disagree(&text));
     assert!(
         missing.is_empty(),
         "ARCHITECTURE.md names what is not there: {missing:?}"
     );
+    // The page is a map only while it names things: the paths it resolves do not fall.
+    assert!(
+        resolved >= RESOLVED_AT_LEAST,
+        "ARCHITECTURE.md resolves {resolved} paths, fewer than {RESOLVED_AT_LEAST}"
+    );
+}
+
+/// What the page resolved when the check became strict; raise it as the page grows.
+const RESOLVED_AT_LEAST: usize = 61;
+
+/// The resolver refuses what is not ours or not there, and finds what is, however it is named.
+#[test]
+fn the_architecture_resolver_can_fail() {
+    for good in [
+        "collect::jobs",
+        "act::MARKS_SETTLE",
+        "ApiVersion::wire",
+        "Plan::effects::<T>()",
+        "autoscaler::metrics",
+        "model::Node::busy",
+        "sim::Policy",
+    ] {
+        assert!(resolves(good), "{good} should resolve");
+    }
+    for bad in [
+        "std::sync::Arc",
+        "collect::nothing",
+        "ApiVersion::no_such_method",
+        "NoSuchType::new",
+        "act::Moved::a::b",
+    ] {
+        assert!(!resolves(bad), "{bad} should not resolve");
+    }
+    let seam = "**The seam.** `actuator::Kubernetes` (`read`, `scale`) and more\n\n";
+    assert!(!seam_lists_disagree(seam).is_empty());
 }
 
 /// The product's lines of a source file: its test items (`#[cfg(test)]` modules, functions

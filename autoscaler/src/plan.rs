@@ -38,6 +38,9 @@ pub struct Plan {
     pub records: Result<Vec<crate::records::Record>, String>,
     /// What this plan's policy does besides replicas and records (`None`: nothing).
     pub effects: Option<Arc<dyn Effects>>,
+    /// slurmctld must not reload its configuration now, though records made wait for it (a
+    /// node of the target is powering up: a reload then has tripped Slurm before).
+    pub reload_waits: bool,
 }
 
 /// The effects only one policy has, in its own type.
@@ -122,6 +125,7 @@ impl Default for Plan {
             revisit: None,
             records: Ok(Vec::new()),
             effects: None,
+            reload_waits: false,
         }
     }
 }

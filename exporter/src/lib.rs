@@ -4,9 +4,9 @@
 //! ([`slurm::wire`]) into the version-free [`model`], gathered by a per-cluster poller
 //! ([`collect`]) into an immutable [`snapshot::ClusterSnapshot`], and rendered by the metric
 //! families ([`metrics`]) that [`server`] serves. The autoscaler crate reads the same
-//! snapshots. The exporter writes to neither Slurm nor Kubernetes; the Slurm client's one
-//! write primitive ([`slurm::SlurmClient::post_json`]) is there for the autoscaler's node
-//! drains and resumes.
+//! snapshots. The exporter writes to neither Slurm nor Kubernetes; the Slurm client's two
+//! commands ([`slurm::SlurmClient::post_json`] for node updates and records,
+//! [`slurm::SlurmClient::get_command`] for `reconfigure/`) are there for the autoscaler.
 
 pub mod collect;
 pub mod config;

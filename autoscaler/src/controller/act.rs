@@ -480,12 +480,7 @@ async fn reload_for_records<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     else {
         return;
     };
-    let powering_up = obs.planned.as_ref().is_some_and(|p| {
-        p.ordinals
-            .iter()
-            .any(|o| o.power == crate::slurm_planned::Power::Up)
-    });
-    if !missing.is_empty() || powering_up || !retry_due(memory.reload_asked, obs.now) {
+    if !missing.is_empty() || plan.reload_waits || !retry_due(memory.reload_asked, obs.now) {
         return;
     }
     memory.reload_asked = Some(obs.now);

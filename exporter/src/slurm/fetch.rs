@@ -258,8 +258,8 @@ pub async fn job_states(
 const NOTHING_FOUND: i64 = 9003;
 
 /// The records accounting has of `ids`, in any state (ended long ago included), from
-/// slurmdbd's `/slurmdb/…/jobs?step=…`: v0.0.38 takes one comma list, later versions the key
-/// repeated (each refuses the other's form), every version `skip_steps`. An array's tasks
+/// slurmdbd's `/slurmdb/…/jobs?step=…` (the ids' form: [`ApiVersion::lists_ids_in_one_value`]),
+/// every version with `skip_steps`. An array's tasks
 /// come with their array's id.
 pub async fn accounted(
     client: &SlurmClient,
@@ -268,7 +268,7 @@ pub async fn accounted(
 ) -> Result<Vec<StateEntry>> {
     let list: Vec<String> = ids.iter().map(u64::to_string).collect();
     // Without their steps: a job that ran carries two or more, which nothing here reads.
-    let query = if version == ApiVersion::V0038 {
+    let query = if version.lists_ids_in_one_value() {
         format!("jobs?skip_steps=true&step={}", list.join("%2C"))
     } else {
         format!("jobs/?skip_steps=true&step={}", list.join("&step="))

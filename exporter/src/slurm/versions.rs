@@ -99,6 +99,12 @@ impl ApiVersion {
         self != Self::V0038
     }
 
+    /// slurmdbd's job query takes several ids as one comma list (`jobs?step=a%2Cb`), not the
+    /// key repeated (`jobs/?step=a&step=b`): v0.0.38 only; each version refuses the other form.
+    pub fn lists_ids_in_one_value(self) -> bool {
+        self == Self::V0038
+    }
+
     /// `GET reconfigure/` makes slurmctld load its configuration again: v0.0.40 on.
     pub fn reconfigures(self) -> bool {
         self >= Self::V0040

@@ -50,7 +50,46 @@ impl Policy for FollowSlurm {
         }
     }
 
-    fn plan(&self, _spec: &NodeSetAutoscalerSpec, obs: &Observation) -> Plan {
+    fn plan(&self, spec: &NodeSetAutoscalerSpec, obs: &Observation) -> Plan {
+        let mut plan = self.follow(spec, obs);
+        // A reload while slurmctld powers a node up has tripped Slurm before: wait.
+        plan.reload_waits = obs
+            .planned
+            .as_ref()
+            .is_some_and(|p| p.ordinals.iter().any(|o| o.power == Power::Up));
+        plan
+    }
+    /// Refreshed: until slurmctld reloads again.
+    fn acted(&mut self, plan: &Plan, _outcome: &Outcome, _now: SystemTime) {
+        let Some(moves) = plan.effects::<PlannedMoves>() else {
+            return;
+        };
+        self.first_seen = self.first_seen.or(moves.generation);
+        if let Some((_, generation)) = moves.refresh.as_ref() {
+            self.refreshed_for = Some(*generation);
+        }
+    }
+
+    /// Records by power state, and the pods added that slurmctld did not ask for.
+    fn metrics(&self, obs: &Observation, plan: &Plan, outcome: &Outcome, row: &mut Row) {
+        let Some(view) = &obs.planned else { return };
+        let p = row.planned.get_or_insert_default();
+        p.records = Power::ALL
+            .iter()
+            .map(|&power| {
+                let n = view.ordinals.iter().filter(|o| o.power == power).count();
+                (power.as_str(), n as u64)
+            })
+            .collect();
+        if outcome.scaled() == Some(true) {
+            p.unrequested_pods += plan.effects().map_or(0, |m: &PlannedMoves| m.unrequested);
+        }
+    }
+}
+
+impl FollowSlurm {
+    /// The plan following slurmctld's power-ups and power-downs.
+    fn follow(&self, _spec: &NodeSetAutoscalerSpec, obs: &Observation) -> Plan {
         let current = obs.target.replicas;
         let hold = |why: String| policy::frozen(current, why);
         let signals = match &obs.signals {
@@ -123,33 +162,6 @@ impl Policy for FollowSlurm {
                 .iter()
                 .any(|o| o.power == slurm_planned::Power::Busy),
             ..Plan::default()
-        }
-    }
-
-    /// Refreshed: until slurmctld reloads again.
-    fn acted(&mut self, plan: &Plan, _outcome: &Outcome, _now: SystemTime) {
-        let Some(moves) = plan.effects::<PlannedMoves>() else {
-            return;
-        };
-        self.first_seen = self.first_seen.or(moves.generation);
-        if let Some((_, generation)) = moves.refresh.as_ref() {
-            self.refreshed_for = Some(*generation);
-        }
-    }
-
-    /// Records by power state, and the pods added that slurmctld did not ask for.
-    fn metrics(&self, obs: &Observation, plan: &Plan, outcome: &Outcome, row: &mut Row) {
-        let Some(view) = &obs.planned else { return };
-        let p = row.planned.get_or_insert_default();
-        p.records = Power::ALL
-            .iter()
-            .map(|&power| {
-                let n = view.ordinals.iter().filter(|o| o.power == power).count();
-                (power.as_str(), n as u64)
-            })
-            .collect();
-        if outcome.scaled() == Some(true) {
-            p.unrequested_pods += plan.effects().map_or(0, |m: &PlannedMoves| m.unrequested);
         }
     }
 }
