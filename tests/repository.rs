@@ -609,3 +609,134 @@ fn product_lines_skip_test_items_only() {
         .collect();
     assert_eq!(kept, ["fn a() {}", "fn b() {", "}", "fn c() {}"]);
 }
+
+/// The module a `use` path names, as a source file: `crate::a::b::C` from the crate's root,
+/// `super::x` from the file's parent module, `self::x` from the file itself; the deepest
+/// module that has a file.
+fn used_file(from: &Path, crate_root: &Path, path: &str) -> Option<PathBuf> {
+    let module_dir = |f: &Path| -> PathBuf {
+        let stem = f.file_stem().unwrap().to_string_lossy();
+        if ["mod", "lib", "main"].contains(&stem.as_ref()) {
+            f.parent().unwrap().to_path_buf()
+        } else {
+            f.with_extension("")
+        }
+    };
+    let mut segments = path.split("::");
+    let mut dir = match segments.next()? {
+        "crate" => crate_root.to_path_buf(),
+        "self" => module_dir(from),
+        "super" => {
+            let own = module_dir(from);
+            let mut d = own.parent()?.to_path_buf();
+            for s in segments.clone().take_while(|s| *s == "super") {
+                let _ = s;
+                d = d.parent()?.to_path_buf();
+            }
+            d
+        }
+        _ => return None,
+    };
+    let mut found = None;
+    for s in segments.filter(|s| *s != "super") {
+        let s = s.trim_start_matches('{');
+        match module_file(&dir, s) {
+            Some(f) => {
+                dir = f.with_extension("");
+                if f.ends_with("mod.rs") {
+                    dir = f.parent().unwrap().to_path_buf();
+                }
+                found = Some(f);
+            }
+            None => break,
+        }
+    }
+    found
+}
+
+/// A source file's module path inside its crate: `controller/plan/pool.rs` is
+/// `[controller, plan, pool]`, a `mod.rs` its folder's, the crate root `[]`.
+fn module_path(crate_root: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(crate_root).unwrap().with_extension("");
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|s| s.to_string_lossy().into_owned())
+        .collect();
+    if parts
+        .last()
+        .is_some_and(|l| ["mod", "lib", "main"].contains(&l.as_str()))
+    {
+        parts.pop();
+    }
+    parts
+}
+
+/// No two modules import each other, directly or round a longer circle: a module that both
+/// uses and is used by another is one room in two places, or a layer turned upside down.
+/// Modules are compared as siblings: an import from `a::x` of `b::y` is `a` using `b` where
+/// `a` and `b` share a parent. A module's own ancestors (the crate root, each crate's face, and
+/// the parents that hold it) are not counted: every module may name them.
+#[test]
+fn no_module_imports_form_a_circle() {
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for dir in SOURCE_DIRS {
+        let crate_root = root().join(dir);
+        let mut sources = Vec::new();
+        files(&crate_root, &mut sources);
+        sources.retain(|p| p.extension().is_some_and(|e| e == "rs"));
+        let tests = test_module_files(&sources);
+        for file in sources.iter().filter(|p| !tests.contains(*p)) {
+            let from = module_path(&crate_root, file);
+            let text = std::fs::read_to_string(file).unwrap();
+            for line in product_lines(&text) {
+                let Some(rest) = line.trim_start().strip_prefix("use ") else {
+                    continue;
+                };
+                let rest = rest.trim_start_matches("pub ").trim_end_matches(';');
+                let Some(to) = used_file(file, &crate_root, rest) else {
+                    continue;
+                };
+                let to = module_path(&crate_root, &to);
+                let shared = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+                if shared == from.len() || shared == to.len() {
+                    continue; // the same module, or one holds the other
+                }
+                let name = |m: &[String]| format!("{dir}:{}", m[..=shared].join("::"));
+                edges.entry(name(&from)).or_default().insert(name(&to));
+            }
+        }
+    }
+    fn visit(
+        n: &String,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        stack: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+        circles: &mut Vec<String>,
+    ) {
+        if done.contains(n) {
+            return;
+        }
+        if let Some(i) = stack.iter().position(|s| s == n) {
+            let round: Vec<&str> = stack[i..].iter().chain([n]).map(String::as_str).collect();
+            circles.push(round.join(" → "));
+            return;
+        }
+        stack.push(n.clone());
+        for m in edges.get(n).into_iter().flatten() {
+            visit(m, edges, stack, done, circles);
+        }
+        stack.pop();
+        done.insert(n.clone());
+    }
+    let (mut done, mut circles) = (BTreeSet::new(), Vec::new());
+    for n in edges.keys() {
+        visit(n, &edges, &mut Vec::new(), &mut done, &mut circles);
+    }
+    assert!(
+        edges.len() > 40,
+        "the import reader finds the modules' imports ({} modules)",
+        edges.len()
+    );
+    assert!(circles.is_empty(), "imports that go round: {circles:#?}");
+}

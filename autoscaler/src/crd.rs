@@ -316,3 +316,13 @@ impl NodeSetAutoscalerSpec {
         std::time::Duration::from_secs(self.idle_timeout_seconds.unwrap_or(300).into())
     }
 }
+
+/// Replicas as the status's int32 fields hold them (saturating).
+pub fn replicas(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// A count as the status's int32 fields hold it (saturating).
+pub fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}

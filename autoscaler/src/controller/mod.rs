@@ -47,8 +47,7 @@ use crate::slurm_nodes::{SlurmNodeWriters, SlurmNodes};
 
 pub use act::{MARKS_SETTLE, Mode, Outcome};
 pub use observe::{Inputs, Observation, PoolView};
-pub use plan::Policy;
-pub use report::Draft;
+pub use plan::{OwnCondition, Policy, PolicyStatus, Refusal};
 
 /// Where "now" comes from: the wall clock, or a simulation's.
 pub type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
@@ -261,7 +260,7 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Controller<K, S, P> {
                     return Err(e);
                 }
             };
-            if let Some(refusal) = plan::refusal(spec, &target) {
+            if let Some(refusal) = plan::refusal(policy.as_ref(), spec, &target) {
                 let memory = (&mut entry.last_error, &mut entry.reported);
                 return self.refuse(nsa, memory, leader, &target, refusal).await;
             }

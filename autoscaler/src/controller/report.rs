@@ -9,9 +9,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
+use super::plan::Refusal;
 use super::{Observation, Outcome, Policy};
 use crate::actuator::Kubernetes;
-use crate::crd::{LastDecision, NodeRecordsStatus, NodeSetAutoscaler, NodeSetAutoscalerStatus};
+use crate::crd::{
+    LastDecision, NodeRecordsStatus, NodeSetAutoscaler, NodeSetAutoscalerStatus, count, replicas,
+};
 use crate::error::{Error, Result};
 use crate::metrics::AutoscalerMetrics;
 use crate::plan::{Plan, Reason};
@@ -40,22 +43,6 @@ pub async fn write<K: Kubernetes>(
     Ok(())
 }
 
-/// A status being filled: the part every policy has, then the policy's own
-/// ([`Policy::status`]).
-pub struct Draft<'a> {
-    nsa: &'a NodeSetAutoscaler,
-    now: SystemTime,
-    pub status: NodeSetAutoscalerStatus,
-}
-
-impl Draft<'_> {
-    /// Adds a condition, keeping its transition time while its status stays.
-    pub fn condition(&mut self, kind: (&str, bool), reason: &str, message: &str) {
-        let c = condition(self.nsa, self.now, kind, reason, message);
-        self.status.conditions.push(c);
-    }
-}
-
 /// The status after a reconcile that planned (and perhaps acted); `reload_pending`: records
 /// were made that wait for slurmctld to reload.
 pub fn status(
@@ -82,7 +69,7 @@ pub fn status(
     if !same {
         memory.decision = Some(decision);
     }
-    let conditions = vec![
+    let mut conditions = vec![
         condition(
             nsa,
             now,
@@ -94,28 +81,29 @@ pub fn status(
         limited(nsa, now, plan),
     ];
     let signals = obs.signals.as_ref().ok();
-    let mut draft = Draft {
-        nsa,
-        now,
-        status: NodeSetAutoscalerStatus {
-            current_replicas: Some(replicas(outcome.replicas)),
-            desired_replicas: Some(replicas(plan.replicas)),
-            last_scale_time: memory.last_scale.clone(),
-            last_decision: memory.decision.clone(),
-            conditions,
-            observed_generation: nsa.metadata.generation,
-            colocation: None,
-            node_shape: signals.map(|s| format!("{} ({})", s.shape, s.shape_source)),
-            node_records: obs.records.as_ref().map(|r| NodeRecordsStatus {
-                wanted: count(r.wanted.len()),
-                existing: count(r.existing.iter().filter(|e| **e).count()),
-                message: plan.records.as_ref().err().cloned(),
-                reload_pending,
-            }),
-        },
-    };
-    policy.status(obs, plan, &mut draft);
-    draft.status
+    // The policy's own part after the part every policy has.
+    let own = policy.status(obs, plan);
+    conditions.extend(
+        own.conditions
+            .iter()
+            .map(|c| condition(nsa, now, (c.kind, c.holds), c.reason, &c.message)),
+    );
+    NodeSetAutoscalerStatus {
+        current_replicas: Some(replicas(outcome.replicas)),
+        desired_replicas: Some(replicas(plan.replicas)),
+        last_scale_time: memory.last_scale.clone(),
+        last_decision: memory.decision.clone(),
+        conditions,
+        observed_generation: nsa.metadata.generation,
+        colocation: own.colocation,
+        node_shape: signals.map(|s| format!("{} ({})", s.shape, s.shape_source)),
+        node_records: obs.records.as_ref().map(|r| NodeRecordsStatus {
+            wanted: count(r.wanted.len()),
+            existing: count(r.existing.iter().filter(|e| **e).count()),
+            message: plan.records.as_ref().err().cloned(),
+            reload_pending,
+        }),
+    }
 }
 
 /// The target cannot be read, or its scale written: only `Ready` changes.
@@ -140,7 +128,7 @@ pub fn unreachable(nsa: &NodeSetAutoscaler, e: &Error, now: SystemTime) -> NodeS
 /// The target can never be autoscaled (a DaemonSet NodeSet).
 pub fn refused(
     nsa: &NodeSetAutoscaler,
-    refusal: &super::plan::Refusal,
+    refusal: &Refusal,
     current: u64,
     now: SystemTime,
 ) -> NodeSetAutoscalerStatus {
@@ -281,12 +269,4 @@ fn condition(
 /// A status timestamp from the clock's reading.
 pub(super) fn time(t: SystemTime) -> Time {
     Time(Timestamp::try_from(t).unwrap_or(Timestamp::UNIX_EPOCH))
-}
-
-pub(super) fn replicas(n: u64) -> u32 {
-    u32::try_from(n).unwrap_or(u32::MAX)
-}
-
-pub(super) fn count(n: usize) -> u32 {
-    u32::try_from(n).unwrap_or(u32::MAX)
 }

@@ -13,10 +13,9 @@ mod pool;
 use std::time::SystemTime;
 
 use super::observe::{Inputs, RecordsView};
-use super::report::Draft;
 use super::{Observation, Outcome};
 use crate::actuator::Target;
-use crate::crd::{NodeSetAutoscalerSpec, ScalingMode};
+use crate::crd::{ColocationStatus, NodeSetAutoscalerSpec, ScalingMode};
 use crate::metrics::Row;
 use crate::plan::Plan;
 use crate::records::{self, Record};
@@ -37,8 +36,14 @@ pub trait Policy: Send {
     fn planned(&mut self, _spec: &NodeSetAutoscalerSpec, _plan: &Plan, _now: SystemTime) {}
     /// Once a plan was carried out (not by a standby, not in a dry run).
     fn acted(&mut self, _plan: &Plan, _outcome: &Outcome, _now: SystemTime) {}
-    /// Its own part of the status, after the part every policy has.
-    fn status(&self, _obs: &Observation, _plan: &Plan, _to: &mut Draft<'_>) {}
+    /// Targets it cannot serve as the spec asks, and why (checked before anything is read).
+    fn refuse(&self, _spec: &NodeSetAutoscalerSpec, _target: &Target) -> Option<Refusal> {
+        None
+    }
+    /// Its own part of the status, which the reporter adds after the part every policy has.
+    fn status(&self, _obs: &Observation, _plan: &Plan) -> PolicyStatus {
+        PolicyStatus::default()
+    }
     /// Its own part of the autoscaler's metrics row.
     fn metrics(&self, _obs: &Observation, _plan: &Plan, _outcome: &Outcome, _row: &mut Row) {}
 }
@@ -67,40 +72,38 @@ pub struct Refusal {
     pub why: String,
 }
 
-/// Targets the spec's policy cannot serve, and why: a NodeSet in `scalingMode: DaemonSet`
-/// runs one pod per matching node and ignores replicas; slurm-planned mode cannot share a
-/// pool, and needs the pods' slurmd to run with `-b` (a pod does not reboot a node, and
-/// slurmctld ignores a powering-up node's registration without it until `ResumeTimeout`).
-pub fn refusal(spec: &NodeSetAutoscalerSpec, target: &Target) -> Option<Refusal> {
-    let refuse = |reason, why: &str| {
-        Some(Refusal {
-            reason,
-            why: why.to_string(),
-        })
-    };
+/// A policy's own part of the status: conditions besides those every policy has, and the
+/// pool's section.
+#[derive(Debug, Default)]
+pub struct PolicyStatus {
+    pub conditions: Vec<OwnCondition>,
+    pub colocation: Option<ColocationStatus>,
+}
+
+/// A condition as a policy states it; the reporter keeps its transition time.
+#[derive(Debug)]
+pub struct OwnCondition {
+    pub kind: &'static str,
+    pub holds: bool,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// Targets `policy` cannot serve, and why: a NodeSet in `scalingMode: DaemonSet` runs one
+/// pod per matching node and ignores replicas, whatever the policy; then the policy's own
+/// refusals.
+pub fn refusal(
+    policy: &dyn Policy,
+    spec: &NodeSetAutoscalerSpec,
+    target: &Target,
+) -> Option<Refusal> {
     if target.scaling_mode.as_deref() == Some("DaemonSet") {
-        return refuse(
-            "DaemonSetScalingMode",
-            "the NodeSet uses scalingMode DaemonSet: one pod per matching node, replicas are ignored; it cannot be autoscaled",
-        );
+        return Some(Refusal {
+            reason: "DaemonSetScalingMode",
+            why: "the NodeSet uses scalingMode DaemonSet: one pod per matching node, replicas are ignored; it cannot be autoscaled".into(),
+        });
     }
-    if spec.mode != ScalingMode::SlurmPlanned {
-        return None;
-    }
-    if spec.colocation.is_some() {
-        return refuse(
-            "SlurmPlannedNotSetUp",
-            "mode SlurmPlanned follows slurmctld's power requests and cannot also share a colocated pool: remove spec.colocation or the mode",
-        );
-    }
-    let is_nodeset = spec.scale_target_ref.kind == "NodeSet";
-    if is_nodeset && !target.nodes.slurmd_args.iter().any(|a| a == "-b") {
-        return refuse(
-            "SlurmPlannedNotSetUp",
-            "mode SlurmPlanned needs the NodeSet's slurmd to run with -b (add it to spec.slurmd.args): without it slurmctld ignores a powered-up pod's registration until ResumeTimeout and requeues its job",
-        );
-    }
-    None
+    policy.refuse(spec, target)
 }
 
 /// The plan for now: the policy's, and whatever policy it is, the node records the spec

@@ -8,7 +8,8 @@ use std::time::SystemTime;
 
 use slurmscale_exporter::metrics::unix_seconds;
 
-use super::Policy;
+use super::{Policy, Refusal};
+use crate::actuator::Target;
 use crate::controller::observe::Inputs;
 use crate::controller::{Observation, Outcome};
 use crate::crd::NodeSetAutoscalerSpec;
@@ -48,6 +49,30 @@ impl Policy for FollowSlurm {
             ordinals: true,
             ..Inputs::default()
         }
+    }
+
+    /// Following slurmctld's power requests cannot also share a pool, and needs the pods'
+    /// slurmd to run with `-b` (a pod does not reboot a node, and slurmctld ignores a
+    /// powering-up node's registration without it until `ResumeTimeout`).
+    fn refuse(&self, spec: &NodeSetAutoscalerSpec, target: &Target) -> Option<Refusal> {
+        let refuse = |why: &str| {
+            Some(Refusal {
+                reason: "SlurmPlannedNotSetUp",
+                why: why.to_string(),
+            })
+        };
+        if spec.colocation.is_some() {
+            return refuse(
+                "mode SlurmPlanned follows slurmctld's power requests and cannot also share a colocated pool: remove spec.colocation or the mode",
+            );
+        }
+        let is_nodeset = spec.scale_target_ref.kind == "NodeSet";
+        if is_nodeset && !target.nodes.slurmd_args.iter().any(|a| a == "-b") {
+            return refuse(
+                "mode SlurmPlanned needs the NodeSet's slurmd to run with -b (add it to spec.slurmd.args): without it slurmctld ignores a powered-up pod's registration until ResumeTimeout and requeues its job",
+            );
+        }
+        None
     }
 
     fn plan(&self, spec: &NodeSetAutoscalerSpec, obs: &Observation) -> Plan {

@@ -4,12 +4,11 @@
 
 use std::time::SystemTime;
 
-use super::Policy;
+use super::{OwnCondition, Policy, PolicyStatus};
 use crate::colocation::{self, ColocationBounds, ColocationHistory, PoolMoves};
 use crate::controller::observe::{Inputs, PoolView};
-use crate::controller::report::{Draft, count, replicas};
 use crate::controller::{Observation, Outcome};
-use crate::crd::{ColocationStatus, NodeSetAutoscalerSpec};
+use crate::crd::{ColocationStatus, NodeSetAutoscalerSpec, count, replicas};
 use crate::metrics::{ColocationRow, Row};
 use crate::plan::Plan;
 
@@ -75,28 +74,41 @@ impl Policy for SharePool {
     }
 
     /// How the pool is shared, and `Reclaiming` while drained nodes still run jobs.
-    fn status(&self, obs: &Observation, plan: &Plan, to: &mut Draft<'_>) {
-        let Some(pool) = &obs.pool else { return };
+    fn status(&self, obs: &Observation, plan: &Plan) -> PolicyStatus {
+        let Some(pool) = &obs.pool else {
+            return PolicyStatus::default();
+        };
         let needs = PoolMoves::of(plan).needs;
         let draining = draining(pool, plan);
-        if draining.is_empty() {
-            let message = "no Slurm node is being drained for Kubernetes";
-            to.condition(("Reclaiming", false), "NoDrains", message);
+        let reclaiming = if draining.is_empty() {
+            OwnCondition {
+                kind: "Reclaiming",
+                holds: false,
+                reason: "NoDrains",
+                message: "no Slurm node is being drained for Kubernetes".into(),
+            }
         } else {
-            let message = format!(
-                "drained for Kubernetes, waiting for their jobs to end: {}",
-                draining.join(", ")
-            );
-            to.condition(("Reclaiming", true), "WaitingForJobs", &message);
+            OwnCondition {
+                kind: "Reclaiming",
+                holds: true,
+                reason: "WaitingForJobs",
+                message: format!(
+                    "drained for Kubernetes, waiting for their jobs to end: {}",
+                    draining.join(", ")
+                ),
+            }
+        };
+        PolicyStatus {
+            conditions: vec![reclaiming],
+            colocation: Some(ColocationStatus {
+                pool_nodes: count(pool.nodes.len()),
+                slurm_nodes: count(held(pool)),
+                kubernetes_need_nodes: replicas(needs.kubernetes),
+                slurm_need_nodes: replicas(needs.slurm),
+                draining,
+                last_plan: plan.steps.clone(),
+            }),
         }
-        to.status.colocation = Some(ColocationStatus {
-            pool_nodes: count(pool.nodes.len()),
-            slurm_nodes: count(held(pool)),
-            kubernetes_need_nodes: replicas(needs.kubernetes),
-            slurm_need_nodes: replicas(needs.slurm),
-            draining,
-            last_plan: plan.steps.clone(),
-        });
     }
 
     fn metrics(&self, obs: &Observation, plan: &Plan, _outcome: &Outcome, row: &mut Row) {
