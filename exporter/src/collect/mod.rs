@@ -17,7 +17,6 @@
 pub mod jobs;
 pub mod pace;
 pub mod source;
-mod sweep;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;

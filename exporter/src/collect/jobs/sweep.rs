@@ -35,7 +35,7 @@ use std::time::Instant;
 
 use tracing::debug;
 
-use super::source::JobSource;
+use crate::collect::source::JobSource;
 use crate::error::Result;
 use crate::model::JobState;
 use crate::model::job_table::{JobTable, StateEntry};

@@ -1,6 +1,10 @@
 //! What the job tracker asks slurmrestd, as a trait: the seam between the tracker's decisions
-//! ([`super::jobs`], and the id-by-id read of [`super::sweep`]) and the requests, so both are
-//! unit-tested on a slurmctld in memory. [`Rest`] is slurmrestd itself.
+//! ([`super::jobs`], and its read of a long list id by id) and the requests, so both are
+//! unit-tested on a slurmctld in memory. [`Rest`] is slurmrestd itself; `memory.rs`, beside
+//! it, the slurmctld in memory (tests only).
+
+#[cfg(test)]
+pub(crate) mod memory;
 
 use std::future::Future;
 
