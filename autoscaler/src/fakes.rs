@@ -29,7 +29,6 @@ use crate::leader::Leadership;
 use crate::pool::{NodeSetPod, NodeSetPods, PoolReader};
 use crate::records::Record;
 use crate::slurm_nodes::{SlurmNodes, drain_reason};
-use crate::slurm_planned;
 
 /// Everything the fake holds; change it through [`Fake::with`].
 #[derive(Clone, Debug, Default)]
@@ -41,7 +40,7 @@ pub struct World {
     /// Per pod selector: how many of its pods no node has room for.
     pub unscheduled: BTreeMap<String, u64>,
     /// Per pod selector: its pods by name, and how each stands (slurm-planned NodeSets).
-    pub named_pods: BTreeMap<String, slurm_planned::NamedPods>,
+    pub named_pods: BTreeMap<String, crate::pool::NamedPods>,
     /// Pods Kubernetes cannot place (pod selectors are not applied to them).
     pub unschedulable: Vec<PendingPod>,
     /// The GenericNode ledger and Node capacity; `None`: nothing watches them.
@@ -374,7 +373,7 @@ impl PoolReader for Fake {
         Ok(self.world().unschedulable.clone())
     }
 
-    async fn named_pods(&self, _: &str, selector: &str) -> Result<slurm_planned::NamedPods> {
+    async fn named_pods(&self, _: &str, selector: &str) -> Result<crate::pool::NamedPods> {
         Ok(self
             .world()
             .named_pods

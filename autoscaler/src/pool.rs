@@ -16,7 +16,6 @@ use slurmscale_exporter::quantity;
 use crate::actuator::POD_DELETION_COST;
 use crate::colocation::{PendingPod, Placement, Requirement, Toleration};
 use crate::error::Result;
-use crate::slurm_planned;
 
 /// The resource name of GPUs in requests, allocatable and the ledger.
 pub const GPU: &str = "nvidia.com/gpu";
@@ -32,6 +31,19 @@ pub enum NodeSetPod {
     Marked,
     /// Runs slurmd for the partition.
     Serving,
+}
+
+/// A NodeSet's pods by name, shared: a large NodeSet's list is read every poll.
+pub type NamedPods = std::sync::Arc<BTreeMap<String, PodState>>;
+
+/// How a pod read by name stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PodState {
+    /// Created, not yet ready.
+    Starting,
+    Ready,
+    /// Being deleted: gone as far as planning goes.
+    Terminating,
 }
 
 /// The NodeSet's pods as the colocation planner reads them.
@@ -70,7 +82,7 @@ pub trait PoolReader: Send + Sync + 'static {
         &self,
         namespace: &str,
         selector: &str,
-    ) -> impl Future<Output = Result<slurm_planned::NamedPods>> + Send;
+    ) -> impl Future<Output = Result<NamedPods>> + Send;
 }
 
 /// A shared one works too.
@@ -98,7 +110,7 @@ impl<P: PoolReader> PoolReader for std::sync::Arc<P> {
         &self,
         namespace: &str,
         selector: &str,
-    ) -> impl Future<Output = Result<slurm_planned::NamedPods>> + Send {
+    ) -> impl Future<Output = Result<NamedPods>> + Send {
         (**self).named_pods(namespace, selector)
     }
 }
@@ -192,24 +204,20 @@ impl PoolReader for KubePool {
     }
 
     /// Terminating once deleted, ready with condition `Ready=True`, else starting.
-    async fn named_pods(
-        &self,
-        namespace: &str,
-        selector: &str,
-    ) -> Result<slurm_planned::NamedPods> {
+    async fn named_pods(&self, namespace: &str, selector: &str) -> Result<NamedPods> {
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
         let lp = ListParams::default().labels(selector);
-        let named: BTreeMap<String, slurm_planned::Pod> = self
+        let named: BTreeMap<String, PodState> = self
             .list(&pods, &lp)
             .await?
             .into_iter()
             .filter_map(|p| {
                 let state = if p.metadata.deletion_timestamp.is_some() {
-                    slurm_planned::Pod::Terminating
+                    PodState::Terminating
                 } else if ready(&p) {
-                    slurm_planned::Pod::Ready
+                    PodState::Ready
                 } else {
-                    slurm_planned::Pod::Starting
+                    PodState::Starting
                 };
                 Some((p.metadata.name?, state))
             })

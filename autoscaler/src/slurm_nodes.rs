@@ -20,7 +20,6 @@ use serde_json::json;
 use slurmscale_exporter::config::ClusterConfig;
 use slurmscale_exporter::slurm::{ApiVersion, SlurmClient};
 
-use crate::colocation::DRAIN_PREFIX;
 use crate::error::{Error, Result};
 use crate::leader::Leadership;
 use crate::records::Record;
@@ -107,6 +106,10 @@ impl<S: SlurmNodes> SlurmNodes for Arc<S> {
         (**self).reconfigure(cluster, version)
     }
 }
+
+/// The prefix of the reason on every drain slurmscale sets; only such drains are ever
+/// resumed by it.
+pub const DRAIN_PREFIX: &str = "slurmscale:";
 
 /// The reason a drain of ours carries.
 pub fn drain_reason(why: &str) -> String {

@@ -25,7 +25,8 @@
 
 use slurmscale_exporter::model::{Node, NodeBase, NodeFlags};
 
-use crate::colocation::DRAIN_PREFIX;
+use crate::pool::PodState;
+use crate::slurm_nodes::DRAIN_PREFIX;
 
 /// Where an ordinal's Slurm record stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,19 +95,6 @@ impl Power {
     }
 }
 
-/// A NodeSet's pods by name, shared: a large NodeSet's list is read every poll.
-pub type NamedPods = std::sync::Arc<std::collections::BTreeMap<String, Pod>>;
-
-/// An ordinal's pod.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Pod {
-    /// Created, not yet ready.
-    Starting,
-    Ready,
-    /// Being deleted: gone as far as planning goes.
-    Terminating,
-}
-
 /// One ordinal of the NodeSet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ordinal {
@@ -120,12 +108,12 @@ pub struct Ordinal {
     pub unheard: bool,
     /// DRAIN or DOWN, whoever set it.
     pub drained: bool,
-    pub pod: Option<Pod>,
+    pub pod: Option<PodState>,
 }
 
 impl Ordinal {
     /// An ordinal from its record as `/nodes` has it and its pod.
-    pub fn of(node: Option<&Node>, pod: Option<Pod>) -> Self {
+    pub fn of(node: Option<&Node>, pod: Option<PodState>) -> Self {
         Self {
             power: Power::of(node),
             left_drained: node.is_some_and(|n| {
@@ -206,7 +194,7 @@ pub fn decide(
             d.refresh.len()
         ));
     }
-    let live = |o: &Ordinal| matches!(o.pod, Some(Pod::Starting | Pod::Ready));
+    let live = |o: &Ordinal| matches!(o.pod, Some(PodState::Starting | PodState::Ready));
     d.resume = which(ordinals, |o| {
         o.pod.is_none() && o.left_drained && matches!(o.power, Power::Failed | Power::Off)
     });
@@ -258,7 +246,7 @@ pub fn decide(
     if going.is_empty() {
         return d;
     }
-    if ordinals.iter().any(|o| o.pod == Some(Pod::Starting)) {
+    if ordinals.iter().any(|o| o.pod == Some(PodState::Starting)) {
         d.drain = going
             .iter()
             .copied()
@@ -294,7 +282,7 @@ mod tests {
     use super::*;
     use slurmscale_exporter::model::NodeState;
 
-    fn ord(power: Power, pod: Option<Pod>) -> Ordinal {
+    fn ord(power: Power, pod: Option<PodState>) -> Ordinal {
         Ordinal {
             power,
             left_drained: false,
@@ -304,7 +292,7 @@ mod tests {
         }
     }
 
-    const READY: Option<Pod> = Some(Pod::Ready);
+    const READY: Option<PodState> = Some(PodState::Ready);
 
     #[test]
     fn a_power_up_adds_exactly_the_pods_asked_for() {
@@ -361,7 +349,7 @@ mod tests {
         // A retirement waits for the starting pod (the operator would remove it first).
         let o = [
             ord(Power::Down, READY),
-            ord(Power::Idle, Some(Pod::Starting)),
+            ord(Power::Idle, Some(PodState::Starting)),
         ];
         let d = decide(&o, 2, Some(2), false);
         assert_eq!((d.replicas, d.retire.clone()), (2, vec![]), "{d:?}");
@@ -398,7 +386,7 @@ mod tests {
         let o = [
             drained,
             Ordinal {
-                pod: Some(Pod::Terminating),
+                pod: Some(PodState::Terminating),
                 ..drained
             },
             Ordinal {
@@ -424,7 +412,7 @@ mod tests {
             unheard,
             // Its pod is starting: slurmctld will hear from it.
             Ordinal {
-                pod: Some(Pod::Starting),
+                pod: Some(PodState::Starting),
                 ..unheard
             },
             ord(Power::Off, None),

@@ -25,7 +25,6 @@ use super::cluster::{Cluster, Counts, Mode};
 use super::view::{CLUSTER, PARTITION, POLL, SlurmView, replay_controller};
 use slurmscale_autoscaler::crd::{NodeSetAutoscalerSpec, ScalingMode};
 use slurmscale_autoscaler::fakes::{Fake, OnFake, Write};
-use slurmscale_autoscaler::slurm_planned;
 
 /// The NodeSetAutoscaler the builtin policy runs when none is given: the CRD's defaults,
 /// scale to zero, up to the partition's size.
@@ -146,8 +145,10 @@ impl Builtin {
                 let name = format!("{PARTITION}-{i}");
                 match is {
                     None => pods.remove(&name),
-                    Some(true) => pods.insert(name, slurm_planned::Pod::Ready),
-                    Some(false) => pods.insert(name, slurm_planned::Pod::Starting),
+                    Some(true) => pods.insert(name, slurmscale_autoscaler::pool::PodState::Ready),
+                    Some(false) => {
+                        pods.insert(name, slurmscale_autoscaler::pool::PodState::Starting)
+                    }
                 };
             }
         });

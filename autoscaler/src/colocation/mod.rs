@@ -25,9 +25,6 @@ use crate::plan::{Effects, Move, Plan, Reason, Write};
 use crate::policy::Signals;
 pub use slurmscale_exporter::k8s::ledger::Taint;
 
-/// The prefix of the reason on every drain this planner sets; only such drains are resumed.
-pub const DRAIN_PREFIX: &str = "slurmscale:";
-
 /// One node of the pool.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PoolNode {

@@ -19,14 +19,14 @@ use slurmscale_exporter::snapshot::ClusterSnapshot;
 
 use super::Controller;
 use crate::actuator::{Kubernetes, Target};
-use crate::colocation::{self, PendingPod, PoolNode, SlurmNode};
+use crate::colocation::{PendingPod, PoolNode, SlurmNode};
 use crate::crd::{ColocationSpec, NodeSetAutoscaler, NodeSetAutoscalerSpec};
 use crate::error::{Error, Result};
 use crate::policy::{Bounds, Signals};
 use crate::pool::{NodeSetPod, PoolReader};
 use crate::records;
 use crate::slurm_nodes::SlurmNodes;
-use crate::slurm_planned::{self, Ordinal};
+use crate::slurm_planned::Ordinal;
 
 /// Everything a plan is made from.
 #[derive(Clone, Debug)]
@@ -59,7 +59,7 @@ pub struct PlannedView {
     /// Index = ordinal, below `maxReplicas`.
     pub ordinals: Vec<Ordinal>,
     /// The NodeSet's pods by name (their ordinals' pods are in `ordinals`).
-    pub pods: slurm_planned::NamedPods,
+    pub pods: crate::pool::NamedPods,
     /// Records slurmctld lists in the partition that `/nodes` does not show (22.05 hides
     /// powered-down CLOUD nodes without `PrivateData=cloud`).
     pub hidden: Vec<String>,
@@ -235,7 +235,7 @@ async fn planned<P: PoolReader>(
     let named = reader
         .named_pods(&nsa.namespace().unwrap_or_default(), selector)
         .await?;
-    let mut pods: Vec<Option<slurm_planned::Pod>> = vec![None; view.wanted.len()];
+    let mut pods: Vec<Option<crate::pool::PodState>> = vec![None; view.wanted.len()];
     for (name, pod) in named.iter() {
         if let Some(slot) = pod_ordinal(name).and_then(|o| pods.get_mut(o)) {
             *slot = Some(*pod);
@@ -532,7 +532,7 @@ fn pool_nodes(
 /// A pool node as Slurm has it. Our drains carry our reason prefix; anyone else's drain,
 /// and a node down, failing or not responding, is not ours to touch.
 fn slurm_node(n: &Node, work: NodeWork, partition: &str) -> SlurmNode {
-    let ours = n.state.drain() && n.reason.starts_with(colocation::DRAIN_PREFIX);
+    let ours = n.state.drain() && n.reason.starts_with(crate::slurm_nodes::DRAIN_PREFIX);
     SlurmNode {
         running_jobs: work.jobs,
         free_at: work.free_at,

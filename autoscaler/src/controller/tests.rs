@@ -862,7 +862,7 @@ fn planned_snapshot(taken: SystemTime, states: [&str; 4]) -> ClusterSnapshot {
     snap
 }
 
-fn set_pods(rig: &Rig, pods: &[(usize, crate::slurm_planned::Pod)]) {
+fn set_pods(rig: &Rig, pods: &[(usize, crate::pool::PodState)]) {
     rig.fake.with(|w| {
         w.named_pods.insert(
             SELECTOR.into(),
@@ -877,7 +877,7 @@ fn set_pods(rig: &Rig, pods: &[(usize, crate::slurm_planned::Pod)]) {
 
 #[tokio::test]
 async fn slurm_planned_keeps_cloud_records_and_follows_exactly_the_nodes_slurmctld_powers() {
-    use crate::slurm_planned::Pod::Ready;
+    use crate::pool::PodState::Ready;
     let rig = planned_rig(json!({}), 0);
     // No records yet: all four are asked for, CLOUD, weighted by ordinal; nothing scales.
     rig.slurm(snapshot(at(0), NODESET, vec![], &[2]));
@@ -1184,7 +1184,7 @@ async fn slurm_planned_refreshes_at_once_for_a_reload_seen_after_taking_the_lead
 
 #[tokio::test]
 async fn slurm_planned_covers_a_wanted_ordinal_above_a_free_one_and_counts_the_extra_pod() {
-    use crate::slurm_planned::Pod::Ready;
+    use crate::pool::PodState::Ready;
     let rig = planned_rig(json!({}), 1);
     set_pods(&rig, &[(0, Ready)]);
     // slurmctld wants ordinal 2; the NodeSet will create 1 first.
@@ -1218,7 +1218,7 @@ async fn slurm_planned_covers_a_wanted_ordinal_above_a_free_one_and_counts_the_e
 
 #[tokio::test]
 async fn slurm_planned_moves_nothing_on_stale_data_or_while_the_nodeset_changes() {
-    use crate::slurm_planned::Pod::Ready;
+    use crate::pool::PodState::Ready;
     let rig = planned_rig(json!({}), 2);
     set_pods(&rig, &[(0, Ready), (1, Ready)]);
     let going = "IDLE+CLOUD+POWERING_DOWN";
@@ -1303,7 +1303,7 @@ async fn slurm_planned_refuses_a_nodeset_or_slurm_not_set_up_for_it() {
 
 #[tokio::test]
 async fn slurm_planned_in_dry_run_says_what_it_would_retire() {
-    use crate::slurm_planned::Pod::Ready;
+    use crate::pool::PodState::Ready;
     let rig = planned_rig(json!({"dryRun": true}), 2);
     set_pods(&rig, &[(0, Ready), (1, Ready)]);
     let going = "IDLE+CLOUD+POWERING_DOWN";
