@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
+use futures::future::BoxFuture;
 use kube::runtime::reflector::{self, store::Writer};
 use kube::runtime::watcher;
 use slurmscale_exporter::snapshot::ClusterSnapshot;
@@ -26,7 +27,7 @@ use crate::controller::{Controller, ControllerConfig, Seam};
 use crate::crd::{NodeSetAutoscaler, NodeSetAutoscalerStatus, ScaleTargetRef};
 use crate::error::{Error, Result};
 use crate::leader::Leadership;
-use crate::pool::{NodeSetPod, NodeSetPods, PoolReader};
+use crate::pool::{NamedPods, NodeSetPod, NodeSetPods, PoolReader};
 use crate::records::Record;
 use crate::slurm_nodes::{SlurmNodes, drain_reason};
 
@@ -40,7 +41,7 @@ pub struct World {
     /// Per pod selector: how many of its pods no node has room for.
     pub unscheduled: BTreeMap<String, u64>,
     /// Per pod selector: its pods by name, and how each stands (slurm-planned NodeSets).
-    pub named_pods: BTreeMap<String, crate::pool::NamedPods>,
+    pub named_pods: BTreeMap<String, NamedPods>,
     /// Pods Kubernetes cannot place (pod selectors are not applied to them).
     pub unschedulable: Vec<PendingPod>,
     /// The GenericNode ledger and Node capacity; `None`: nothing watches them.
@@ -361,25 +362,29 @@ impl PoolReader for Fake {
         self.world().ledger.clone()
     }
 
-    async fn pod_nodes(&self, _: &str, selector: &str) -> Result<NodeSetPods> {
+    fn pod_nodes<'a>(
+        &'a self,
+        _: &'a str,
+        selector: &'a str,
+    ) -> BoxFuture<'a, Result<NodeSetPods>> {
         let w = self.world();
-        Ok(NodeSetPods {
+        let pods = NodeSetPods {
             by_node: w.pods.get(selector).cloned().unwrap_or_default(),
             unschedulable: w.unscheduled.get(selector).copied().unwrap_or_default(),
-        })
+        };
+        Box::pin(std::future::ready(Ok(pods)))
     }
 
-    async fn unschedulable_pods(&self, _: &BTreeMap<String, String>) -> Result<Vec<PendingPod>> {
-        Ok(self.world().unschedulable.clone())
+    fn unschedulable_pods<'a>(
+        &'a self,
+        _: &'a BTreeMap<String, String>,
+    ) -> BoxFuture<'a, Result<Vec<PendingPod>>> {
+        Box::pin(std::future::ready(Ok(self.world().unschedulable.clone())))
     }
 
-    async fn named_pods(&self, _: &str, selector: &str) -> Result<crate::pool::NamedPods> {
-        Ok(self
-            .world()
-            .named_pods
-            .get(selector)
-            .cloned()
-            .unwrap_or_default())
+    fn named_pods<'a>(&'a self, _: &'a str, selector: &'a str) -> BoxFuture<'a, Result<NamedPods>> {
+        let named = self.world().named_pods.get(selector).cloned();
+        Box::pin(std::future::ready(Ok(named.unwrap_or_default())))
     }
 }
 

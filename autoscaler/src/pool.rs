@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::api::{Api, ListParams};
@@ -46,6 +47,11 @@ pub enum PodState {
     Terminating,
 }
 
+/// The ordinal of a NodeSet's pod: its pods are `<name>-<ordinal>`.
+pub fn pod_ordinal(name: &str) -> Option<usize> {
+    name.rsplit_once('-').and_then(|(_, o)| o.parse().ok())
+}
+
 /// The NodeSet's pods as the colocation planner reads them.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct NodeSetPods {
@@ -56,7 +62,8 @@ pub struct NodeSetPods {
     pub unschedulable: u64,
 }
 
-/// What the colocation planner reads of Kubernetes besides the target.
+/// What a policy reads of Kubernetes besides the target. A trait object (its reads are
+/// boxed futures), as policies are: each reads its own input through it.
 pub trait PoolReader: Send + Sync + 'static {
     /// The GenericNode ledger, Node capacity and the health of their watches; `None` when
     /// nothing watches them.
@@ -65,24 +72,24 @@ pub trait PoolReader: Send + Sync + 'static {
     /// Nodes a pod of `selector` is bound to, and how it stands, and how many of its pods no
     /// node has room for. This, not Slurm, says which pool nodes Slurm holds: a node is
     /// Slurm's from its pod's binding until the pod is marked and replicas drop below it.
-    fn pod_nodes(
-        &self,
-        namespace: &str,
-        selector: &str,
-    ) -> impl Future<Output = Result<NodeSetPods>> + Send;
+    fn pod_nodes<'a>(
+        &'a self,
+        namespace: &'a str,
+        selector: &'a str,
+    ) -> BoxFuture<'a, Result<NodeSetPods>>;
 
     /// Unschedulable pods with these labels, with what they request and where they may go.
-    fn unschedulable_pods(
-        &self,
-        labels: &BTreeMap<String, String>,
-    ) -> impl Future<Output = Result<Vec<PendingPod>>> + Send;
+    fn unschedulable_pods<'a>(
+        &'a self,
+        labels: &'a BTreeMap<String, String>,
+    ) -> BoxFuture<'a, Result<Vec<PendingPod>>>;
 
     /// The pods of `selector` by name, and how each stands.
-    fn named_pods(
-        &self,
-        namespace: &str,
-        selector: &str,
-    ) -> impl Future<Output = Result<NamedPods>> + Send;
+    fn named_pods<'a>(
+        &'a self,
+        namespace: &'a str,
+        selector: &'a str,
+    ) -> BoxFuture<'a, Result<NamedPods>>;
 }
 
 /// A shared one works too.
@@ -91,26 +98,26 @@ impl<P: PoolReader> PoolReader for std::sync::Arc<P> {
         (**self).ledger()
     }
 
-    fn pod_nodes(
-        &self,
-        namespace: &str,
-        selector: &str,
-    ) -> impl Future<Output = Result<NodeSetPods>> + Send {
+    fn pod_nodes<'a>(
+        &'a self,
+        namespace: &'a str,
+        selector: &'a str,
+    ) -> BoxFuture<'a, Result<NodeSetPods>> {
         (**self).pod_nodes(namespace, selector)
     }
 
-    fn unschedulable_pods(
-        &self,
-        labels: &BTreeMap<String, String>,
-    ) -> impl Future<Output = Result<Vec<PendingPod>>> + Send {
+    fn unschedulable_pods<'a>(
+        &'a self,
+        labels: &'a BTreeMap<String, String>,
+    ) -> BoxFuture<'a, Result<Vec<PendingPod>>> {
         (**self).unschedulable_pods(labels)
     }
 
-    fn named_pods(
-        &self,
-        namespace: &str,
-        selector: &str,
-    ) -> impl Future<Output = Result<NamedPods>> + Send {
+    fn named_pods<'a>(
+        &'a self,
+        namespace: &'a str,
+        selector: &'a str,
+    ) -> BoxFuture<'a, Result<NamedPods>> {
         (**self).named_pods(namespace, selector)
     }
 }
@@ -153,76 +160,90 @@ impl PoolReader for KubePool {
         self.watch.as_ref().map(KubeSource::snapshot)
     }
 
-    async fn pod_nodes(&self, namespace: &str, selector: &str) -> Result<NodeSetPods> {
-        let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
-        let mut out = NodeSetPods::default();
-        for pod in self
-            .list(&pods, &ListParams::default().labels(selector))
-            .await?
-        {
-            let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) else {
-                out.unschedulable += u64::from(unschedulable(&pod));
-                continue;
-            };
-            let state = if pod.metadata.deletion_timestamp.is_some() {
-                NodeSetPod::Terminating
-            } else if pod
-                .metadata
-                .annotations
-                .as_ref()
-                .is_some_and(|a| a.contains_key(POD_DELETION_COST))
+    fn pod_nodes<'a>(
+        &'a self,
+        namespace: &'a str,
+        selector: &'a str,
+    ) -> BoxFuture<'a, Result<NodeSetPods>> {
+        Box::pin(async move {
+            let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+            let mut out = NodeSetPods::default();
+            for pod in self
+                .list(&pods, &ListParams::default().labels(selector))
+                .await?
             {
-                NodeSetPod::Marked
-            } else {
-                NodeSetPod::Serving
-            };
-            let held = out.by_node.entry(node).or_insert(state);
-            *held = (*held).max(state);
-        }
-        Ok(out)
+                let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) else {
+                    out.unschedulable += u64::from(unschedulable(&pod));
+                    continue;
+                };
+                let state = if pod.metadata.deletion_timestamp.is_some() {
+                    NodeSetPod::Terminating
+                } else if pod
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .is_some_and(|a| a.contains_key(POD_DELETION_COST))
+                {
+                    NodeSetPod::Marked
+                } else {
+                    NodeSetPod::Serving
+                };
+                let held = out.by_node.entry(node).or_insert(state);
+                *held = (*held).max(state);
+            }
+            Ok(out)
+        })
     }
 
     /// Pending pods the scheduler could not place (PodScheduled=False, Unschedulable), with
     /// their CPU and memory requests, optionally only those with `labels`.
-    async fn unschedulable_pods(
-        &self,
-        labels: &BTreeMap<String, String>,
-    ) -> Result<Vec<PendingPod>> {
-        let pods: Api<Pod> = Api::all(self.client.clone());
-        let mut lp = ListParams::default().fields("status.phase=Pending");
-        if !labels.is_empty() {
-            let sel: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            lp = lp.labels(&sel.join(","));
-        }
-        Ok(self
-            .list(&pods, &lp)
-            .await?
-            .into_iter()
-            .filter(unschedulable)
-            .map(pending_pod)
-            .collect())
+    fn unschedulable_pods<'a>(
+        &'a self,
+        labels: &'a BTreeMap<String, String>,
+    ) -> BoxFuture<'a, Result<Vec<PendingPod>>> {
+        Box::pin(async move {
+            let pods: Api<Pod> = Api::all(self.client.clone());
+            let mut lp = ListParams::default().fields("status.phase=Pending");
+            if !labels.is_empty() {
+                let sel: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                lp = lp.labels(&sel.join(","));
+            }
+            Ok(self
+                .list(&pods, &lp)
+                .await?
+                .into_iter()
+                .filter(unschedulable)
+                .map(pending_pod)
+                .collect())
+        })
     }
 
     /// Terminating once deleted, ready with condition `Ready=True`, else starting.
-    async fn named_pods(&self, namespace: &str, selector: &str) -> Result<NamedPods> {
-        let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
-        let lp = ListParams::default().labels(selector);
-        let named: BTreeMap<String, PodState> = self
-            .list(&pods, &lp)
-            .await?
-            .into_iter()
-            .filter_map(|p| {
-                let state = if p.metadata.deletion_timestamp.is_some() {
-                    PodState::Terminating
-                } else if ready(&p) {
-                    PodState::Ready
-                } else {
-                    PodState::Starting
-                };
-                Some((p.metadata.name?, state))
-            })
-            .collect();
-        Ok(named.into())
+    fn named_pods<'a>(
+        &'a self,
+        namespace: &'a str,
+        selector: &'a str,
+    ) -> BoxFuture<'a, Result<NamedPods>> {
+        Box::pin(async move {
+            let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+            let lp = ListParams::default().labels(selector);
+            let named: BTreeMap<String, PodState> = self
+                .list(&pods, &lp)
+                .await?
+                .into_iter()
+                .filter_map(|p| {
+                    let state = if p.metadata.deletion_timestamp.is_some() {
+                        PodState::Terminating
+                    } else if ready(&p) {
+                        PodState::Ready
+                    } else {
+                        PodState::Starting
+                    };
+                    Some((p.metadata.name?, state))
+                })
+                .collect();
+            Ok(named.into())
+        })
     }
 }
 

@@ -18,6 +18,7 @@
 //! demo run this very loop on [`crate::fakes::Fake`].
 
 mod act;
+mod observation;
 mod observe;
 mod plan;
 mod report;
@@ -46,7 +47,7 @@ use crate::pool::{KubePool, PoolReader};
 use crate::slurm_nodes::{SlurmNodeWriters, SlurmNodes};
 
 pub use act::{MARKS_SETTLE, Mode, Outcome};
-pub use observe::{Inputs, Observation, PoolView};
+pub use observation::{Input, Inputs, Observation, OwnInput, Reading};
 pub use plan::{OwnCondition, Policy, PolicyStatus, Refusal};
 
 /// Where "now" comes from: the wall clock, or a simulation's.
@@ -264,7 +265,7 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Controller<K, S, P> {
                 let memory = (&mut entry.last_error, &mut entry.reported);
                 return self.refuse(nsa, memory, leader, &target, refusal).await;
             }
-            let obs = observe::observe(self, nsa, policy.inputs(spec), target, now).await?;
+            let obs = observe::observe(self, nsa, policy.as_ref(), target, now).await?;
             let plan = plan::plan(policy.as_ref(), spec, &obs);
             entry.revisit = plan.revisit;
             policy.planned(spec, &plan, now);

@@ -77,17 +77,20 @@ pub fn status(
             "TargetFound",
             "the target is found and scalable",
         ),
-        frozen(nsa, now, plan, obs.pool.is_some()),
+        frozen(nsa, now, plan),
         limited(nsa, now, plan),
     ];
     let signals = obs.signals.as_ref().ok();
-    // The policy's own part after the part every policy has.
+    // The policy's own part after the part every policy has; its condition of a type every
+    // policy has takes that one's place (a pool freezes on its ledger too, and says so).
     let own = policy.status(obs, plan);
-    conditions.extend(
-        own.conditions
-            .iter()
-            .map(|c| condition(nsa, now, (c.kind, c.holds), c.reason, &c.message)),
-    );
+    for c in &own.conditions {
+        let c = condition(nsa, now, (c.kind, c.holds), c.reason, &c.message);
+        match conditions.iter_mut().find(|d| d.type_ == c.type_) {
+            Some(d) => *d = c,
+            None => conditions.push(c),
+        }
+    }
     NodeSetAutoscalerStatus {
         current_replicas: Some(replicas(outcome.replicas)),
         desired_replicas: Some(replicas(plan.replicas)),
@@ -193,24 +196,11 @@ fn metric_reason(plan: &Plan, before: u64) -> Reason {
 }
 
 /// `Frozen`: the data behind the plan cannot be trusted (Slurm's; a pool's ledger too).
-fn frozen(nsa: &NodeSetAutoscaler, now: SystemTime, plan: &Plan, pool: bool) -> Condition {
-    let (untrusted, fresh, message) = if pool {
-        (
-            "DataUntrusted",
-            "DataFresh",
-            "ledger and Slurm data are fresh",
-        )
-    } else {
-        (
-            "SlurmDataUntrusted",
-            "SlurmDataFresh",
-            "Slurm data is fresh",
-        )
-    };
+fn frozen(nsa: &NodeSetAutoscaler, now: SystemTime, plan: &Plan) -> Condition {
     let (reason, message) = if plan.frozen {
-        (untrusted, plan.message())
+        ("SlurmDataUntrusted", plan.message())
     } else {
-        (fresh, message.to_string())
+        ("SlurmDataFresh", "Slurm data is fresh".to_string())
     };
     condition(nsa, now, ("Frozen", plan.frozen), reason, &message)
 }

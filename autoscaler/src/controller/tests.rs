@@ -1319,7 +1319,7 @@ async fn slurm_planned_in_dry_run_says_what_it_would_retire() {
 /// A NodeSet's pod is `<name>-<ordinal>`, whatever its name holds.
 #[test]
 fn a_pod_name_gives_its_ordinal_after_its_last_dash() {
-    use super::observe::pod_ordinal;
+    use crate::pool::pod_ordinal;
     assert_eq!(pod_ordinal("slurm-worker-gpu-12"), Some(12));
     assert_eq!(pod_ordinal("a-0"), Some(0));
     for other in ["a-", "a12", "a-1a", "12", "-"] {

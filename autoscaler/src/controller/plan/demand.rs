@@ -5,7 +5,7 @@ use std::time::SystemTime;
 
 use super::Policy;
 use crate::controller::Observation;
-use crate::controller::observe::Inputs;
+use crate::controller::observation::Inputs;
 use crate::crd::NodeSetAutoscalerSpec;
 use crate::plan::Plan;
 use crate::policy::{self, Bounds, History};
@@ -26,7 +26,7 @@ impl Policy for FollowDemand {
         Self::NAME
     }
 
-    fn inputs<'a>(&self, spec: &'a NodeSetAutoscalerSpec) -> Inputs<'a> {
+    fn inputs(&self, spec: &NodeSetAutoscalerSpec) -> Inputs {
         // A NodeSet may serve several partitions; jobs it could never hold within
         // maxReplicas are not its demand.
         Inputs {

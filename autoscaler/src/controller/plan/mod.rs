@@ -12,10 +12,13 @@ mod pool;
 
 use std::time::SystemTime;
 
-use super::observe::{Inputs, RecordsView};
+use futures::future::BoxFuture;
+
+use super::observation::{Inputs, OwnInput, Reading, RecordsView};
 use super::{Observation, Outcome};
 use crate::actuator::Target;
 use crate::crd::{ColocationStatus, NodeSetAutoscalerSpec, ScalingMode};
+use crate::error::Result;
 use crate::metrics::Row;
 use crate::plan::Plan;
 use crate::records::{self, Record};
@@ -24,12 +27,17 @@ use planned::FollowSlurm;
 use pool::SharePool;
 
 /// A scaling policy and its memory. Planning is pure: everything it looks at is in the
-/// observation or in what it remembered itself.
-pub trait Policy: Send {
+/// observation (its own input among it) or in what it remembered itself.
+pub trait Policy: Send + Sync {
     /// Its name; an autoscaler whose spec changes policy starts the new one afresh.
     fn name(&self) -> &'static str;
-    /// What it needs observed besides the target and Slurm's signals.
-    fn inputs<'a>(&self, spec: &'a NodeSetAutoscalerSpec) -> Inputs<'a>;
+    /// How Slurm's signals are read for it (the bound on a job's nodes, which partitions).
+    fn inputs(&self, spec: &NodeSetAutoscalerSpec) -> Inputs;
+    /// Its own input, read through the seam ([`Observation::input`]); `None`: it needs
+    /// nothing beyond what every policy gets.
+    fn observe<'a>(&'a self, _reading: Reading<'a>) -> BoxFuture<'a, Result<Option<OwnInput>>> {
+        Box::pin(std::future::ready(Ok(None)))
+    }
     /// The plan for now.
     fn plan(&self, spec: &NodeSetAutoscalerSpec, obs: &Observation) -> Plan;
     /// Right after planning, whatever happens next.

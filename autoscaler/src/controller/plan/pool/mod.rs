@@ -4,13 +4,20 @@
 
 use std::time::SystemTime;
 
+mod observe;
+
+use futures::future::BoxFuture;
+
 use super::{OwnCondition, Policy, PolicyStatus};
 use crate::colocation::{self, ColocationBounds, ColocationHistory, PoolMoves};
-use crate::controller::observe::{Inputs, PoolView};
+use crate::controller::observation::Inputs;
+use crate::controller::observation::{OwnInput, Reading};
 use crate::controller::{Observation, Outcome};
 use crate::crd::{ColocationStatus, NodeSetAutoscalerSpec, count, replicas};
+use crate::error::Result;
 use crate::metrics::{ColocationRow, Row};
 use crate::plan::Plan;
+use observe::PoolView;
 
 /// A pool of nodes shared with Kubernetes ([`colocation`]).
 #[derive(Default)]
@@ -28,17 +35,20 @@ impl Policy for SharePool {
         Self::NAME
     }
 
-    fn inputs<'a>(&self, spec: &'a NodeSetAutoscalerSpec) -> Inputs<'a> {
+    fn inputs(&self, _spec: &NodeSetAutoscalerSpec) -> Inputs {
         // A pool is one partition's.
         Inputs {
             one_partition: true,
-            pool: spec.colocation.as_ref(),
             ..Inputs::default()
         }
     }
 
+    fn observe<'a>(&'a self, reading: Reading<'a>) -> BoxFuture<'a, Result<Option<OwnInput>>> {
+        Box::pin(observe::observe(reading))
+    }
+
     fn plan(&self, spec: &NodeSetAutoscalerSpec, obs: &Observation) -> Plan {
-        let (Some(col), Some(pool)) = (&spec.colocation, &obs.pool) else {
+        let (Some(col), Some(pool)) = (&spec.colocation, obs.input::<PoolView>()) else {
             // Not reached: observing with this policy's inputs reads the pool or fails.
             return Plan {
                 replicas: obs.target.replicas,
@@ -75,7 +85,7 @@ impl Policy for SharePool {
 
     /// How the pool is shared, and `Reclaiming` while drained nodes still run jobs.
     fn status(&self, obs: &Observation, plan: &Plan) -> PolicyStatus {
-        let Some(pool) = &obs.pool else {
+        let Some(pool) = obs.input::<PoolView>() else {
             return PolicyStatus::default();
         };
         let needs = PoolMoves::of(plan).needs;
@@ -98,8 +108,20 @@ impl Policy for SharePool {
                 ),
             }
         };
+        // Frozen on the ledger as well as on Slurm's data.
+        let (reason, message) = if plan.frozen {
+            ("DataUntrusted", plan.message())
+        } else {
+            ("DataFresh", "ledger and Slurm data are fresh".to_string())
+        };
+        let frozen = OwnCondition {
+            kind: "Frozen",
+            holds: plan.frozen,
+            reason,
+            message,
+        };
         PolicyStatus {
-            conditions: vec![reclaiming],
+            conditions: vec![frozen, reclaiming],
             colocation: Some(ColocationStatus {
                 pool_nodes: count(pool.nodes.len()),
                 slurm_nodes: count(held(pool)),
@@ -112,7 +134,9 @@ impl Policy for SharePool {
     }
 
     fn metrics(&self, obs: &Observation, plan: &Plan, _outcome: &Outcome, row: &mut Row) {
-        let Some(pool) = &obs.pool else { return };
+        let Some(pool) = obs.input::<PoolView>() else {
+            return;
+        };
         let needs = PoolMoves::of(plan).needs;
         row.colocation = Some(ColocationRow {
             pool: pool.nodes.len() as u64,

@@ -8,15 +8,22 @@ use std::time::SystemTime;
 
 use slurmscale_exporter::metrics::unix_seconds;
 
+mod observe;
+
+use futures::future::BoxFuture;
+
 use super::{Policy, Refusal};
 use crate::actuator::Target;
-use crate::controller::observe::Inputs;
+use crate::controller::observation::Inputs;
+use crate::controller::observation::{OwnInput, Reading};
 use crate::controller::{Observation, Outcome};
 use crate::crd::NodeSetAutoscalerSpec;
+use crate::error::Result;
 use crate::metrics::Row;
 use crate::plan::{Effects, Move, Plan, Reason, Write};
 use crate::policy::{self, Bounds};
 use crate::slurm_planned::{self, Power};
+use observe::PlannedView;
 
 /// A NodeSet following exactly the nodes slurmctld powers up and down ([`slurm_planned`]).
 #[derive(Default)]
@@ -42,13 +49,16 @@ impl Policy for FollowSlurm {
         Self::NAME
     }
 
-    fn inputs<'a>(&self, spec: &'a NodeSetAutoscalerSpec) -> Inputs<'a> {
+    fn inputs(&self, spec: &NodeSetAutoscalerSpec) -> Inputs {
         // Demand is read for the status and metrics only: slurmctld decides.
         Inputs {
             max_nodes: Some(Bounds::from(spec).max),
-            ordinals: true,
             ..Inputs::default()
         }
+    }
+
+    fn observe<'a>(&'a self, reading: Reading<'a>) -> BoxFuture<'a, Result<Option<OwnInput>>> {
+        Box::pin(observe::observe(reading))
     }
 
     /// Following slurmctld's power requests cannot also share a pool, and needs the pods'
@@ -79,11 +89,11 @@ impl Policy for FollowSlurm {
         let mut plan = self.follow(spec, obs);
         // A reload while slurmctld powers a node up has tripped Slurm before: wait.
         plan.reload_waits = obs
-            .planned
-            .as_ref()
+            .input::<PlannedView>()
             .is_some_and(|p| p.ordinals.iter().any(|o| o.power == Power::Up));
         plan
     }
+
     /// Refreshed: until slurmctld reloads again.
     fn acted(&mut self, plan: &Plan, _outcome: &Outcome, _now: SystemTime) {
         let Some(moves) = plan.effects::<PlannedMoves>() else {
@@ -97,7 +107,9 @@ impl Policy for FollowSlurm {
 
     /// Records by power state, and the pods added that slurmctld did not ask for.
     fn metrics(&self, obs: &Observation, plan: &Plan, outcome: &Outcome, row: &mut Row) {
-        let Some(view) = &obs.planned else { return };
+        let Some(view) = obs.input::<PlannedView>() else {
+            return;
+        };
         let p = row.planned.get_or_insert_default();
         p.records = Power::ALL
             .iter()
@@ -121,7 +133,7 @@ impl FollowSlurm {
             Ok(s) => s,
             Err(why) => return hold(why.to_string()),
         };
-        let (Some(view), Some(records)) = (&obs.planned, &obs.records) else {
+        let (Some(view), Some(records)) = (obs.input::<PlannedView>(), &obs.records) else {
             return hold("slurmctld's nodes have not been read yet".into());
         };
         if !view.hidden.is_empty() {

@@ -1,0 +1,94 @@
+//! What a reconcile observed, as plain data: the [`Observation`] every plan is made from, and
+//! what a policy is given to read its own input with. Below both the stage that reads
+//! (`observe`) and the one that plans (`plan`), which both use it.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use slurmscale_exporter::signals::Untrusted;
+use slurmscale_exporter::slurm::ApiVersion;
+use slurmscale_exporter::snapshot::ClusterSnapshot;
+
+use crate::actuator::Target;
+use crate::crd::NodeSetAutoscaler;
+use crate::policy::Signals;
+use crate::pool::PoolReader;
+use crate::records;
+
+/// Everything a plan is made from.
+#[derive(Clone, Debug)]
+pub struct Observation {
+    pub now: SystemTime,
+    pub target: Target,
+    /// The Slurm cluster the autoscaler reads, when it can be told.
+    pub cluster: Option<String>,
+    /// Busy nodes and demand of its partitions, or why they cannot be trusted.
+    pub signals: Signals,
+    /// Autoscalers that keep node records (`spec.nodeRecords`, slurm-planned mode): what
+    /// there is.
+    pub records: Option<RecordsView>,
+    /// What the policy read for itself ([`Policy::observe`]), in its own type.
+    pub own: Option<OwnInput>,
+    /// The slurmrestd API version, for Slurm node writes (unknown until it answered).
+    pub slurm_api: Option<ApiVersion>,
+    /// The Slurm release slurmrestd says it runs, e.g. `24.11.5`.
+    pub slurm_release: Option<String>,
+    /// When slurmrestd last confirmed the Slurm nodes seen: a node write sent after that
+    /// cannot show in them yet.
+    pub slurm_nodes_at: Option<SystemTime>,
+}
+
+/// How Slurm's signals are read for a policy.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Inputs {
+    /// Jobs needing more nodes than this are unsatisfiable, not demand.
+    pub max_nodes: Option<u64>,
+    /// Only the first partition counts.
+    pub one_partition: bool,
+}
+
+impl Observation {
+    /// The policy's own input, if it is of type `T` (a policy reads its own back).
+    pub fn input<T: Input>(&self) -> Option<&T> {
+        let any: &dyn std::any::Any = self.own.as_deref()?;
+        any.downcast_ref()
+    }
+}
+
+/// The node records of the target's pods, as slurmctld has them.
+#[derive(Clone, Debug)]
+pub struct RecordsView {
+    /// One per ordinal below `maxReplicas`, named as the pods are.
+    pub wanted: records::Names,
+    /// Which of them slurmctld has in the partition (records and registered nodes).
+    pub existing: Vec<bool>,
+    /// What the records are.
+    pub kind: records::Kind,
+}
+
+/// A policy's own input, in a type of its own; planning reads it back with
+/// [`Observation::input`].
+pub trait Input: Any + fmt::Debug + Send + Sync {}
+
+impl<T: Any + fmt::Debug + Send + Sync> Input for T {}
+
+/// A policy's input as the observation holds it.
+pub type OwnInput = Arc<dyn Input>;
+
+/// What a policy reads its own input from: the autoscaler and its target, Slurm as the
+/// observation found it, and the Kubernetes reads of the seam.
+pub struct Reading<'a> {
+    pub nsa: &'a NodeSetAutoscaler,
+    pub target: &'a Target,
+    /// The Slurm cluster the autoscaler reads, when it can be told.
+    pub cluster: Option<&'a str>,
+    /// Its latest snapshot, or why there is none.
+    pub snapshot: Result<&'a ClusterSnapshot, &'a Untrusted>,
+    /// The partitions whose work counts, the one the target serves first.
+    pub partitions: &'a [String],
+    /// The node records the target's pods need, where the spec keeps them.
+    pub records: Option<&'a RecordsView>,
+    pub pool: &'a dyn PoolReader,
+}
