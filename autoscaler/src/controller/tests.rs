@@ -540,12 +540,38 @@ async fn a_pod_wanting_room_drains_a_node_then_its_pod_goes_first_and_replicas_d
     assert_eq!(scales(&writes), [3]);
     let order: Vec<&str> = events(&writes).iter().map(|e| e.0).collect();
     assert_eq!(order, ["ScaledDown"], "the mark is not made nor said again");
+    let pool = |family, owner| policy_sample(&rig, family, owner);
+    assert_eq!(
+        (
+            pool("slurmscale_colocation_pool_nodes", None),
+            pool("slurmscale_colocation_nodes", Some(("owner", "slurm"))),
+            pool(
+                "slurmscale_colocation_need_nodes",
+                Some(("owner", "kubernetes"))
+            )
+        ),
+        (4.0, 4.0, 1.0)
+    );
+}
+
+/// A sample of the `elastic` autoscaler's policy families, as its room renders them: the one
+/// with label `with` (or the only one).
+fn policy_sample(rig: &Rig, family: &str, with: Option<(&str, &str)>) -> f64 {
     let m = rig.on.controller.metrics.lock().unwrap().clone();
-    let pool = m.rows["slurm/elastic"]
-        .colocation
-        .clone()
-        .expect("pool metrics");
-    assert_eq!((pool.pool, pool.slurm, pool.kubernetes_need), (4, 4, 1));
+    let row = &m.rows["slurm/elastic"];
+    let mut out = slurmscale_exporter::metrics::Out::new();
+    row.policy
+        .as_ref()
+        .expect("a policy row")
+        .collect(&mut out, row.labels());
+    let samples = out.samples(family);
+    samples
+        .iter()
+        .find(|(labels, _)| {
+            with.is_none_or(|(k, v)| labels.iter().any(|(lk, lv)| lk == k && lv == v))
+        })
+        .unwrap_or_else(|| panic!("{family} {with:?} in {samples:?}"))
+        .1
 }
 
 #[tokio::test]
@@ -556,7 +582,7 @@ async fn an_autoscaler_that_stops_sharing_its_pool_drops_the_pool_s_status_and_m
     rig.reconcile().await;
     let pool_row = |rig: &Rig| {
         let m = rig.on.controller.metrics.lock().unwrap();
-        m.rows["slurm/elastic"].colocation.clone()
+        m.rows["slurm/elastic"].policy.clone()
     };
     assert!(rig.status().colocation.is_some() && pool_row(&rig).is_some());
     assert!(rig.condition("Reclaiming").is_some());
@@ -768,12 +794,8 @@ async fn nodeset_pods_no_node_has_room_for_are_said_and_counted() {
             .any(|s| s.starts_with("2 NodeSet pod(s) found no node with room")),
         "{plan:?}"
     );
-    let m = rig.on.controller.metrics.lock().unwrap().clone();
-    let row = m.rows["slurm/elastic"]
-        .colocation
-        .clone()
-        .expect("pool row");
-    assert_eq!(row.unschedulable_pods, 2);
+    let unschedulable = policy_sample(&rig, "slurmscale_colocation_unschedulable_pods", None);
+    assert_eq!(unschedulable, 2.0);
 }
 
 #[tokio::test]
@@ -1194,20 +1216,21 @@ async fn slurm_planned_covers_a_wanted_ordinal_above_a_free_one_and_counts_the_e
     assert_eq!(scales(&writes), [3]);
     let message = rig.status().last_decision.unwrap().message;
     assert!(message.contains("did not ask for"), "{message}");
-    let m = rig.on.controller.metrics.lock().unwrap().clone();
-    let planned = m.rows["slurm/elastic"]
-        .planned
-        .clone()
-        .expect("a planned row");
-    assert_eq!(planned.unrequested_pods, 1);
+    let unrequested = "slurmscale_slurm_planned_unrequested_pods_total";
+    assert_eq!(policy_sample(&rig, unrequested, None), 1.0);
+    let records = |power| {
+        policy_sample(
+            &rig,
+            "slurmscale_slurm_planned_records",
+            Some(("power", power)),
+        )
+    };
     assert_eq!(
-        (
-            planned.records["busy"],
-            planned.records["up"],
-            planned.records["off"]
-        ),
-        (1, 1, 2)
+        (records("busy"), records("up"), records("off")),
+        (1.0, 1.0, 2.0)
     );
+    // On the page too, through the policy family.
+    let m = rig.on.controller.metrics.lock().unwrap().clone();
     let page = super::super::metrics::page(Vec::new(), &m, None);
     let text = String::from_utf8_lossy(&page.text);
     assert!(

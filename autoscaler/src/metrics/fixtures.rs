@@ -1,16 +1,15 @@
 //! Two NodeSetAutoscalers on Slurm cluster `lab` for the families' unit tests, as a leading
 //! replica's reconciles leave them: `gpu` (slurm-planned, scaling up past its maxReplicas,
-//! once refused with a conflict) and `pool` (a colocated pool of four nodes, three
-//! Slurm's, one of them draining for Kubernetes, one NodeSet pod waiting for room, frozen
-//! on stale data). Each family's test
-//! renders them alone and compares the exposition text line by line.
+//! once refused with a conflict) and `pool` (a colocated pool, frozen on stale data). Each
+//! family's test renders them alone and compares the exposition text line by line; a
+//! policy's room adds its own part of the row ([`render_policy`]).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
 use slurmscale_exporter::metrics::Out;
 
-use super::{AutoscalerMetrics, ColocationRow, Family, PlannedRow, Row};
+use super::{AutoscalerMetrics, FAMILIES, Family, PolicyRow, Row};
 use crate::plan::Reason;
 
 fn at(unix: f64) -> SystemTime {
@@ -38,10 +37,6 @@ pub fn metrics() -> AutoscalerMetrics {
         last_scale_up: Some(at(1_800_000_060.0)),
         last_scale_down: Some(at(1_799_999_000.0)),
         decision_seconds: 0.012,
-        planned: Some(PlannedRow {
-            records: BTreeMap::from([("off", 2), ("up", 1), ("busy", 1)]),
-            unrequested_pods: 1,
-        }),
         ..row("gpu")
     };
     let pool = Row {
@@ -54,14 +49,6 @@ pub fn metrics() -> AutoscalerMetrics {
         last_decision: Some(at(1_800_000_059.5)),
         last_scale_up: Some(at(1_799_990_000.0)),
         decision_seconds: 0.25,
-        colocation: Some(ColocationRow {
-            pool: 4,
-            slurm: 3,
-            draining: 1,
-            kubernetes_need: 2,
-            slurm_need: 1,
-            unschedulable_pods: 1,
-        }),
         ..row("pool")
     };
     AutoscalerMetrics {
@@ -80,6 +67,15 @@ pub fn render_of(family: Family, m: &AutoscalerMetrics) -> String {
     let mut out = Out::new();
     family(&mut out, m);
     out.encode()
+}
+
+/// The policy family alone on the fixture, with `row` as autoscaler `key`'s policy part (each
+/// policy's room tests its own row this way).
+pub fn render_policy(key: &str, row: impl PolicyRow) -> String {
+    let mut m = metrics();
+    m.rows.get_mut(key).expect("a fixture autoscaler").policy = Some(std::sync::Arc::new(row));
+    let (_, family) = FAMILIES.iter().find(|(n, _)| *n == "policy").unwrap();
+    render_of(*family, &m)
 }
 
 /// One family rendered alone on the fixture.

@@ -5,10 +5,14 @@
 //!
 //! One module per family, all listed in [`FAMILIES`] — the one place to add one. A family
 //! renders from [`AutoscalerMetrics`], the numbers the controller's reconciles leave behind
-//! (a policy fills its own part of a [`Row`] through its `metrics` hook), and never calls
+//! (a policy fills its own part of a [`Row`], a [`PolicyRow`], through its `metrics` hook, and
+//! renders that part itself), and never calls
 //! Kubernetes or Slurm.
 
+use std::any::Any;
 use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use slurmscale_exporter::metrics::{MetricsOptions, Out, PageInput, render};
@@ -16,10 +20,9 @@ use slurmscale_exporter::metrics::{MetricsOptions, Out, PageInput, render};
 use crate::plan::Reason;
 
 mod autoscaler;
-mod colocation;
 #[cfg(test)]
-mod fixtures;
-mod planned;
+pub(crate) mod fixtures;
+mod policy;
 mod process;
 
 /// A family renders from what the reconciles left behind.
@@ -29,8 +32,7 @@ pub type Family = fn(&mut Out, &AutoscalerMetrics);
 pub const FAMILIES: &[(&str, Family)] = &[
     ("process", process::collect),
     ("autoscaler", autoscaler::collect),
-    ("colocation", colocation::collect),
-    ("planned", planned::collect),
+    ("policy", policy::collect),
 ];
 
 /// One NodeSetAutoscaler's latest numbers.
@@ -53,15 +55,13 @@ pub struct Row {
     pub last_scale_down: Option<SystemTime>,
     pub last_decision: Option<SystemTime>,
     pub decision_seconds: f64,
-    /// Colocated autoscalers only.
-    pub colocation: Option<ColocationRow>,
-    /// Slurm-planned autoscalers only.
-    pub planned: Option<PlannedRow>,
+    /// The policy's own numbers, and the series they make ([`PolicyRow`]).
+    pub policy: Option<Arc<dyn PolicyRow>>,
 }
 
 impl Row {
     /// The labels every per-autoscaler series carries after `cluster`.
-    fn labels(&self) -> [(&'static str, &str); 3] {
+    pub fn labels(&self) -> [(&'static str, &str); 3] {
         [
             ("namespace", self.namespace.as_str()),
             ("autoscaler", self.name.as_str()),
@@ -69,32 +69,24 @@ impl Row {
         ]
     }
 
+    /// The policy's part of the row, if it is of type `T` (a policy reads its own back).
+    pub fn policy<T: PolicyRow>(&self) -> Option<&T> {
+        let any: &dyn Any = self.policy.as_deref()?;
+        any.downcast_ref()
+    }
+
     /// The spec changed policy: the old one's part of the row goes.
     pub fn forget_policy(&mut self) {
-        self.colocation = None;
-        self.planned = None;
+        self.policy = None;
     }
 }
 
-/// Where a slurm-planned NodeSet's records stand.
-#[derive(Clone, Debug, Default)]
-pub struct PlannedRow {
-    /// Records by power state (`off`, `up`, `down`, `idle`, `busy`, `failed`, `absent`).
-    pub records: BTreeMap<&'static str, u64>,
-    /// Pods added that slurmctld did not ask for (free ordinals below a wanted one).
-    pub unrequested_pods: u64,
-}
-
-/// How a colocated pool is shared.
-#[derive(Clone, Debug, Default)]
-pub struct ColocationRow {
-    pub pool: u64,
-    pub slurm: u64,
-    pub draining: u64,
-    pub kubernetes_need: u64,
-    pub slurm_need: u64,
-    /// NodeSet pods no node has room for.
-    pub unschedulable_pods: u64,
+/// A policy's own part of its autoscaler's row, in a type of its own that only its room
+/// knows, and the series it makes: a policy's families live in its room, rendered for every
+/// autoscaler that has its row ([`policy`]).
+pub trait PolicyRow: Any + fmt::Debug + Send + Sync {
+    /// Its series, each with `labels` after the `cluster` already set.
+    fn collect(&self, out: &mut Out, labels: [(&'static str, &str); 3]);
 }
 
 #[derive(Clone, Debug, Default)]

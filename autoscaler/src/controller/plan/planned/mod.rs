@@ -8,6 +8,7 @@ use std::time::SystemTime;
 
 use slurmscale_exporter::metrics::unix_seconds;
 
+mod metrics;
 mod observe;
 
 use futures::future::BoxFuture;
@@ -23,6 +24,7 @@ use crate::metrics::Row;
 use crate::plan::{Effects, Move, Plan, Reason, Write};
 use crate::policy::{self, Bounds};
 use crate::slurm_planned::{self, Power};
+use metrics::PlannedRow;
 use observe::PlannedView;
 
 /// A NodeSet following exactly the nodes slurmctld powers up and down ([`slurm_planned`]).
@@ -110,7 +112,7 @@ impl Policy for FollowSlurm {
         let Some(view) = obs.input::<PlannedView>() else {
             return;
         };
-        let p = row.planned.get_or_insert_default();
+        let mut p = row.policy::<PlannedRow>().cloned().unwrap_or_default();
         p.records = Power::ALL
             .iter()
             .map(|&power| {
@@ -121,6 +123,7 @@ impl Policy for FollowSlurm {
         if outcome.scaled() == Some(true) {
             p.unrequested_pods += plan.effects().map_or(0, |m: &PlannedMoves| m.unrequested);
         }
+        row.policy = Some(Arc::new(p));
     }
 }
 

@@ -4,7 +4,10 @@
 
 use std::time::SystemTime;
 
+mod metrics;
 mod observe;
+
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
@@ -15,8 +18,9 @@ use crate::controller::observation::{OwnInput, Reading};
 use crate::controller::{Observation, Outcome};
 use crate::crd::{ColocationStatus, NodeSetAutoscalerSpec, count, replicas};
 use crate::error::Result;
-use crate::metrics::{ColocationRow, Row};
+use crate::metrics::Row;
 use crate::plan::Plan;
+use metrics::ColocationRow;
 use observe::PoolView;
 
 /// A pool of nodes shared with Kubernetes ([`colocation`]).
@@ -138,14 +142,14 @@ impl Policy for SharePool {
             return;
         };
         let needs = PoolMoves::of(plan).needs;
-        row.colocation = Some(ColocationRow {
+        row.policy = Some(Arc::new(ColocationRow {
             pool: pool.nodes.len() as u64,
             slurm: held(pool) as u64,
             draining: draining(pool, plan).len() as u64,
             kubernetes_need: needs.kubernetes,
             slurm_need: needs.slurm,
             unschedulable_pods: pool.unschedulable_nodeset_pods,
-        });
+        }));
     }
 }
 

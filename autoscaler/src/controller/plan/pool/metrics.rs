@@ -1,16 +1,26 @@
-//! A colocated pool's sharing, for autoscalers with `spec.colocation` only: how many pool
-//! nodes each side holds and needs, and how many Slurm nodes drain for Kubernetes. The two
-//! owners' node counts add up to the pool, so a stacked panel shows the whole split.
+//! A colocated pool's sharing in the autoscaler's metrics: how many pool nodes each side
+//! holds and needs, and how many Slurm nodes drain for Kubernetes. The two owners' node
+//! counts add up to the pool, so a stacked panel shows the whole split.
 
 use slurmscale_exporter::metrics::Out;
 
-use super::AutoscalerMetrics;
+use crate::metrics::PolicyRow;
 
-pub fn collect(out: &mut Out, m: &AutoscalerMetrics) {
-    for r in m.rows.values() {
-        let Some(c) = &r.colocation else { continue };
-        out.set_cluster(&r.cluster);
-        let l = r.labels();
+/// How a colocated pool is shared.
+#[derive(Clone, Debug, Default)]
+pub(super) struct ColocationRow {
+    pub pool: u64,
+    pub slurm: u64,
+    pub draining: u64,
+    pub kubernetes_need: u64,
+    pub slurm_need: u64,
+    /// NodeSet pods no node has room for.
+    pub unschedulable_pods: u64,
+}
+
+impl PolicyRow for ColocationRow {
+    fn collect(&self, out: &mut Out, l: [(&'static str, &str); 3]) {
+        let c = self;
         out.gauge(
             "slurmscale_colocation_pool_nodes",
             "Nodes in the colocated pool (GenericNodes with known capacity).",
@@ -30,11 +40,11 @@ pub fn collect(out: &mut Out, m: &AutoscalerMetrics) {
                 held as f64,
             );
             out.gauge(
-                "slurmscale_colocation_need_nodes",
-                "Pool nodes each side needs now (Slurm: busy plus pending demand; Kubernetes: nodes for unschedulable pods).",
-                &lo,
-                need as f64,
-            );
+            "slurmscale_colocation_need_nodes",
+            "Pool nodes each side needs now (Slurm: busy plus pending demand; Kubernetes: nodes for unschedulable pods).",
+            &lo,
+            need as f64,
+        );
         }
         out.gauge(
             "slurmscale_colocation_draining_nodes",
@@ -43,24 +53,33 @@ pub fn collect(out: &mut Out, m: &AutoscalerMetrics) {
             c.draining as f64,
         );
         out.gauge(
-            "slurmscale_colocation_unschedulable_pods",
-            "NodeSet pods kube-scheduler found no node for (PodScheduled=False, Unschedulable): Slurm's growth waits for a pool node with room for one.",
-            &l,
-            c.unschedulable_pods as f64,
-        );
+        "slurmscale_colocation_unschedulable_pods",
+        "NodeSet pods kube-scheduler found no node for (PodScheduled=False, Unschedulable): Slurm's growth waits for a pool node with room for one.",
+        &l,
+        c.unschedulable_pods as f64,
+    );
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::fixtures;
+    use crate::metrics::fixtures;
 
-    /// Only the colocated fixture autoscaler (`pool`) has series; Kubernetes holds what of
+    /// The colocated fixture autoscaler (`pool`): four nodes, three Slurm's, one of them
+    /// draining for Kubernetes, one NodeSet pod waiting for room; Kubernetes holds what of
     /// the pool Slurm does not.
     #[test]
     fn renders_the_fixture_pool() {
+        let row = super::ColocationRow {
+            pool: 4,
+            slurm: 3,
+            draining: 1,
+            kubernetes_need: 2,
+            slurm_need: 1,
+            unschedulable_pods: 1,
+        };
         fixtures::assert_text(
-            &fixtures::render(super::collect),
+            &fixtures::render_policy("slurm/pool", row),
             r#"
             # HELP slurmscale_colocation_pool_nodes Nodes in the colocated pool (GenericNodes with known capacity).
             # TYPE slurmscale_colocation_pool_nodes gauge
