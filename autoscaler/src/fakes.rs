@@ -22,11 +22,11 @@ use slurmscale_exporter::k8s::watch::KubeSnapshot;
 use slurmscale_exporter::slurm::ApiVersion;
 
 use crate::actuator::{Kubernetes, NodeFacts, PodsBy, Target};
-use crate::colocation::PendingPod;
 use crate::controller::{Controller, ControllerConfig, Seam};
 use crate::crd::{NodeSetAutoscaler, NodeSetAutoscalerStatus, ScaleTargetRef};
 use crate::error::{Error, Result};
 use crate::leader::Leadership;
+use crate::pool::PendingPod;
 use crate::pool::{NamedPods, NodeSetPod, NodeSetPods, PoolReader};
 use crate::records::Record;
 use crate::slurm_nodes::{SlurmNodes, drain_reason};

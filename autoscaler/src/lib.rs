@@ -1,13 +1,12 @@
-//! The slurmscale autoscaler library: the `NodeSetAutoscaler` CRD ([`crd`]), the pure
-//! planners ([`policy`], [`colocation`] and [`slurm_planned`]) and the
-//! [`plan`] they return, the [`controller`]
+//! The slurmscale autoscaler library: the `NodeSetAutoscaler` CRD ([`crd`]), the [`plan`]
+//! every policy returns, the [`controller`] (with each policy in a room of its own, its pure
+//! planner among it)
 //! loop, the seam it acts and reads through ([`actuator`], [`slurm_nodes`], [`pool`], and
 //! their in-memory [`fakes`]), [`leader`] election and the autoscaler's [`metrics`]: what
 //! runs in production. [`run`] wires them together as `slurmscale autoscaler` runs them. (The
 //! simulated world the replays and the demo run this controller in is `slurmscale-sim`.)
 
 pub mod actuator;
-pub mod colocation;
 pub mod controller;
 pub mod crd;
 pub mod error;
@@ -15,11 +14,9 @@ pub mod fakes;
 pub mod leader;
 pub mod metrics;
 pub mod plan;
-pub mod policy;
 pub mod pool;
 pub mod records;
 pub mod slurm_nodes;
-pub mod slurm_planned;
 pub mod targets;
 
 use std::collections::BTreeMap;

@@ -1,6 +1,6 @@
-//! The vocabulary between planners and the controller. A planner ([`crate::policy::decide`]
-//! for a NodeSet that follows Slurm demand, [`crate::colocation::plan`] for a pool shared
-//! with Kubernetes, [`crate::slurm_planned`] for slurmctld's own plan) is a pure function
+//! The vocabulary between planners and the controller. A planner (each policy's, in its room
+//! under `controller/plan/`: following Slurm demand, sharing a pool with Kubernetes,
+//! following slurmctld's own plan) is a pure function
 //! that returns one [`Plan`]: the replicas and node records every policy sets, why, and the
 //! effects only that policy has, in a type of its own kept in its room. The executor sees
 //! those effects only as [`Move`]s — a few kinds of write it knows how to make and say — so
@@ -9,7 +9,11 @@
 use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
+
+use slurmscale_exporter::signals::{PartitionSignals, Untrusted};
+
+use crate::crd::NodeSetAutoscalerSpec;
 
 /// What a planner intends for one NodeSetAutoscaler now, and why.
 #[derive(Clone, Debug)]
@@ -150,6 +154,72 @@ impl Plan {
     pub fn effects<E: Effects>(&self) -> Option<&E> {
         let any: &dyn Any = self.effects.as_deref()?;
         any.downcast_ref()
+    }
+}
+
+/// The spec's numbers, with defaults applied.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bounds {
+    pub min: u64,
+    pub max: u64,
+    pub idle: u64,
+    pub idle_timeout: Duration,
+    pub up_step: Option<u64>,
+    pub up_window: Duration,
+    pub down_step: u64,
+    pub down_window: Duration,
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Self {
+            min: 0,
+            max: 1,
+            idle: 0,
+            idle_timeout: Duration::from_secs(300),
+            up_step: None,
+            up_window: Duration::ZERO,
+            down_step: 4,
+            down_window: Duration::from_secs(300),
+        }
+    }
+}
+
+impl Bounds {
+    /// How long the history must reach back for the windows.
+    pub fn history_span(&self) -> Duration {
+        self.down_window.max(self.up_window) + Duration::from_secs(60)
+    }
+}
+
+impl From<&NodeSetAutoscalerSpec> for Bounds {
+    fn from(s: &NodeSetAutoscalerSpec) -> Self {
+        let secs = |v: Option<u32>, default: u64| Duration::from_secs(v.map_or(default, u64::from));
+        Self {
+            min: s.min_replicas.into(),
+            max: u64::from(s.max_replicas).max(s.min_replicas.into()),
+            idle: s.idle_replicas.into(),
+            idle_timeout: s.idle_timeout(),
+            up_step: s.scale_up.max_step.map(|m| u64::from(m).max(1)),
+            up_window: secs(s.scale_up.stabilization_window_seconds, 0),
+            down_step: s.scale_down.max_step.map_or(4, |m| u64::from(m).max(1)),
+            down_window: secs(s.scale_down.stabilization_window_seconds, 300),
+        }
+    }
+}
+
+/// The Slurm side of a decision, or why there is none.
+pub type Signals = Result<PartitionSignals, Untrusted>;
+
+/// No change at all: the data cannot be trusted.
+pub fn frozen(current: u64, why: impl std::fmt::Display) -> Plan {
+    Plan {
+        replicas: current,
+        recommendation: current,
+        reason: Reason::Frozen,
+        steps: vec![format!("holding {current}: {why}")],
+        frozen: true,
+        ..Plan::default()
     }
 }
 

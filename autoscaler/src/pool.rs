@@ -11,11 +11,11 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::api::{Api, ListParams};
+use slurmscale_exporter::k8s::ledger::Taint;
 use slurmscale_exporter::k8s::watch::{KubeSnapshot, KubeSource};
 use slurmscale_exporter::quantity;
 
 use crate::actuator::POD_DELETION_COST;
-use crate::colocation::{PendingPod, Placement, Requirement, Toleration};
 use crate::error::Result;
 
 /// The resource name of GPUs in requests, allocatable and the ledger.
@@ -32,6 +32,86 @@ pub enum NodeSetPod {
     Marked,
     /// Runs slurmd for the partition.
     Serving,
+}
+
+/// A pending pod that could use the pool.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PendingPod {
+    pub name: String,
+    /// Requests: CPU cores, memory bytes, GPUs (`nvidia.com/gpu`).
+    pub cpu: f64,
+    pub memory: f64,
+    pub gpu: f64,
+    pub placement: Placement,
+}
+
+/// Where a pod may run: its `nodeSelector`, its required node affinity and its tolerations.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Placement {
+    pub node_selector: BTreeMap<String, String>,
+    /// Required node-affinity terms: a node must satisfy every requirement of one of them.
+    /// None at all: any node.
+    pub terms: Vec<Vec<Requirement>>,
+    pub tolerations: Vec<Toleration>,
+}
+
+/// One of a pod's `tolerations`, as the scheduler reads it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Toleration {
+    /// Empty with `Exists`: every taint.
+    pub key: String,
+    /// `Equal` (the default) or `Exists`.
+    pub operator: String,
+    pub value: String,
+    /// Empty: every effect.
+    pub effect: String,
+}
+
+impl Toleration {
+    /// Whether the pod may run on a node with taint `t`.
+    pub fn tolerates(&self, t: &Taint) -> bool {
+        let effect = self.effect.is_empty() || self.effect == t.effect;
+        let key = self.key.is_empty() || self.key == t.key;
+        let value = match self.operator.as_str() {
+            "Exists" => true,
+            "" | "Equal" => !self.key.is_empty() && self.value == t.value,
+            _ => false,
+        };
+        effect && key && value
+    }
+}
+
+/// One `matchExpressions` (on labels) or `matchFields` (on `metadata.name`) entry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Requirement {
+    pub key: String,
+    pub operator: String,
+    pub values: Vec<String>,
+    /// A `matchFields` entry: `key` is a field of the node (only `metadata.name` exists).
+    pub field: bool,
+}
+
+impl Requirement {
+    /// Whether node `node` with `labels` satisfies it.
+    pub fn matches(&self, node: &str, labels: &BTreeMap<String, String>) -> bool {
+        let value = if self.field {
+            (self.key == "metadata.name").then_some(node)
+        } else {
+            labels.get(&self.key).map(String::as_str)
+        };
+        let number = |v: &str| v.parse::<i64>().ok();
+        let bound = self.values.first().and_then(|v| number(v));
+        match self.operator.as_str() {
+            "In" => value.is_some_and(|v| self.values.iter().any(|x| x == v)),
+            "NotIn" => value.is_none_or(|v| self.values.iter().all(|x| x != v)),
+            "Exists" => value.is_some(),
+            "DoesNotExist" => value.is_none(),
+            "Gt" => matches!((value.and_then(number), bound), (Some(v), Some(b)) if v > b),
+            "Lt" => matches!((value.and_then(number), bound), (Some(v), Some(b)) if v < b),
+            // An operator we do not know: assume the pod cannot use the node.
+            _ => false,
+        }
+    }
 }
 
 /// A NodeSet's pods by name, shared: a large NodeSet's list is read every poll.

@@ -12,9 +12,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use slurmscale_autoscaler::colocation::{PendingPod, Placement};
 use slurmscale_autoscaler::fakes::Write;
 use slurmscale_autoscaler::pool::{GPU, NodeSetPod};
+use slurmscale_autoscaler::pool::{PendingPod, Placement};
 use slurmscale_exporter::k8s::ledger::{Capacity, LedgerNode, Owner};
 
 use super::cluster::{Cluster, Slot};

@@ -13,7 +13,7 @@ use slurmscale_exporter::snapshot::ClusterSnapshot;
 
 use crate::actuator::Target;
 use crate::crd::NodeSetAutoscaler;
-use crate::policy::Signals;
+use crate::plan::Signals;
 use crate::pool::PoolReader;
 use crate::records;
 
@@ -29,7 +29,8 @@ pub struct Observation {
     /// Autoscalers that keep node records (`spec.nodeRecords`, slurm-planned mode): what
     /// there is.
     pub records: Option<RecordsView>,
-    /// What the policy read for itself ([`Policy::observe`]), in its own type.
+    /// What the policy read for itself ([`crate::controller::Policy::observe`]), in its own
+    /// type.
     pub own: Option<OwnInput>,
     /// The slurmrestd API version, for Slurm node writes (unknown until it answered).
     pub slurm_api: Option<ApiVersion>,

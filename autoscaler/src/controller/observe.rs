@@ -18,7 +18,7 @@ use super::plan::Policy;
 use crate::actuator::{Kubernetes, Target};
 use crate::crd::{NodeSetAutoscaler, NodeSetAutoscalerSpec};
 use crate::error::Result;
-use crate::policy::{Bounds, Signals};
+use crate::plan::{Bounds, Signals};
 use crate::pool::PoolReader;
 use crate::records;
 use crate::slurm_nodes::SlurmNodes;

@@ -17,10 +17,10 @@ use slurmscale_exporter::slurm::ApiVersion;
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
 use super::ControllerConfig;
-use crate::colocation::{PendingPod, Placement};
 use crate::crd::{NodeSetAutoscaler, NodeSetAutoscalerStatus};
 use crate::fakes::{Fake, FakeTarget, OnFake, World, Write};
 use crate::pool::NodeSetPod;
+use crate::pool::{PendingPod, Placement};
 
 const CLUSTER: &str = "c1";
 const NODESET: &str = "elastic";

@@ -83,7 +83,7 @@ impl Row {
 
 /// A policy's own part of its autoscaler's row, in a type of its own that only its room
 /// knows, and the series it makes: a policy's families live in its room, rendered for every
-/// autoscaler that has its row ([`policy`]).
+/// autoscaler that has its row (the `policy` family).
 pub trait PolicyRow: Any + fmt::Debug + Send + Sync {
     /// Its series, each with `labels` after the `cluster` already set.
     fn collect(&self, out: &mut Out, labels: [(&'static str, &str); 3]);

@@ -1,5 +1,5 @@
 //! The policy of a NodeSet that follows slurmctld's own plan (power-ups and power-downs):
-//! the pure decision is [`crate::slurm_planned::decide`]; here, what it reads, how the
+//! the pure decision is [`decide::decide`]; here, what it reads, how the
 //! decision becomes a plan with its effects, the configuration it last refreshed for, and
 //! its records' power states in the metrics.
 
@@ -8,6 +8,7 @@ use std::time::SystemTime;
 
 use slurmscale_exporter::metrics::unix_seconds;
 
+mod decide;
 mod metrics;
 mod observe;
 
@@ -21,13 +22,13 @@ use crate::controller::{Observation, Outcome};
 use crate::crd::NodeSetAutoscalerSpec;
 use crate::error::Result;
 use crate::metrics::Row;
+use crate::plan::{Bounds, frozen};
 use crate::plan::{Effects, Move, Plan, Reason, Write};
-use crate::policy::{self, Bounds};
-use crate::slurm_planned::{self, Power};
+use decide::Power;
 use metrics::PlannedRow;
 use observe::PlannedView;
 
-/// A NodeSet following exactly the nodes slurmctld powers up and down ([`slurm_planned`]).
+/// A NodeSet following exactly the nodes slurmctld powers up and down ([`decide`]).
 #[derive(Default)]
 pub(super) struct FollowSlurm {
     /// The configuration generation the records were last refreshed for.
@@ -131,7 +132,7 @@ impl FollowSlurm {
     /// The plan following slurmctld's power-ups and power-downs.
     fn follow(&self, _spec: &NodeSetAutoscalerSpec, obs: &Observation) -> Plan {
         let current = obs.target.replicas;
-        let hold = |why: String| policy::frozen(current, why);
+        let hold = |why: String| frozen(current, why);
         let signals = match &obs.signals {
             Ok(s) => s,
             Err(why) => return hold(why.to_string()),
@@ -162,7 +163,7 @@ impl FollowSlurm {
         let reloaded = generation.is_some_and(|g| {
             self.refreshed_for != Some(g) && (self.first_seen.is_some_and(|f| f != g) || stuck)
         });
-        let d = slurm_planned::decide(
+        let d = decide::decide(
             &view.ordinals,
             current,
             obs.target.status_replicas,
@@ -197,10 +198,7 @@ impl FollowSlurm {
                 generation,
             })),
             unsatisfiable_jobs: signals.demand.unsatisfiable_jobs,
-            active: view
-                .ordinals
-                .iter()
-                .any(|o| o.power == slurm_planned::Power::Busy),
+            active: view.ordinals.iter().any(|o| o.power == Power::Busy),
             ..Plan::default()
         }
     }

@@ -8,13 +8,13 @@ use kube::ResourceExt;
 use slurmscale_exporter::model::Node;
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
+use super::decide::Ordinal;
 use crate::actuator::Target;
 use crate::controller::observation::RecordsView;
 use crate::controller::observation::{OwnInput, Reading};
 use crate::crd::NodeSetAutoscaler;
 use crate::error::{Error, Result};
 use crate::pool::{NamedPods, PodState, PoolReader, pod_ordinal};
-use crate::slurm_planned::Ordinal;
 
 /// A slurm-planned NodeSet, ordinal by ordinal.
 #[derive(Clone, Debug)]

@@ -1,18 +1,18 @@
 //! The policy of a pool shared with Kubernetes: the pure planner and its effects are
-//! [`crate::colocation`]; here, what it reads, the cooldown's memory and the pool's part of
+//! [`planner`]; here, what it reads, the cooldown's memory and the pool's part of
 //! the status and metrics.
 
 use std::time::SystemTime;
 
 mod metrics;
 mod observe;
+mod planner;
 
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
 use super::{OwnCondition, Policy, PolicyStatus};
-use crate::colocation::{self, ColocationBounds, ColocationHistory, PoolMoves};
 use crate::controller::observation::Inputs;
 use crate::controller::observation::{OwnInput, Reading};
 use crate::controller::{Observation, Outcome};
@@ -22,8 +22,9 @@ use crate::metrics::Row;
 use crate::plan::Plan;
 use metrics::ColocationRow;
 use observe::PoolView;
+use planner::{ColocationBounds, ColocationHistory, PoolMoves};
 
-/// A pool of nodes shared with Kubernetes ([`colocation`]).
+/// A pool of nodes shared with Kubernetes ([`planner`]).
 #[derive(Default)]
 pub(super) struct SharePool {
     /// When capacity last moved each way, for the cooldown.
@@ -62,7 +63,7 @@ impl Policy for SharePool {
                 ..Plan::default()
             };
         };
-        let mut plan = colocation::plan(
+        let mut plan = planner::plan(
             &ColocationBounds::from(col),
             &pool.nodes,
             &pool.pods,

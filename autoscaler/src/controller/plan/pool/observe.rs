@@ -11,11 +11,12 @@ use slurmscale_exporter::k8s::watch::KubeSnapshot;
 use slurmscale_exporter::model::{Node, NodeBase, NodeFlags, NodeWork};
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
+use super::planner::{PoolNode, SlurmNode};
 use crate::actuator::Target;
-use crate::colocation::{PendingPod, PoolNode, SlurmNode};
 use crate::controller::observation::{OwnInput, Reading};
 use crate::crd::{ColocationSpec, NodeSetAutoscaler};
 use crate::error::{Error, Result};
+use crate::pool::PendingPod;
 use crate::pool::{NodeSetPod, PoolReader};
 use crate::slurm_nodes::DRAIN_PREFIX;
 

@@ -16,13 +16,11 @@ use std::time::{Duration, SystemTime};
 
 mod placement;
 
-pub use placement::{
-    PendingPod, Placement, PodPlacement, Requirement, Toleration, kubernetes_need, place_pods,
-};
+use crate::pool::PendingPod;
+use placement::{PodPlacement, place_pods};
 
 use crate::crd::ColocationSpec;
-use crate::plan::{Effects, Move, Plan, Reason, Write};
-use crate::policy::Signals;
+use crate::plan::{Effects, Move, Plan, Reason, Signals, Write};
 pub use slurmscale_exporter::k8s::ledger::Taint;
 
 /// One node of the pool.
@@ -426,7 +424,9 @@ fn give_back(p: &mut Plan, m: &mut PoolMoves, sides: &Sides, max_slurm: u64) {
 
 #[cfg(test)]
 mod tests {
+    use super::placement::kubernetes_need;
     use super::*;
+    use crate::pool::{Placement, Requirement, Toleration};
     use proptest::prelude::*;
     use slurmscale_exporter::model::demand::Demand;
     use slurmscale_exporter::signals::PartitionSignals;

@@ -1,16 +1,19 @@
 //! The policy of a NodeSet that follows its partitions' demand: the pure planner is
-//! [`crate::policy::decide`]; here, what it reads and the windows' memory.
+//! [`decide`]; here, what it reads and the windows' memory.
 
 use std::time::SystemTime;
+
+mod decide;
 
 use super::Policy;
 use crate::controller::Observation;
 use crate::controller::observation::Inputs;
 use crate::crd::NodeSetAutoscalerSpec;
+use crate::plan::Bounds;
 use crate::plan::Plan;
-use crate::policy::{self, Bounds, History};
+use decide::History;
 
-/// A NodeSet following its partitions' demand, within bounds ([`policy`]).
+/// A NodeSet following its partitions' demand, within bounds ([`decide`]).
 #[derive(Default)]
 pub(super) struct FollowDemand {
     /// Recent recommendations and idle time, for the windows.
@@ -36,7 +39,7 @@ impl Policy for FollowDemand {
     }
 
     fn plan(&self, spec: &NodeSetAutoscalerSpec, obs: &Observation) -> Plan {
-        policy::decide(
+        decide::decide(
             &Bounds::from(spec),
             &obs.signals,
             obs.target.replicas,

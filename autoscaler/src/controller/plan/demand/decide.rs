@@ -16,61 +16,9 @@ use std::collections::VecDeque;
 use std::time::{Duration, SystemTime};
 
 use slurmscale_exporter::model::PendingClass;
-use slurmscale_exporter::signals::{PartitionSignals, Untrusted, desired_nodes};
+use slurmscale_exporter::signals::desired_nodes;
 
-use crate::crd::NodeSetAutoscalerSpec;
-use crate::plan::{Plan, Reason};
-
-/// The spec's numbers, with defaults applied.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Bounds {
-    pub min: u64,
-    pub max: u64,
-    pub idle: u64,
-    pub idle_timeout: Duration,
-    pub up_step: Option<u64>,
-    pub up_window: Duration,
-    pub down_step: u64,
-    pub down_window: Duration,
-}
-
-impl Default for Bounds {
-    fn default() -> Self {
-        Self {
-            min: 0,
-            max: 1,
-            idle: 0,
-            idle_timeout: Duration::from_secs(300),
-            up_step: None,
-            up_window: Duration::ZERO,
-            down_step: 4,
-            down_window: Duration::from_secs(300),
-        }
-    }
-}
-
-impl Bounds {
-    /// How long the history must reach back for the windows.
-    pub fn history_span(&self) -> Duration {
-        self.down_window.max(self.up_window) + Duration::from_secs(60)
-    }
-}
-
-impl From<&NodeSetAutoscalerSpec> for Bounds {
-    fn from(s: &NodeSetAutoscalerSpec) -> Self {
-        let secs = |v: Option<u32>, default: u64| Duration::from_secs(v.map_or(default, u64::from));
-        Self {
-            min: s.min_replicas.into(),
-            max: u64::from(s.max_replicas).max(s.min_replicas.into()),
-            idle: s.idle_replicas.into(),
-            idle_timeout: s.idle_timeout(),
-            up_step: s.scale_up.max_step.map(|m| u64::from(m).max(1)),
-            up_window: secs(s.scale_up.stabilization_window_seconds, 0),
-            down_step: s.scale_down.max_step.map_or(4, |m| u64::from(m).max(1)),
-            down_window: secs(s.scale_down.stabilization_window_seconds, 300),
-        }
-    }
-}
+use crate::plan::{Bounds, Plan, Reason, Signals, frozen};
 
 /// What the policy remembers between decisions: recent recommendations and since when there
 /// has been no work. Kept in memory; after a restart or a change of leader the history starts
@@ -136,9 +84,6 @@ impl History {
 
 /// A record stays in a window while its age is at most the window: it is gone this much later.
 const JUST_AFTER: Duration = Duration::from_millis(1);
-
-/// The Slurm side of a decision, or why there is none.
-pub type Signals = Result<PartitionSignals, Untrusted>;
 
 /// Decides. Pure: the same inputs always give the same plan. Only replicas move: the plan's
 /// node lists stay empty.
@@ -216,18 +161,6 @@ pub fn decide(
     };
     p.steps = vec![message];
     p
-}
-
-/// No change at all: the data cannot be trusted.
-pub(crate) fn frozen(current: u64, why: impl std::fmt::Display) -> Plan {
-    Plan {
-        replicas: current,
-        recommendation: current,
-        reason: Reason::Frozen,
-        steps: vec![format!("holding {current}: {why}")],
-        frozen: true,
-        ..Plan::default()
-    }
 }
 
 /// Up: the lowest recommendation of the up window (just this one with a 0 s window), at
@@ -319,6 +252,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use slurmscale_exporter::model::demand::Demand;
+    use slurmscale_exporter::signals::{PartitionSignals, Untrusted};
 
     fn signals(busy: u64, demand: u64) -> Signals {
         Ok(PartitionSignals {
