@@ -191,6 +191,12 @@ pub async fn act<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     memory: &mut Announced,
     moved: &mut Moved,
 ) -> Result<Outcome> {
+    let executor = Executor {
+        seam,
+        nsa,
+        obs,
+        plan,
+    };
     let before = obs.target.replicas;
     let unchanged = Outcome {
         before,
@@ -208,11 +214,11 @@ pub async fn act<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
                 .and_then(|s| s.node_records.as_ref())
                 .is_some_and(|r| r.reload_pending);
         }
-        keep_records(seam, nsa, obs, plan, memory).await;
-        reload_for_records(seam, nsa, obs, plan, memory).await;
+        executor.keep_records(memory).await;
+        executor.reload_for_records(memory).await;
     }
     let outcome = match mode {
-        Mode::Act => apply(seam, nsa, obs, plan, moved).await?,
+        Mode::Act => executor.apply(moved).await?,
         Mode::DryRun => {
             announce(&seam.kubernetes, nsa, before, plan, memory).await;
             unchanged
@@ -237,122 +243,214 @@ pub async fn act<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     Ok(outcome)
 }
 
-/// Every effect, in the order that keeps the pool consistent: drains and resumes, then the
-/// pods to go first, then — once those marks have settled — the scale that removes them (or
-/// adds nodes). The scale carries the resource version read: a concurrent change fails it
-/// with a 409.
-async fn apply<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
-    seam: &Seam<K, S, P>,
-    nsa: &NodeSetAutoscaler,
-    obs: &Observation,
-    plan: &Plan,
-    moved: &mut Moved,
-) -> Result<Outcome> {
-    let moves = plan.moves();
-    move_nodes(seam, nsa, obs, &moves, moved).await?;
-    let namespace = nsa.metadata.namespace.clone().unwrap_or_default();
-    let kube = &seam.kubernetes;
-    if plan.replicas < obs.target.replicas
-        && let Some(at) = moved.marks_settle_at(&moves, obs.now)
-    {
-        debug!(autoscaler = %super::key(nsa), to = plan.replicas, "the scale-in waits for its pods' marks to reach slurm-operator");
-        return Ok(Outcome {
-            before: obs.target.replicas,
-            replicas: obs.target.replicas,
-            acted: true,
-            again_at: Some(at),
-        });
-    }
-    if plan.replicas != obs.target.replicas {
-        let version = obs.target.resource_version.as_deref();
-        kube.scale(
-            &namespace,
-            &nsa.spec.scale_target_ref,
-            plan.replicas,
-            version,
-        )
-        .await?;
-        if plan.replicas < obs.target.replicas {
-            moved.spend_marks(&moves);
-        }
-    }
-    let outcome = Outcome {
-        before: obs.target.replicas,
-        replicas: plan.replicas,
-        acted: true,
-        again_at: None,
-    };
-    if let Some(up) = outcome.scaled() {
-        info!(autoscaler = %super::key(nsa), from = outcome.before, to = plan.replicas, reason = %plan.reason, "{}", plan.message());
-        let reason = if up { "ScaledUp" } else { "ScaledDown" };
-        kube.event(nsa, false, reason, plan.message()).await;
-    }
-    Ok(outcome)
-}
-
-/// The plan's node moves (whichever policy made them), each said in an Event and logged.
-async fn move_nodes<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
-    seam: &Seam<K, S, P>,
-    nsa: &NodeSetAutoscaler,
-    obs: &Observation,
-    moves: &[Move],
-    moved: &mut Moved,
-) -> Result<()> {
-    let to = Nodes { seam, nsa, obs };
-    let let_go = moved.forget_seen(obs, moves);
-    if let Err(e) = to.unmark(&let_go).await {
-        moved.0.extend(let_go);
-        return Err(e);
-    }
-    for m in moves {
-        let todo: Vec<String> = (m.targets.iter())
-            .filter(|t| !moved.made(m.write, t))
-            .cloned()
-            .collect();
-        if todo.is_empty() {
-            continue;
-        }
-        let mut marked = 0;
-        match m.write {
-            Write::Drain(why) => {
-                for node in &todo {
-                    to.drain(node, why).await?;
-                }
-            }
-            Write::Resume => {
-                for node in &todo {
-                    to.resume(node).await?;
-                }
-            }
-            Write::Refresh(why) => {
-                for node in &todo {
-                    to.drain(node, why).await?;
-                    to.resume(node).await?;
-                }
-            }
-            Write::MarkPodsOn => marked = to.mark_to_go(PodsBy::Node(&todo)).await?,
-            Write::MarkPods => marked = to.mark_to_go(PodsBy::Name(&todo)).await?,
-        }
-        let note = (m.note)
-            .replace("{targets}", &todo.join(", "))
-            .replace("{marked}", &marked.to_string());
-        info!(autoscaler = %super::key(nsa), "{note}");
-        to.say(m.event, note).await;
-        moved
-            .0
-            .extend(todo.into_iter().map(|t| ((m.write, t), obs.now)));
-    }
-    Ok(())
-}
-
-/// The writes node moves are made of, for one autoscaler.
-struct Nodes<'a, K, S, P> {
+/// One autoscaler's plan being carried out through the seam: its node records, its node
+/// moves and its scale, each write said in an Event.
+struct Executor<'a, K, S, P> {
     seam: &'a Seam<K, S, P>,
     nsa: &'a NodeSetAutoscaler,
     obs: &'a Observation,
+    plan: &'a Plan,
 }
 
-impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Nodes<'_, K, S, P> {
+impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Executor<'_, K, S, P> {
+    /// Every effect, in the order that keeps the pool consistent: drains and resumes, then the
+    /// pods to go first, then — once those marks have settled — the scale that removes them (or
+    /// adds nodes). The scale carries the resource version read: a concurrent change fails it
+    /// with a 409.
+    async fn apply(&self, moved: &mut Moved) -> Result<Outcome> {
+        let moves = self.plan.moves();
+        self.move_nodes(&moves, moved).await?;
+        let namespace = self.nsa.metadata.namespace.clone().unwrap_or_default();
+        let kube = &self.seam.kubernetes;
+        if self.plan.replicas < self.obs.target.replicas
+            && let Some(at) = moved.marks_settle_at(&moves, self.obs.now)
+        {
+            debug!(autoscaler = %super::key(self.nsa), to = self.plan.replicas, "the scale-in waits for its pods' marks to reach slurm-operator");
+            return Ok(Outcome {
+                before: self.obs.target.replicas,
+                replicas: self.obs.target.replicas,
+                acted: true,
+                again_at: Some(at),
+            });
+        }
+        if self.plan.replicas != self.obs.target.replicas {
+            let version = self.obs.target.resource_version.as_deref();
+            kube.scale(
+                &namespace,
+                &self.nsa.spec.scale_target_ref,
+                self.plan.replicas,
+                version,
+            )
+            .await?;
+            if self.plan.replicas < self.obs.target.replicas {
+                moved.spend_marks(&moves);
+            }
+        }
+        let outcome = Outcome {
+            before: self.obs.target.replicas,
+            replicas: self.plan.replicas,
+            acted: true,
+            again_at: None,
+        };
+        if let Some(up) = outcome.scaled() {
+            info!(autoscaler = %super::key(self.nsa), from = outcome.before, to = self.plan.replicas, reason = %self.plan.reason, "{}", self.plan.message());
+            let reason = if up { "ScaledUp" } else { "ScaledDown" };
+            kube.event(self.nsa, false, reason, self.plan.message())
+                .await;
+        }
+        Ok(outcome)
+    }
+
+    /// The plan's node moves (whichever policy made them), each said in an Event and logged.
+    async fn move_nodes(&self, moves: &[Move], moved: &mut Moved) -> Result<()> {
+        let let_go = moved.forget_seen(self.obs, moves);
+        if let Err(e) = self.unmark(&let_go).await {
+            moved.0.extend(let_go);
+            return Err(e);
+        }
+        for m in moves {
+            let todo: Vec<String> = (m.targets.iter())
+                .filter(|t| !moved.made(m.write, t))
+                .cloned()
+                .collect();
+            if todo.is_empty() {
+                continue;
+            }
+            let mut marked = 0;
+            match m.write {
+                Write::Drain(why) => {
+                    for node in &todo {
+                        self.drain(node, why).await?;
+                    }
+                }
+                Write::Resume => {
+                    for node in &todo {
+                        self.resume(node).await?;
+                    }
+                }
+                Write::Refresh(why) => {
+                    for node in &todo {
+                        self.drain(node, why).await?;
+                        self.resume(node).await?;
+                    }
+                }
+                Write::MarkPodsOn => marked = self.mark_to_go(PodsBy::Node(&todo)).await?,
+                Write::MarkPods => marked = self.mark_to_go(PodsBy::Name(&todo)).await?,
+            }
+            let note = (m.note)
+                .replace("{targets}", &todo.join(", "))
+                .replace("{marked}", &marked.to_string());
+            info!(autoscaler = %super::key(self.nsa), "{note}");
+            self.say(m.event, note).await;
+            moved
+                .0
+                .extend(todo.into_iter().map(|t| ((m.write, t), self.obs.now)));
+        }
+        Ok(())
+    }
+
+    /// Creates the node records the plan lists. A failure is said in an Event (once until it
+    /// changes) and never holds up the scaling that follows: the records are asked for again
+    /// after [`RECORDS_RETRY`].
+    async fn keep_records(&self, memory: &mut Announced) {
+        let Ok(records) = &self.plan.records else {
+            return;
+        };
+        let (Some(version), false) = (self.obs.slurm_api, records.is_empty()) else {
+            return;
+        };
+        if !retry_due(memory.records_asked, self.obs.now) {
+            return;
+        }
+        memory.records_asked = Some(self.obs.now);
+        let cluster = self.obs.cluster.clone().unwrap_or_default();
+        let mut made = Vec::new();
+        for r in records {
+            if let Err(e) = self.seam.slurm.create(&cluster, version, r).await {
+                let note = format!("cannot create the Slurm node record {}: {e}", r.name);
+                self.records_failed(memory, "NodeRecordsFailed", note).await;
+                break;
+            }
+            made.push(r.name.as_str());
+        }
+        if !made.is_empty() {
+            memory.reload_due |= self
+                .obs
+                .records
+                .as_ref()
+                .is_some_and(|r| records::reload_after_creating(r.kind, version));
+            let note = format!(
+                "asked slurmctld for {} node record(s) ({}), e.g. {}",
+                made.len(),
+                made.join(","),
+                records[0].conf
+            );
+            info!(autoscaler = %super::key(self.nsa), "{note}");
+            self.seam
+                .kubernetes
+                .event(self.nsa, false, "NodeRecords", note)
+                .await;
+        }
+    }
+
+    /// Once the records made are there (read back in the partition) and none of the NodeSet's
+    /// is powering up (a reload then has tripped Slurm before), has slurmctld reload its
+    /// configuration, where the release needs it to allocate new records at all. Asked again
+    /// after [`RECORDS_RETRY`] if it fails; the reload's own effect on resumed records is the
+    /// refresh the next looks make.
+    async fn reload_for_records(&self, memory: &mut Announced) {
+        let (true, Some(version), Ok(missing)) =
+            (memory.reload_due, self.obs.slurm_api, &self.plan.records)
+        else {
+            return;
+        };
+        if !missing.is_empty()
+            || self.plan.reload_waits
+            || !retry_due(memory.reload_asked, self.obs.now)
+        {
+            return;
+        }
+        memory.reload_asked = Some(self.obs.now);
+        let cluster = self.obs.cluster.clone().unwrap_or_default();
+        let release = self
+            .obs
+            .slurm_release
+            .as_deref()
+            .unwrap_or("of unknown release");
+        match self.seam.slurm.reconfigure(&cluster, version).await {
+            Ok(()) => {
+                memory.reload_due = false;
+                let note = format!(
+                    "had slurmctld reload its configuration, so that Slurm {release} puts the new CLOUD records to use (24.11 allocates none of them, 26.05 powers none up, until it reloads)"
+                );
+                info!(autoscaler = %super::key(self.nsa), "{note}");
+                self.seam
+                    .kubernetes
+                    .event(self.nsa, false, "Reconfigured", note)
+                    .await;
+            }
+            Err(e) => {
+                let note = format!(
+                    "cannot have slurmctld reload its configuration ({e}): until it does, Slurm {release} may not use the new CLOUD records; run `scontrol reconfigure`"
+                );
+                self.records_failed(memory, "ReconfigureFailed", note).await;
+            }
+        }
+    }
+
+    /// A failure to make records (or the reload they need): logged each time, said in a Warning
+    /// Event once until it changes.
+    async fn records_failed(&self, memory: &mut Announced, reason: &str, note: String) {
+        warn!(autoscaler = %super::key(self.nsa), "{note}");
+        if memory.records_failure.as_deref() != Some(note.as_str()) {
+            self.seam
+                .kubernetes
+                .event(self.nsa, true, reason, note.clone())
+                .await;
+            memory.records_failure = Some(note);
+        }
+    }
+
     /// The Slurm cluster and the API version its slurmrestd speaks.
     fn slurm(&self) -> Result<(String, ApiVersion)> {
         let cluster = self.obs.cluster.clone().unwrap_or_default();
@@ -420,113 +518,11 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Nodes<'_, K, S, P> {
     }
 }
 
-/// Creates the node records the plan lists. A failure is said in an Event (once until it
-/// changes) and never holds up the scaling that follows: the records are asked for again
-/// after [`RECORDS_RETRY`].
-async fn keep_records<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
-    seam: &Seam<K, S, P>,
-    nsa: &NodeSetAutoscaler,
-    obs: &Observation,
-    plan: &Plan,
-    memory: &mut Announced,
-) {
-    let Ok(records) = &plan.records else { return };
-    let (Some(version), false) = (obs.slurm_api, records.is_empty()) else {
-        return;
-    };
-    if !retry_due(memory.records_asked, obs.now) {
-        return;
-    }
-    memory.records_asked = Some(obs.now);
-    let cluster = obs.cluster.clone().unwrap_or_default();
-    let mut made = Vec::new();
-    for r in records {
-        if let Err(e) = seam.slurm.create(&cluster, version, r).await {
-            let note = format!("cannot create the Slurm node record {}: {e}", r.name);
-            records_failed(seam, nsa, memory, "NodeRecordsFailed", note).await;
-            break;
-        }
-        made.push(r.name.as_str());
-    }
-    if !made.is_empty() {
-        memory.reload_due |= obs
-            .records
-            .as_ref()
-            .is_some_and(|r| records::reload_after_creating(r.kind, version));
-        let note = format!(
-            "asked slurmctld for {} node record(s) ({}), e.g. {}",
-            made.len(),
-            made.join(","),
-            records[0].conf
-        );
-        info!(autoscaler = %super::key(nsa), "{note}");
-        seam.kubernetes.event(nsa, false, "NodeRecords", note).await;
-    }
-}
-
-/// Once the records made are there (read back in the partition) and none of the NodeSet's
-/// is powering up (a reload then has tripped Slurm before), has slurmctld reload its
-/// configuration, where the release needs it to allocate new records at all. Asked again
-/// after [`RECORDS_RETRY`] if it fails; the reload's own effect on resumed records is the
-/// refresh the next looks make.
-async fn reload_for_records<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
-    seam: &Seam<K, S, P>,
-    nsa: &NodeSetAutoscaler,
-    obs: &Observation,
-    plan: &Plan,
-    memory: &mut Announced,
-) {
-    let (true, Some(version), Ok(missing)) = (memory.reload_due, obs.slurm_api, &plan.records)
-    else {
-        return;
-    };
-    if !missing.is_empty() || plan.reload_waits || !retry_due(memory.reload_asked, obs.now) {
-        return;
-    }
-    memory.reload_asked = Some(obs.now);
-    let cluster = obs.cluster.clone().unwrap_or_default();
-    let release = obs.slurm_release.as_deref().unwrap_or("of unknown release");
-    match seam.slurm.reconfigure(&cluster, version).await {
-        Ok(()) => {
-            memory.reload_due = false;
-            let note = format!(
-                "had slurmctld reload its configuration, so that Slurm {release} puts the new CLOUD records to use (24.11 allocates none of them, 26.05 powers none up, until it reloads)"
-            );
-            info!(autoscaler = %super::key(nsa), "{note}");
-            seam.kubernetes
-                .event(nsa, false, "Reconfigured", note)
-                .await;
-        }
-        Err(e) => {
-            let note = format!(
-                "cannot have slurmctld reload its configuration ({e}): until it does, Slurm {release} may not use the new CLOUD records; run `scontrol reconfigure`"
-            );
-            records_failed(seam, nsa, memory, "ReconfigureFailed", note).await;
-        }
-    }
-}
-
 /// Whether something last asked for at `asked` (if ever) may be asked for again at `now`.
 fn retry_due(asked: Option<std::time::SystemTime>, now: std::time::SystemTime) -> bool {
     asked
         .and_then(|t| now.duration_since(t).ok())
         .is_none_or(|since| since >= RECORDS_RETRY)
-}
-
-/// A failure to make records (or the reload they need): logged each time, said in a Warning
-/// Event once until it changes.
-async fn records_failed<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
-    seam: &Seam<K, S, P>,
-    nsa: &NodeSetAutoscaler,
-    memory: &mut Announced,
-    reason: &str,
-    note: String,
-) {
-    warn!(autoscaler = %super::key(nsa), "{note}");
-    if memory.records_failure.as_deref() != Some(note.as_str()) {
-        seam.kubernetes.event(nsa, true, reason, note.clone()).await;
-        memory.records_failure = Some(note);
-    }
 }
 
 /// A dry run says once what it would do, each time the intention changes.

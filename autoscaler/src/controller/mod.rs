@@ -268,7 +268,7 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Controller<K, S, P> {
             let obs = observe::observe(self, nsa, policy.as_ref(), target, now).await?;
             let plan = plan::plan(policy.as_ref(), spec, &obs);
             entry.revisit = plan.revisit;
-            policy.planned(spec, &plan, now);
+            policy.remember(spec, &plan, now);
             match act::act(
                 &self.seam,
                 nsa,

@@ -40,8 +40,9 @@ pub trait Policy: Send + Sync {
     }
     /// The plan for now.
     fn plan(&self, spec: &NodeSetAutoscalerSpec, obs: &Observation) -> Plan;
-    /// Right after planning, whatever happens next.
-    fn planned(&mut self, _spec: &NodeSetAutoscalerSpec, _plan: &Plan, _now: SystemTime) {}
+    /// What to remember of the plan just made, right after planning, whatever happens next
+    /// (the demand policy's recommendations for its windows).
+    fn remember(&mut self, _spec: &NodeSetAutoscalerSpec, _plan: &Plan, _now: SystemTime) {}
     /// Once a plan was carried out (not by a standby, not in a dry run).
     fn acted(&mut self, _plan: &Plan, _outcome: &Outcome, _now: SystemTime) {}
     /// Targets it cannot serve as the spec asks, and why (checked before anything is read).

@@ -49,7 +49,7 @@ impl Policy for FollowDemand {
     }
 
     /// The windows read every recommendation made.
-    fn planned(&mut self, spec: &NodeSetAutoscalerSpec, plan: &Plan, now: SystemTime) {
+    fn remember(&mut self, spec: &NodeSetAutoscalerSpec, plan: &Plan, now: SystemTime) {
         let keep = Bounds::from(spec).history_span();
         self.history.record(plan, now, keep);
     }
