@@ -138,12 +138,7 @@ impl<T> Series<T> {
         help: &'static str,
         value: fn(&T) -> Option<f64>,
     ) -> Self {
-        Self {
-            name,
-            help,
-            kind: Kind::Gauge,
-            value,
-        }
+        Self::of(Kind::Gauge, name, help, value)
     }
 
     pub const fn counter(
@@ -151,10 +146,19 @@ impl<T> Series<T> {
         help: &'static str,
         value: fn(&T) -> Option<f64>,
     ) -> Self {
+        Self::of(Kind::Counter, name, help, value)
+    }
+
+    const fn of(
+        kind: Kind,
+        name: &'static str,
+        help: &'static str,
+        value: fn(&T) -> Option<f64>,
+    ) -> Self {
         Self {
             name,
             help,
-            kind: Kind::Counter,
+            kind,
             value,
         }
     }
