@@ -26,7 +26,7 @@ use slurmscale_exporter::model::text::{for_each_host, split_top};
 use slurmscale_exporter::slurm::ApiVersion;
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
-use crate::crd::{NodeRecords, NodeSetAutoscalerSpec, ScalingMode};
+use crate::crd::{NodeRecords, NodeSetAutoscalerSpec};
 
 /// The records an autoscaler keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,12 +38,12 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// What `spec` keeps, if anything: slurm-planned mode needs CLOUD records.
+    /// What `spec.nodeRecords` asks to keep, if anything (a policy may keep records of its
+    /// own kind instead, through its `Inputs`: slurm-planned's CLOUD records).
     pub fn of(spec: &NodeSetAutoscalerSpec) -> Option<Self> {
-        match (spec.mode, spec.node_records) {
-            (ScalingMode::SlurmPlanned, _) => Some(Self::Cloud),
-            (ScalingMode::Replicas, NodeRecords::Future) => Some(Self::Future),
-            (ScalingMode::Replicas, NodeRecords::None) => None,
+        match spec.node_records {
+            NodeRecords::Future => Some(Self::Future),
+            NodeRecords::None => None,
         }
     }
 

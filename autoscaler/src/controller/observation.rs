@@ -12,7 +12,7 @@ use slurmscale_exporter::slurm::ApiVersion;
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
 use crate::actuator::Target;
-use crate::crd::NodeSetAutoscaler;
+use crate::crd::{NodeSetAutoscaler, NodeSetAutoscalerSpec};
 use crate::plan::Signals;
 use crate::pool::PoolReader;
 use crate::records;
@@ -41,13 +41,26 @@ pub struct Observation {
     pub slurm_nodes_at: Option<SystemTime>,
 }
 
-/// How Slurm's signals are read for a policy.
+/// How the reads every policy gets are made for one: Slurm's signals, and which node
+/// records are kept for the target's pods.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Inputs {
     /// Jobs needing more nodes than this are unsatisfiable, not demand.
     pub max_nodes: Option<u64>,
     /// Only the first partition counts.
     pub one_partition: bool,
+    /// The node records kept, if any.
+    pub records: Option<records::Kind>,
+}
+
+impl Inputs {
+    /// What the spec asks of every policy: the records `spec.nodeRecords` names.
+    pub fn of(spec: &NodeSetAutoscalerSpec) -> Self {
+        Self {
+            records: records::Kind::of(spec),
+            ..Self::default()
+        }
+    }
 }
 
 impl Observation {

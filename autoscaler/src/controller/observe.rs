@@ -80,7 +80,7 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         .map_err(Clone::clone)
         .and_then(|s| signals(s, &partitions, &ask, now, ctl.cfg.stale_after));
     let snap = snapshot.as_deref().ok();
-    let records = records::Kind::of(spec).map(|kind| {
+    let records = inputs.records.map(|kind| {
         let prefix = match target.nodes.node_prefix.as_str() {
             "" => format!("{}-", spec.scale_target_ref.name),
             p => p.to_string(),

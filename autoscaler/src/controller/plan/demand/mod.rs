@@ -34,7 +34,7 @@ impl Policy for FollowDemand {
         // maxReplicas are not its demand.
         Inputs {
             max_nodes: Some(Bounds::from(spec).max),
-            ..Inputs::default()
+            ..Inputs::of(spec)
         }
     }
 

@@ -24,6 +24,7 @@ use crate::error::Result;
 use crate::metrics::Row;
 use crate::plan::{Bounds, frozen};
 use crate::plan::{Effects, Move, Plan, Reason, Write};
+use crate::records;
 use decide::Power;
 use metrics::PlannedRow;
 use observe::PlannedView;
@@ -56,6 +57,8 @@ impl Policy for FollowSlurm {
         // Demand is read for the status and metrics only: slurmctld decides.
         Inputs {
             max_nodes: Some(Bounds::from(spec).max),
+            // Slurm plans on CLOUD records, one per ordinal.
+            records: Some(records::Kind::Cloud),
             ..Inputs::default()
         }
     }

@@ -40,11 +40,11 @@ impl Policy for SharePool {
         Self::NAME
     }
 
-    fn inputs(&self, _spec: &NodeSetAutoscalerSpec) -> Inputs {
+    fn inputs(&self, spec: &NodeSetAutoscalerSpec) -> Inputs {
         // A pool is one partition's.
         Inputs {
             one_partition: true,
-            ..Inputs::default()
+            ..Inputs::of(spec)
         }
     }
 
