@@ -745,3 +745,51 @@ fn no_module_imports_form_a_circle() {
     );
     assert!(circles.is_empty(), "imports that go round: {circles:#?}");
 }
+
+/// A policy is one room and one registration: outside its room, the production code names
+/// the slurm-planned policy only where the spec picks it (`controller/plan/mod.rs`) and in
+/// the CRD that selects it (`crd.rs`). Tests, and the simulated world's replay row, may name
+/// it anywhere.
+#[test]
+fn the_slurm_planned_policy_is_named_only_in_its_room_its_registration_and_the_crd() {
+    let allowed = [
+        "autoscaler/src/controller/plan/planned/",
+        "autoscaler/src/controller/plan/mod.rs",
+        "autoscaler/src/crd.rs",
+    ];
+    let names = [
+        "slurm-planned",
+        "slurm_planned",
+        "slurmplanned",
+        "slurm planned",
+        "followslurm",
+    ];
+    let mut sources = Vec::new();
+    for dir in ["exporter/src", "autoscaler/src", "src"] {
+        files(&root().join(dir), &mut sources);
+    }
+    sources.retain(|p| p.extension().is_some_and(|e| e == "rs"));
+    let tests = test_module_files(&sources);
+    let mut outside = Vec::new();
+    for path in sources.iter().filter(|p| !tests.contains(*p)) {
+        let rel = path
+            .strip_prefix(root())
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if allowed.iter().any(|a| rel.starts_with(a)) {
+            continue;
+        }
+        let text = std::fs::read_to_string(path).unwrap();
+        for (i, line) in product_lines(&text).iter().enumerate() {
+            let lower = line.to_lowercase();
+            if names.iter().any(|n| lower.contains(n)) {
+                outside.push(format!("{rel}:{}", i + 1));
+            }
+        }
+    }
+    assert!(
+        outside.is_empty(),
+        "the slurm-planned policy named outside its room: {outside:?}"
+    );
+}

@@ -40,7 +40,7 @@ pub struct World {
     pub pods: BTreeMap<String, BTreeMap<String, NodeSetPod>>,
     /// Per pod selector: how many of its pods no node has room for.
     pub unscheduled: BTreeMap<String, u64>,
-    /// Per pod selector: its pods by name, and how each stands (slurm-planned NodeSets).
+    /// Per pod selector: its pods by name, and how each stands (for policies that read pods by name).
     pub named_pods: BTreeMap<String, NamedPods>,
     /// Pods Kubernetes cannot place (pod selectors are not applied to them).
     pub unschedulable: Vec<PendingPod>,

@@ -158,7 +158,7 @@ pub async fn run(client: Client, cfg: AutoscalerConfig, stop: CancellationToken)
         None => leader::Leadership::always(),
     };
     // `POST /wake`: slurmctld's ResumeProgram says it powers nodes up; the pollers read
-    // nodes at once instead of at their next interval (slurm-planned's reaction).
+    // nodes at once instead of at their next interval.
     let (wake_tx, wake_rx) = tokio::sync::watch::channel(());
     // Only the leader polls Slurm in full; a standby pings, and takes over with a fresh
     // look before its first decision (its data is stale until then: it freezes).

@@ -1,7 +1,7 @@
 //! The Kubernetes read side of colocated pools, behind the [`PoolReader`] trait: the
 //! GenericNode ledger and Node capacity (kept by the exporter's watchers), the nodes the
-//! NodeSet's pods run on, and the pods Kubernetes cannot place; and for slurm-planned
-//! NodeSets, their pods by name. [`KubePool`] reads them from
+//! NodeSet's pods run on, and the pods Kubernetes cannot place; and a NodeSet's pods by
+//! name. [`KubePool`] reads them from
 //! the API server; tests and the demo read an in-memory pool instead
 //! ([`crate::fakes::Fake`]), so the controller's colocated path runs without a cluster.
 

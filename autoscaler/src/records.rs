@@ -10,7 +10,7 @@
 //! over (`slurmd -Z` joins an existing record). Records are created, never deleted: a
 //! record a pod left behind is the one its next pod joins.
 //!
-//! In slurm-planned mode the records are `State=CLOUD` instead:
+//! Records of kind CLOUD are `State=CLOUD` instead:
 //! powered down, which slurmctld plans jobs on and powers up when it starts one, with
 //! `Weight` rising by ordinal so that it picks the lowest ordinals first, as a NodeSet
 //! creates its pods (22.05 ignores weights among powered-down nodes and picks by index,
@@ -39,7 +39,7 @@ pub enum Kind {
 
 impl Kind {
     /// What `spec.nodeRecords` asks to keep, if anything (a policy may keep records of its
-    /// own kind instead, through its `Inputs`: slurm-planned's CLOUD records).
+    /// own kind instead, through its `Inputs`).
     pub fn of(spec: &NodeSetAutoscalerSpec) -> Option<Self> {
         match spec.node_records {
             NodeRecords::Future => Some(Self::Future),
@@ -242,7 +242,7 @@ pub fn missing(
 /// power save mode disabled"), so it allocates the records and never asks for them to be
 /// powered up, until it reloads. So a reload is asked for from every release that has REST
 /// `reconfigure/` (23.11 on, v0.0.40): after one, records not heard from since they were
-/// resumed need a refresh (the slurm-planned policy does it), which costs less than records
+/// resumed need a refresh (the policy keeping CLOUD records does it), which costs less than records
 /// that take no job. 22.05 is affected by neither.
 pub fn reload_after_creating(kind: Kind, version: ApiVersion) -> bool {
     kind == Kind::Cloud && version.reconfigures()

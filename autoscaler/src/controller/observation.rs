@@ -26,7 +26,7 @@ pub struct Observation {
     pub cluster: Option<String>,
     /// Busy nodes and demand of its partitions, or why they cannot be trusted.
     pub signals: Signals,
-    /// Autoscalers that keep node records (`spec.nodeRecords`, slurm-planned mode): what
+    /// Autoscalers that keep node records (`spec.nodeRecords`, or a policy's own kind): what
     /// there is.
     pub records: Option<RecordsView>,
     /// What the policy read for itself ([`crate::controller::Policy::observe`]), in its own

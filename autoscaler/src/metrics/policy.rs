@@ -1,5 +1,5 @@
 //! Each autoscaler's policy's own families: what its [`PolicyRow`] renders (a colocated
-//! pool's split, a slurm-planned NodeSet's records), written in the policy's room.
+//! pool's split, a NodeSet's records by power state), written in the policy's room.
 
 use slurmscale_exporter::metrics::Out;
 
