@@ -100,7 +100,7 @@ fn jobs(partition: &Arc<str>, distinct: bool) -> Jobs {
                 whole_node: whole,
                 submit_time: Some(1_700_000_000 + k as i64),
                 origin: slurmscale_exporter::model::origin::Origin::Batch,
-                plan: None,
+                planned_start: None,
             }
         })
         .collect();

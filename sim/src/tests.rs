@@ -463,7 +463,11 @@ fn the_first_waiting_job_shows_its_reservation_until_it_starts() {
     let mut view = view::SlurmView::new(&c);
     view.sync(&c);
     let jobs = view.jobs_with_running(&c);
-    let planned: Vec<_> = jobs.pending.iter().filter_map(|j| j.plan.clone()).collect();
+    let planned: Vec<_> = jobs
+        .pending
+        .iter()
+        .filter_map(|j| j.planned_start.clone())
+        .collect();
     assert_eq!(planned.len(), 1, "B alone is planned");
     assert_eq!(planned[0].start, 100);
     assert_eq!(planned[0].nodes.len(), 4);

@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime};
 use slurmscale_exporter::model::origin::Origin;
 use slurmscale_exporter::model::{
     Gres, Jobs, Node, NodeBase, NodeFlags, NodeState, NodeWork, Partition, PendingClass,
-    PendingJob, Plan,
+    PendingJob, PlannedStart,
 };
 use slurmscale_exporter::signals::{PartitionSignals, ShapeHints, partition_signals};
 use slurmscale_exporter::snapshot::ClusterSnapshot;
@@ -315,7 +315,7 @@ fn pending(cluster: &Cluster, partitions: &Arc<[Arc<str>]>, names: &[Arc<str>]) 
                 whole_node: j.whole_nodes(&cluster.shape),
                 submit_time: Some(j.submit),
                 origin: Origin::Batch,
-                plan: plan.filter(|r| r.job == index).map(|r| Plan {
+                planned_start: plan.filter(|r| r.job == index).map(|r| PlannedStart {
                     start: r.start,
                     nodes: r.nodes.iter().map(|&i| names[i as usize].clone()).collect(),
                 }),

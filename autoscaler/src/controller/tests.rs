@@ -192,7 +192,7 @@ fn snapshot(taken: SystemTime, partition: &str, nodes: Vec<Node>, jobs: &[u64]) 
             whole_node: true,
             submit_time: None,
             origin: slurmscale_exporter::model::origin::Origin::Batch,
-            plan: None,
+            planned_start: None,
         })
         .collect();
     snap.jobs.succeed(

@@ -29,7 +29,7 @@ pub mod kubernetes;
 pub mod nodes;
 pub mod nodeset;
 pub mod partitions;
-pub mod plan;
+pub mod planned_starts;
 pub mod scheduler;
 
 /// What to render beyond the defaults, and what not to.
@@ -78,7 +78,7 @@ pub const FAMILIES: &[(&str, Source)] = &[
     ("partitions", Source::Cluster(partitions::collect)),
     ("jobs", Source::Cluster(jobs::collect)),
     ("demand", Source::Cluster(demand::collect)),
-    ("plan", Source::Cluster(plan::collect)),
+    ("planned_starts", Source::Cluster(planned_starts::collect)),
     ("scheduler", Source::Cluster(scheduler::collect)),
     ("genericnode", Source::Kubernetes(genericnode::collect)),
     ("nodeset", Source::Kubernetes(nodeset::collect)),

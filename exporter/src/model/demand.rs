@@ -397,7 +397,7 @@ mod tests {
                     whole_node,
                     submit_time: None,
                     origin: super::super::origin::Origin::Batch,
-                    plan: None,
+                    planned_start: None,
                 })
                 .collect(),
             ..Jobs::default()

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::origin::{Origin, OriginRules};
-use super::{JobCounts, JobState, Jobs, NodeWork, PendingClass, PendingJob, Plan};
+use super::{JobCounts, JobState, Jobs, NodeWork, PendingClass, PendingJob, PlannedStart};
 use crate::model::text::{array_tasks, expand_hostlist};
 
 pub use super::record::JobRecord;
@@ -186,7 +186,7 @@ impl JobsBuilder {
         let plan = r
             .start_time
             .filter(|_| class == PendingClass::Schedulable)
-            .map(|start| Plan {
+            .map(|start| PlannedStart {
                 start,
                 nodes: expand_hostlist(r.scheduled_nodes, max_nodes.max(1) as usize)
                     .iter()
@@ -208,7 +208,7 @@ impl JobsBuilder {
             whole_node: r.whole_node,
             submit_time: r.submit_time.filter(|t| *t > 0),
             origin,
-            plan,
+            planned_start: plan,
         });
     }
 

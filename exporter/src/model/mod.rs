@@ -445,14 +445,14 @@ pub struct PendingJob {
     pub origin: origin::Origin,
     /// When slurmctld plans to start it (a schedulable job the backfill scheduler planned;
     /// unix seconds), and the nodes it holds for that start (v0.0.40 on).
-    pub plan: Option<Plan>,
+    pub planned_start: Option<PlannedStart>,
 }
 
 /// Slurm's plan for a pending job: when it starts, and on which nodes slurmctld keeps idle
 /// for it meanwhile (none known before REST v0.0.40, or for a job planned without a
 /// reservation: beyond `bf_window`, or not among the jobs that reserve).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Plan {
+pub struct PlannedStart {
     pub start: i64,
     pub nodes: Vec<Arc<str>>,
 }

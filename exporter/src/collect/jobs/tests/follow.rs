@@ -23,7 +23,7 @@ async fn each_backfill_cycle_s_plans_are_read_though_no_job_changed() {
     let planned = |jobs: &Jobs| {
         jobs.pending
             .iter()
-            .find_map(|j| j.plan.as_ref()?.start.into())
+            .find_map(|j| j.planned_start.as_ref()?.start.into())
     };
     for states in [true, false] {
         let slurm = Slurmctld::new(states);

@@ -30,7 +30,9 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
             .iter()
             .filter(|j| j.partitions.iter().any(|p| &**p == name))
         {
-            let Some(plan) = &job.plan else { continue };
+            let Some(plan) = &job.planned_start else {
+                continue;
+            };
             planned += job.tasks.max(1);
             first = Some(first.map_or(plan.start, |f| f.min(plan.start)));
             held.extend(plan.nodes.iter().map(|n| &**n));
