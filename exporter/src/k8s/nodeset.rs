@@ -102,7 +102,8 @@ impl From<ScalingMode> for String {
 }
 
 /// The slurmd container of a NodeSet's pods (`spec.slurmd`): its resources, a last hint of
-/// the node shape, and the arguments added to slurmd (a NodeSet whose nodes slurmctld powers up needs `-b`).
+/// the node shape, and the arguments added to slurmd (`-b` where slurmctld powers the nodes
+/// up).
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
 pub struct SlurmdContainer {
