@@ -120,11 +120,12 @@ pub async fn newest_above(
         .filter(|p| hits.contains(p))
         .max()
         .unwrap_or(known);
-    // The newest lies below the first gallop point above the last hit.
+    // The newest lies below the first gallop point above the last hit, or, where every point
+    // was a hit, at most at Slurm's largest id.
     let step = gallop
         .iter()
         .find(|p| **p > newest)
-        .map_or(1, |miss| miss - newest);
+        .map_or(MAX_JOB_ID + 1 - newest, |miss| miss - newest);
     narrow(src, newest, step, true, effort).await
 }
 

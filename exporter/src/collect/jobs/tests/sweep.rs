@@ -317,6 +317,25 @@ async fn accountings_newest_id_is_found_above_a_known_one_in_a_few_requests() {
     assert_eq!(found, 700);
 }
 
+/// Near Slurm's largest id every gallop point above a known id may be known: the newest then
+/// lies between the last point and the largest id, not at the last point.
+#[tokio::test]
+async fn accountings_newest_id_is_found_when_every_gallop_point_is_known() {
+    let slurm = Slurmctld::new(true);
+    let known = sweep::MAX_JOB_ID - 1000;
+    for newest in [sweep::MAX_JOB_ID - 10, sweep::MAX_JOB_ID] {
+        slurm.with(|w| {
+            w.accounted_from = Some(1);
+            w.last_id = newest;
+        });
+        let mut effort = JobsEffort::default();
+        let found = sweep::newest_above(&slurm, known, &mut effort)
+            .await
+            .unwrap();
+        assert_eq!(found, newest);
+    }
+}
+
 /// Where slurmctld's ids end, with holes of forgotten jobs in between: a handful of looks.
 #[tokio::test]
 async fn slurmctld_says_where_its_newest_id_is() {
