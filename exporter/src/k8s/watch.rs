@@ -118,15 +118,18 @@ impl KubeSource {
                 .collect(),
         ));
 
+        let watching = |resource| Watching {
+            resource,
+            health: health.clone(),
+            changed: changed.clone(),
+            stop: stop.clone(),
+        };
         let (nodes, writer) = reflector::store();
         tokio::spawn(watch_when_served(
             Api::<Node>::all(client.clone()),
             writer,
-            "nodes",
             trim_node,
-            health.clone(),
-            changed.clone(),
-            stop.clone(),
+            watching("nodes"),
         ));
 
         let gvk = GroupVersionKind::gvk(&ledger.group, &ledger.version, &ledger.kind);
@@ -136,11 +139,8 @@ impl KubeSource {
         tokio::spawn(watch_when_served(
             Api::<DynamicObject>::all_with(client.clone(), &resource),
             writer,
-            "genericnodes",
             trim_genericnode(&ledger),
-            health.clone(),
-            changed.clone(),
-            stop.clone(),
+            watching("genericnodes"),
         ));
 
         // NodeSetAutoscalers bound the NodeSets they scale: read, never required (an
@@ -152,20 +152,15 @@ impl KubeSource {
         tokio::spawn(watch_when_served(
             Api::<DynamicObject>::all_with(client.clone(), &resource),
             writer,
-            "nodesetautoscalers",
             trim_autoscaler,
-            health.clone(),
-            changed.clone(),
-            stop.clone(),
+            watching("nodesetautoscalers"),
         ));
 
         let nodesets = Arc::new(Mutex::new(NodeSets::None));
         tokio::spawn(watch_nodesets(
             client,
             nodesets.clone(),
-            health.clone(),
-            changed,
-            stop,
+            watching("nodesets"),
         ));
         Self {
             nodes,
@@ -378,15 +373,22 @@ async fn served<K: Clone + DeserializeOwned + Debug>(api: &Api<K>) -> Result<boo
     }
 }
 
-/// Probes until the resource is served, then runs a reflector into `writer` until `stop`.
-async fn watch_when_served<K>(
-    api: Api<K>,
-    writer: reflector::store::Writer<K>,
+/// What every watch reports to and stops on: its resource's name in the health map, the
+/// health map, the notification that something changed, and the stop token.
+#[derive(Clone)]
+struct Watching {
     resource: &'static str,
-    trim: impl FnMut(&mut K) + Send + 'static,
     health: Health,
     changed: Arc<Notify>,
     stop: CancellationToken,
+}
+
+/// Probes until the resource is served, then runs a reflector into `writer` until stopped.
+async fn watch_when_served<K>(
+    api: Api<K>,
+    writer: reflector::store::Writer<K>,
+    trim: impl FnMut(&mut K) + Send + 'static,
+    w: Watching,
 ) where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Eq + std::hash::Hash + Clone,
@@ -394,31 +396,28 @@ async fn watch_when_served<K>(
     loop {
         match served(&api).await {
             Ok(true) => break,
-            Ok(false) => update(&health, resource, |h| {
+            Ok(false) => update(&w.health, w.resource, |h| {
                 h.served = false;
                 h.last_error = None;
             }),
             // Not a "no": forbidden, unreachable... Readiness waits for it and says why.
-            Err(e) => probe_failed(&health, resource, &e),
+            Err(e) => probe_failed(&w.health, w.resource, &e),
         }
         tokio::select! {
-            _ = stop.cancelled() => return,
+            _ = w.stop.cancelled() => return,
             _ = tokio::time::sleep(PROBE_EVERY) => {}
         }
     }
-    info!(resource, "watching");
-    update(&health, resource, |h| h.served = true);
-    run_reflector(api, writer, resource, trim, health, changed, stop).await;
+    info!(resource = w.resource, "watching");
+    update(&w.health, w.resource, |h| h.served = true);
+    run_reflector(api, writer, trim, w).await;
 }
 
 async fn run_reflector<K>(
     api: Api<K>,
     writer: reflector::store::Writer<K>,
-    resource: &'static str,
     trim: impl FnMut(&mut K) + Send + 'static,
-    health: Health,
-    changed: Arc<Notify>,
-    stop: CancellationToken,
+    w: Watching,
 ) where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Eq + std::hash::Hash + Clone,
@@ -431,37 +430,32 @@ async fn run_reflector<K>(
     let mut stream = std::pin::pin!(stream);
     loop {
         let event = tokio::select! {
-            _ = stop.cancelled() => return,
+            _ = w.stop.cancelled() => return,
             e = stream.next() => e,
         };
         match event {
             None => return,
             Some(Ok(watcher::Event::InitDone)) => {
-                update(&health, resource, |h| {
+                update(&w.health, w.resource, |h| {
                     h.synced = true;
                     h.last_error = None;
                 });
-                changed.notify_one();
+                w.changed.notify_one();
             }
             Some(Ok(watcher::Event::Init | watcher::Event::InitApply(_))) => {}
-            Some(Ok(_)) => changed.notify_one(),
+            Some(Ok(_)) => w.changed.notify_one(),
             Some(Err(e)) => {
-                warn!(resource, error = %e, "watch failed; retrying with backoff (the last good state is kept)");
-                update(&health, resource, |h| h.last_error = Some(e.to_string()));
+                warn!(resource = w.resource, error = %e, "watch failed; retrying with backoff (the last good state is kept)");
+                update(&w.health, w.resource, |h| {
+                    h.last_error = Some(e.to_string())
+                });
             }
         }
     }
 }
 
 /// Finds the NodeSet version served (v1beta1 first) and watches it.
-async fn watch_nodesets(
-    client: Client,
-    slot: Arc<Mutex<NodeSets>>,
-    health: Health,
-    changed: Arc<Notify>,
-    stop: CancellationToken,
-) {
-    const RESOURCE: &str = "nodesets";
+async fn watch_nodesets(client: Client, slot: Arc<Mutex<NodeSets>>, w: Watching) {
     loop {
         let beta = Api::<v1beta1::NodeSet>::all(client.clone());
         let alpha = Api::<v1alpha1::NodeSet>::all(client.clone());
@@ -471,35 +465,35 @@ async fn watch_nodesets(
                 Ok(true) => Some("v1alpha1"),
                 Ok(false) => None,
                 Err(e) => {
-                    probe_failed(&health, RESOURCE, &e);
+                    probe_failed(&w.health, w.resource, &e);
                     None
                 }
             },
             Err(e) => {
-                probe_failed(&health, RESOURCE, &e);
+                probe_failed(&w.health, w.resource, &e);
                 None
             }
         };
         if let Some(version) = found {
-            info!(resource = RESOURCE, version, "watching");
-            update(&health, RESOURCE, |h| {
+            info!(resource = w.resource, version, "watching");
+            update(&w.health, w.resource, |h| {
                 h.served = true;
                 h.version = Some(version.to_string());
             });
             if version == "v1beta1" {
                 let (store, writer) = reflector::store();
                 *slot.lock().unwrap_or_else(|e| e.into_inner()) = NodeSets::Beta(store);
-                run_reflector(beta, writer, RESOURCE, trim_nodeset, health, changed, stop).await;
+                run_reflector(beta, writer, trim_nodeset, w).await;
             } else {
                 let (store, writer) = reflector::store();
                 *slot.lock().unwrap_or_else(|e| e.into_inner()) = NodeSets::Alpha(store);
-                run_reflector(alpha, writer, RESOURCE, trim_nodeset, health, changed, stop).await;
+                run_reflector(alpha, writer, trim_nodeset, w).await;
             }
             return;
         }
-        update(&health, RESOURCE, |h| h.served = h.last_error.is_some());
+        update(&w.health, w.resource, |h| h.served = h.last_error.is_some());
         tokio::select! {
-            _ = stop.cancelled() => return,
+            _ = w.stop.cancelled() => return,
             _ = tokio::time::sleep(PROBE_EVERY) => {}
         }
     }
