@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use super::cluster::{Cluster, Mode, SchedConfig};
+use super::replay::TAIL;
 use super::trace::{NodeShape, TraceJob};
 use super::*;
 
