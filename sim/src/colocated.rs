@@ -13,9 +13,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use slurmscale_autoscaler::colocation::{PendingPod, Placement};
-use slurmscale_autoscaler::fakes::Write;
+use slurmscale_autoscaler::fakes::{self, Write};
 use slurmscale_autoscaler::pool::{GPU, NodeSetPod};
 use slurmscale_exporter::k8s::ledger::{Capacity, LedgerNode, Owner};
+use slurmscale_exporter::k8s::watch::KubeSnapshot;
 
 use super::cluster::{Cluster, Slot};
 use super::kube::{Kube, Res};
@@ -242,6 +243,32 @@ impl PoolWorld {
                 (k8s_name(i), state)
             })
             .collect()
+    }
+
+    /// What the controller reads of the pool's Kubernetes side into the in-memory seam:
+    /// the NodeSet `target`'s replicas, its pods (matched by `selector`) by node and how many
+    /// of them wait for a node, the pods no node has room for (written again only when they
+    /// changed since `shown_pending`), and `ledger`, the GenericNode ledger with the nodes'
+    /// capacity.
+    pub fn show(
+        &self,
+        w: &mut fakes::World,
+        (target, selector): (&str, &str),
+        ledger: KubeSnapshot,
+        shown_pending: &mut Option<u64>,
+    ) {
+        if *shown_pending != Some(self.kube.pending_version()) {
+            *shown_pending = Some(self.kube.pending_version());
+            w.unschedulable = self.unschedulable();
+        }
+        if let Some(t) = w.targets.get_mut(target) {
+            t.replicas = u64::from(self.nodeset.replicas);
+            t.version += 1;
+        }
+        w.pods.insert(selector.into(), self.pods_by_node());
+        w.unscheduled
+            .insert(selector.into(), u64::from(self.nodeset.unplaced));
+        w.ledger = Some(ledger);
     }
 
     /// The pods no node has room for, as the controller lists them.

@@ -20,6 +20,7 @@ pub mod builtin;
 pub mod cluster;
 pub mod colocated;
 pub mod demo;
+pub mod driver;
 pub mod error;
 pub mod formats;
 pub mod kube;

@@ -17,12 +17,13 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::cluster::{Cluster, Mode, SchedConfig, Slot};
+use crate::driver::World;
 use crate::pods::PodRequest;
 use crate::shared::SharedOptions;
 use crate::trace::{NodeShape, TraceJob};
 use crate::view::SlurmView;
 use slurmscale_autoscaler::crd::NodeSetAutoscalerSpec;
-use slurmscale_autoscaler::fakes::Write;
+use slurmscale_autoscaler::fakes::{Fake, Write};
 use slurmscale_exporter::k8s::nodeset::{NodeSetStatus, NodeSetView, ScalingMode};
 use slurmscale_exporter::k8s::watch::{KubeSnapshot, WatchHealth};
 use slurmscale_exporter::model::jobs::{JobRecord, JobsBuilder};
@@ -547,6 +548,51 @@ impl Simulation {
             );
         }
         k
+    }
+}
+
+/// The simulation at one poll of the demo's controller: what slurmrestd and the watchers
+/// showed this second (the page shows the same), and where the writes land.
+pub struct AtPoll<'a> {
+    pub sim: &'a mut Simulation,
+    pub snapshot: Arc<ClusterSnapshot>,
+    pub kube: &'a KubeSnapshot,
+}
+
+impl World for AtPoll<'_> {
+    /// The targets' replicas, the pool's NodeSet pods, the pods Kubernetes cannot place and
+    /// the ledger.
+    fn show(&mut self, fake: &Fake, _: SystemTime) -> Arc<ClusterSnapshot> {
+        let burst = self.sim.burst_nodeset()[0];
+        let pool = &mut self.sim.pool;
+        fake.with(|w| {
+            if let Some(t) = w.targets.get_mut(BURST) {
+                t.replicas = burst;
+            }
+            let selector = selector(POOL);
+            let ledger = self.kube.clone();
+            pool.world
+                .show(w, (POOL, &selector), ledger, &mut pool.shown_pending);
+        });
+        self.snapshot.clone()
+    }
+
+    /// As slurm-operator, slurmctld and the API server would (the demo's autoscalers keep
+    /// no node records and follow no power requests).
+    fn apply(&mut self, write: &Write, _: i64) {
+        match write {
+            Write::Scale { target, replicas } if target == BURST => self.sim.scale(*replicas),
+            w @ (Write::Scale { .. }
+            | Write::Drain { .. }
+            | Write::Resume { .. }
+            | Write::MarkToGo { .. }
+            | Write::Unmark { .. }) => self.sim.apply_to_pool(w),
+            Write::Create { .. }
+            | Write::Reconfigure
+            | Write::Retire { .. }
+            | Write::Unretire { .. }
+            | Write::Event { .. } => {}
+        }
     }
 }
 

@@ -206,7 +206,7 @@ pub fn run_sharing(
         let next = [
             pool.cluster.next_event(),
             pool.world.kube.next_event(),
-            auto.as_ref().and_then(|a| a.wake(&pool, now)),
+            auto.as_mut().and_then(|a| a.wake(&pool, now)),
         ]
         .into_iter()
         .flatten()
