@@ -293,8 +293,13 @@ mod tests {
             900,
         );
         let (mut peak, mut back_to_zero, mut last) = (0, false, None);
+        let mut planned = false;
         for _ in 0..900 {
             let t = demo.step().await;
+            planned |= t
+                .page
+                .lines()
+                .any(|l| l.starts_with("slurm_partition_planned_jobs{") && !l.ends_with(" 0"));
             let replicas = demo.sim.burst_nodeset()[0];
             assert!(
                 replicas >= demo.sim.burst_nodeset()[3],
@@ -311,6 +316,7 @@ mod tests {
         }
         assert!(peak >= 2, "never scaled up: peak {peak}");
         assert!(back_to_zero, "never went back to zero");
+        assert!(planned, "Slurm's planned starts never reached the page");
         let m = &demo.moves;
         for (what, n) in [
             ("drains", m.get(POOL, "Drain")),
