@@ -23,6 +23,7 @@ use slurmscale_exporter::snapshot::ClusterSnapshot;
 use super::Scaler;
 use super::cluster::{Cluster, Counts, Mode};
 use super::driver::{Driver, Polls, Sense, World, clock};
+use super::operator;
 use super::view::{CLUSTER, PARTITION, SlurmView, replay_controller};
 use slurmscale_autoscaler::crd::{NodeSetAutoscalerSpec, ScalingMode};
 use slurmscale_autoscaler::fakes::{Fake, Write};
@@ -175,9 +176,8 @@ impl World for OnCluster<'_> {
     }
 
     /// The replicas as slurm-operator applies them; following slurmctld's requests, also
-    /// RESUMEs and the marks (made before the scale in a reconcile), and the replicas with
-    /// slurm-operator's pod order (new pods on the lowest free ordinals; going down, pods not
-    /// yet ready first, then the marked, then the highest ordinals). The DRAIN the
+    /// RESUMEs and the marks (made before the scale in a reconcile), and the replicas on
+    /// the NodeSet's own pods ([`scale_pods`]). The DRAIN the
     /// controller sets on a record whose pod waits to be retired is not carried out: the
     /// simulated slurmctld already plans nothing on a powering-down node until its pod is
     /// gone, which is what that drain achieves on a real one.
@@ -207,7 +207,8 @@ impl World for OnCluster<'_> {
     }
 }
 
-/// slurm-operator following the replicas of a NodeSet whose nodes are its pods.
+/// slurm-operator following the replicas of a NodeSet whose nodes are its pods: new pods on
+/// the lowest free ordinals; going down, the pods it ranks first ([`operator::condemn`]).
 fn scale_pods(cluster: &mut Cluster, marked: &mut BTreeSet<u32>, replicas: u32, now: i64) {
     let pods: Vec<(u32, bool)> = cluster.pods().collect();
     let have = pods.len() as u32;
@@ -223,11 +224,13 @@ fn scale_pods(cluster: &mut Cluster, marked: &mut BTreeSet<u32>, replicas: u32, 
             cluster.add_pod(i, now);
         }
     } else {
-        let mut order = pods;
-        order.sort_by_key(|&(i, ready)| (ready, !marked.contains(&i), std::cmp::Reverse(i)));
-        for &(i, _) in order.iter().take((have - replicas) as usize) {
-            cluster.remove_pod(i);
-            marked.remove(&i);
+        let pods = pods
+            .iter()
+            .map(|&(i, _)| cluster.nodeset_pod(i, marked.contains(&i)))
+            .collect();
+        for pod in operator::condemn(pods, (have - replicas) as usize) {
+            cluster.remove_pod(pod.ordinal);
+            marked.remove(&pod.ordinal);
         }
     }
 }

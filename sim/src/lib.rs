@@ -24,6 +24,7 @@ pub mod driver;
 pub mod error;
 pub mod formats;
 pub mod kube;
+pub mod operator;
 pub mod pods;
 pub mod replay;
 pub mod report;

@@ -34,6 +34,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 use std::sync::Arc;
 
+use super::operator;
 use super::trace::{NodeShape, TraceJob};
 
 /// How nodes come and go.
@@ -711,8 +712,9 @@ impl Cluster {
     }
 
     /// The NodeSet is scaled to `replicas` (elastic partitions only): drained nodes return
-    /// first, then new ones boot; going down, booting nodes go first, then idle ones, then
-    /// the busy nodes running the fewest jobs are drained.
+    /// first, then new ones boot on the lowest free slots; going down, slurm-operator picks
+    /// the pods ([`operator::condemn`]): an idle or booting node goes at once, a busy one
+    /// drains and goes when its last job ends.
     pub fn scale(&mut self, replicas: u32, now: i64) {
         if self.mode != Mode::Elastic {
             return;
@@ -757,37 +759,42 @@ impl Cluster {
             }
             return;
         }
-        let mut excess = have - replicas;
-        // Booting nodes, newest last, then idle nodes.
-        let mut idle: Vec<u32> = Vec::new();
-        let mut busy: Vec<(usize, u32)> = Vec::new();
-        for i in (0..self.max_nodes()).rev() {
-            let n = &self.nodes[i as usize];
-            if !active(n) {
+        let pods = (0..self.max_nodes())
+            .filter(|&i| active(&self.nodes[i as usize]))
+            .map(|i| self.nodeset_pod(i, false))
+            .collect();
+        for pod in operator::condemn(pods, (have - replicas) as usize) {
+            let i = pod.ordinal;
+            let n = &mut self.nodes[i as usize];
+            if n.jobs.is_empty() {
+                self.power_off(i);
                 continue;
             }
-            match n.power {
-                Power::Booting { .. } if n.jobs.is_empty() => idle.insert(0, i),
-                _ if n.jobs.is_empty() => idle.push(i),
-                _ => busy.push((n.jobs.len(), i)),
-            }
-        }
-        for i in idle {
-            if excess == 0 {
-                return;
-            }
-            self.power_off(i);
-            excess -= 1;
-        }
-        // The fewest jobs first; among equals the highest slot, as a StatefulSet would.
-        busy.sort_by_key(|&(jobs, i)| (jobs, Reverse(i)));
-        for (_, i) in busy.into_iter().take(excess as usize) {
-            let n = &mut self.nodes[i as usize];
             n.draining = true;
             if n.free_cpus > 0 {
                 self.free.remove(&(n.free_cpus, i));
             }
             self.touch(&[i]);
+        }
+    }
+
+    /// Slot `i`'s NodeSet pod as slurm-operator ranks it for a scale-in, `marked` to go
+    /// first or not: ready once its slurmd registered (a pod of its own, following
+    /// slurmctld's requests; else the node up), its deadline the latest time limit of the
+    /// jobs on the node, cordoned while the node drains for an earlier scale-in.
+    pub fn nodeset_pod(&self, i: u32, marked: bool) -> operator::Pod {
+        let n = &self.nodes[i as usize];
+        let ready = match self.mode {
+            Mode::Planned(_) => n.pod == Pod::Ready,
+            _ => n.power == Power::Up,
+        };
+        operator::Pod {
+            ordinal: i,
+            bound: true,
+            ready,
+            marked,
+            deadline: self.node_work(i).1,
+            cordoned: n.draining,
         }
     }
 
