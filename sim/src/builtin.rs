@@ -1,4 +1,5 @@
-//! The `builtin` policy: slurmscale's own [`Controller`](slurmscale_autoscaler::controller::Controller), reconciling a real
+//! The `builtin` policy: slurmscale's own controller
+//! ([`Controller`](slurmscale_autoscaler::controller::Controller)), reconciling a real
 //! NodeSetAutoscaler against Slurm snapshots of the simulated partition, on the simulation's
 //! clock, through the in-memory [`Fake`] whose one scale target is the simulated NodeSet.
 //! Nothing of the decision is re-implemented here. On a [`Mode::Planned`] partition it runs

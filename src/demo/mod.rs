@@ -5,7 +5,8 @@
 //! real NodeSetAutoscalers — the burst NodeSet following demand, and the cpu NodeSet sharing
 //! a colocated pool with Kubernetes — on the in-memory fake ([`OnFake`]) on the simulation's
 //! clock, every 2 s as a deployment polls, and the writes it makes (replicas, drains,
-//! resumes, pods marked to go) are applied to the simulation. `/metrics` is rendered by the
+//! resumes, pods marked to go) are applied to the simulation: sim's [`Driver`] does both, the
+//! way the replays run it. `/metrics` is rendered by the
 //! same code a real deployment serves. No cluster, no root, no network beyond the 127.0.0.1
 //! listener.
 
