@@ -545,28 +545,48 @@ fn test_module_files(sources: &[PathBuf]) -> std::collections::BTreeSet<PathBuf>
                 .and_then(|r| r.strip_suffix(';'));
             if let Some(name) = name {
                 out.extend(module_file(&dir, name));
+                // A test module that is a folder: everything in it is tests.
+                let folder = dir.join(name);
+                if folder.is_dir() {
+                    let mut inside = Vec::new();
+                    files(&folder, &mut inside);
+                    out.extend(inside);
+                }
             }
         }
     }
     out
 }
 
-/// No function of the product's code is longer than 100 lines: a longer one is a sign it
-/// does several things a reader would rather find apart. Every product line counts; a file's
-/// tests are found by the module (or item) `#[cfg(test)]` marks, not by where the first mark sits.
-#[test]
-fn no_function_is_longer_than_a_hundred_lines() {
+/// A function of the product's code: where it is, its name and its lines (test items left
+/// out), found by its `fn` line and the closing brace at the same indent.
+struct Function {
+    file: PathBuf,
+    line: usize,
+    name: String,
+    body: Vec<String>,
+}
+
+impl Function {
+    fn at(&self) -> String {
+        let rel = self.file.strip_prefix(root()).unwrap();
+        format!("{}:{} {}", rel.display(), self.line, self.name)
+    }
+
+    fn has(&self, text: &str) -> bool {
+        self.body.iter().any(|l| l.contains(text))
+    }
+}
+
+/// Every function with a body in the product sources under `dirs`.
+fn product_functions(dirs: &[&str]) -> Vec<Function> {
     let mut sources = Vec::new();
-    for dir in ["exporter/src", "autoscaler/src", "sim/src", "src"] {
+    for dir in dirs {
         files(&root().join(dir), &mut sources);
     }
     sources.retain(|p| p.extension().is_some_and(|e| e == "rs"));
     let tests = test_module_files(&sources);
-    assert!(
-        tests.iter().any(|p| p.ends_with("metrics/fixtures.rs")),
-        "the test-module finder sees the metric fixtures: {tests:?}"
-    );
-    let mut long = Vec::new();
+    let mut out = Vec::new();
     for path in sources.iter().filter(|p| !tests.contains(*p)) {
         let text = std::fs::read_to_string(path).unwrap();
         let lines = product_lines(&text);
@@ -590,18 +610,157 @@ fn no_function_is_longer_than_a_hundred_lines() {
             let Some(len) = lines[i..].iter().position(|l| *l == close) else {
                 continue; // a declaration without a body
             };
-            if len + 1 > 100 {
-                let rel = path.strip_prefix(root()).unwrap();
-                long.push(format!(
-                    "{}:{} {name} ({} lines)",
-                    rel.display(),
-                    i + 1,
-                    len + 1
-                ));
-            }
+            out.push(Function {
+                file: path.clone(),
+                line: i + 1,
+                name: name.to_string(),
+                body: lines[i..=i + len].iter().map(|l| l.to_string()).collect(),
+            });
         }
     }
+    out
+}
+
+/// No function of the product's code is longer than 100 lines: a longer one is a sign it
+/// does several things a reader would rather find apart. Every product line counts; a file's
+/// tests are found by the module (or item) `#[cfg(test)]` marks, not by where the first mark sits.
+#[test]
+fn no_function_is_longer_than_a_hundred_lines() {
+    let mut sources = Vec::new();
+    for dir in SOURCE_DIRS {
+        files(&root().join(dir), &mut sources);
+    }
+    sources.retain(|p| p.extension().is_some_and(|e| e == "rs"));
+    let tests = test_module_files(&sources);
+    assert!(
+        tests.iter().any(|p| p.ends_with("metrics/fixtures.rs"))
+            && tests
+                .iter()
+                .any(|p| p.ends_with("collect/jobs/tests/long.rs")),
+        "the test-module finder sees the metric fixtures and the job list's test folder: {tests:?}"
+    );
+    let long: Vec<String> = product_functions(&SOURCE_DIRS)
+        .iter()
+        .filter(|f| f.body.len() > 100)
+        .map(|f| format!("{} ({} lines)", f.at(), f.body.len()))
+        .collect();
     assert!(long.is_empty(), "functions over 100 lines: {long:?}");
+}
+
+/// No source file of the product holds more than 1,000 product lines (its tests apart): past
+/// that, a file is several rooms under one name.
+#[test]
+fn no_source_file_is_longer_than_a_thousand_product_lines() {
+    let mut sources = Vec::new();
+    for dir in SOURCE_DIRS {
+        files(&root().join(dir), &mut sources);
+    }
+    sources.retain(|p| p.extension().is_some_and(|e| e == "rs"));
+    let tests = test_module_files(&sources);
+    let mut long = Vec::new();
+    for path in sources.iter().filter(|p| !tests.contains(*p)) {
+        let text = std::fs::read_to_string(path).unwrap();
+        let lines = product_lines(&text);
+        // Blanked test items are not product lines; the file's own blank lines are.
+        let blanked = lines.iter().filter(|l| l.is_empty()).count()
+            - text.lines().filter(|l| l.is_empty()).count();
+        let n = lines.len() - blanked;
+        if n > 1000 {
+            let rel = path.strip_prefix(root()).unwrap();
+            long.push(format!("{} ({n} lines)", rel.display()));
+        }
+    }
+    assert!(long.is_empty(), "files over 1,000 product lines: {long:?}");
+}
+
+/// Where a function of the simulated world or the binary is, for the one-of-each test.
+fn places(functions: &[Function], what: impl Fn(&Function) -> bool) -> Vec<String> {
+    functions
+        .iter()
+        .filter(|f| what(f))
+        .map(|f| {
+            let rel = f.file.strip_prefix(root()).unwrap();
+            format!("{} {}", rel.display(), f.name)
+        })
+        .collect()
+}
+
+/// Whether `f` makes a `ty` by a struct literal (`Jobs {`, not `PendingJobs {` nor a return
+/// type `-> Jobs {`).
+fn literal(f: &Function, ty: &str) -> bool {
+    let pat = format!("{ty} {{");
+    f.body.iter().filter(|l| !l.contains("->")).any(|l| {
+        l.match_indices(&pat).any(|(i, _)| {
+            !l[..i]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_')
+        })
+    })
+}
+
+/// The simulated world has one of each of what its runs share, so that a change to the
+/// controller's inputs or writes, to slurm-operator or to slurmrestd's answers is made once:
+/// one driver (the function that runs the real controller on the in-memory seam and takes
+/// its writes), one scale-in order (slurm-operator's ranking of a NodeSet's pods), and one
+/// room that builds /jobs answers (sim's view.rs, its planned starts from one function). The
+/// demo, the single-partition replay and the shared pool each had their own driver and
+/// scale-in order; a second copy of either fails here.
+#[test]
+fn the_simulated_world_has_one_driver_one_scale_in_order_and_one_jobs_builder() {
+    let functions = product_functions(&["sim/src", "src"]);
+    assert!(
+        functions.len() > 300,
+        "functions found: {}",
+        functions.len()
+    );
+    // The driver: the only function that reconciles on the fake and takes its writes.
+    let runs = places(&functions, |f| f.has("reconcile_all("));
+    let takes = places(&functions, |f| f.has("take_writes("));
+    assert_eq!(
+        runs,
+        ["sim/src/driver.rs run"],
+        "functions running the controller"
+    );
+    assert_eq!(takes, runs, "functions taking the controller's writes");
+    // The scale-in order: the only function that orders a NodeSet's pods for deletion is
+    // slurm-operator's; no function that removes pods or nodes orders anything itself.
+    let orders = |f: &Function| {
+        [".sort", "select_nth", ".min_by", ".max_by"]
+            .iter()
+            .any(|o| f.has(o))
+    };
+    let removes = |f: &Function| {
+        [
+            "remove_pod(",
+            ".retire(",
+            "power_off(",
+            "draining = true",
+            "leaving.insert(",
+        ]
+        .iter()
+        .any(|r| f.has(r))
+    };
+    let ranking = places(&functions, |f| {
+        orders(f) && (removes(f) || f.file.ends_with("sim/src/operator.rs"))
+    });
+    assert_eq!(ranking, ["sim/src/operator.rs condemn"], "scale-in orders");
+    let worlds = places(&functions, |f| f.has("operator::condemn("));
+    assert_eq!(worlds.len(), 3, "the worlds that scale in: {worlds:?}");
+    // /jobs: answers built in view.rs only, each pending job's plan by one function.
+    let builders = places(&functions, |f| {
+        f.has("JobsBuilder::new(") || literal(f, "Jobs") || literal(f, "PendingJob")
+    });
+    assert!(
+        !builders.is_empty() && builders.iter().all(|b| b.starts_with("sim/src/view.rs ")),
+        "functions building /jobs: {builders:?}"
+    );
+    let plans = places(&functions, |f| literal(f, "PlannedStart"));
+    assert_eq!(
+        plans,
+        ["sim/src/view.rs plan_of"],
+        "functions making a planned start"
+    );
 }
 
 /// The product-line finder blanks test items wherever they sit and keeps what follows them.

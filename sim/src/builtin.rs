@@ -1,4 +1,5 @@
-//! The `builtin` policy: slurmscale's own [`Controller`], reconciling a real
+//! The `builtin` policy: slurmscale's own controller
+//! ([`Controller`](slurmscale_autoscaler::controller::Controller)), reconciling a real
 //! NodeSetAutoscaler against Slurm snapshots of the simulated partition, on the simulation's
 //! clock, through the in-memory [`Fake`] whose one scale target is the simulated NodeSet.
 //! Nothing of the decision is re-implemented here. On a [`Mode::Planned`] partition it runs
@@ -6,25 +7,27 @@
 //! requests from `/nodes` and the NodeSet's pods by name, and its writes — replicas, the
 //! pods marked to go, RESUMEs — are carried out here, with slurm-operator's pod order.
 //!
-//! The real autoscaler polls slurmrestd every 2 s and reconciles each poll. Replaying months
-//! tick by tick would be slow, so this one reconciles only on the 2 s polls where something
-//! the policy reads changed (busy nodes, demand, replicas; for slurm-planned, slurmctld's
-//! power requests and the pods) and at the controller's own
-//! [`Controller::next_revisit`] (a window or idle timeout ending); before such a poll it
-//! also reconciles the poll just before, which saw the old inputs, so the decision history
-//! holds the same records as a tick-by-tick run. A test checks both give the same schedule.
+//! It runs on the replay's [`Driver`]: the NodeSet and its slurmctld are the [`World`] it is
+//! shown and whose writes land in, and [`Polls`] (every event watched) skips the 2 s polls
+//! where nothing it reads moved — busy nodes, demand, replicas; for slurm-planned,
+//! slurmctld's power requests and the pods — and the controller asked to look at no later
+//! time; before such a poll it replays the poll just before, which saw the old inputs, so
+//! the decision history holds the same records as a tick-by-tick run. A test checks both
+//! give the same schedule.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
 use super::Scaler;
 use super::cluster::{Cluster, Counts, Mode};
-use super::view::{CLUSTER, PARTITION, POLL, SlurmView, replay_controller};
+use super::driver::{Driver, Polls, Sense, World, clock};
+use super::operator;
+use super::view::{CLUSTER, PARTITION, SlurmView, replay_controller};
 use slurmscale_autoscaler::crd::{NodeSetAutoscalerSpec, ScalingMode};
-use slurmscale_autoscaler::fakes::{Fake, OnFake, Write};
+use slurmscale_autoscaler::fakes::{Fake, Write};
 
 /// The NodeSetAutoscaler the builtin policy runs when none is given: the CRD's defaults,
 /// scale to zero, up to the partition's size.
@@ -37,18 +40,20 @@ pub fn default_spec(max_nodes: u32) -> NodeSetAutoscalerSpec {
 }
 
 pub struct Builtin {
-    rt: tokio::runtime::Runtime,
-    on: OnFake,
+    driver: Driver,
+    polls: Polls<(Counts, u32)>,
+    /// What the controller is shown of the NodeSet and slurmctld.
+    nodeset: NodeSet,
+    desired: u32,
+}
+
+/// The NodeSet's pod selector in a slurm-planned replay.
+const SELECTOR: &str = "app.kubernetes.io/instance=sim";
+
+/// The simulated NodeSet as the controller reads it and as slurm-operator keeps it.
+struct NodeSet {
     /// What slurmrestd shows, as of the last reconcile.
     view: SlurmView,
-    /// What the policy read at the last reconcile, and when that was.
-    seen: Option<(Counts, u32)>,
-    last: Option<i64>,
-    /// A poll is due at this time (something changed), or the controller asked to look.
-    wake: Option<i64>,
-    /// Reconcile at every poll instead of fast-forwarding (tests compare both).
-    every_poll: bool,
-    desired: u32,
     /// Following slurmctld's requests (`Mode::Planned`): the slots whose pods were marked
     /// to go first.
     planned: Option<BTreeSet<u32>>,
@@ -57,8 +62,11 @@ pub struct Builtin {
     pods_shown: (Vec<Option<bool>>, Option<u64>),
 }
 
-/// The NodeSet's pod selector in a slurm-planned replay.
-const SELECTOR: &str = "app.kubernetes.io/instance=sim";
+/// The NodeSet and its cluster at one reconcile: the world the controller runs in.
+struct OnCluster<'a> {
+    nodeset: &'a mut NodeSet,
+    cluster: &'a mut Cluster,
+}
 
 /// The simulated NodeSet's replicas as its scale subresource shows them.
 fn set_replicas(target: &Fake, replicas: u64) {
@@ -89,40 +97,37 @@ impl Builtin {
             });
         }
         set_replicas(&on.fake, cluster.replicas().into());
+        // The single partition's decisions are held to a tick-by-tick run; following
+        // slurmctld, what was written between polls (marks, resumes) would make a replay of
+        // a skipped poll read what that poll did not.
+        let sense = Sense::EveryEvent {
+            replays_skipped: !planned,
+        };
         Self {
-            rt: tokio::runtime::Builder::new_current_thread()
-                .build()
-                .expect("a current-thread runtime builds"),
-            on,
-            view: SlurmView::new(cluster),
-            seen: None,
-            last: None,
-            wake: Some(0),
-            every_poll,
+            driver: Driver::new(on, CLUSTER),
+            polls: Polls::new(sense, 0, every_poll),
+            nodeset: NodeSet {
+                view: SlurmView::new(cluster),
+                planned: planned.then(BTreeSet::new),
+                pods_shown: (vec![None; cluster.max_nodes() as usize], None),
+            },
             desired: cluster.replicas(),
-            planned: planned.then(BTreeSet::new),
-            pods_shown: (vec![None; cluster.max_nodes() as usize], None),
         }
     }
 
-    /// One reconcile at `t` on what the view shows; returns the controller's writes.
-    fn reconcile(&mut self, t: i64) -> Vec<Write> {
-        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(t.max(0) as u64);
-        self.on.set_now(at);
-        self.on.publish(Arc::new(self.view.snapshot(at)));
-        self.rt.block_on(self.on.controller.reconcile_all());
-        // Let go of the node list so the next change is made in place.
-        self.on.publish(Arc::new(ClusterSnapshot::new(CLUSTER, "")));
-        self.last = Some(t);
-        let writes = self.on.fake.take_writes();
-        if let Some(r) = asked(&writes) {
+    /// Notes the replicas a reconcile's writes asked for; whether they did.
+    fn note(&mut self, writes: &[Write]) -> bool {
+        let asked = asked(writes);
+        if let Some(r) = asked {
             self.desired = r as u32;
         }
-        writes
+        asked.is_some()
     }
+}
 
+impl NodeSet {
     /// The NodeSet's pods as the controller reads them by name, and its status.
-    fn show_pods(&mut self, cluster: &Cluster) {
+    fn show_pods(&mut self, fake: &Fake, cluster: &Cluster) {
         let changes = Some(cluster.counts.power_changes);
         if self.pods_shown.1 == changes {
             return;
@@ -133,7 +138,7 @@ impl Builtin {
         }
         let before = std::mem::replace(&mut self.pods_shown, (now, changes)).0;
         let now = &self.pods_shown.0;
-        self.on.fake.with(|w| {
+        fake.with(|w| {
             if let Some(t) = w.targets.get_mut(PARTITION) {
                 t.status_replicas = Some(cluster.replicas().into());
             }
@@ -153,59 +158,81 @@ impl Builtin {
             }
         });
     }
+}
 
-    /// Carries out a slurm-planned reconcile's writes: RESUMEs and the marks first, then
-    /// the replicas as slurm-operator applies them (new pods on the lowest free ordinals;
-    /// going down, pods not yet ready first, then the marked, then the highest ordinals).
-    /// The DRAIN the controller sets on a record whose pod waits to be retired is not
-    /// carried out: the simulated slurmctld already plans nothing on a powering-down node
-    /// until its pod is gone, which is what that drain achieves on a real one.
-    fn carry_out(&mut self, writes: &[Write], now: i64, cluster: &mut Cluster) {
-        let slot = |name: &str| {
-            name.strip_prefix(PARTITION)
-                .and_then(|n| n.strip_prefix('-'))
-                .and_then(|n| n.parse::<u32>().ok())
-        };
-        let marked = self.planned.as_mut().expect("a slurm-planned replay");
-        for w in writes {
-            match w {
-                Write::Resume { node } => {
-                    if let Some(i) = slot(node) {
-                        cluster.resume_record(i, now);
-                    }
-                }
-                Write::Retire { pods } => marked.extend(pods.iter().filter_map(|p| slot(p))),
-                Write::Unretire { pods } => {
-                    for i in pods.iter().filter_map(|p| slot(p)) {
-                        marked.remove(&i);
-                    }
-                }
-                _ => {}
-            }
+/// The NodeSet's pod of a slot, by its name.
+fn slot(name: &str) -> Option<u32> {
+    name.strip_prefix(PARTITION)
+        .and_then(|n| n.strip_prefix('-'))
+        .and_then(|n| n.parse::<u32>().ok())
+}
+
+impl World for OnCluster<'_> {
+    fn show(&mut self, fake: &Fake, at: SystemTime) -> Arc<ClusterSnapshot> {
+        set_replicas(fake, self.cluster.replicas().into());
+        if self.nodeset.planned.is_some() {
+            self.nodeset.show_pods(fake, self.cluster);
         }
-        let Some(replicas) = asked(writes).map(|r| r as u32) else {
+        self.nodeset.view.sync(self.cluster);
+        Arc::new(self.nodeset.view.snapshot(at))
+    }
+
+    /// The replicas as slurm-operator applies them; following slurmctld's requests, also
+    /// RESUMEs and the marks (made before the scale in a reconcile), and the replicas on
+    /// the NodeSet's own pods ([`scale_pods`]). The DRAIN the
+    /// controller sets on a record whose pod waits to be retired is not carried out: the
+    /// simulated slurmctld already plans nothing on a powering-down node until its pod is
+    /// gone, which is what that drain achieves on a real one.
+    fn apply(&mut self, write: &Write, now: i64) {
+        let cluster = &mut *self.cluster;
+        let Some(marked) = self.nodeset.planned.as_mut() else {
+            if let Write::Scale { replicas, .. } = write {
+                cluster.scale(*replicas as u32, now);
+            }
             return;
         };
-        let pods: Vec<(u32, bool)> = cluster.pods().collect();
-        let have = pods.len() as u32;
-        match replicas.cmp(&have) {
-            std::cmp::Ordering::Greater => cluster.scale_ups += 1,
-            std::cmp::Ordering::Less => cluster.scale_downs += 1,
-            std::cmp::Ordering::Equal => return,
+        match write {
+            Write::Resume { node } => {
+                if let Some(i) = slot(node) {
+                    cluster.resume_record(i, now);
+                }
+            }
+            Write::Retire { pods } => marked.extend(pods.iter().filter_map(|p| slot(p))),
+            Write::Unretire { pods } => {
+                for i in pods.iter().filter_map(|p| slot(p)) {
+                    marked.remove(&i);
+                }
+            }
+            Write::Scale { replicas, .. } => scale_pods(cluster, marked, *replicas as u32, now),
+            _ => {}
         }
-        if replicas > have {
-            let taken: BTreeSet<u32> = pods.iter().map(|p| p.0).collect();
-            let free = (0..cluster.max_nodes()).filter(|i| !taken.contains(i));
-            for i in free.take((replicas - have) as usize) {
-                cluster.add_pod(i, now);
-            }
-        } else {
-            let mut order = pods;
-            order.sort_by_key(|&(i, ready)| (ready, !marked.contains(&i), std::cmp::Reverse(i)));
-            for &(i, _) in order.iter().take((have - replicas) as usize) {
-                cluster.remove_pod(i);
-                marked.remove(&i);
-            }
+    }
+}
+
+/// slurm-operator following the replicas of a NodeSet whose nodes are its pods: new pods on
+/// the lowest free ordinals; going down, the pods it ranks first ([`operator::condemn`]).
+fn scale_pods(cluster: &mut Cluster, marked: &mut BTreeSet<u32>, replicas: u32, now: i64) {
+    let pods: Vec<(u32, bool)> = cluster.pods().collect();
+    let have = pods.len() as u32;
+    match replicas.cmp(&have) {
+        std::cmp::Ordering::Greater => cluster.scale_ups += 1,
+        std::cmp::Ordering::Less => cluster.scale_downs += 1,
+        std::cmp::Ordering::Equal => return,
+    }
+    if replicas > have {
+        let taken: BTreeSet<u32> = pods.iter().map(|p| p.0).collect();
+        let free = (0..cluster.max_nodes()).filter(|i| !taken.contains(i));
+        for i in free.take((replicas - have) as usize) {
+            cluster.add_pod(i, now);
+        }
+    } else {
+        let pods = pods
+            .iter()
+            .map(|&(i, _)| cluster.nodeset_pod(i, marked.contains(&i)))
+            .collect();
+        for pod in operator::condemn(pods, (have - replicas) as usize) {
+            cluster.remove_pod(pod.ordinal);
+            marked.remove(&pod.ordinal);
         }
     }
 }
@@ -220,18 +247,11 @@ fn asked(writes: &[Write]) -> Option<u64> {
 
 impl Scaler for Builtin {
     fn wake(&self) -> Option<i64> {
-        let revisit = self.on.controller.next_revisit().map(|t| {
-            let s = t
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs_f64().ceil() as i64);
-            // The first poll at or after it.
-            s.div_euclid(POLL) * POLL + if s.rem_euclid(POLL) == 0 { 0 } else { POLL }
-        });
-        [self.wake, revisit].into_iter().flatten().min()
+        self.polls.wake(self.driver.revisit())
     }
 
     fn look(&mut self, now: i64, cluster: &mut Cluster) -> Option<u32> {
-        let inputs = match self.planned {
+        let inputs = match self.nodeset.planned {
             // slurmctld decides: only its requests and the pods move the controller.
             Some(_) => Counts {
                 power_changes: cluster.counts.power_changes,
@@ -240,47 +260,24 @@ impl Scaler for Builtin {
             None => cluster.counts,
         };
         let inputs = (inputs, cluster.replicas());
-        let poll = now.rem_euclid(POLL) == 0;
-        if !poll {
-            // Seen at the next poll.
-            if self.seen != Some(inputs) {
-                self.wake = Some(now - now.rem_euclid(POLL) + POLL);
-            }
-            return None;
-        }
-        // `wake()` covers both a poll asked for and the controller's revisit time.
-        let due = self.wake().is_some_and(|w| w <= now) || self.seen != Some(inputs);
-        self.wake = self.every_poll.then_some(now + POLL);
-        if !due && !self.every_poll {
-            return None;
-        }
+        let due = self.polls.look(now, inputs, self.driver.revisit())?;
         // The poll before this one read what the last reconcile read (the view is synced
-        // only here): replay it.
-        if let Some(last) = self.last
-            && last < now - POLL
-            && !self.every_poll
-            && self.planned.is_none()
-        {
-            self.reconcile(now - POLL);
+        // only when shown): replay it.
+        if let Some(before) = due.replay_first {
+            let snapshot = Arc::new(self.nodeset.view.snapshot(clock(before)));
+            let writes = self.driver.rerun_blocking(snapshot, before);
+            self.note(&writes);
         }
-        set_replicas(&self.on.fake, cluster.replicas().into());
-        if self.planned.is_some() {
-            self.show_pods(cluster);
+        let mut world = OnCluster {
+            nodeset: &mut self.nodeset,
+            cluster,
+        };
+        let writes = self.driver.reconcile_blocking(&mut world, now);
+        if self.note(&writes) {
+            // The next poll reads the new replicas.
+            self.polls.again(now);
         }
-        self.view.sync(cluster);
-        self.seen = Some(inputs);
-        let writes = self.reconcile(now);
-        if self.planned.is_some() {
-            self.carry_out(&writes, now, cluster);
-            if asked(&writes).is_some() {
-                self.wake = Some(now + POLL);
-            }
-            return None;
-        }
-        let asked = asked(&writes)?;
-        // The next poll reads the new replicas.
-        self.wake = Some(now + POLL);
-        Some(asked as u32)
+        None
     }
 
     fn desired(&self) -> u32 {

@@ -12,13 +12,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use slurmscale_autoscaler::fakes::Write;
-use slurmscale_autoscaler::pool::{GPU, NodeSetPod};
-use slurmscale_autoscaler::pool::{PendingPod, Placement};
+use slurmscale_autoscaler::fakes::{self, Write};
+use slurmscale_autoscaler::pool::{GPU, NodeSetPod, PendingPod, Placement};
 use slurmscale_exporter::k8s::ledger::{Capacity, LedgerNode, Owner};
+use slurmscale_exporter::k8s::watch::KubeSnapshot;
 
 use super::cluster::{Cluster, Slot};
 use super::kube::{Kube, Res};
+use super::operator;
 use super::pods::PodRequest;
 use super::trace::NodeShape;
 
@@ -147,36 +148,35 @@ impl PoolWorld {
         }
     }
 
-    /// slurm-operator following `spec.replicas`: removes pods (unplaced ones, then marked,
-    /// then booting, idle and busy ones, the highest slot first among equals), and creates
-    /// new ones, which land — after the pods already waiting, as the scheduler takes them
-    /// in creation order — on nodes left empty.
+    /// slurm-operator following `spec.replicas`: removes the pods it ranks first
+    /// ([`operator::condemn`]; pods not placed yet are unbound and go first), and creates new
+    /// ones, which land — after the pods already waiting, as the scheduler takes them in
+    /// creation order — on nodes left empty.
     pub fn operate(&mut self, cluster: &mut Cluster, now: i64) {
         let ns = &mut self.nodeset;
         let have = ns.active + ns.unplaced;
         if ns.replicas < have {
-            let mut excess = have - ns.replicas;
-            let drop = excess.min(ns.unplaced);
-            ns.unplaced -= drop;
-            excess -= drop;
-            if excess > 0 {
-                let mut victims: Vec<u32> = (0..self.holder.len() as u32)
-                    .filter(|&i| {
-                        self.holder[i as usize] == Holder::Slurm && !ns.leaving.contains(&i)
-                    })
-                    .collect();
-                let rank = |i: u32| match cluster.slot(i) {
-                    Slot::Off | Slot::Booting => 1,
-                    Slot::Idle => 2,
-                    Slot::Busy => 3,
-                };
-                victims.sort_by_key(|&i| (!ns.marked.contains(&i), rank(i), std::cmp::Reverse(i)));
-                victims.truncate(excess as usize);
-                for i in victims {
-                    ns.leaving.insert(i);
-                    ns.active -= 1;
-                    cluster.retire(i);
+            let nodes = self.holder.len() as u32;
+            let unplaced = (0..ns.unplaced).map(|k| operator::Pod {
+                ordinal: nodes + k,
+                bound: false,
+                ready: false,
+                marked: false,
+                deadline: None,
+                cordoned: false,
+            });
+            let placed = (0..nodes)
+                .filter(|&i| self.holder[i as usize] == Holder::Slurm && !ns.leaving.contains(&i))
+                .map(|i| cluster.nodeset_pod(i, ns.marked.contains(&i)));
+            let pods = placed.chain(unplaced).collect();
+            for pod in operator::condemn(pods, (have - ns.replicas) as usize) {
+                if !pod.bound {
+                    ns.unplaced -= 1;
+                    continue;
                 }
+                ns.leaving.insert(pod.ordinal);
+                ns.active -= 1;
+                cluster.retire(pod.ordinal);
             }
         } else if ns.replicas > have {
             ns.unplaced += ns.replicas - have;
@@ -242,6 +242,32 @@ impl PoolWorld {
                 (k8s_name(i), state)
             })
             .collect()
+    }
+
+    /// What the controller reads of the pool's Kubernetes side into the in-memory seam:
+    /// the NodeSet `target`'s replicas, its pods (matched by `selector`) by node and how many
+    /// of them wait for a node, the pods no node has room for (written again only when they
+    /// changed since `shown_pending`), and `ledger`, the GenericNode ledger with the nodes'
+    /// capacity.
+    pub fn show(
+        &self,
+        w: &mut fakes::World,
+        (target, selector): (&str, &str),
+        ledger: KubeSnapshot,
+        shown_pending: &mut Option<u64>,
+    ) {
+        if *shown_pending != Some(self.kube.pending_version()) {
+            *shown_pending = Some(self.kube.pending_version());
+            w.unschedulable = self.unschedulable();
+        }
+        if let Some(t) = w.targets.get_mut(target) {
+            t.replicas = u64::from(self.nodeset.replicas);
+            t.version += 1;
+        }
+        w.pods.insert(selector.into(), self.pods_by_node());
+        w.unscheduled
+            .insert(selector.into(), u64::from(self.nodeset.unplaced));
+        w.ledger = Some(ledger);
     }
 
     /// The pods no node has room for, as the controller lists them.

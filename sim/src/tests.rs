@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use super::cluster::{Cluster, Mode, SchedConfig};
+use super::replay::TAIL;
 use super::trace::{NodeShape, TraceJob};
 use super::*;
 
@@ -161,7 +162,7 @@ fn backfill_may_use_nodes_the_reservation_does_not_need() {
 
 #[test]
 fn new_nodes_take_jobs_after_the_boot_delay_and_drained_ones_finish_their_work() {
-    let jobs = vec![job(0, 1000, 1000, 1, 16), job(0, 100, 100, 1, 16)];
+    let jobs = vec![job(0, 100, 100, 1, 16), job(0, 1000, 1000, 1, 16)];
     let mut c = Cluster::new(
         CPU16,
         4,
@@ -178,8 +179,9 @@ fn new_nodes_take_jobs_after_the_boot_delay_and_drained_ones_finish_their_work()
     c.advance(90);
     assert_eq!(starts(&c), vec![90, 90], "usable --boot-time later");
     assert_eq!(c.counts.busy, 2);
-    // Scaling to 1 drains the node with the fewest jobs (a tie: the highest); it leaves
-    // when its job ends, not before.
+    // Scaling to 1 drains the node free soonest, as slurm-operator ranks its pods by the
+    // jobs' time limits (node 0, though node 1 has the higher ordinal); it leaves when its
+    // job ends, not before.
     c.scale(1, 100);
     assert_eq!(c.counts.provisioned, 2);
     c.advance(190);

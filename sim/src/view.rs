@@ -11,9 +11,10 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use slurmscale_exporter::model::jobs::{JobRecord, JobsBuilder};
 use slurmscale_exporter::model::origin::Origin;
 use slurmscale_exporter::model::{
-    Gres, Jobs, Node, NodeBase, NodeFlags, NodeState, NodeWork, Partition, PendingClass,
+    Gres, JobState, Jobs, Node, NodeBase, NodeFlags, NodeState, NodeWork, Partition, PendingClass,
     PendingJob, PlannedStart,
 };
 use slurmscale_exporter::signals::{PartitionSignals, ShapeHints, partition_signals};
@@ -160,6 +161,12 @@ impl SlurmView {
     /// until when): what colocation ranks nodes to drain by.
     pub fn jobs_with_running(&self, cluster: &Cluster) -> Jobs {
         let mut jobs = (*self.jobs).clone();
+        self.add_running(cluster, &mut jobs);
+        jobs
+    }
+
+    /// The work on each node of the partition that runs any.
+    fn add_running(&self, cluster: &Cluster, jobs: &mut Jobs) {
         for (i, name) in self.names.iter().enumerate() {
             let (count, free_at) = cluster.node_work(i as u32);
             if count > 0 {
@@ -172,7 +179,6 @@ impl SlurmView {
                 );
             }
         }
-        jobs
     }
 
     /// A snapshot of every endpoint, all confirmed at `at`.
@@ -292,11 +298,22 @@ fn update(n: &mut Node, i: u32, cluster: &Cluster) {
     n.free_memory_bytes = Some(n.memory_bytes - n.alloc_memory_bytes);
 }
 
-/// The waiting jobs as /jobs would list them: all schedulable, in priority order.
+/// The start the backfill scheduler plans for job `j` (its index in the cluster's jobs) and
+/// the nodes it holds for it, if it plans one.
+fn plan_of(cluster: &Cluster, j: usize, names: &[Arc<str>]) -> Option<PlannedStart> {
+    let r = cluster.plan().filter(|r| r.job == j)?;
+    Some(PlannedStart {
+        start: r.start,
+        nodes: r.nodes.iter().map(|&i| names[i as usize].clone()).collect(),
+    })
+}
+
+/// The waiting jobs as /jobs would list them: all schedulable, in priority order. What a
+/// replay reads, on every change of the queue: made directly, without the text of a whole
+/// listing ([`listing`] is the rest of /jobs, made from the same cluster).
 fn pending(cluster: &Cluster, partitions: &Arc<[Arc<str>]>, names: &[Arc<str>]) -> Jobs {
     let reason: Arc<str> = Arc::from("Resources");
     let mb = |mib: u64| mib << 20;
-    let plan = cluster.plan();
     Jobs {
         pending: cluster
             .queued()
@@ -315,12 +332,108 @@ fn pending(cluster: &Cluster, partitions: &Arc<[Arc<str>]>, names: &[Arc<str>]) 
                 whole_node: j.whole_nodes(&cluster.shape),
                 submit_time: Some(j.submit),
                 origin: Origin::Batch,
-                planned_start: plan.filter(|r| r.job == index).map(|r| PlannedStart {
-                    start: r.start,
-                    nodes: r.nodes.iter().map(|&i| names[i as usize].clone()).collect(),
-                }),
+                planned_start: plan_of(cluster, index, names),
             })
             .collect(),
         ..Jobs::default()
     }
+}
+
+/// A job of a partition as /jobs lists it beyond its shape: whose it is, and when it was
+/// submitted and released by its user (unix seconds; slurmctld's queue has it from then).
+#[derive(Clone, Copy, Debug)]
+pub struct Listed<'a> {
+    pub id: u64,
+    pub user: &'a str,
+    pub account: &'a str,
+    pub submit: i64,
+    pub released: i64,
+}
+
+/// The jobs of one partition that /jobs lists: by their index in the cluster's jobs.
+pub struct Listing<'a> {
+    pub view: &'a SlurmView,
+    pub cluster: &'a Cluster,
+    pub jobs: Vec<(usize, Listed<'a>)>,
+}
+
+/// /jobs as slurmrestd answers it at `now` (unix seconds) and the exporter folds it, with its
+/// own [`JobsBuilder`]: every listed job of each partition — held until released, waiting,
+/// running or completed — the backfill scheduler's planned start on the job it plans for, and
+/// the work on each node.
+pub fn listing<'a>(parts: impl IntoIterator<Item = Listing<'a>>, now: i64) -> Jobs {
+    let mut b = JobsBuilder::new(false);
+    let mut running = Vec::new();
+    for part in parts {
+        let (cluster, view) = (part.cluster, part.view);
+        let partition = &view.partition().name;
+        let shape = cluster.shape;
+        for (j, listed) in part.jobs {
+            let job = &cluster.jobs()[j];
+            let ran = cluster
+                .started(j)
+                .filter(|&s| s <= now)
+                .map(|s| (s, s + job.run as i64));
+            let (state, reason) = match ran {
+                Some((_, end)) if end <= now => (JobState::Completed, "None"),
+                Some(_) => (JobState::Running, "None"),
+                None if listed.released > now => (JobState::Pending, "JobHeldUser"),
+                None => (JobState::Pending, "Resources"),
+            };
+            let (cpus, nodes) = (u64::from(job.cpus_per_node), u64::from(job.nodes));
+            let gpus = u64::from(job.gpus_per_node);
+            let gres = if gpus > 0 {
+                format!("gres/gpu:{gpus}")
+            } else {
+                String::new()
+            };
+            let alloc = if state == JobState::Running {
+                format!(
+                    "cpu={},mem={}M,node={nodes},billing={}{}",
+                    cpus * nodes,
+                    job.memory_mib_per_node * nodes,
+                    cpus * nodes,
+                    if gpus > 0 {
+                        format!(",gres/gpu={}", gpus * nodes)
+                    } else {
+                        String::new()
+                    }
+                )
+            } else {
+                String::new()
+            };
+            let plan = (reason == "Resources")
+                .then(|| plan_of(cluster, j, &view.names))
+                .flatten();
+            let scheduled: Vec<&str> = plan.iter().flat_map(|p| &p.nodes).map(|n| &**n).collect();
+            let scheduled = scheduled.join(",");
+            b.add(JobRecord {
+                id: listed.id,
+                state: Some(state),
+                reason,
+                partition,
+                user: listed.user,
+                account: listed.account,
+                nodes: Some(nodes),
+                cpus: Some(cpus * nodes),
+                tasks: Some(nodes),
+                memory_per_node_mib: Some(job.memory_mib_per_node),
+                hold: reason == "JobHeldUser",
+                whole_node: job.cpus_per_node >= shape.cpus,
+                tres_per_node: &gres,
+                tres_alloc: &alloc,
+                submit_time: Some(listed.submit),
+                end_time: ran.map(|(_, end)| end),
+                start_time: plan.as_ref().map(|p| p.start),
+                scheduled_nodes: &scheduled,
+                ..Default::default()
+            });
+        }
+        running.push((view, cluster));
+    }
+    let mut jobs = b.finish();
+    for (view, cluster) in running {
+        view.add_running(cluster, &mut jobs);
+    }
+    jobs
 }

@@ -5,7 +5,8 @@
 //! real NodeSetAutoscalers — the burst NodeSet following demand, and the cpu NodeSet sharing
 //! a colocated pool with Kubernetes — on the in-memory fake ([`OnFake`]) on the simulation's
 //! clock, every 2 s as a deployment polls, and the writes it makes (replicas, drains,
-//! resumes, pods marked to go) are applied to the simulation. `/metrics` is rendered by the
+//! resumes, pods marked to go) are applied to the simulation: sim's [`Driver`] does both, the
+//! way the replays run it. `/metrics` is rendered by the
 //! same code a real deployment serves. No cluster, no root, no network beyond the 127.0.0.1
 //! listener.
 
@@ -17,19 +18,19 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Result;
 use slurmscale_autoscaler::crd::NodeSetAutoscaler;
-use slurmscale_autoscaler::fakes::{FakeTarget, OnFake, World, Write};
+use slurmscale_autoscaler::fakes::{self, FakeTarget, OnFake, Write};
 use slurmscale_autoscaler::metrics as autoscaler_metrics;
-use slurmscale_exporter::k8s::watch::KubeSnapshot;
 use slurmscale_exporter::metrics::{MetricsOptions, PageInput, render};
 use slurmscale_exporter::server::{self, AppState, Page};
 use slurmscale_exporter::signals::{ShapeHints, partition_signals, stale_after};
 use slurmscale_exporter::snapshot::ClusterSnapshot;
+use slurmscale_sim::driver::{Driver, Polls, Sense};
 use slurmscale_sim::view::{POLL, replay_config};
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::DemoArgs;
 use slurmscale_sim::demo::{
-    BURST, BURST_MAX, CLUSTER, NAMESPACE, POOL, POOL_NODES, Simulation, selector,
+    AtPoll, BURST, BURST_MAX, CLUSTER, NAMESPACE, POOL, POOL_NODES, Simulation, selector,
 };
 pub use summary::Moves;
 
@@ -77,7 +78,9 @@ pub fn autoscalers() -> [NodeSetAutoscaler; 2] {
 pub struct Demo {
     pub sim: Simulation,
     /// The controller on the simulation's clock.
-    on: OnFake,
+    driver: Driver,
+    /// It reconciles at every poll, as a deployment does.
+    polls: Polls<()>,
     /// What the controller did so far, counted.
     pub moves: Moves,
 }
@@ -108,14 +111,18 @@ impl Demo {
             };
             (name.to_string(), t)
         };
-        let world = World {
+        let world = fakes::World {
             targets: BTreeMap::from([target(BURST), target(POOL)]),
-            ..World::default()
+            ..fakes::World::default()
         };
         let on = OnFake::new(world, CLUSTER, autoscalers(), replay_config(), sim.now());
+        let every_poll = Sense::EveryEvent {
+            replays_skipped: false,
+        };
         Self {
+            polls: Polls::new(every_poll, sim.base, true),
             sim,
-            on,
+            driver: Driver::new(on, CLUSTER),
             moves: Moves::default(),
         }
     }
@@ -125,15 +132,18 @@ impl Demo {
     pub async fn step(&mut self) -> Tick {
         self.sim.advance();
         let now = self.sim.now();
-        self.on.set_now(now);
         let snap = Arc::new(self.sim.snapshot());
         let kube = self.sim.kube_snapshot();
         let mut events = Vec::new();
-        if (self.sim.base + self.sim.tick as i64).rem_euclid(POLL) == 0 {
-            self.on.publish(snap.clone());
-            self.show(&kube);
-            self.on.controller.reconcile_all().await;
-            events = self.carry_out();
+        let at = self.sim.base + self.sim.tick as i64;
+        if self.polls.look(at, (), None).is_some() {
+            let mut world = AtPoll {
+                sim: &mut self.sim,
+                snapshot: snap.clone(),
+                kube: &kube,
+            };
+            let writes = self.driver.reconcile(&mut world, at).await;
+            events = self.events(writes);
         }
         self.sim.settle();
 
@@ -149,7 +159,7 @@ impl Demo {
             health_only: false,
         };
         let page = render(&input, |out| {
-            let m = self.on.controller.metrics.lock();
+            let m = self.driver.on.controller.metrics.lock();
             autoscaler_metrics::collect(out, &m.unwrap_or_else(|e| e.into_inner()));
         });
         // For the live line only: the demand the controller saw.
@@ -164,6 +174,7 @@ impl Demo {
         )
         .map_or(0, |s| s.demand.nodes);
         let (reason, message) = self
+            .driver
             .on
             .fake
             .status(BURST)
@@ -180,56 +191,22 @@ impl Demo {
         }
     }
 
-    /// What the controller reads this tick: the targets' replicas, the pool's NodeSet pods,
-    /// the pods Kubernetes cannot place and the ledger.
-    fn show(&self, kube: &KubeSnapshot) {
-        let pool = &self.sim.pool;
-        let replicas = [
-            (BURST, self.sim.burst_nodeset()[0]),
-            (POOL, pool.replicas()),
-        ];
-        self.on.fake.with(|w| {
-            for (name, r) in replicas {
-                if let Some(t) = w.targets.get_mut(name) {
-                    t.replicas = r;
-                }
-            }
-            w.pods.insert(selector(POOL), pool.world.pods_by_node());
-            let waiting = u64::from(pool.world.nodeset.unplaced);
-            w.unscheduled.insert(selector(POOL), waiting);
-            w.unschedulable = pool.world.unschedulable();
-            w.ledger = Some(kube.clone());
-        });
-    }
-
-    /// Applies the controller's writes to the simulation, as slurm-operator, slurmctld and
-    /// the API server would; returns the Events worth a line.
-    fn carry_out(&mut self) -> Vec<String> {
+    /// The controller's Events worth a line of their own (the pool's moves and any
+    /// warning), each counted.
+    fn events(&mut self, writes: Vec<Write>) -> Vec<String> {
         let mut lines = Vec::new();
-        for w in self.on.fake.take_writes() {
-            match w {
-                Write::Scale { target, replicas } if target == BURST => self.sim.scale(replicas),
-                w @ (Write::Scale { .. }
-                | Write::Drain { .. }
-                | Write::Resume { .. }
-                | Write::MarkToGo { .. }
-                | Write::Unmark { .. }) => self.sim.apply_to_pool(&w),
-                // The demo's autoscalers keep no node records and follow no power requests.
-                Write::Create { .. }
-                | Write::Reconfigure
-                | Write::Retire { .. }
-                | Write::Unretire { .. } => {}
-                Write::Event {
-                    autoscaler,
-                    warning,
-                    reason,
-                    note,
-                } => {
-                    if autoscaler == POOL || warning {
-                        lines.push(format!("{autoscaler}: {reason}: {note}"));
-                    }
-                    self.moves.count(&autoscaler, &reason);
+        for w in writes {
+            if let Write::Event {
+                autoscaler,
+                warning,
+                reason,
+                note,
+            } = w
+            {
+                if autoscaler == POOL || warning {
+                    lines.push(format!("{autoscaler}: {reason}: {note}"));
                 }
+                self.moves.count(&autoscaler, &reason);
             }
         }
         lines
@@ -317,8 +294,13 @@ mod tests {
             900,
         );
         let (mut peak, mut back_to_zero, mut last) = (0, false, None);
+        let mut planned = false;
         for _ in 0..900 {
             let t = demo.step().await;
+            planned |= t
+                .page
+                .lines()
+                .any(|l| l.starts_with("slurm_partition_planned_jobs{") && !l.ends_with(" 0"));
             let replicas = demo.sim.burst_nodeset()[0];
             assert!(
                 replicas >= demo.sim.burst_nodeset()[3],
@@ -335,6 +317,7 @@ mod tests {
         }
         assert!(peak >= 2, "never scaled up: peak {peak}");
         assert!(back_to_zero, "never went back to zero");
+        assert!(planned, "Slurm's planned starts never reached the page");
         let m = &demo.moves;
         for (what, n) in [
             ("drains", m.get(POOL, "Drain")),

@@ -3,10 +3,11 @@
 //! the real one) — a NodeSet for the `burst` partition, four fixed GPU nodes, and the `cpu`
 //! partition on a pool shared with Kubernetes ([`pool`]) — fed by the demo's job generator
 //! ([`workload`](crate::workload)). It stands where slurmrestd and the kube-apiserver stand
-//! in production: it hands out the same [`ClusterSnapshot`] a poller publishes (nodes as
-//! slurmrestd shows them, jobs folded by the exporter's own [`JobsBuilder`]) and the same
-//! [`KubeSnapshot`] the watchers keep, and takes what the autoscaler writes — replicas,
-//! drains, resumes, pods marked to go — as Slurm and Kubernetes would.
+//! in production: it hands out the same [`ClusterSnapshot`] a poller publishes (nodes and
+//! jobs as the replays' [`view`] shows them, jobs folded by the exporter's own builder, with
+//! Slurm's planned starts) and the same [`KubeSnapshot`] the watchers keep, and takes what
+//! the autoscaler writes — replicas, drains, resumes, pods marked to go — as Slurm and
+//! Kubernetes would ([`AtPoll`], the world the driver runs the controller in).
 //!
 //! One simulated second per step, on an even unix second at step 0, so the autoscaler's
 //! 2 s polls fall where `simulate`'s do and both give the burst jobs the same waits.
@@ -17,16 +18,16 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::cluster::{Cluster, Mode, SchedConfig, Slot};
+use crate::driver::World;
 use crate::pods::PodRequest;
 use crate::shared::SharedOptions;
 use crate::trace::{NodeShape, TraceJob};
-use crate::view::SlurmView;
+use crate::view::{self, Listed, Listing, SlurmView};
 use slurmscale_autoscaler::crd::NodeSetAutoscalerSpec;
-use slurmscale_autoscaler::fakes::Write;
+use slurmscale_autoscaler::fakes::{Fake, Write};
 use slurmscale_exporter::k8s::nodeset::{NodeSetStatus, NodeSetView, ScalingMode};
 use slurmscale_exporter::k8s::watch::{KubeSnapshot, WatchHealth};
-use slurmscale_exporter::model::jobs::{JobRecord, JobsBuilder};
-use slurmscale_exporter::model::{Diag, JobState, Ping, Slurmctld};
+use slurmscale_exporter::model::{Diag, Ping, Slurmctld};
 use slurmscale_exporter::slurm::ApiVersion;
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
@@ -144,8 +145,6 @@ pub fn pool_replay(
 /// One partition: its slurmctld, what slurmrestd shows of it, and its jobs as submitted
 /// (in the cluster's order).
 struct Partition {
-    part: Part,
-    name: Arc<str>,
     cluster: Cluster,
     view: SlurmView,
     jobs: Vec<DemoJob>,
@@ -170,8 +169,6 @@ impl Partition {
         );
         let view = SlurmView::named(&cluster, part.name());
         Self {
-            part,
-            name: Arc::from(part.name()),
             cluster,
             view,
             jobs,
@@ -452,70 +449,32 @@ impl Simulation {
         snap
     }
 
-    /// /jobs: every job submitted and not yet aged out, with the work on the pool's nodes
-    /// (colocation ranks drain candidates by it).
+    /// /jobs: every job submitted and not yet aged out, as the replays' view lists them
+    /// (with Slurm's planned start and the work on each node).
     fn jobs_model(&self) -> slurmscale_exporter::model::Jobs {
-        let now = self.unix();
-        let mut b = JobsBuilder::new(false);
-        for p in &self.parts {
-            let shape = p.part.shape();
-            for (j, job) in p.jobs.iter().enumerate().skip(p.listed_from) {
-                if job.submit > self.tick {
-                    continue;
-                }
-                let ran = p.ran(j, now);
-                let (state, reason) = match ran {
-                    Some((_, end)) if end <= now => (JobState::Completed, "None"),
-                    Some(_) => (JobState::Running, "None"),
-                    None if job.eligible() > self.tick => (JobState::Pending, "JobHeldUser"),
-                    None => (JobState::Pending, "Resources"),
-                };
-                let gres = if job.gpus_per_node > 0 {
-                    format!("gres/gpu:{}", job.gpus_per_node)
-                } else {
-                    String::new()
-                };
-                let alloc = if state == JobState::Running {
-                    format!(
-                        "cpu={},mem={}M,node={},billing={}{}",
-                        job.cpus_per_node * job.nodes,
-                        job.memory_per_node / MIB * job.nodes,
-                        job.nodes,
-                        job.cpus_per_node * job.nodes,
-                        if job.gpus_per_node > 0 {
-                            format!(",gres/gpu={}", job.gpus_per_node * job.nodes)
-                        } else {
-                            String::new()
-                        }
-                    )
-                } else {
-                    String::new()
-                };
-                b.add(JobRecord {
-                    id: job.id,
-                    state: Some(state),
-                    reason,
-                    partition: &p.name,
-                    user: job.user,
-                    account: job.account,
-                    nodes: Some(job.nodes),
-                    cpus: Some(job.cpus_per_node * job.nodes),
-                    tasks: Some(job.nodes),
-                    memory_per_node_mib: Some(job.memory_per_node / MIB),
-                    hold: reason == "JobHeldUser",
-                    whole_node: job.cpus_per_node >= u64::from(shape.cpus),
-                    tres_per_node: &gres,
-                    tres_alloc: &alloc,
-                    submit_time: Some(self.base + job.submit as i64),
-                    end_time: ran.map(|(_, end)| end),
-                    ..Default::default()
-                });
-            }
-        }
-        let mut jobs = b.finish();
-        let cpu = &self.parts[0];
-        jobs.running_on = cpu.view.jobs_with_running(&cpu.cluster).running_on;
-        jobs
+        let parts = self.parts.iter().map(|p| Listing {
+            view: &p.view,
+            cluster: &p.cluster,
+            jobs: p
+                .jobs
+                .iter()
+                .enumerate()
+                .skip(p.listed_from)
+                .filter(|(_, job)| job.submit <= self.tick)
+                .map(|(j, job)| {
+                    let at = |s: u64| self.base + s as i64;
+                    let listed = Listed {
+                        id: job.id,
+                        user: job.user,
+                        account: job.account,
+                        submit: at(job.submit),
+                        released: at(job.eligible()),
+                    };
+                    (j, listed)
+                })
+                .collect(),
+        });
+        view::listing(parts, self.unix())
     }
 
     /// What the Kubernetes watchers would hold: the two NodeSets, and the GenericNode ledger
@@ -547,6 +506,51 @@ impl Simulation {
             );
         }
         k
+    }
+}
+
+/// The simulation at one poll of the demo's controller: what slurmrestd and the watchers
+/// showed this second (the page shows the same), and where the writes land.
+pub struct AtPoll<'a> {
+    pub sim: &'a mut Simulation,
+    pub snapshot: Arc<ClusterSnapshot>,
+    pub kube: &'a KubeSnapshot,
+}
+
+impl World for AtPoll<'_> {
+    /// The targets' replicas, the pool's NodeSet pods, the pods Kubernetes cannot place and
+    /// the ledger.
+    fn show(&mut self, fake: &Fake, _: SystemTime) -> Arc<ClusterSnapshot> {
+        let burst = self.sim.burst_nodeset()[0];
+        let pool = &mut self.sim.pool;
+        fake.with(|w| {
+            if let Some(t) = w.targets.get_mut(BURST) {
+                t.replicas = burst;
+            }
+            let selector = selector(POOL);
+            let ledger = self.kube.clone();
+            pool.world
+                .show(w, (POOL, &selector), ledger, &mut pool.shown_pending);
+        });
+        self.snapshot.clone()
+    }
+
+    /// As slurm-operator, slurmctld and the API server would (the demo's autoscalers keep
+    /// no node records and follow no power requests).
+    fn apply(&mut self, write: &Write, _: i64) {
+        match write {
+            Write::Scale { target, replicas } if target == BURST => self.sim.scale(*replicas),
+            w @ (Write::Scale { .. }
+            | Write::Drain { .. }
+            | Write::Resume { .. }
+            | Write::MarkToGo { .. }
+            | Write::Unmark { .. }) => self.sim.apply_to_pool(w),
+            Write::Create { .. }
+            | Write::Reconfigure
+            | Write::Retire { .. }
+            | Write::Unretire { .. }
+            | Write::Event { .. } => {}
+        }
     }
 }
 
@@ -674,6 +678,36 @@ mod tests {
             started || c == Some(PendingClass::Schedulable),
             "released: waiting for room or running ({c:?})"
         );
+    }
+
+    /// /jobs carries the backfill scheduler's plan, as the replays' view does: the page's
+    /// `slurm_partition_planned_*` read it.
+    #[test]
+    fn jobs_carry_slurm_s_planned_start() {
+        let mut s = Simulation::new(2, SystemTime::UNIX_EPOCH, 900);
+        for _ in 0..900 {
+            s.step();
+            let snap = s.snapshot();
+            let jobs = snap.jobs.data.clone().expect("jobs");
+            let Some((job, plan)) = jobs
+                .pending
+                .iter()
+                .find_map(|j| Some((j, j.planned_start.clone()?)))
+            else {
+                continue;
+            };
+            let part = &job.partitions[0];
+            assert_eq!(job.class, PendingClass::Schedulable);
+            assert!(plan.start >= s.unix(), "{plan:?} at {}", s.unix());
+            assert!(!plan.nodes.is_empty());
+            assert!(
+                plan.nodes
+                    .iter()
+                    .all(|n| n.starts_with(&format!("{part}-")))
+            );
+            return;
+        }
+        panic!("no job had a planned start in 900 s");
     }
 
     #[test]

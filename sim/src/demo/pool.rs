@@ -51,6 +51,8 @@ pub struct Pool {
     pub world: PoolWorld,
     /// The pods, as the world runs them.
     pods: Arc<[PodRequest]>,
+    /// The waiting pods as last shown to the controller (their version).
+    pub shown_pending: Option<u64>,
 }
 
 impl Pool {
@@ -59,7 +61,11 @@ impl Pool {
         let pods: Arc<[PodRequest]> = pods.into();
         let nodes = POOL_NODES as u32;
         let world = PoolWorld::new(cluster, pods.clone(), (nodes, true, false), POOL, base);
-        Self { world, pods }
+        Self {
+            world,
+            pods,
+            shown_pending: None,
+        }
     }
 
     /// Kubernetes up to `now`: pods that are done leave, new ones arrive, the scheduler binds

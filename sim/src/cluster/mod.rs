@@ -23,12 +23,18 @@
 //!   check after the last one is up.
 //!
 //! Times are unix seconds. Everything here is deterministic: the same trace and the same
-//! scaling gives the same schedule.
+//! scaling gives the same schedule. The scheduler and backfill are in [`scheduler`], what a
+//! NodeSet following slurmctld's requests adds in [`planned`], a pool's NodeSet in [`pool`].
+
+mod planned;
+mod pool;
+mod scheduler;
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashSet};
+use std::collections::{BTreeSet, BinaryHeap};
 use std::sync::Arc;
 
+use super::operator;
 use super::trace::{NodeShape, TraceJob};
 
 /// How nodes come and go.
@@ -524,186 +530,6 @@ impl Cluster {
         self.changes += 1;
     }
 
-    /// The main scheduler: starts jobs in priority order until one does not fit.
-    fn schedule(&mut self, now: i64) {
-        while let Some(&j) = self.queue.first() {
-            match self.place(j, None) {
-                Some(nodes) => self.start(j, nodes, now),
-                None => break,
-            }
-        }
-    }
-
-    /// EASY backfill: a reservation for the first waiting job, then every later job that
-    /// fits now without delaying it.
-    fn backfill(&mut self, now: i64) {
-        let Some(&head) = self.queue.first() else {
-            return;
-        };
-        let (shadow, reserved) = self.reservation(head);
-        for &i in &reserved {
-            self.reserved[i as usize] = true;
-        }
-        let plan = shadow.map(|start| Reservation {
-            job: head,
-            start,
-            nodes: reserved.clone(),
-        });
-        if plan != self.plan {
-            self.plan = plan;
-            self.changes += 1;
-        }
-        // Jobs of a shape that did not fit will not fit later in the same pass.
-        let mut failed: HashSet<(u32, u32, u64, u32, bool)> = HashSet::new();
-        let candidates: Vec<usize> = self
-            .queue
-            .iter()
-            .skip(1)
-            .take(self.cfg.bf_max_job_test)
-            .copied()
-            .collect();
-        for j in candidates {
-            if self.free.is_empty() && self.off.is_empty() {
-                break;
-            }
-            let job = &self.jobs[j];
-            let before_shadow =
-                shadow.is_none_or(|s| now + self.boot_slack() + job.limit as i64 <= s);
-            let key = (
-                job.nodes,
-                job.cpus_per_node,
-                job.memory_mib_per_node,
-                job.gpus_per_node,
-                before_shadow,
-            );
-            if failed.contains(&key) {
-                continue;
-            }
-            let exclude = (!before_shadow).then_some(&*self.reserved);
-            match self.place(j, exclude) {
-                Some(nodes) => self.start(j, nodes, now),
-                None => {
-                    failed.insert(key);
-                }
-            }
-        }
-        for &i in &reserved {
-            self.reserved[i as usize] = false;
-        }
-    }
-
-    /// Under power saving a backfilled job may wait for a boot before it runs.
-    fn boot_slack(&self) -> i64 {
-        match self.mode {
-            Mode::PowerSave { .. } => self.cfg.boot,
-            Mode::Planned(r) => self.cfg.boot + r.interval + r.check_every,
-            _ => 0,
-        }
-    }
-
-    /// When and where `head` could start, from the time limits of what runs: `None` when
-    /// the nodes that exist could never hold it (nothing to protect).
-    fn reservation(&self, head: usize) -> (Option<i64>, Vec<u32>) {
-        let job = &self.jobs[head];
-        let need = job.nodes as usize;
-        let fits = |cpus: u32, mem: u64, gpus: u32| {
-            cpus >= job.cpus_per_node && mem >= job.memory_mib_per_node && gpus >= job.gpus_per_node
-        };
-        let mut free_now: Vec<u32> = Vec::with_capacity(need);
-        for &(cpus, i) in self.free.range((job.cpus_per_node, 0)..) {
-            let n = &self.nodes[i as usize];
-            if fits(cpus, n.free_mem, n.free_gpus) {
-                free_now.push(i);
-            }
-        }
-        if self.power_saving() {
-            free_now.extend(self.off.iter().copied());
-        }
-        if free_now.len() >= need {
-            free_now.truncate(need);
-            return (None, free_now);
-        }
-        // Release running jobs in the order backfill expects them to end, a whole end time
-        // at once: the reservation is the earliest time enough nodes are free.
-        let mut freed: std::collections::HashMap<u32, (u32, u64, u32)> = Default::default();
-        let mut later: Vec<u32> = Vec::new();
-        let mut ends = self.by_expected_end.iter().peekable();
-        while let Some(&(t, r)) = ends.next() {
-            if let Some(run) = &self.running[r] {
-                let rj = &self.jobs[r];
-                for &i in &run.nodes {
-                    let n = &self.nodes[i as usize];
-                    if n.draining {
-                        continue;
-                    }
-                    let f = freed
-                        .entry(i)
-                        .or_insert((n.free_cpus, n.free_mem, n.free_gpus));
-                    let was = fits(f.0, f.1, f.2);
-                    f.0 += rj.cpus_per_node;
-                    f.1 += rj.memory_mib_per_node;
-                    f.2 += rj.gpus_per_node;
-                    if !was && fits(f.0, f.1, f.2) {
-                        later.push(i);
-                    }
-                }
-            }
-            if ends.peek().is_some_and(|&&(next, _)| next == t) {
-                continue;
-            }
-            if later.len() + free_now.len() >= need {
-                // Reserve the nodes that free up then before those free now, which leaves
-                // the most room for backfill.
-                later.truncate(need);
-                let rest = need - later.len();
-                later.extend_from_slice(&free_now[..rest]);
-                return (Some(t), later);
-            }
-        }
-        (None, Vec::new())
-    }
-
-    /// Nodes for job `j` now, best fit by CPUs, avoiding `exclude`; under power saving,
-    /// powered-down nodes only when the powered-up ones are not enough.
-    fn place(&self, j: usize, exclude: Option<&[bool]>) -> Option<Vec<u32>> {
-        let job = &self.jobs[j];
-        let need = job.nodes as usize;
-        // Too few nodes to look through at all: a wide job at the head of the queue is
-        // looked at after every change, and the scan would walk every free node to fail.
-        let offered = self.free.len()
-            + if self.power_saving() {
-                self.off.len()
-            } else {
-                0
-            };
-        if offered < need {
-            return None;
-        }
-        let skip = |i: u32| exclude.is_some_and(|e| e[i as usize]);
-        let mut nodes = Vec::with_capacity(need);
-        for &(_, i) in self.free.range((job.cpus_per_node, 0)..) {
-            let n = &self.nodes[i as usize];
-            if n.free_mem >= job.memory_mib_per_node && n.free_gpus >= job.gpus_per_node && !skip(i)
-            {
-                nodes.push(i);
-                if nodes.len() == need {
-                    return Some(nodes);
-                }
-            }
-        }
-        if self.power_saving() {
-            for &i in &self.off {
-                if !skip(i) {
-                    nodes.push(i);
-                    if nodes.len() == need {
-                        return Some(nodes);
-                    }
-                }
-            }
-        }
-        None
-    }
-
     fn start(&mut self, j: usize, nodes: Vec<u32>, now: i64) {
         self.queue.remove(&j);
         let job = &self.jobs[j];
@@ -885,118 +711,10 @@ impl Cluster {
         }
     }
 
-    /// `Planned`: slurmctld's power-save pass asks for idle node `i` to power down
-    /// (POWERING_DOWN); it takes no jobs until its pod is gone.
-    fn ask_down(&mut self, i: u32) {
-        let n = &mut self.nodes[i as usize];
-        n.powering_down = true;
-        if n.free_cpus > 0 && !n.draining && !n.drained {
-            self.free.remove(&(n.free_cpus, i));
-        }
-        self.power_touch(i);
-    }
-
-    /// `Planned`: slot `i` gets a NodeSet pod; its slurmd registers `boot` seconds later.
-    pub fn add_pod(&mut self, i: u32, now: i64) {
-        let n = &mut self.nodes[i as usize];
-        if n.pod != Pod::None {
-            return;
-        }
-        let ready_at = now + self.cfg.boot;
-        n.pod = Pod::Starting { ready_at };
-        self.readies.push(Reverse((ready_at, i)));
-        self.counts.provisioned += 1;
-        self.replicas += 1;
-        self.power_touch(i);
-    }
-
-    /// `Planned`: the pod on slot `i` is deleted, as slurm-operator removes one: a pod
-    /// still starting at once (its record stays as slurmctld has it); a registered node's
-    /// once it runs nothing (it drains meanwhile).
-    pub fn remove_pod(&mut self, i: u32) {
-        let n = &mut self.nodes[i as usize];
-        match n.pod {
-            Pod::None => return,
-            Pod::Starting { .. } => {
-                n.pod = Pod::None;
-                self.counts.provisioned -= 1;
-                self.power_touch(i);
-            }
-            Pod::Ready if n.jobs.is_empty() => self.power_off(i),
-            Pod::Ready => {
-                if n.draining {
-                    return;
-                }
-                n.draining = true;
-                if n.free_cpus > 0 && !n.drained && !n.powering_down {
-                    self.free.remove(&(n.free_cpus, i));
-                }
-                self.power_touch(i);
-            }
-        }
-        self.replicas -= 1;
-    }
-
-    /// `Planned`: RESUME on slot `i`'s record clears the DRAIN a scale-in left; powered
-    /// down, slurmctld plans on it again.
-    pub fn resume_record(&mut self, i: u32, now: i64) {
-        let n = &mut self.nodes[i as usize];
-        if !n.left_drained {
-            return;
-        }
-        n.left_drained = false;
-        if n.power == Power::Off {
-            self.off.insert(i);
-            self.dirty.get_or_insert(now);
-        }
-        self.power_touch(i);
-        self.schedule(now);
-    }
-
-    /// `Planned`: slot `i`'s pod is ready and its slurmd registers: the node is up
-    /// (slurm-operator lifts its own scale-in DRAIN from a pod it keeps), and jobs
-    /// allocated to it run once all their nodes are up, at slurmctld's next check.
-    fn pod_ready(&mut self, i: u32, now: i64) {
-        let Mode::Planned(r) = self.mode else {
-            return;
-        };
-        let n = &mut self.nodes[i as usize];
-        n.pod = Pod::Ready;
-        n.left_drained = false;
-        let was = n.power;
-        n.power = Power::Up;
-        if was == Power::Off {
-            self.off.remove(&i);
-            if n.free_cpus > 0 {
-                self.free.insert((n.free_cpus, i));
-            }
-        }
-        self.power_touch(i);
-        let jobs = self.nodes[i as usize].jobs.clone();
-        if jobs.is_empty() {
-            let suspend = self.suspend_at(now);
-            self.nodes[i as usize].idle_since = now;
-            self.suspends.push(Reverse((suspend, i)));
-            return;
-        }
-        self.counts.busy += 1;
-        let start = grid(now, r.check_every);
-        for j in jobs {
-            let up = |k: &u32| self.nodes[*k as usize].power == Power::Up;
-            let waiting = self.outcomes[j].end == 0;
-            if waiting
-                && self.running[j]
-                    .as_ref()
-                    .is_some_and(|r| r.nodes.iter().all(up))
-            {
-                self.run(j, start);
-            }
-        }
-    }
-
     /// The NodeSet is scaled to `replicas` (elastic partitions only): drained nodes return
-    /// first, then new ones boot; going down, booting nodes go first, then idle ones, then
-    /// the busy nodes running the fewest jobs are drained.
+    /// first, then new ones boot on the lowest free slots; going down, slurm-operator picks
+    /// the pods ([`operator::condemn`]): an idle or booting node goes at once, a busy one
+    /// drains and goes when its last job ends.
     pub fn scale(&mut self, replicas: u32, now: i64) {
         if self.mode != Mode::Elastic {
             return;
@@ -1041,37 +759,42 @@ impl Cluster {
             }
             return;
         }
-        let mut excess = have - replicas;
-        // Booting nodes, newest last, then idle nodes.
-        let mut idle: Vec<u32> = Vec::new();
-        let mut busy: Vec<(usize, u32)> = Vec::new();
-        for i in (0..self.max_nodes()).rev() {
-            let n = &self.nodes[i as usize];
-            if !active(n) {
+        let pods = (0..self.max_nodes())
+            .filter(|&i| active(&self.nodes[i as usize]))
+            .map(|i| self.nodeset_pod(i, false))
+            .collect();
+        for pod in operator::condemn(pods, (have - replicas) as usize) {
+            let i = pod.ordinal;
+            let n = &mut self.nodes[i as usize];
+            if n.jobs.is_empty() {
+                self.power_off(i);
                 continue;
             }
-            match n.power {
-                Power::Booting { .. } if n.jobs.is_empty() => idle.insert(0, i),
-                _ if n.jobs.is_empty() => idle.push(i),
-                _ => busy.push((n.jobs.len(), i)),
-            }
-        }
-        for i in idle {
-            if excess == 0 {
-                return;
-            }
-            self.power_off(i);
-            excess -= 1;
-        }
-        // The fewest jobs first; among equals the highest slot, as a StatefulSet would.
-        busy.sort_by_key(|&(jobs, i)| (jobs, Reverse(i)));
-        for (_, i) in busy.into_iter().take(excess as usize) {
-            let n = &mut self.nodes[i as usize];
             n.draining = true;
             if n.free_cpus > 0 {
                 self.free.remove(&(n.free_cpus, i));
             }
             self.touch(&[i]);
+        }
+    }
+
+    /// Slot `i`'s NodeSet pod as slurm-operator ranks it for a scale-in, `marked` to go
+    /// first or not: ready once its slurmd registered (a pod of its own, following
+    /// slurmctld's requests; else the node up), its deadline the latest time limit of the
+    /// jobs on the node, cordoned while the node drains for an earlier scale-in.
+    pub fn nodeset_pod(&self, i: u32, marked: bool) -> operator::Pod {
+        let n = &self.nodes[i as usize];
+        let ready = match self.mode {
+            Mode::Planned(_) => n.pod == Pod::Ready,
+            _ => n.power == Power::Up,
+        };
+        operator::Pod {
+            ordinal: i,
+            bound: true,
+            ready,
+            marked,
+            deadline: self.node_work(i).1,
+            cordoned: n.draining,
         }
     }
 
@@ -1102,18 +825,6 @@ impl Cluster {
         })
     }
 
-    /// `Planned`: the NodeSet's pods by slot, ready or not.
-    pub fn pods(&self) -> impl Iterator<Item = (u32, bool)> + '_ {
-        self.nodes
-            .iter()
-            .enumerate()
-            .filter_map(|(i, n)| match n.pod {
-                Pod::None => None,
-                Pod::Starting { .. } => Some((i as u32, false)),
-                Pod::Ready => Some((i as u32, true)),
-            })
-    }
-
     /// Where slot `i` stands, for a pool's bookkeeping.
     pub fn slot(&self, i: u32) -> Slot {
         let n = &self.nodes[i as usize];
@@ -1123,16 +834,6 @@ impl Cluster {
             Power::Up if n.jobs.is_empty() => Slot::Idle,
             Power::Up => Slot::Busy,
         }
-    }
-
-    /// Pools: slot `i` holds a NodeSet pod from the start, its node up at once.
-    pub fn provide_now(&mut self, i: u32, now: i64) {
-        if self.nodes[i as usize].power != Power::Off {
-            return;
-        }
-        self.off.remove(&i);
-        self.replicas += 1;
-        self.power_on(i, now, true);
     }
 
     /// The nodes the first waiting job needs, if a job waits.
@@ -1154,58 +855,6 @@ impl Cluster {
             .filter_map(|&j| self.running[j].as_ref().map(|r| r.expected_end))
             .max();
         (n.jobs.len() as u64, free_at)
-    }
-
-    /// Pools: slot `i` gets a NodeSet pod; its slurmd registers `boot` seconds later.
-    pub fn provide(&mut self, i: u32, now: i64) {
-        if self.nodes[i as usize].power != Power::Off {
-            return;
-        }
-        self.off.remove(&i);
-        self.replicas += 1;
-        self.scale_ups += 1;
-        self.power_on(i, now, false);
-    }
-
-    /// Pools: the NodeSet pod on slot `i` goes, as slurm-operator removes one: at once when
-    /// its node runs nothing, else once its last job ends (the node drains meanwhile).
-    pub fn retire(&mut self, i: u32) {
-        let n = &mut self.nodes[i as usize];
-        if n.power == Power::Off || n.draining {
-            return;
-        }
-        self.replicas -= 1;
-        self.scale_downs += 1;
-        if n.jobs.is_empty() {
-            self.power_off(i);
-            return;
-        }
-        n.draining = true;
-        if n.free_cpus > 0 && !n.drained {
-            self.free.remove(&(n.free_cpus, i));
-        }
-        self.touch(&[i]);
-    }
-
-    /// Pools: DRAIN (`true`) or RESUME (`false`) slot `i`'s Slurm node, as the autoscaler
-    /// asks; a drained node runs its jobs out and stays.
-    pub fn drain(&mut self, i: u32, on: bool, now: i64) {
-        let n = &mut self.nodes[i as usize];
-        if n.drained == on || n.power == Power::Off {
-            return;
-        }
-        let indexed = n.power == Power::Up && !n.draining && n.free_cpus > 0;
-        n.drained = on;
-        if indexed && on {
-            self.free.remove(&(n.free_cpus, i));
-        } else if indexed {
-            self.free.insert((n.free_cpus, i));
-            self.dirty.get_or_insert(now);
-        }
-        self.touch(&[i]);
-        if !on {
-            self.schedule(now);
-        }
     }
 
     /// When job `j` started (or will, once its nodes are up), if it has been scheduled.
