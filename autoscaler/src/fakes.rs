@@ -52,7 +52,7 @@ pub struct World {
     /// Each autoscaler's status by name, merged as the API server merges a patch.
     pub status: BTreeMap<String, NodeSetAutoscalerStatus>,
     /// Every write, in order.
-    pub writes: Vec<Write>,
+    pub writes: Vec<Recorded>,
 }
 
 /// A scale target.
@@ -70,9 +70,10 @@ pub struct FakeTarget {
     pub nodes: NodeFacts,
 }
 
-/// One write the controller made.
+/// One write the controller made, as the fake recorded it (the seam's calls; the plan's
+/// own vocabulary is [`crate::plan::Write`], whose mark names these follow).
 #[derive(Clone, Debug, PartialEq)]
-pub enum Write {
+pub enum Recorded {
     Scale {
         target: String,
         replicas: u64,
@@ -91,19 +92,19 @@ pub enum Write {
     /// slurmctld told to load its configuration again.
     Reconfigure,
     /// Pods on these nodes got the deletion cost that makes them go first.
-    MarkToGo {
+    MarkPodsOn {
         nodes: Vec<String>,
     },
     /// These pods, by name, got the deletion cost that makes them go first.
-    Retire {
+    MarkPods {
         pods: Vec<String>,
     },
     /// Pods on these nodes lost that deletion cost.
-    Unmark {
+    UnmarkPodsOn {
         nodes: Vec<String>,
     },
     /// These pods, by name, lost that deletion cost.
-    Unretire {
+    UnmarkPods {
         pods: Vec<String>,
     },
     Event {
@@ -137,7 +138,7 @@ impl Fake {
     }
 
     /// The writes made since the last call.
-    pub fn take_writes(&self) -> Vec<Write> {
+    pub fn take_writes(&self) -> Vec<Recorded> {
         std::mem::take(&mut self.world().writes)
     }
 
@@ -168,9 +169,9 @@ impl Fake {
                 }
                 let nodes = nodes.to_vec();
                 let write = if go {
-                    Write::MarkToGo { nodes }
+                    Recorded::MarkPodsOn { nodes }
                 } else {
-                    Write::Unmark { nodes }
+                    Recorded::UnmarkPodsOn { nodes }
                 };
                 w.writes.push(write);
                 changed
@@ -180,9 +181,9 @@ impl Fake {
                 let changed = names.iter().filter(|n| pods.contains_key(*n)).count();
                 let pods = names.to_vec();
                 let write = if go {
-                    Write::Retire { pods }
+                    Recorded::MarkPods { pods }
                 } else {
-                    Write::Unretire { pods }
+                    Recorded::UnmarkPods { pods }
                 };
                 w.writes.push(write);
                 changed
@@ -238,7 +239,7 @@ impl Kubernetes for Fake {
         }
         t.replicas = replicas;
         t.version += 1;
-        w.writes.push(Write::Scale {
+        w.writes.push(Recorded::Scale {
             target: target.name.clone(),
             replicas,
         });
@@ -274,7 +275,7 @@ impl Kubernetes for Fake {
     }
 
     async fn event(&self, nsa: &NodeSetAutoscaler, warning: bool, reason: &str, note: String) {
-        self.world().writes.push(Write::Event {
+        self.world().writes.push(Recorded::Event {
             autoscaler: nsa.name_any(),
             warning,
             reason: reason.into(),
@@ -330,7 +331,7 @@ fn merge_status(old: &mut NodeSetAutoscalerStatus, patch: &NodeSetAutoscalerStat
 
 impl SlurmNodes for Fake {
     async fn drain(&self, _: &str, _: ApiVersion, node: &str, why: &str) -> Result<()> {
-        self.world().writes.push(Write::Drain {
+        self.world().writes.push(Recorded::Drain {
             node: node.into(),
             reason: drain_reason(why),
         });
@@ -340,19 +341,19 @@ impl SlurmNodes for Fake {
     async fn resume(&self, _: &str, _: ApiVersion, node: &str) -> Result<()> {
         self.world()
             .writes
-            .push(Write::Resume { node: node.into() });
+            .push(Recorded::Resume { node: node.into() });
         Ok(())
     }
 
     async fn create(&self, _: &str, _: ApiVersion, record: &Record) -> Result<()> {
-        self.world().writes.push(Write::Create {
+        self.world().writes.push(Recorded::Create {
             conf: record.conf.clone(),
         });
         Ok(())
     }
 
     async fn reconfigure(&self, _: &str, _: ApiVersion) -> Result<()> {
-        self.world().writes.push(Write::Reconfigure);
+        self.world().writes.push(Recorded::Reconfigure);
         Ok(())
     }
 }

@@ -27,7 +27,7 @@ use super::driver::{Driver, Polls, Sense, World, clock};
 use super::operator;
 use super::view::{CLUSTER, PARTITION, SlurmView, replay_controller};
 use slurmscale_autoscaler::crd::{NodeSetAutoscalerSpec, ScalingMode};
-use slurmscale_autoscaler::fakes::{Fake, Write};
+use slurmscale_autoscaler::fakes::{Fake, Recorded};
 
 /// The NodeSetAutoscaler the builtin policy runs when none is given: the CRD's defaults,
 /// scale to zero, up to the partition's size.
@@ -57,9 +57,16 @@ struct NodeSet {
     /// Following slurmctld's requests (`Mode::Planned`): the slots whose pods were marked
     /// to go first.
     planned: Option<BTreeSet<u32>>,
-    /// The pods as last shown to the controller, by slot (`Some(ready)`), and when (the
-    /// cluster's power changes then): only what changed is written again.
-    pods_shown: (Vec<Option<bool>>, Option<u64>),
+    /// The pods as last shown to the controller: only what changed is written again.
+    pods_shown: PodsShown,
+}
+
+/// The NodeSet's pods as last shown to the controller.
+struct PodsShown {
+    /// By slot: `Some(ready)`, or no pod.
+    by_slot: Vec<Option<bool>>,
+    /// The cluster's count of power changes when they were shown.
+    at: Option<u64>,
 }
 
 /// The NodeSet and its cluster at one reconcile: the world the controller runs in.
@@ -109,14 +116,17 @@ impl Builtin {
             nodeset: NodeSet {
                 view: SlurmView::new(cluster),
                 planned: planned.then(BTreeSet::new),
-                pods_shown: (vec![None; cluster.max_nodes() as usize], None),
+                pods_shown: PodsShown {
+                    by_slot: vec![None; cluster.max_nodes() as usize],
+                    at: None,
+                },
             },
             desired: cluster.replicas(),
         }
     }
 
     /// Notes the replicas a reconcile's writes asked for; whether they did.
-    fn note(&mut self, writes: &[Write]) -> bool {
+    fn note(&mut self, writes: &[Recorded]) -> bool {
         let asked = asked(writes);
         if let Some(r) = asked {
             self.desired = r as u32;
@@ -129,15 +139,16 @@ impl NodeSet {
     /// The NodeSet's pods as the controller reads them by name, and its status.
     fn show_pods(&mut self, fake: &Fake, cluster: &Cluster) {
         let changes = Some(cluster.counts.power_changes);
-        if self.pods_shown.1 == changes {
+        if self.pods_shown.at == changes {
             return;
         }
-        let mut now = vec![None; self.pods_shown.0.len()];
+        let mut now = vec![None; self.pods_shown.by_slot.len()];
         for (i, ready) in cluster.pods() {
             now[i as usize] = Some(ready);
         }
-        let before = std::mem::replace(&mut self.pods_shown, (now, changes)).0;
-        let now = &self.pods_shown.0;
+        let before = std::mem::replace(&mut self.pods_shown.by_slot, now);
+        self.pods_shown.at = changes;
+        let now = &self.pods_shown.by_slot;
         fake.with(|w| {
             if let Some(t) = w.targets.get_mut(PARTITION) {
                 t.status_replicas = Some(cluster.replicas().into());
@@ -183,27 +194,27 @@ impl World for OnCluster<'_> {
     /// controller sets on a record whose pod waits to be retired is not carried out: the
     /// simulated slurmctld already plans nothing on a powering-down node until its pod is
     /// gone, which is what that drain achieves on a real one.
-    fn apply(&mut self, write: &Write, now: i64) {
+    fn apply(&mut self, write: &Recorded, now: i64) {
         let cluster = &mut *self.cluster;
         let Some(marked) = self.nodeset.planned.as_mut() else {
-            if let Write::Scale { replicas, .. } = write {
+            if let Recorded::Scale { replicas, .. } = write {
                 cluster.scale(*replicas as u32, now);
             }
             return;
         };
         match write {
-            Write::Resume { node } => {
+            Recorded::Resume { node } => {
                 if let Some(i) = slot(node) {
                     cluster.resume_record(i, now);
                 }
             }
-            Write::Retire { pods } => marked.extend(pods.iter().filter_map(|p| slot(p))),
-            Write::Unretire { pods } => {
+            Recorded::MarkPods { pods } => marked.extend(pods.iter().filter_map(|p| slot(p))),
+            Recorded::UnmarkPods { pods } => {
                 for i in pods.iter().filter_map(|p| slot(p)) {
                     marked.remove(&i);
                 }
             }
-            Write::Scale { replicas, .. } => scale_pods(cluster, marked, *replicas as u32, now),
+            Recorded::Scale { replicas, .. } => scale_pods(cluster, marked, *replicas as u32, now),
             _ => {}
         }
     }
@@ -238,9 +249,9 @@ fn scale_pods(cluster: &mut Cluster, marked: &mut BTreeSet<u32>, replicas: u32, 
 }
 
 /// The replicas a reconcile's writes set, if they did.
-fn asked(writes: &[Write]) -> Option<u64> {
+fn asked(writes: &[Recorded]) -> Option<u64> {
     writes.iter().rev().find_map(|w| match w {
-        Write::Scale { replicas, .. } => Some(*replicas),
+        Recorded::Scale { replicas, .. } => Some(*replicas),
         _ => None,
     })
 }

@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use slurmscale_autoscaler::fakes::{self, Write};
+use slurmscale_autoscaler::fakes::{self, Recorded};
 use slurmscale_autoscaler::pool::{GPU, NodeSetPod, PendingPod, Placement};
 use slurmscale_exporter::k8s::ledger::{Capacity, LedgerNode, Owner};
 use slurmscale_exporter::k8s::watch::KubeSnapshot;
@@ -195,36 +195,36 @@ impl PoolWorld {
 
     /// One of the autoscaler's writes, carried out as slurm-operator and slurmctld would
     /// (a colocated pool's autoscaler keeps no records and retires no pod by name).
-    pub fn apply(&mut self, cluster: &mut Cluster, write: &Write, now: i64) {
+    pub fn apply(&mut self, cluster: &mut Cluster, write: &Recorded, now: i64) {
         match write {
-            Write::Scale { replicas, .. } => {
+            Recorded::Scale { replicas, .. } => {
                 self.nodeset.replicas = *replicas as u32;
             }
-            Write::Drain { node, .. } => {
+            Recorded::Drain { node, .. } => {
                 if let Some(i) = self.slot_of(node) {
                     cluster.drain(i, true, now);
                     self.drains += 1;
                 }
             }
-            Write::Resume { node } => {
+            Recorded::Resume { node } => {
                 if let Some(i) = self.slot_of(node) {
                     cluster.drain(i, false, now);
                 }
             }
-            Write::MarkToGo { nodes } => {
+            Recorded::MarkPodsOn { nodes } => {
                 let slots = nodes.iter().filter_map(|n| slot_of_k8s(n));
                 self.nodeset.marked.extend(slots);
             }
-            Write::Unmark { nodes } => {
+            Recorded::UnmarkPodsOn { nodes } => {
                 for i in nodes.iter().filter_map(|n| slot_of_k8s(n)) {
                     self.nodeset.marked.remove(&i);
                 }
             }
-            Write::Create { .. }
-            | Write::Reconfigure
-            | Write::Retire { .. }
-            | Write::Unretire { .. }
-            | Write::Event { .. } => {}
+            Recorded::Create { .. }
+            | Recorded::Reconfigure
+            | Recorded::MarkPods { .. }
+            | Recorded::UnmarkPods { .. }
+            | Recorded::Event { .. } => {}
         }
     }
 

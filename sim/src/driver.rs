@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use slurmscale_autoscaler::fakes::{Fake, OnFake, Write};
+use slurmscale_autoscaler::fakes::{Fake, OnFake, Recorded};
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
 use crate::view::POLL;
@@ -23,7 +23,7 @@ pub trait World {
     /// seam into `fake` (targets, pods, the ledger) and returns what slurmrestd shows.
     fn show(&mut self, fake: &Fake, at: SystemTime) -> Arc<ClusterSnapshot>;
     /// Carries out one of the controller's writes at `now` (unix seconds).
-    fn apply(&mut self, write: &Write, now: i64);
+    fn apply(&mut self, write: &Recorded, now: i64);
 }
 
 /// The real controller on the in-memory seam, on the world's clock.
@@ -60,7 +60,7 @@ impl Driver {
 
     /// One reconcile at `at` (unix seconds): the world shown, the controller run, its writes
     /// carried out in the order it made them. Returns the writes (Events included).
-    pub async fn reconcile(&mut self, world: &mut impl World, at: i64) -> Vec<Write> {
+    pub async fn reconcile(&mut self, world: &mut impl World, at: i64) -> Vec<Recorded> {
         let time = clock(at);
         self.on.set_now(time);
         let snapshot = world.show(&self.on.fake, time);
@@ -72,7 +72,7 @@ impl Driver {
     }
 
     /// [`Self::reconcile`] for a caller outside async code.
-    pub fn reconcile_blocking(&mut self, world: &mut impl World, at: i64) -> Vec<Write> {
+    pub fn reconcile_blocking(&mut self, world: &mut impl World, at: i64) -> Vec<Recorded> {
         let rt = self.rt.take().unwrap_or_else(runtime);
         let writes = rt.block_on(self.reconcile(world, at));
         self.rt = Some(rt);
@@ -81,7 +81,7 @@ impl Driver {
 
     /// A reconcile at `at` on `snapshot` with nothing shown anew and nothing carried out:
     /// a poll skipped since the last reconcile, which read what that one read.
-    pub fn rerun_blocking(&mut self, snapshot: Arc<ClusterSnapshot>, at: i64) -> Vec<Write> {
+    pub fn rerun_blocking(&mut self, snapshot: Arc<ClusterSnapshot>, at: i64) -> Vec<Recorded> {
         self.on.set_now(clock(at));
         let rt = self.rt.take().unwrap_or_else(runtime);
         let writes = rt.block_on(self.run(snapshot));
@@ -89,7 +89,7 @@ impl Driver {
         writes
     }
 
-    async fn run(&mut self, snapshot: Arc<ClusterSnapshot>) -> Vec<Write> {
+    async fn run(&mut self, snapshot: Arc<ClusterSnapshot>) -> Vec<Recorded> {
         self.on.publish(snapshot);
         self.on.controller.reconcile_all().await;
         // Let go of the world's data, so the next change is made in place.

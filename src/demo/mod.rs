@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Result;
 use slurmscale_autoscaler::crd::NodeSetAutoscaler;
-use slurmscale_autoscaler::fakes::{self, FakeTarget, OnFake, Write};
+use slurmscale_autoscaler::fakes::{self, FakeTarget, OnFake, Recorded};
 use slurmscale_autoscaler::metrics as autoscaler_metrics;
 use slurmscale_exporter::metrics::{MetricsOptions, PageInput, render};
 use slurmscale_exporter::server::{self, AppState, Page};
@@ -193,10 +193,10 @@ impl Demo {
 
     /// The controller's Events worth a line of their own (the pool's moves and any
     /// warning), each counted.
-    fn events(&mut self, writes: Vec<Write>) -> Vec<String> {
+    fn events(&mut self, writes: Vec<Recorded>) -> Vec<String> {
         let mut lines = Vec::new();
         for w in writes {
-            if let Write::Event {
+            if let Recorded::Event {
                 autoscaler,
                 warning,
                 reason,

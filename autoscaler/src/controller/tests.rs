@@ -18,7 +18,7 @@ use slurmscale_exporter::snapshot::ClusterSnapshot;
 
 use super::ControllerConfig;
 use crate::crd::{NodeSetAutoscaler, NodeSetAutoscalerStatus};
-use crate::fakes::{Fake, FakeTarget, OnFake, World, Write};
+use crate::fakes::{Fake, FakeTarget, OnFake, Recorded, World};
 use crate::pool::NodeSetPod;
 use crate::pool::{PendingPod, Placement};
 
@@ -94,7 +94,7 @@ impl Rig {
     }
 
     /// One pass of the loop; the writes it made.
-    async fn reconcile(&self) -> Vec<Write> {
+    async fn reconcile(&self) -> Vec<Recorded> {
         self.on.controller.reconcile_all().await;
         self.fake.take_writes()
     }
@@ -117,21 +117,21 @@ impl Rig {
     }
 }
 
-fn scales(writes: &[Write]) -> Vec<u64> {
+fn scales(writes: &[Recorded]) -> Vec<u64> {
     writes
         .iter()
         .filter_map(|w| match w {
-            Write::Scale { replicas, .. } => Some(*replicas),
+            Recorded::Scale { replicas, .. } => Some(*replicas),
             _ => None,
         })
         .collect()
 }
 
-fn events(writes: &[Write]) -> Vec<(&str, &str)> {
+fn events(writes: &[Recorded]) -> Vec<(&str, &str)> {
     writes
         .iter()
         .filter_map(|w| match w {
-            Write::Event { reason, note, .. } => Some((reason.as_str(), note.as_str())),
+            Recorded::Event { reason, note, .. } => Some((reason.as_str(), note.as_str())),
             _ => None,
         })
         .collect()
@@ -470,7 +470,7 @@ async fn a_pod_wanting_room_drains_a_node_then_its_pod_goes_first_and_replicas_d
     let writes = rig.reconcile().await;
     assert_eq!(
         writes[0],
-        Write::Drain {
+        Recorded::Drain {
             node: "s2".into(),
             reason: "slurmscale: capacity for Kubernetes".into()
         }
@@ -513,7 +513,7 @@ async fn a_pod_wanting_room_drains_a_node_then_its_pod_goes_first_and_replicas_d
     let writes = rig.reconcile().await;
     assert_eq!(
         writes[0],
-        Write::MarkToGo {
+        Recorded::MarkPodsOn {
             nodes: vec!["k2".into()]
         }
     );
@@ -606,7 +606,7 @@ async fn capacity_stays_where_it_went_for_the_cooldown() {
         pool_nodes(node("s2", "cpu", false)),
         &[],
     ));
-    assert!(matches!(rig.reconcile().await[0], Write::Drain { .. }));
+    assert!(matches!(rig.reconcile().await[0], Recorded::Drain { .. }));
     // Kubernetes no longer needs it, but the drain is 30 s old: it stays drained.
     rig.fake.with(|w| w.unschedulable.clear());
     rig.at(30);
@@ -618,7 +618,7 @@ async fn capacity_stays_where_it_went_for_the_cooldown() {
     ));
     let writes = rig.reconcile().await;
     assert!(
-        !writes.iter().any(|w| matches!(w, Write::Resume { .. })),
+        !writes.iter().any(|w| matches!(w, Recorded::Resume { .. })),
         "{writes:?}"
     );
     let plan = rig
@@ -636,7 +636,7 @@ async fn capacity_stays_where_it_went_for_the_cooldown() {
         &[],
     ));
     let writes = rig.reconcile().await;
-    assert_eq!(writes[0], Write::Resume { node: "s2".into() });
+    assert_eq!(writes[0], Recorded::Resume { node: "s2".into() });
     assert_eq!(events(&writes)[0].0, "Resume");
 }
 
@@ -707,9 +707,9 @@ async fn a_release_given_up_before_its_scale_in_takes_its_mark_back() {
         let nodes = pool_nodes(drained(node("s2", "cpu", false)));
         snapshot(at(t), "cpu", nodes, &[])
     };
-    let marks = |writes: &[Write]| {
+    let marks = |writes: &[Recorded]| {
         (writes.iter())
-            .filter(|w| matches!(w, Write::MarkToGo { .. }))
+            .filter(|w| matches!(w, Recorded::MarkPodsOn { .. }))
             .count()
     };
     rig.slurm(drained_s2(0));
@@ -729,7 +729,7 @@ async fn a_release_given_up_before_its_scale_in_takes_its_mark_back() {
         "{writes:?}"
     );
     assert!(
-        writes.contains(&Write::Unmark {
+        writes.contains(&Recorded::UnmarkPodsOn {
             nodes: vec!["k2".into()]
         }),
         "{writes:?}"
@@ -738,7 +738,7 @@ async fn a_release_given_up_before_its_scale_in_takes_its_mark_back() {
     assert!(events(&writes).iter().any(|e| e.0 == "Unmarked"));
     // Slurm took s2 back meanwhile; the pod returns after the cooldown.
     assert!(
-        writes.contains(&Write::Resume { node: "s2".into() }),
+        writes.contains(&Recorded::Resume { node: "s2".into() }),
         "{writes:?}"
     );
     rig.fake.with(|w| w.unschedulable = pending);
@@ -768,7 +768,9 @@ async fn a_release_given_up_before_its_scale_in_takes_its_mark_back() {
     rig.slurm(drained_s2(74));
     let writes = rig.reconcile().await;
     assert!(
-        !writes.iter().any(|w| matches!(w, Write::Unmark { .. })),
+        !writes
+            .iter()
+            .any(|w| matches!(w, Recorded::UnmarkPodsOn { .. })),
         "{writes:?}"
     );
 }
@@ -810,7 +812,7 @@ async fn a_pool_whose_scale_changed_meanwhile_plans_its_release_again() {
     let writes = rig.reconcile().await;
     assert_eq!(
         writes[0],
-        Write::MarkToGo {
+        Recorded::MarkPodsOn {
             nodes: vec!["k2".into()]
         }
     );
@@ -824,7 +826,7 @@ async fn a_pool_whose_scale_changed_meanwhile_plans_its_release_again() {
     assert_eq!(scales(&writes), [3], "one pod fewer than the 4 bound");
     let marks = writes
         .iter()
-        .filter(|w| matches!(w, Write::MarkToGo { .. }))
+        .filter(|w| matches!(w, Recorded::MarkPodsOn { .. }))
         .count();
     assert_eq!(
         marks, 1,
@@ -907,7 +909,7 @@ async fn slurm_planned_keeps_cloud_records_and_follows_exactly_the_nodes_slurmct
     let made: Vec<&str> = writes
         .iter()
         .filter_map(|w| match w {
-            Write::Create { conf } => Some(conf.as_str()),
+            Recorded::Create { conf } => Some(conf.as_str()),
             _ => None,
         })
         .collect();
@@ -940,24 +942,24 @@ async fn slurm_planned_keeps_cloud_records_and_follows_exactly_the_nodes_slurmct
     let mut writes = rig.reconcile().await;
     rig.at(7);
     writes.extend(rig.reconcile().await);
-    let retired: Vec<&Write> = writes
+    let retired: Vec<&Recorded> = writes
         .iter()
-        .filter(|w| matches!(w, Write::Retire { .. }))
+        .filter(|w| matches!(w, Recorded::MarkPods { .. }))
         .collect();
     assert_eq!(
         retired,
-        [&Write::Retire {
+        [&Recorded::MarkPods {
             pods: vec!["elastic-1".into()]
         }]
     );
     let order: Vec<usize> = writes
         .iter()
         .enumerate()
-        .filter(|(_, w)| matches!(w, Write::Retire { .. } | Write::Scale { .. }))
+        .filter(|(_, w)| matches!(w, Recorded::MarkPods { .. } | Recorded::Scale { .. }))
         .map(|(i, _)| i)
         .collect();
     assert!(
-        matches!(writes[order[1]], Write::Scale { replicas: 1, .. }),
+        matches!(writes[order[1]], Recorded::Scale { replicas: 1, .. }),
         "the pod is marked before replicas drop: {writes:?}"
     );
     // The operator drained it and its preStop set it DOWN; once the pod is gone the record
@@ -971,10 +973,10 @@ async fn slurm_planned_keeps_cloud_records_and_follows_exactly_the_nodes_slurmct
     let writes = rig.reconcile().await;
     assert!(scales(&writes).is_empty());
     assert!(
-        writes.contains(&Write::Resume {
+        writes.contains(&Recorded::Resume {
             node: "elastic-1".into()
         }) && !writes.iter().any(|w| *w
-            == Write::Resume {
+            == Recorded::Resume {
                 node: "elastic-2".into()
             }),
         "{writes:?}"
@@ -988,10 +990,10 @@ async fn slurm_planned_keeps_cloud_records_and_follows_exactly_the_nodes_slurmct
     // A look before slurmrestd confirmed the nodes again cannot show the RESUME: it is not
     // sent (nor said) twice. Nodes read after it that still show the record left drained
     // (the RESUME did not take): it is resumed again.
-    let resumes = |writes: &[Write]| {
+    let resumes = |writes: &[Recorded]| {
         writes
             .iter()
-            .filter(|w| matches!(w, Write::Resume { .. }))
+            .filter(|w| matches!(w, Recorded::Resume { .. }))
             .count()
     };
     rig.at(9);
@@ -1040,7 +1042,7 @@ async fn slurm_planned_has_slurmctld_reload_once_after_making_records() {
             if look == 0 {
                 let made = writes
                     .iter()
-                    .filter(|w| matches!(w, Write::Create { .. }))
+                    .filter(|w| matches!(w, Recorded::Create { .. }))
                     .count();
                 assert_eq!(made, 4, "{release:?}: {writes:?}");
             }
@@ -1048,7 +1050,7 @@ async fn slurm_planned_has_slurmctld_reload_once_after_making_records() {
             let pending = rig.status().node_records.is_some_and(|r| r.reload_pending);
             let due = reloads.first().is_some_and(|r| look < *r);
             assert_eq!(pending, due, "{release:?} look {look}");
-            if writes.contains(&Write::Reconfigure) {
+            if writes.contains(&Recorded::Reconfigure) {
                 reloaded.push(look);
                 assert!(
                     events(&writes).iter().any(|(r, n)| *r == "Reconfigured"
@@ -1073,7 +1075,11 @@ async fn a_new_leader_makes_the_reload_its_predecessor_left_pending() {
         snap.release = Some("24.11.5".into());
         rig.slurm(snap);
         let writes = rig.reconcile().await;
-        assert_eq!(writes.contains(&Write::Reconfigure), reloads, "{writes:?}");
+        assert_eq!(
+            writes.contains(&Recorded::Reconfigure),
+            reloads,
+            "{writes:?}"
+        );
         assert!(!rig.status().node_records.unwrap().reload_pending);
     }
 }
@@ -1118,17 +1124,17 @@ async fn slurm_planned_refreshes_resumed_records_once_each_time_slurmctld_reload
         rig.slurm(snap);
     };
     // Each refreshed record: DRAIN, then RESUME, nothing else in Slurm.
-    let refreshed = |writes: &[Write]| -> Vec<String> {
-        let slurm: Vec<&Write> = writes
+    let refreshed = |writes: &[Recorded]| -> Vec<String> {
+        let slurm: Vec<&Recorded> = writes
             .iter()
-            .filter(|w| matches!(w, Write::Drain { .. } | Write::Resume { .. }))
+            .filter(|w| matches!(w, Recorded::Drain { .. } | Recorded::Resume { .. }))
             .collect();
         slurm
             .chunks(2)
             .map(|pair| match pair {
                 [
-                    Write::Drain { node, reason },
-                    Write::Resume { node: resumed },
+                    Recorded::Drain { node, reason },
+                    Recorded::Resume { node: resumed },
                 ] if node == resumed && reason.starts_with("slurmscale:") => node.clone(),
                 other => panic!("not DRAIN then RESUME: {other:?}"),
             })
@@ -1190,10 +1196,10 @@ async fn slurm_planned_refreshes_at_once_for_a_reload_seen_after_taking_the_lead
         rig.at(t);
         rig.slurm(snap);
     };
-    let drains = |writes: &[Write]| {
+    let drains = |writes: &[Recorded]| {
         writes
             .iter()
-            .filter(|w| matches!(w, Write::Drain { .. }))
+            .filter(|w| matches!(w, Recorded::Drain { .. }))
             .count()
     };
     look(0, 1_000);
@@ -1250,7 +1256,11 @@ async fn slurm_planned_moves_nothing_on_stale_data_or_while_the_nodeset_changes(
     rig.slurm(planned_snapshot(at(40), ["MIXED+CLOUD", going, OFF, OFF]));
     let writes = rig.reconcile().await;
     assert!(scales(&writes).is_empty(), "{writes:?}");
-    assert!(!writes.iter().any(|w| matches!(w, Write::Retire { .. })));
+    assert!(
+        !writes
+            .iter()
+            .any(|w| matches!(w, Recorded::MarkPods { .. }))
+    );
     assert_eq!(events(&writes)[0].0, "Frozen");
     // Fresh, but the NodeSet still has 3 pods for 2 replicas: hold.
     rig.fake
@@ -1263,7 +1273,11 @@ async fn slurm_planned_moves_nothing_on_stale_data_or_while_the_nodeset_changes(
     rig.fake
         .with(|w| w.targets.get_mut(NODESET).unwrap().status_replicas = None);
     let writes = rig.reconcile().await;
-    assert!(writes.iter().any(|w| matches!(w, Write::Retire { .. })));
+    assert!(
+        writes
+            .iter()
+            .any(|w| matches!(w, Recorded::MarkPods { .. }))
+    );
     assert!(scales(&writes).is_empty());
     rig.at(101);
     rig.slurm(planned_snapshot(at(101), ["MIXED+CLOUD", going, OFF, OFF]));
@@ -1333,7 +1347,11 @@ async fn slurm_planned_in_dry_run_says_what_it_would_retire() {
     rig.slurm(planned_snapshot(at(0), ["MIXED+CLOUD", going, OFF, OFF]));
     let writes = rig.reconcile().await;
     assert!(scales(&writes).is_empty());
-    assert!(!writes.iter().any(|w| matches!(w, Write::Retire { .. })));
+    assert!(
+        !writes
+            .iter()
+            .any(|w| matches!(w, Recorded::MarkPods { .. }))
+    );
     let said = events(&writes);
     assert_eq!(said.len(), 1, "{said:?}");
     assert!(said[0].1.starts_with("would set 2 → 1"), "{}", said[0].1);

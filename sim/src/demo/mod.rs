@@ -24,7 +24,7 @@ use crate::shared::SharedOptions;
 use crate::trace::{NodeShape, TraceJob};
 use crate::view::{self, Listed, Listing, SlurmView};
 use slurmscale_autoscaler::crd::NodeSetAutoscalerSpec;
-use slurmscale_autoscaler::fakes::{Fake, Write};
+use slurmscale_autoscaler::fakes::{Fake, Recorded};
 use slurmscale_exporter::k8s::nodeset::{NodeSetStatus, NodeSetView, ScalingMode};
 use slurmscale_exporter::k8s::watch::{KubeSnapshot, WatchHealth};
 use slurmscale_exporter::model::{Diag, Ping, Slurmctld};
@@ -302,7 +302,7 @@ impl Simulation {
 
     /// The autoscaler's write to the cpu NodeSet or its nodes (replicas, a drain or resume,
     /// pods marked to go), as slurm-operator and slurmctld carry it out.
-    pub fn apply_to_pool(&mut self, write: &Write) {
+    pub fn apply_to_pool(&mut self, write: &Recorded) {
         let now = self.unix();
         self.pool.apply(&mut self.parts[0].cluster, write, now);
     }
@@ -537,19 +537,19 @@ impl World for AtPoll<'_> {
 
     /// As slurm-operator, slurmctld and the API server would (the demo's autoscalers keep
     /// no node records and follow no power requests).
-    fn apply(&mut self, write: &Write, _: i64) {
+    fn apply(&mut self, write: &Recorded, _: i64) {
         match write {
-            Write::Scale { target, replicas } if target == BURST => self.sim.scale(*replicas),
-            w @ (Write::Scale { .. }
-            | Write::Drain { .. }
-            | Write::Resume { .. }
-            | Write::MarkToGo { .. }
-            | Write::Unmark { .. }) => self.sim.apply_to_pool(w),
-            Write::Create { .. }
-            | Write::Reconfigure
-            | Write::Retire { .. }
-            | Write::Unretire { .. }
-            | Write::Event { .. } => {}
+            Recorded::Scale { target, replicas } if target == BURST => self.sim.scale(*replicas),
+            w @ (Recorded::Scale { .. }
+            | Recorded::Drain { .. }
+            | Recorded::Resume { .. }
+            | Recorded::MarkPodsOn { .. }
+            | Recorded::UnmarkPodsOn { .. }) => self.sim.apply_to_pool(w),
+            Recorded::Create { .. }
+            | Recorded::Reconfigure
+            | Recorded::MarkPods { .. }
+            | Recorded::UnmarkPods { .. }
+            | Recorded::Event { .. } => {}
         }
     }
 }
@@ -744,7 +744,7 @@ mod tests {
             .map(|n| n.name.clone())
             .expect("an idle pool node");
         let k8s_node = idle.replace("cpu-", "pool-");
-        s.apply_to_pool(&Write::Drain {
+        s.apply_to_pool(&Recorded::Drain {
             node: idle.clone(),
             reason: "slurmscale: to Kubernetes".into(),
         });
@@ -759,11 +759,11 @@ mod tests {
             "{n:?}"
         );
         assert_eq!(n.alloc_cpus, 0, "no job starts on a drained node");
-        s.apply_to_pool(&Write::MarkToGo {
+        s.apply_to_pool(&Recorded::MarkPodsOn {
             nodes: vec![k8s_node.clone()],
         });
         assert_eq!(s.pool.world.pods_by_node()[&k8s_node], NodeSetPod::Marked);
-        let scale = |replicas| Write::Scale {
+        let scale = |replicas| Recorded::Scale {
             target: POOL.into(),
             replicas,
         };

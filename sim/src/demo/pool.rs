@@ -12,7 +12,7 @@ use crate::cluster::Cluster;
 use crate::colocated::PoolWorld;
 use crate::pods::PodRequest;
 use crate::workload::Rng;
-use slurmscale_autoscaler::fakes::Write;
+use slurmscale_autoscaler::fakes::Recorded;
 use slurmscale_exporter::k8s::ledger::{Capacity, LedgerNode, Owner};
 
 use super::{CLUSTER, MIB, POOL};
@@ -82,7 +82,7 @@ impl Pool {
     }
 
     /// One of the autoscaler's writes to the pool.
-    pub fn apply(&mut self, cluster: &mut Cluster, write: &Write, now: i64) {
+    pub fn apply(&mut self, cluster: &mut Cluster, write: &Recorded, now: i64) {
         self.world.apply(cluster, write, now);
     }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use slurmscale_autoscaler::crd::NodeSetAutoscalerSpec;
-use slurmscale_autoscaler::fakes::{Fake, Write};
+use slurmscale_autoscaler::fakes::{Fake, Recorded};
 use slurmscale_exporter::k8s::ledger::{Capacity, LedgerNode};
 use slurmscale_exporter::k8s::watch::{KubeSnapshot, WatchHealth};
 use slurmscale_exporter::snapshot::ClusterSnapshot;
@@ -18,7 +18,21 @@ use crate::driver::{Driver, Polls, Sense, World};
 use crate::view::{CLUSTER, PARTITION, SlurmView, replay_controller};
 
 /// What a poll of `builtin` looks at to decide whether to plan at all.
-pub(super) type Inputs = ([u64; 4], u64, [u32; 2], (u32, u32));
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Inputs {
+    busy: u64,
+    pending: u64,
+    pending_job_nodes: u64,
+    provisioned: u64,
+    /// The waiting pods, by the version of their set.
+    pods_pending: u64,
+    /// Nodes Slurm holds and of those idle; pods coming and going while none waits move
+    /// nothing the planner reads.
+    slurm_held: u32,
+    slurm_free: u32,
+    replicas: u32,
+    unplaced: u32,
+}
 
 /// The real controller on the pool, as `builtin` runs it.
 pub(super) struct Autoscaler {
@@ -64,19 +78,17 @@ impl Autoscaler {
     /// real controller would plan the same).
     pub(super) fn inputs(pool: &Pool) -> Inputs {
         let c = pool.cluster.counts;
-        (
-            [
-                u64::from(c.busy),
-                u64::from(c.pending),
-                c.pending_job_nodes,
-                u64::from(c.provisioned),
-            ],
-            pool.world.kube.pending_version(),
-            // Nodes Slurm holds and of those idle; pods coming and going while none waits
-            // move nothing the planner reads.
-            [pool.totals[0], pool.totals[3]],
-            (pool.world.nodeset.replicas, pool.world.nodeset.unplaced),
-        )
+        Inputs {
+            busy: u64::from(c.busy),
+            pending: u64::from(c.pending),
+            pending_job_nodes: c.pending_job_nodes,
+            provisioned: u64::from(c.provisioned),
+            pods_pending: pool.world.kube.pending_version(),
+            slurm_held: pool.totals.slurm,
+            slurm_free: pool.totals.slurm_free,
+            replicas: pool.world.nodeset.replicas,
+            unplaced: pool.world.nodeset.unplaced,
+        }
     }
 
     /// The next poll that has something to look at, once everything due at `now` happened.
@@ -103,7 +115,7 @@ impl Autoscaler {
         let writes = self.driver.reconcile_blocking(&mut world, now);
         // What it wrote changes what it reads (a drained node is a node to release): the next
         // poll looks again, as the real autoscaler's would.
-        if writes.iter().any(|w| !matches!(w, Write::Event { .. })) {
+        if writes.iter().any(|w| !matches!(w, Recorded::Event { .. })) {
             self.polls.again(now);
         }
     }
@@ -164,7 +176,7 @@ impl World for OnPool<'_> {
         Arc::new(snap)
     }
 
-    fn apply(&mut self, write: &Write, now: i64) {
+    fn apply(&mut self, write: &Recorded, now: i64) {
         self.pool.world.apply(&mut self.pool.cluster, write, now);
     }
 }

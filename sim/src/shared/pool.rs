@@ -12,6 +12,27 @@ use crate::pods::PodRequest;
 use crate::trace::TraceJob;
 use crate::view::PARTITION;
 
+/// The pool's counts: how many slots each side holds, run nothing, and are Slurm's with room.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Totals {
+    pub(super) slurm: u32,
+    pub(super) kube: u32,
+    pub(super) idle: u32,
+    pub(super) slurm_free: u32,
+}
+
+impl Totals {
+    /// A slot's share of the counts was `old` and is `new`.
+    fn replace(&mut self, old: Part, new: Part) {
+        let moved =
+            |total: &mut u32, o: bool, n: bool| *total = *total + u32::from(n) - u32::from(o);
+        moved(&mut self.slurm, old.slurm, new.slurm);
+        moved(&mut self.kube, old.kube, new.kube);
+        moved(&mut self.idle, old.idle, new.idle);
+        moved(&mut self.slurm_free, old.slurm_free, new.slurm_free);
+    }
+}
+
 /// What one node slot adds to the pool's counts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct Part {
@@ -34,8 +55,8 @@ pub(super) struct Pool {
     pub(super) world: PoolWorld,
     pub(super) stats: SharedStats,
     pub(super) parts: Vec<Part>,
-    /// Sums of `parts`: slurm, kube, idle, slurm_free.
-    pub(super) totals: [u32; 4],
+    /// Sums of `parts`.
+    pub(super) totals: Totals,
     /// Slurm-held slots whose node is up and idle, lowest first.
     pub(super) slurm_idle: BTreeSet<u32>,
     /// Where the counts are in each side's record of changed slots.
@@ -72,7 +93,7 @@ impl Pool {
             world,
             stats: SharedStats::default(),
             parts: vec![Part::default(); n],
-            totals: [0; 4],
+            totals: Totals::default(),
             slurm_idle: BTreeSet::new(),
             cursors: (0, 0),
             pod_need: (u64::MAX, 0),
@@ -115,17 +136,7 @@ impl Pool {
     pub(super) fn refresh(&mut self, i: u32) {
         let new = self.part(i);
         let old = std::mem::replace(&mut self.parts[i as usize], new);
-        for (k, (o, n)) in [
-            (old.slurm, new.slurm),
-            (old.kube, new.kube),
-            (old.idle, new.idle),
-            (old.slurm_free, new.slurm_free),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            self.totals[k] = self.totals[k] + u32::from(n) - u32::from(o);
-        }
+        self.totals.replace(old, new);
         let idle_slurm = self.world.slurms(i) && self.cluster.slot(i) == Slot::Idle;
         if idle_slurm {
             self.slurm_idle.insert(i);
@@ -178,7 +189,9 @@ impl Pool {
                 self.world.kube.pending_nodes(),
             );
         }
-        let [slurm, kube, idle, _] = self.totals;
+        let Totals {
+            slurm, kube, idle, ..
+        } = self.totals;
         let waiting = self
             .cluster
             .counts

@@ -14,7 +14,7 @@ impl Pool {
             let slurm_since = self
                 .cluster
                 .head_nodes()
-                .filter(|&need| need > self.totals[3])
+                .filter(|&need| need > self.totals.slurm_free)
                 .and_then(|_| self.cluster.oldest_pending());
             let kube_since = (self.world.kube.first_empty().is_none())
                 .then(|| self.world.kube.oldest_pending())
