@@ -233,6 +233,13 @@ impl KubePool {
                 .items,
         )
     }
+
+    /// The pods of `selector` in `namespace`.
+    async fn selected(&self, namespace: &str, selector: &str) -> Result<Vec<Pod>> {
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        self.list(&pods, &ListParams::default().labels(selector))
+            .await
+    }
 }
 
 impl PoolReader for KubePool {
@@ -246,12 +253,8 @@ impl PoolReader for KubePool {
         selector: &'a str,
     ) -> BoxFuture<'a, Result<NodeSetPods>> {
         Box::pin(async move {
-            let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
             let mut out = NodeSetPods::default();
-            for pod in self
-                .list(&pods, &ListParams::default().labels(selector))
-                .await?
-            {
+            for pod in self.selected(namespace, selector).await? {
                 let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) else {
                     out.unschedulable += u64::from(unschedulable(&pod));
                     continue;
@@ -305,10 +308,8 @@ impl PoolReader for KubePool {
         selector: &'a str,
     ) -> BoxFuture<'a, Result<NamedPods>> {
         Box::pin(async move {
-            let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
-            let lp = ListParams::default().labels(selector);
             let named: BTreeMap<String, PodState> = self
-                .list(&pods, &lp)
+                .selected(namespace, selector)
                 .await?
                 .into_iter()
                 .filter_map(|p| {

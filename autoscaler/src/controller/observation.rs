@@ -7,12 +7,14 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use kube::ResourceExt;
 use slurmscale_exporter::signals::Untrusted;
 use slurmscale_exporter::slurm::ApiVersion;
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
 use crate::actuator::Target;
 use crate::crd::{NodeSetAutoscaler, NodeSetAutoscalerSpec};
+use crate::error::{Error, Result};
 use crate::plan::Signals;
 use crate::pool::PoolReader;
 use crate::records;
@@ -105,4 +107,22 @@ pub struct Reading<'a> {
     /// The node records the target's pods need, where the spec keeps them.
     pub records: Option<&'a RecordsView>,
     pub pool: &'a dyn PoolReader,
+}
+
+impl<'a> Reading<'a> {
+    /// The target's pod selector, or why its pods cannot be found (`looking`: where, said
+    /// after "found").
+    pub fn selector(&self, looking: &str) -> Result<&'a str> {
+        self.target.selector.as_deref().ok_or_else(|| {
+            Error::Target(
+                self.nsa.spec.scale_target_ref.name.clone(),
+                format!("has no status.selector, so its pods cannot be found{looking}"),
+            )
+        })
+    }
+
+    /// The autoscaler's namespace, where its target's pods are.
+    pub fn namespace(&self) -> String {
+        self.nsa.namespace().unwrap_or_default()
+    }
 }

@@ -4,17 +4,13 @@
 
 use std::sync::Arc;
 
-use kube::ResourceExt;
 use slurmscale_exporter::model::Node;
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
 use super::decide::Ordinal;
-use crate::actuator::Target;
-use crate::controller::observation::RecordsView;
-use crate::controller::observation::{OwnInput, Reading};
-use crate::crd::NodeSetAutoscaler;
-use crate::error::{Error, Result};
-use crate::pool::{NamedPods, PodState, PoolReader, pod_ordinal};
+use crate::controller::observation::{OwnInput, Reading, RecordsView};
+use crate::error::Result;
+use crate::pool::{NamedPods, PodState, pod_ordinal};
 
 /// A slurm-planned NodeSet, ordinal by ordinal.
 #[derive(Clone, Debug)]
@@ -38,31 +34,24 @@ pub(super) async fn observe(reading: Reading<'_>) -> Result<Option<OwnInput>> {
     let (Some(records), Ok(snap)) = (reading.records, reading.snapshot) else {
         return Ok(None);
     };
-    let scope = (reading.target, reading.partitions[0].as_str());
-    let view = read(reading.pool, reading.nsa, scope, records, snap).await?;
+    let view = read(&reading, records, snap).await?;
     Ok(view.map(|v| Arc::new(v) as OwnInput))
 }
 
 /// Each ordinal's record (by the name its pod registers) and pod; `None` while `/nodes`
 /// has not answered.
 async fn read(
-    reader: &dyn PoolReader,
-    nsa: &NodeSetAutoscaler,
-    (target, partition): (&Target, &str),
+    reading: &Reading<'_>,
     view: &RecordsView,
     snap: &ClusterSnapshot,
 ) -> Result<Option<PlannedView>> {
     let Some(nodes) = snap.nodes.data.as_deref() else {
         return Ok(None);
     };
-    let selector = target.selector.as_deref().ok_or_else(|| {
-        Error::Target(
-            nsa.spec.scale_target_ref.name.clone(),
-            "has no status.selector, so its pods cannot be found".into(),
-        )
-    })?;
-    let named = reader
-        .named_pods(&nsa.namespace().unwrap_or_default(), selector)
+    let selector = reading.selector("")?;
+    let named = reading
+        .pool
+        .named_pods(&reading.namespace(), selector)
         .await?;
     let mut pods: Vec<Option<PodState>> = vec![None; view.wanted.len()];
     for (name, pod) in named.iter() {
@@ -89,7 +78,7 @@ async fn read(
         .partitions
         .data
         .as_deref()
-        .and_then(|ps| ps.iter().find(|p| &*p.name == partition))
+        .and_then(|ps| ps.iter().find(|p| *p.name == *reading.partitions[0]))
         .filter(|p| p.never_suspends)
         .map(|p| p.name.to_string());
     Ok(Some(PlannedView {

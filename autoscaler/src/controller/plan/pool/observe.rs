@@ -12,12 +12,10 @@ use slurmscale_exporter::model::{Node, NodeBase, NodeFlags, NodeWork};
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
 use super::planner::{PoolNode, SlurmNode};
-use crate::actuator::Target;
 use crate::controller::observation::{OwnInput, Reading};
-use crate::crd::{ColocationSpec, NodeSetAutoscaler};
+use crate::crd::ColocationSpec;
 use crate::error::{Error, Result};
-use crate::pool::PendingPod;
-use crate::pool::{NodeSetPod, PoolReader};
+use crate::pool::{NodeSetPod, PendingPod};
 use crate::slurm_nodes::DRAIN_PREFIX;
 
 /// A colocated pool as observed.
@@ -41,41 +39,31 @@ pub(super) async fn observe(reading: Reading<'_>) -> Result<Option<OwnInput>> {
     let snap = reading
         .snapshot
         .map_err(|why| Error::NoSlurm(why.to_string()))?;
-    let scope = (
-        reading.cluster.unwrap_or_default(),
-        reading.partitions[0].as_str(),
-    );
-    let pool = read(reading.pool, reading.nsa, col, reading.target, snap, scope).await?;
+    let pool = read(&reading, col, snap).await?;
     Ok(Some(Arc::new(pool)))
 }
 
 /// The pool of a colocated autoscaler: the GenericNodes labelled with its pool (default: the
-/// Slurm cluster's name), who holds each, and the pods that want room. `scope` is the Slurm
-/// cluster and the partition.
+/// Slurm cluster's name), who holds each, and the pods that want room.
 async fn read(
-    reader: &dyn PoolReader,
-    nsa: &NodeSetAutoscaler,
+    reading: &Reading<'_>,
     col: &ColocationSpec,
-    target: &Target,
     snap: &ClusterSnapshot,
-    (cluster, partition): (&str, &str),
 ) -> Result<PoolView> {
+    let (reader, nsa, target) = (reading.pool, reading.nsa, reading.target);
+    let partition = reading.partitions[0].as_str();
     let kube = reader.ledger().ok_or_else(|| {
         Error::Target(
             nsa.name_any(),
             "colocation needs the GenericNode watch".into(),
         )
     })?;
-    let selector = target.selector.as_deref().ok_or_else(|| {
-        Error::Target(
-            nsa.spec.scale_target_ref.name.clone(),
-            "has no status.selector, so its pods cannot be found on the pool's nodes".into(),
-        )
-    })?;
-    let pods = reader
-        .pod_nodes(&nsa.namespace().unwrap_or_default(), selector)
-        .await?;
-    let name = col.pool.as_deref().unwrap_or(cluster);
+    let selector = reading.selector(" on the pool's nodes")?;
+    let pods = reader.pod_nodes(&reading.namespace(), selector).await?;
+    let name = col
+        .pool
+        .as_deref()
+        .unwrap_or(reading.cluster.unwrap_or_default());
     let held = slurm_held(&pods.by_node, target.replicas, snap, &kube);
     let nodes = pool_nodes(&kube, name, &held, snap, partition);
     Ok(PoolView {
