@@ -321,63 +321,6 @@ pub trait Kubernetes: Send + Sync + 'static {
     ) -> impl Future<Output = ()> + Send;
 }
 
-/// A shared one works too (the demo keeps a handle on what the controller did).
-impl<K: Kubernetes> Kubernetes for std::sync::Arc<K> {
-    fn read(
-        &self,
-        namespace: &str,
-        target: &ScaleTargetRef,
-    ) -> impl Future<Output = Result<Target>> + Send {
-        (**self).read(namespace, target)
-    }
-
-    fn scale(
-        &self,
-        namespace: &str,
-        target: &ScaleTargetRef,
-        replicas: u64,
-        resource_version: Option<&str>,
-    ) -> impl Future<Output = Result<()>> + Send {
-        (**self).scale(namespace, target, replicas, resource_version)
-    }
-
-    fn mark_pods_to_go(
-        &self,
-        namespace: &str,
-        selector: Option<&str>,
-        which: PodsBy<'_>,
-    ) -> impl Future<Output = Result<usize>> + Send {
-        (**self).mark_pods_to_go(namespace, selector, which)
-    }
-
-    fn unmark_pods(
-        &self,
-        namespace: &str,
-        selector: Option<&str>,
-        which: PodsBy<'_>,
-    ) -> impl Future<Output = Result<usize>> + Send {
-        (**self).unmark_pods(namespace, selector, which)
-    }
-
-    fn status(
-        &self,
-        nsa: &NodeSetAutoscaler,
-        status: &NodeSetAutoscalerStatus,
-    ) -> impl Future<Output = Result<()>> + Send {
-        (**self).status(nsa, status)
-    }
-
-    fn event(
-        &self,
-        nsa: &NodeSetAutoscaler,
-        warning: bool,
-        reason: &str,
-        note: String,
-    ) -> impl Future<Output = ()> + Send {
-        (**self).event(nsa, warning, reason, note)
-    }
-}
-
 impl Actuator {
     /// Sets (`go`) or takes back our deletion cost on the pods `which` of `selector`.
     async fn set_marks(

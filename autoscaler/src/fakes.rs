@@ -116,15 +116,17 @@ pub enum Recorded {
     },
 }
 
-#[derive(Debug, Default)]
+/// A handle on one world: its clones are the controller's three seams and the caller's view
+/// of what the controller did.
+#[derive(Clone, Debug, Default)]
 pub struct Fake {
-    world: Mutex<World>,
+    world: Arc<Mutex<World>>,
 }
 
 impl Fake {
     pub fn new(world: World) -> Self {
         Self {
-            world: Mutex::new(world),
+            world: Arc::new(Mutex::new(world)),
         }
     }
 
@@ -393,8 +395,8 @@ impl PoolReader for Fake {
 /// a poller would publish them, and a clock the caller moves. The one way the unit tests,
 /// `simulate` and the demo put the controller on an in-memory world.
 pub struct OnFake {
-    pub controller: Controller<Arc<Fake>, Arc<Fake>, Arc<Fake>>,
-    pub fake: Arc<Fake>,
+    pub controller: Controller<Fake, Fake, Fake>,
+    pub fake: Fake,
     snapshots: watch::Sender<Arc<ClusterSnapshot>>,
     now_ms: Arc<AtomicU64>,
     /// Keeps the autoscalers' store alive.
@@ -422,7 +424,7 @@ impl OnFake {
                 SystemTime::UNIX_EPOCH + Duration::from_millis(now_ms.load(Ordering::SeqCst))
             })
         };
-        let fake = Arc::new(Fake::new(world));
+        let fake = Fake::new(world);
         let seam = Seam {
             kubernetes: fake.clone(),
             slurm: fake.clone(),

@@ -172,36 +172,6 @@ pub trait PoolReader: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<NamedPods>>;
 }
 
-/// A shared one works too.
-impl<P: PoolReader> PoolReader for std::sync::Arc<P> {
-    fn ledger(&self) -> Option<KubeSnapshot> {
-        (**self).ledger()
-    }
-
-    fn pod_nodes<'a>(
-        &'a self,
-        namespace: &'a str,
-        selector: &'a str,
-    ) -> BoxFuture<'a, Result<NodeSetPods>> {
-        (**self).pod_nodes(namespace, selector)
-    }
-
-    fn unschedulable_pods<'a>(
-        &'a self,
-        labels: &'a BTreeMap<String, String>,
-    ) -> BoxFuture<'a, Result<Vec<PendingPod>>> {
-        (**self).unschedulable_pods(labels)
-    }
-
-    fn named_pods<'a>(
-        &'a self,
-        namespace: &'a str,
-        selector: &'a str,
-    ) -> BoxFuture<'a, Result<NamedPods>> {
-        (**self).named_pods(namespace, selector)
-    }
-}
-
 /// The pool as the API server has it.
 pub struct KubePool {
     client: Client,

@@ -68,45 +68,6 @@ pub trait SlurmNodes: Send + Sync + 'static {
     ) -> impl Future<Output = Result<()>> + Send;
 }
 
-/// A shared one works too.
-impl<S: SlurmNodes> SlurmNodes for Arc<S> {
-    fn drain(
-        &self,
-        cluster: &str,
-        version: ApiVersion,
-        node: &str,
-        why: &str,
-    ) -> impl Future<Output = Result<()>> + Send {
-        (**self).drain(cluster, version, node, why)
-    }
-
-    fn resume(
-        &self,
-        cluster: &str,
-        version: ApiVersion,
-        node: &str,
-    ) -> impl Future<Output = Result<()>> + Send {
-        (**self).resume(cluster, version, node)
-    }
-
-    fn create(
-        &self,
-        cluster: &str,
-        version: ApiVersion,
-        record: &Record,
-    ) -> impl Future<Output = Result<()>> + Send {
-        (**self).create(cluster, version, record)
-    }
-
-    fn reconfigure(
-        &self,
-        cluster: &str,
-        version: ApiVersion,
-    ) -> impl Future<Output = Result<()>> + Send {
-        (**self).reconfigure(cluster, version)
-    }
-}
-
 /// The prefix of the reason on every drain slurmscale sets; only such drains are ever
 /// resumed by it.
 pub const DRAIN_PREFIX: &str = "slurmscale:";

@@ -18,6 +18,7 @@ use std::collections::{BTreeSet, BinaryHeap};
 use std::sync::Arc;
 
 use super::pods::PodRequest;
+use super::touched::Touched;
 use super::trace::NodeShape;
 
 /// Where kube-scheduler's NodeResourcesFit scoring puts a pod among the nodes it fits.
@@ -105,10 +106,8 @@ pub struct Kube {
     dirty: bool,
     /// Bumped by every change of what a reader could see (arrivals, bindings, ends).
     changes: u64,
-    /// Nodes whose pods changed, in order, from the `touched_from`-th on (see
-    /// [`Kube::touched_since`]); cut when long.
-    touched: Vec<u32>,
-    touched_from: u64,
+    /// Nodes whose pods changed (see [`Kube::touched_since`]).
+    touched: Touched,
     /// Usable nodes running no pod, lowest first.
     empty: BTreeSet<u32>,
     /// Bumped whenever the set of waiting pods changes.
@@ -143,8 +142,7 @@ impl Kube {
             finished: 0,
             dirty: false,
             changes: 0,
-            touched: Vec::new(),
-            touched_from: 0,
+            touched: Touched::default(),
             empty: BTreeSet::new(),
             pending_version: 0,
         }
@@ -158,19 +156,11 @@ impl Kube {
     /// Nodes whose pods changed since a reader's `cursor`, and its new cursor; `None` when
     /// the record no longer reaches back that far (every node must be looked at).
     pub fn touched_since(&self, cursor: u64) -> (Option<&[u32]>, u64) {
-        let end = self.touched_from + self.touched.len() as u64;
-        let since = cursor
-            .checked_sub(self.touched_from)
-            .map(|i| &self.touched[i as usize..]);
-        (since, end)
+        self.touched.since(cursor)
     }
 
     fn touch(&mut self, node: u32) {
-        if self.touched.len() > 4 * self.nodes.len() {
-            self.touched_from += self.touched.len() as u64;
-            self.touched.clear();
-        }
-        self.touched.push(node);
+        self.touched.record(&[node], self.nodes.len());
         self.changes += 1;
         let n = &self.nodes[node as usize];
         if n.usable && n.pods.is_empty() {

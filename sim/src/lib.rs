@@ -34,6 +34,7 @@ pub mod shared;
 pub mod shared_report;
 pub mod svg;
 pub mod swf;
+pub mod touched;
 pub mod trace;
 pub mod view;
 pub mod workload;

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::BufRead;
 use std::path::Path;
 
-use super::trace::{NodeShape, error};
+use super::trace::{NodeShape, error, numbered_lines};
 use crate::error::{Error, Result};
 
 /// One pod as the log recorded it.
@@ -127,13 +127,8 @@ pub fn read(path: &Path, format: PodFormat, skip_bad: bool) -> Result<ParsedPods
             "generic",
         ),
     };
-    for (i, line) in reader.lines().enumerate() {
-        let n = i + 1;
-        let line = line.map_err(|e| error(path, n, "", format!("unreadable: {e}")))?;
-        let line = line.trim_end_matches(['\r', '\n']);
-        if line.trim().is_empty() {
-            continue;
-        }
+    for line in numbered_lines(reader, path) {
+        let (n, line) = line?;
         let cells: Vec<&str> = line.split(',').map(str::trim).collect();
         if columns.is_empty() {
             columns = cells

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use slurmscale_exporter::model::text::memory_mib;
 
-use super::trace::{Parsed, Request, error};
+use super::trace::{Parsed, Request, error, numbered_lines};
 use crate::error::{Error, Result};
 
 /// The documented order.
@@ -52,13 +52,8 @@ pub fn parse(reader: Box<dyn BufRead>, path: &Path, skip_bad: bool) -> Result<Pa
     let mut columns: Vec<String> = COLUMNS.iter().map(|c| c.to_string()).collect();
     // One string per partition, shared by its jobs.
     let mut partitions: HashMap<String, Arc<str>> = HashMap::new();
-    for (i, line) in reader.lines().enumerate() {
-        let n = i + 1;
-        let line = line.map_err(|e| error(path, n, "", format!("unreadable: {e}")))?;
-        let line = line.trim_end_matches(['\r', '\n']);
-        if line.trim().is_empty() {
-            continue;
-        }
+    for line in numbered_lines(reader, path) {
+        let (n, line) = line?;
         let cells: Vec<&str> = line.split('|').collect();
         if cells.first().is_some_and(|c| c.trim() == "JobID") {
             columns = cells.iter().map(|c| c.trim().to_string()).collect();

@@ -14,7 +14,7 @@ use std::io::BufRead;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::trace::{Hints, Parsed, Request, error};
+use super::trace::{Hints, Parsed, Request, error, numbered_lines};
 use crate::error::Result;
 
 /// Field numbers (1-based, as the format's documentation numbers them) and names.
@@ -33,13 +33,9 @@ pub fn parse(reader: Box<dyn BufRead>, path: &Path, skip_bad: bool) -> Result<Pa
     let mut max_procs = None;
     // Partition number → its name (the header's, else the number), one string per partition.
     let mut partitions: HashMap<i64, Arc<str>> = HashMap::new();
-    for (i, line) in reader.lines().enumerate() {
-        let n = i + 1;
-        let line = line.map_err(|e| error(path, n, "", format!("unreadable: {e}")))?;
+    for line in numbered_lines(reader, path) {
+        let (n, line) = line?;
         let line = line.trim();
-        if line.is_empty() {
-            continue;
-        }
         if let Some(header) = line.strip_prefix(';') {
             let Some((key, value)) = header.split_once(':') else {
                 continue;

@@ -328,6 +328,25 @@ pub fn select(
     (jobs, unfit)
 }
 
+/// A log's lines that hold something, numbered from 1 as an editor counts them and without
+/// their line ending; a line that cannot be read is an error at its number.
+pub fn numbered_lines<'a>(
+    reader: impl BufRead + 'a,
+    path: &'a Path,
+) -> impl Iterator<Item = Result<(usize, String)>> + 'a {
+    reader.lines().enumerate().filter_map(move |(i, line)| {
+        let n = i + 1;
+        match line {
+            Err(e) => Some(Err(error(path, n, "", format!("unreadable: {e}")))),
+            Ok(line) if line.trim().is_empty() => None,
+            Ok(mut line) => {
+                line.truncate(line.trim_end_matches(['\r', '\n']).len());
+                Some(Ok((n, line)))
+            }
+        }
+    })
+}
+
 /// A trace file's error at a line and field.
 pub fn error(file: &Path, line: usize, field: &'static str, message: impl Into<String>) -> Error {
     Error::Trace {

@@ -35,7 +35,7 @@ fn at(s: u64) -> SystemTime {
 /// One autoscaler, its world and its clock.
 struct Rig {
     on: OnFake,
-    fake: Arc<Fake>,
+    fake: Fake,
 }
 
 /// The autoscaler of `NODESET` with `spec` merged over the minimum, and `status`.

@@ -11,87 +11,15 @@ use std::sync::Arc;
 
 use super::jobs::{JobRecord, JobsBuilder};
 use super::origin::OriginRules;
+use super::record::{Job, Text};
 use super::{JobState, Jobs};
 
-/// A job as [`JobRecord`] reads it, owned.
-#[derive(Clone, Debug, PartialEq)]
-pub struct OwnedJob {
-    pub id: u64,
-    pub state: Option<JobState>,
-    pub reason: Arc<str>,
-    pub partition: Arc<str>,
-    pub user: Arc<str>,
-    pub account: Arc<str>,
-    pub nodes: Option<u64>,
-    pub max_nodes: Option<u64>,
-    pub cpus: Option<u64>,
-    pub tasks: Option<u64>,
-    pub memory_per_node_mib: Option<u64>,
-    pub memory_per_cpu_mib: Option<u64>,
-    pub hold: bool,
-    pub whole_node: bool,
-    pub tres_per_job: Arc<str>,
-    pub tres_per_node: Arc<str>,
-    pub tres_per_task: Arc<str>,
-    pub tres_req: Arc<str>,
-    pub tres_alloc: Arc<str>,
-    pub gres_detail_gpus: Option<u64>,
-    pub array_job_id: Option<u64>,
-    pub array_task_id: Option<u64>,
-    pub array_task_string: Arc<str>,
-    pub array_max_tasks: Option<u64>,
-    pub submit_time: Option<i64>,
-    pub node_list: Arc<str>,
-    pub end_time: Option<i64>,
-    pub start_time: Option<i64>,
-    pub scheduled_nodes: Arc<str>,
-    pub name: Arc<str>,
-    pub comment: Arc<str>,
-    pub admin_comment: Arc<str>,
-    pub wckey: Arc<str>,
-    pub mcs_label: Arc<str>,
-    pub external: bool,
-}
+/// A job as [`JobRecord`] reads it, its text shared between the jobs that repeat it.
+pub type OwnedJob = Job<Arc<str>>;
 
 impl OwnedJob {
     pub fn record(&self) -> JobRecord<'_> {
-        JobRecord {
-            id: self.id,
-            state: self.state,
-            reason: &self.reason,
-            partition: &self.partition,
-            user: &self.user,
-            account: &self.account,
-            nodes: self.nodes,
-            max_nodes: self.max_nodes,
-            cpus: self.cpus,
-            tasks: self.tasks,
-            memory_per_node_mib: self.memory_per_node_mib,
-            memory_per_cpu_mib: self.memory_per_cpu_mib,
-            hold: self.hold,
-            whole_node: self.whole_node,
-            tres_per_job: &self.tres_per_job,
-            tres_per_node: &self.tres_per_node,
-            tres_per_task: &self.tres_per_task,
-            tres_req: &self.tres_req,
-            tres_alloc: &self.tres_alloc,
-            gres_detail_gpus: self.gres_detail_gpus,
-            array_job_id: self.array_job_id,
-            array_task_id: self.array_task_id,
-            array_task_string: &self.array_task_string,
-            array_max_tasks: self.array_max_tasks,
-            submit_time: self.submit_time,
-            node_list: &self.node_list,
-            end_time: self.end_time,
-            start_time: self.start_time,
-            scheduled_nodes: &self.scheduled_nodes,
-            name: &self.name,
-            comment: &self.comment,
-            admin_comment: &self.admin_comment,
-            wckey: &self.wckey,
-            mcs_label: &self.mcs_label,
-            external: self.external,
-        }
+        self.map_text(|s, _| &**s)
     }
 
     /// Pending and not held: what demand is made of, and what may start any moment.
@@ -169,46 +97,11 @@ impl JobTable {
 
     /// Adds or replaces the record of `r.id`.
     pub fn upsert(&mut self, r: &JobRecord<'_>) {
-        let mut s = |v: &str| self.intern(v);
-        let job = OwnedJob {
-            id: r.id,
-            state: r.state,
-            reason: s(r.reason),
-            partition: s(r.partition),
-            user: s(r.user),
-            account: s(r.account),
-            nodes: r.nodes,
-            max_nodes: r.max_nodes,
-            cpus: r.cpus,
-            tasks: r.tasks,
-            memory_per_node_mib: r.memory_per_node_mib,
-            memory_per_cpu_mib: r.memory_per_cpu_mib,
-            hold: r.hold,
-            whole_node: r.whole_node,
-            tres_per_job: s(r.tres_per_job),
-            tres_per_node: s(r.tres_per_node),
-            tres_per_task: s(r.tres_per_task),
-            tres_req: s(r.tres_req),
-            tres_alloc: s(r.tres_alloc),
-            gres_detail_gpus: r.gres_detail_gpus,
-            array_job_id: r.array_job_id,
-            array_task_id: r.array_task_id,
-            // Unique per job: not worth a lookup.
-            array_task_string: Arc::from(r.array_task_string),
-            array_max_tasks: r.array_max_tasks,
-            submit_time: r.submit_time,
-            node_list: Arc::from(r.node_list),
-            end_time: r.end_time,
-            start_time: r.start_time,
-            // Shared by the jobs one reservation holds nodes for.
-            scheduled_nodes: s(r.scheduled_nodes),
-            name: s(r.name),
-            comment: s(r.comment),
-            admin_comment: s(r.admin_comment),
-            wckey: s(r.wckey),
-            mcs_label: s(r.mcs_label),
-            external: r.external,
-        };
+        // A text most jobs share is looked up; one that is the job's own is not worth it.
+        let job = r.map_text(|v, text| match text {
+            Text::Shared => self.intern(v),
+            Text::Own => Arc::from(*v),
+        });
         self.jobs.insert(r.id, job);
     }
 

@@ -1,21 +1,22 @@
 //! One job as a wire module reads it: the fields every API version's decoder fills, borrowed
 //! from the response bytes, and what follows from them alone (held, GPUs, memory). Both the
-//! job table ([`super::jobs`]) and the rules that say where a job comes from
-//! ([`super::origin`]) read it.
+//! job counts ([`super::jobs`]) and the rules that say where a job comes from
+//! ([`super::origin`]) read it. The job table keeps the same fields with shared text
+//! ([`super::job_table::OwnedJob`]): one struct, two kinds of text.
 
 use super::JobState;
 use crate::model::text::{tres_gpus, tres_mem_mib, tres_per_gpus};
 
-/// One job as a wire module reads it, borrowing from the response bytes.
-#[derive(Clone, Debug, Default)]
-pub struct JobRecord<'a> {
+/// One job: the fields every API version's decoder fills, with its text as `S`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Job<S> {
     pub id: u64,
     pub state: Option<JobState>,
-    pub reason: &'a str,
+    pub reason: S,
     /// `a` or, for a job pending in several partitions, `a,b`.
-    pub partition: &'a str,
-    pub user: &'a str,
-    pub account: &'a str,
+    pub partition: S,
+    pub user: S,
+    pub account: S,
     /// For a pending job: the minimum node count it asks for; running: nodes it holds.
     pub nodes: Option<u64>,
     /// The most nodes it accepts (0/None when not given).
@@ -27,20 +28,20 @@ pub struct JobRecord<'a> {
     pub hold: bool,
     /// Shares its nodes with no other job (`shared: none`, which `--exclusive` sets).
     pub whole_node: bool,
-    pub tres_per_job: &'a str,
-    pub tres_per_node: &'a str,
-    pub tres_per_task: &'a str,
-    pub tres_req: &'a str,
-    pub tres_alloc: &'a str,
+    pub tres_per_job: S,
+    pub tres_per_node: S,
+    pub tres_per_task: S,
+    pub tres_req: S,
+    pub tres_alloc: S,
     /// GPUs summed over `gres_detail` (one entry per allocated node).
     pub gres_detail_gpus: Option<u64>,
     pub array_job_id: Option<u64>,
     pub array_task_id: Option<u64>,
-    pub array_task_string: &'a str,
+    pub array_task_string: S,
     pub array_max_tasks: Option<u64>,
     pub submit_time: Option<i64>,
     /// Host list of the nodes a running job holds (`c[1-2]`).
-    pub node_list: &'a str,
+    pub node_list: S,
     /// When a running job reaches its time limit (unix seconds); `None` without one.
     pub end_time: Option<i64>,
     /// When slurmctld expects the job to start: for a pending job the backfill scheduler's
@@ -48,15 +49,70 @@ pub struct JobRecord<'a> {
     pub start_time: Option<i64>,
     /// The nodes the backfill scheduler holds for a pending job's planned start (a host list;
     /// v0.0.40 on, empty when none).
-    pub scheduled_nodes: &'a str,
+    pub scheduled_nodes: S,
     /// What says where a job comes from ([`super::origin`]).
-    pub name: &'a str,
-    pub comment: &'a str,
-    pub admin_comment: &'a str,
-    pub wckey: &'a str,
-    pub mcs_label: &'a str,
+    pub name: S,
+    pub comment: S,
+    pub admin_comment: S,
+    pub wckey: S,
+    pub mcs_label: S,
     /// The `EXTERNAL_JOB` flag (v0.0.43 on): a placeholder for work run elsewhere.
     pub external: bool,
+}
+
+/// A job as a wire module reads it, borrowing from the response bytes.
+pub type JobRecord<'a> = Job<&'a str>;
+
+/// How a text field's values spread over jobs: a partition or user repeats across many jobs,
+/// a node list or array task string is mostly the job's own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Text {
+    Shared,
+    Own,
+}
+
+impl<S> Job<S> {
+    /// The same job with each text field turned by `text`: borrowed to shared when a job is
+    /// kept, back to borrowed when it is read.
+    pub fn map_text<'s, T>(&'s self, mut text: impl FnMut(&'s S, Text) -> T) -> Job<T> {
+        Job {
+            id: self.id,
+            state: self.state,
+            reason: text(&self.reason, Text::Shared),
+            partition: text(&self.partition, Text::Shared),
+            user: text(&self.user, Text::Shared),
+            account: text(&self.account, Text::Shared),
+            nodes: self.nodes,
+            max_nodes: self.max_nodes,
+            cpus: self.cpus,
+            tasks: self.tasks,
+            memory_per_node_mib: self.memory_per_node_mib,
+            memory_per_cpu_mib: self.memory_per_cpu_mib,
+            hold: self.hold,
+            whole_node: self.whole_node,
+            tres_per_job: text(&self.tres_per_job, Text::Shared),
+            tres_per_node: text(&self.tres_per_node, Text::Shared),
+            tres_per_task: text(&self.tres_per_task, Text::Shared),
+            tres_req: text(&self.tres_req, Text::Shared),
+            tres_alloc: text(&self.tres_alloc, Text::Shared),
+            gres_detail_gpus: self.gres_detail_gpus,
+            array_job_id: self.array_job_id,
+            array_task_id: self.array_task_id,
+            array_task_string: text(&self.array_task_string, Text::Own),
+            array_max_tasks: self.array_max_tasks,
+            submit_time: self.submit_time,
+            node_list: text(&self.node_list, Text::Own),
+            end_time: self.end_time,
+            start_time: self.start_time,
+            scheduled_nodes: text(&self.scheduled_nodes, Text::Shared),
+            name: text(&self.name, Text::Shared),
+            comment: text(&self.comment, Text::Shared),
+            admin_comment: text(&self.admin_comment, Text::Shared),
+            wckey: text(&self.wckey, Text::Shared),
+            mcs_label: text(&self.mcs_label, Text::Shared),
+            external: self.external,
+        }
+    }
 }
 
 impl JobRecord<'_> {

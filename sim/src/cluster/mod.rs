@@ -35,6 +35,7 @@ use std::collections::{BTreeSet, BinaryHeap};
 use std::sync::Arc;
 
 use super::operator;
+use super::touched::Touched;
 use super::trace::{NodeShape, TraceJob};
 
 /// How nodes come and go.
@@ -254,11 +255,9 @@ pub struct Cluster {
     next_submit: usize,
     /// Since when something changed that backfill has not looked at.
     dirty: Option<i64>,
-    /// Node slots whose Slurm view changed, in order, from the `touched_from`-th change
-    /// on; each reader keeps its own place in it ([`Cluster::touched_since`]). Cut when it
-    /// grows past a few times the node count: a reader left behind rereads every slot.
-    touched: Vec<u32>,
-    touched_from: u64,
+    /// Node slots whose Slurm view changed; each reader keeps its own place in it
+    /// ([`Cluster::touched_since`]).
+    touched: Touched,
     /// Counts every change of what slurmrestd would show (a node's state, the queue), so a
     /// view knows when what it worked out is out of date.
     changes: u64,
@@ -316,8 +315,7 @@ impl Cluster {
             requests: BinaryHeap::new(),
             next_submit: 0,
             dirty: None,
-            touched: Vec::new(),
-            touched_from: 0,
+            touched: Touched::default(),
             changes: 0,
             counts: Counts::default(),
             outcomes: vec![JobTimes::default(); n],
@@ -503,11 +501,7 @@ impl Cluster {
     /// `cursor` (0 at first), and its new cursor; `None` when the record no longer reaches
     /// back that far and every slot must be read again.
     pub fn touched_since(&self, cursor: u64) -> (Option<&[u32]>, u64) {
-        let end = self.touched_from + self.touched.len() as u64;
-        let since = cursor
-            .checked_sub(self.touched_from)
-            .map(|i| &self.touched[i as usize..]);
-        (since, end)
+        self.touched.since(cursor)
     }
 
     /// How many changes of what slurmrestd would show there have been so far.
@@ -522,11 +516,7 @@ impl Cluster {
     }
 
     fn touch(&mut self, nodes: &[u32]) {
-        if self.touched.len() > 4 * self.nodes.len() {
-            self.touched_from += self.touched.len() as u64;
-            self.touched.clear();
-        }
-        self.touched.extend_from_slice(nodes);
+        self.touched.record(nodes, self.nodes.len());
         self.changes += 1;
     }
 
