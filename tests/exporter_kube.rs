@@ -557,8 +557,61 @@ async fn nodesets_from_slinkys_chart_are_read_under_their_slurm_names() {
         partition_of("slurm-worker-planned").await.as_deref(),
         Some("planned")
     );
+    // As slurm-operator 1.1's chart lays a site out: partitions over NodeSets, none of its own.
+    // A NodeSet serves every partition Slurm puts it in (`Nodes=ALL` takes them all), in
+    // Slurm's order; one Slurm puts nowhere keeps its own name.
+    let _partitions = SitePartitions::create(
+        &cluster,
+        &[
+            "PartitionName=sitewide Nodes=ALL",
+            "PartitionName=gpus Nodes=accel",
+        ],
+    );
+    let served = wait_until(FOLLOWS, || async {
+        partition_of("slurm-worker-accel").await.as_deref() == Some("sitewide,gpus")
+    })
+    .await;
+    assert!(
+        served,
+        "slurm-worker-accel's partitions: {:?}",
+        partition_of("slurm-worker-accel").await
+    );
+    assert_eq!(
+        partition_of("slurm-worker-slinky").await.as_deref(),
+        Some("slinky,sitewide")
+    );
     let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
     let _ = nodesets
         .delete_collection(&Default::default(), &Default::default())
         .await;
+}
+
+/// Partitions made at run time (`scontrol create`), deleted again however the test ends.
+struct SitePartitions {
+    cluster: SlurmCluster,
+    names: Vec<String>,
+}
+
+impl SitePartitions {
+    fn create(cluster: &SlurmCluster, lines: &[&str]) -> Self {
+        let mut made = Self {
+            cluster: cluster.clone(),
+            names: Vec::new(),
+        };
+        for line in lines {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let status = cluster.cmd("scontrol").arg("create").args(&words).status();
+            assert!(status.is_ok_and(|s| s.success()), "scontrol create {line}");
+            made.names.push(words[0].to_string());
+        }
+        made
+    }
+}
+
+impl Drop for SitePartitions {
+    fn drop(&mut self) {
+        for name in &self.names {
+            let _ = self.cluster.cmd("scontrol").args(["delete", name]).status();
+        }
+    }
 }

@@ -370,6 +370,16 @@ fn expectations(c: &SlurmCluster) -> Vec<support::Sample> {
                 .unwrap_or("")
         };
         let p = field("PartitionName");
+        // The NodeSets its Nodes= names (`ALL` for Nodes=ALL), which REST says from v0.0.40.
+        if c.flavor != "22.05" {
+            for set in field("NodeSets").split(',').filter(|s| !s.is_empty()) {
+                add(
+                    "slurm_partition_nodeset_info",
+                    &[("partition", p), ("nodeset", set)],
+                    1.0,
+                );
+            }
+        }
         let names = c.run("scontrol", &["show", "hostnames", field("Nodes")]);
         // `Nodes=slinky` of the Slinky partition names its NodeSet, not a node: its members
         // are the nodes registered now. The only FUTURE nodes are the elastic ones.

@@ -24,7 +24,8 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource};
 use serde_json::{Value, json};
 use slurmscale_exporter::k8s::nodeset::{
-    NODE_SHAPE_ANNOTATION, features, node_prefix, partition_of, slurm_name, template_shape, v1beta1,
+    NODE_SHAPE_ANNOTATION, features, named_partition, node_prefix, slurm_name, template_shape,
+    v1beta1,
 };
 use slurmscale_exporter::model::demand::Shape;
 use tracing::warn;
@@ -61,9 +62,12 @@ pub struct Target {
     pub resource_version: Option<String>,
     /// `spec.scalingMode` of a NodeSet (`DaemonSet` ones cannot be scaled).
     pub scaling_mode: Option<String>,
-    /// The Slurm partition the target serves: its `slurmscale.io/partition` annotation,
-    /// else its name.
-    pub partition: String,
+    /// The Slurm partition a site names for the target (`slurmscale.io/partition`); without
+    /// one, Slurm says which partitions its NodeSet is in.
+    pub named_partition: Option<String>,
+    /// The target's name in Slurm: a NodeSet's `NodeSet=` (its host name, trimmed), else the
+    /// target's own name.
+    pub slurm_name: String,
     /// The label selector of its pods (`status.selector`), to find them on nodes.
     pub selector: Option<String>,
     /// What a NodeSet says of its pods' nodes (nothing, for other kinds of target).
@@ -529,14 +533,12 @@ fn target_of(target: &ScaleTargetRef, object: &DynamicObject, scale: Scale) -> T
             .and_then(|s| s.get("scalingMode"))
             .and_then(Value::as_str)
             .map(String::from),
-        partition: partition_of(
-            object.metadata.annotations.as_ref(),
-            &if target.kind == "NodeSet" {
-                slurm_name(&target.name, nodeset_hostname(spec))
-            } else {
-                target.name.clone()
-            },
-        ),
+        named_partition: named_partition(object.metadata.annotations.as_ref()),
+        slurm_name: if target.kind == "NodeSet" {
+            slurm_name(&target.name, nodeset_hostname(spec))
+        } else {
+            target.name.clone()
+        },
         selector: object
             .data
             .get("status")

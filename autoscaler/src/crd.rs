@@ -44,8 +44,9 @@ pub struct SlurmSource {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<String>,
     /// The partitions whose busy nodes and pending demand count. Default: the NodeSet's
-    /// partition (`slurmscale.io/partition` annotation, else its Slurm name: the pod
-    /// template's host name with `-` trimmed, else the NodeSet's name).
+    /// (its `slurmscale.io/partition` annotation, else the partitions Slurm puts its NodeSet
+    /// in, else the partition of its Slurm name: the pod template's host name with `-`
+    /// trimmed, else the NodeSet's name).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub partitions: Vec<String>,
     /// Which pending work counts: `batch` jobs, `kubernetes` placeholders (pods scheduled

@@ -213,7 +213,8 @@ impl Kubernetes for Fake {
             status_replicas: Some(t.status_replicas.unwrap_or(t.replicas)),
             resource_version: Some(t.version.to_string()),
             scaling_mode: t.scaling_mode.clone(),
-            partition: t.partition.clone().unwrap_or_else(|| target.name.clone()),
+            named_partition: t.partition.clone(),
+            slurm_name: target.name.clone(),
             selector: t.selector.clone(),
             nodes: t.nodes.clone(),
         })

@@ -313,6 +313,7 @@ mod tests {
                 max_nodes_per_job: None,
                 node_list: l.into(),
                 never_suspends: false,
+                node_sets: Default::default(),
             }]));
             assert_eq!(
                 existing(&snap, "other", &Names::new("gpu-", 0, 2)),

@@ -134,6 +134,7 @@ fn main() {
         max_nodes_per_job: None,
         node_list: String::new(),
         never_suspends: false,
+        node_sets: Default::default(),
     };
     println!("{NODES} nodes ({} up), {JOBS} pending jobs", nodes.len());
     for (case, distinct) in [("site mix", false), ("memory sizes all distinct", true)] {
@@ -144,7 +145,7 @@ fn main() {
         // work beyond counted unpacked), and with no cap (every job packed).
         for (cap, limit) in [("capped at the partition", Some(NODES)), ("uncapped", None)] {
             let (packed, nodes_needed) = best_of(5, || {
-                let room = Room::new(&name, &nodes, Shape::of(&partition, &nodes));
+                let room = Room::new(&[&name], &nodes, Shape::of(&partition, &nodes));
                 demand(&jobs, &name, limit, Some(&room)).nodes
             });
             println!(

@@ -6,7 +6,8 @@
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
-use crate::model::demand::{Demand, Room, Shape, demand_of};
+use crate::model::Node;
+use crate::model::demand::{Demand, Room, Shape, demand_of, in_any};
 use crate::model::origin::Origin;
 use crate::slurm::Endpoint;
 use crate::snapshot::{ClusterSnapshot, EndpointState};
@@ -154,14 +155,16 @@ fn trusted<T>(
     Ok(at)
 }
 
-/// The partition's signals, if jobs, nodes and partitions are all good and younger than
-/// `max_age`. Jobs needing more than `max_nodes` (a NodeSet's bound; none: any size may
+/// The signals of `partitions` together (a NodeSet may serve several), if jobs, nodes and
+/// partitions are all good and younger than `max_age`: a node or a pending job in two of them
+/// counts once. Jobs needing more than `max_nodes` (a NodeSet's bound; none: any size may
 /// come) are unsatisfiable, not demand — never the partition's size, which for a Slinky
-/// partition is just the pods there are now. Demand is packed onto the partition's free room
-/// and new nodes of the shape `hints` resolve to.
+/// partition is just the pods there are now. Demand is packed onto the partitions' free room
+/// and new nodes of the shape `hints` resolve to (the first partition's nodes standing for
+/// the NodeSet's).
 pub fn partition_signals(
     snap: &ClusterSnapshot,
-    partition: &str,
+    partitions: &[&str],
     max_nodes: Option<u64>,
     hints: &ShapeHints,
     origins: &[Origin],
@@ -176,30 +179,70 @@ pub fn partition_signals(
     .into_iter()
     .min()
     .unwrap_or(now);
-    let (Some(jobs), Some(nodes), Some(partitions)) =
+    let (Some(jobs), Some(nodes), Some(known)) =
         (&snap.jobs.data, &snap.nodes.data, &snap.partitions.data)
     else {
         return Err(Untrusted::NoData(Endpoint::Jobs));
     };
-    let p = partitions
+    let listed = partitions
         .iter()
-        .find(|p| &*p.name == partition)
-        .ok_or_else(|| Untrusted::UnknownPartition(partition.to_string()))?;
-    let busy_nodes = nodes
+        .map(|name| {
+            known
+                .iter()
+                .find(|p| &*p.name == *name)
+                .ok_or_else(|| Untrusted::UnknownPartition(name.to_string()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let first = listed
+        .first()
+        .ok_or_else(|| Untrusted::UnknownPartition(String::new()))?;
+    let members: Vec<&Node> = nodes.iter().filter(|n| in_any(n, partitions)).collect();
+    // FUTURE nodes are not listed, only counted in each partition's total.
+    let hidden: u64 = listed
         .iter()
-        .filter(|n| n.busy())
-        .filter(|n| n.partitions.iter().any(|np| &**np == partition))
-        .count() as u64;
-    let (shape, shape_source) = hints.resolve(Shape::of(p, nodes));
-    let room = Room::new(partition, nodes, shape);
+        .map(|p| {
+            let shown = members.iter().filter(|n| in_any(n, &[&p.name])).count() as u64;
+            p.total_nodes.saturating_sub(shown)
+        })
+        .sum();
+    let (shape, shape_source) = hints.resolve(Shape::of(first, nodes));
+    let room = Room::new(partitions, nodes, shape);
     Ok(PartitionSignals {
-        busy_nodes,
-        total_nodes: p.total_nodes,
-        demand: demand_of(jobs, partition, max_nodes, Some(&room), origins),
+        busy_nodes: members.iter().filter(|n| n.busy()).count() as u64,
+        total_nodes: members.len() as u64 + hidden,
+        demand: demand_of(jobs, partitions, max_nodes, Some(&room), origins),
         shape,
         shape_source,
         as_of,
     })
+}
+
+/// The partitions a NodeSet serves: the one a site names (its `slurmscale.io/partition`
+/// annotation); else those Slurm lists it in — a partition whose `Nodes=` names its
+/// `NodeSet=` (slurm-operator's own per-NodeSet partition, and from 1.1 a site's partitions
+/// over several NodeSets) or is `ALL`; else, where slurmrestd does not say (v0.0.38) or no
+/// partition lists it, the partition of its name in Slurm, as slurm-operator 1.0 makes it.
+pub fn partitions_served(
+    snap: &ClusterSnapshot,
+    named: Option<&str>,
+    slurm_name: &str,
+) -> Vec<String> {
+    if let Some(p) = named {
+        return vec![p.to_string()];
+    }
+    let listing: Vec<String> = snap
+        .partitions
+        .data
+        .iter()
+        .flat_map(|ps| ps.iter())
+        .filter(|p| p.node_sets.includes(slurm_name) == Some(true))
+        .map(|p| p.name.to_string())
+        .collect();
+    if listing.is_empty() {
+        vec![slurm_name.to_string()]
+    } else {
+        listing
+    }
 }
 
 /// How old Slurm data may be before a scaler must not act on it: three poll intervals (two
@@ -236,6 +279,82 @@ pub fn desired_nodes(busy: u64, demand_nodes: u64, min: u64, max: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::fixtures;
+    use crate::model::PendingClass;
+
+    /// The fixture cluster as a slurm-operator 1.1 site lays it out: `all` over every node
+    /// (`Nodes=ALL`), `fast` over the NodeSet `bravo` (no pod yet), the fixture's `cpu` and
+    /// `gpu` of named nodes; bob's pending two-node job is submitted to both `cpu` and `all`.
+    fn site() -> ClusterSnapshot {
+        let nodes = fixtures::NODES
+            .replace(r#"["cpu"]"#, r#"["cpu", "all"]"#)
+            .replace(r#"["gpu"]"#, r#"["gpu", "all"]"#);
+        let partitions = fixtures::PARTITIONS.replace(
+            r#"{"partitions": ["#,
+            r#"{"partitions": [
+              {"name": "all", "node_sets": "ALL", "nodes": {"configured": "c[1-3],g1", "total": 4},
+               "cpus": {"total": 40}, "partition": {"state": ["UP"]}},
+              {"name": "fast", "node_sets": "bravo", "nodes": {"configured": "", "total": 0},
+               "cpus": {"total": 0}, "partition": {"state": ["UP"]}},"#,
+        );
+        let jobs = fixtures::JOBS.replace(
+            r#""partition": "cpu", "user_name": "bob""#,
+            r#""partition": "cpu,all", "user_name": "bob""#,
+        );
+        fixtures::snapshot_of(&nodes, &partitions, &jobs)
+    }
+
+    #[test]
+    fn a_nodeset_serves_the_partition_named_for_it_else_those_slurm_puts_it_in() {
+        let s = site();
+        // In `fast` by name, in `all` as every NodeSet is.
+        assert_eq!(partitions_served(&s, None, "bravo"), ["all", "fast"]);
+        assert_eq!(partitions_served(&s, None, "charlie"), ["all"]);
+        // A site's annotation decides.
+        assert_eq!(partitions_served(&s, Some("gpu"), "bravo"), ["gpu"]);
+        // Where slurmrestd does not say (v0.0.38) or nothing lists it: its own name, the
+        // partition slurm-operator 1.0 makes for it.
+        let old = fixtures::snapshot();
+        assert_eq!(partitions_served(&old, None, "cpu"), ["cpu"]);
+    }
+
+    #[test]
+    fn a_node_or_a_job_in_two_served_partitions_counts_once() {
+        let s = site();
+        let signals = |partitions: &[&str]| {
+            partition_signals(
+                &s,
+                partitions,
+                None,
+                &ShapeHints::default(),
+                &Origin::ALL,
+                fixtures::now(),
+                Duration::from_secs(600),
+            )
+            .unwrap()
+        };
+        let (cpu, both) = (signals(&["cpu"]), signals(&["cpu", "all"]));
+        // c2 runs a job in `cpu` and `all`; g1 in `all` only.
+        assert_eq!((cpu.busy_nodes, both.busy_nodes), (1, 2));
+        assert_eq!((cpu.total_nodes, both.total_nodes), (3, 4));
+        // Bob's job, pending in both, is demand once: as much as in `cpu` alone.
+        assert_eq!(both.demand.jobs(PendingClass::Schedulable), 1);
+        assert_eq!(both.demand.nodes, cpu.demand.nodes);
+        assert!(cpu.demand.nodes > 0);
+        // A partition Slurm does not know is no partition to scale for.
+        assert!(matches!(
+            partition_signals(
+                &s,
+                &["cpu", "gone"],
+                None,
+                &ShapeHints::default(),
+                &Origin::ALL,
+                fixtures::now(),
+                Duration::from_secs(600),
+            ),
+            Err(Untrusted::UnknownPartition(p)) if p == "gone"
+        ));
+    }
 
     #[test]
     fn data_is_stale_after_three_intervals_and_a_collection() {

@@ -118,6 +118,7 @@ impl SlurmView {
                 max_nodes_per_job: None,
                 node_list: format!("{name}-[0-{}]", max.saturating_sub(1)),
                 never_suspends: false,
+                node_sets: Default::default(),
             }]),
             partition_list: Arc::from(vec![name.clone()]),
             cursor: 0,
@@ -204,7 +205,7 @@ impl SlurmView {
             let at = SystemTime::UNIX_EPOCH;
             let signals = partition_signals(
                 &self.snapshot(at),
-                &self.partitions[0].name,
+                &[&self.partitions[0].name],
                 None,
                 &ShapeHints::default(),
                 &Origin::ALL,

@@ -165,7 +165,7 @@ impl Demo {
         // For the live line only: the demand the controller saw.
         let demand_nodes = partition_signals(
             &snap,
-            BURST,
+            &[BURST],
             None,
             &ShapeHints::default(),
             &slurmscale_exporter::model::origin::Origin::ALL,

@@ -7,9 +7,8 @@
 use std::time::{Duration, SystemTime};
 
 use kube::ResourceExt;
-use slurmscale_exporter::model::demand::Demand;
 use slurmscale_exporter::model::origin::Origin;
-use slurmscale_exporter::signals::{PartitionSignals, ShapeHints, Untrusted, partition_signals};
+use slurmscale_exporter::signals::{ShapeHints, Untrusted, partition_signals, partitions_served};
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
 use super::Controller;
@@ -45,7 +44,7 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     let inputs = policy.inputs(spec);
     let cluster = ctl.cluster_of(nsa).map(String::from);
     let snapshot = snapshot(ctl, cluster.as_deref());
-    let mut partitions = partitions(spec, &target);
+    let mut partitions = partitions(spec, &target, snapshot.as_deref().ok());
     if inputs.one_partition {
         partitions.truncate(1);
     }
@@ -139,12 +138,20 @@ fn snapshot<K, S, P>(
     Ok(rx.borrow().clone())
 }
 
-/// The partitions whose work counts: the spec's, else the one the target serves.
-fn partitions(spec: &NodeSetAutoscalerSpec, target: &Target) -> Vec<String> {
-    if spec.slurm.partitions.is_empty() {
-        vec![target.partition.clone()]
-    } else {
-        spec.slurm.partitions.clone()
+/// The partitions whose work counts: the spec's, else those the target serves (the one its
+/// annotation names, or those Slurm puts its NodeSet in).
+fn partitions(
+    spec: &NodeSetAutoscalerSpec,
+    target: &Target,
+    snap: Option<&ClusterSnapshot>,
+) -> Vec<String> {
+    if !spec.slurm.partitions.is_empty() {
+        return spec.slurm.partitions.clone();
+    }
+    let named = target.named_partition.as_deref();
+    match snap {
+        Some(s) => partitions_served(s, named, &target.slurm_name),
+        None => vec![named.unwrap_or(&target.slurm_name).to_string()],
     }
 }
 
@@ -156,8 +163,8 @@ struct Ask<'a> {
     origins: &'a [Origin],
 }
 
-/// The Slurm side of `partitions`, merged: busy nodes and demand add up, the oldest data
-/// counts. Jobs needing more than `ask.max_nodes` are unsatisfiable, not demand.
+/// The Slurm side of `partitions`, together (a node or job in two counts once), the oldest
+/// data counting. Jobs needing more than `ask.max_nodes` are unsatisfiable, not demand.
 fn signals(
     snap: &ClusterSnapshot,
     partitions: &[String],
@@ -165,36 +172,14 @@ fn signals(
     now: SystemTime,
     stale_after: Duration,
 ) -> Signals {
-    let mut merged: Option<PartitionSignals> = None;
-    for p in partitions {
-        let s = partition_signals(
-            snap,
-            p,
-            ask.max_nodes,
-            &ask.shape,
-            ask.origins,
-            now,
-            stale_after,
-        )?;
-        merged = Some(match merged {
-            None => s,
-            Some(m) => PartitionSignals {
-                busy_nodes: m.busy_nodes + s.busy_nodes,
-                total_nodes: m.total_nodes + s.total_nodes,
-                demand: Demand {
-                    nodes: m.demand.nodes + s.demand.nodes,
-                    maybe_started_nodes: m.demand.maybe_started_nodes
-                        + s.demand.maybe_started_nodes,
-                    open_ended: m.demand.open_ended || s.demand.open_ended,
-                    unsatisfiable_jobs: m.demand.unsatisfiable_jobs + s.demand.unsatisfiable_jobs,
-                    ..m.demand
-                },
-                // The first partition's shape stands for the NodeSet's nodes.
-                shape: m.shape,
-                shape_source: m.shape_source,
-                as_of: m.as_of.min(s.as_of),
-            },
-        });
-    }
-    merged.ok_or_else(|| Untrusted::UnknownPartition(String::new()))
+    let partitions: Vec<&str> = partitions.iter().map(String::as_str).collect();
+    partition_signals(
+        snap,
+        &partitions,
+        ask.max_nodes,
+        &ask.shape,
+        ask.origins,
+        now,
+        stale_after,
+    )
 }

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use slurmscale_exporter::k8s::ledger::{Capacity, LedgerNode};
 use slurmscale_exporter::k8s::watch::{KubeSnapshot, WatchHealth};
 use slurmscale_exporter::model::{
-    Jobs, Node, NodeBase, NodeFlags, NodeState, Partition, PendingClass, PendingJob,
+    Jobs, Node, NodeBase, NodeFlags, NodeSets, NodeState, Partition, PendingClass, PendingJob,
 };
 use slurmscale_exporter::slurm::ApiVersion;
 use slurmscale_exporter::snapshot::ClusterSnapshot;
@@ -217,9 +217,38 @@ fn snapshot(taken: SystemTime, partition: &str, nodes: Vec<Node>, jobs: &[u64]) 
             max_nodes_per_job: None,
             node_list: format!("{partition}[1-8]"),
             never_suspends: false,
+            node_sets: Default::default(),
         }]),
     );
     snap
+}
+
+/// slurm-operator 1.1's layout: the NodeSet has no partition of its own, its nodes join a
+/// site's partition (here `Nodes=ALL`), and neither the NodeSet nor the autoscaler names it.
+#[tokio::test]
+async fn a_nodeset_without_its_own_partition_scales_for_the_partition_slurm_puts_it_in() {
+    let rig = Rig::new(json!({}), 0);
+    rig.at(5);
+    let mut snap = snapshot(at(5), "all", vec![], &[2]);
+    let mut partitions = snap.partitions.data.as_deref().cloned().unwrap_or_default();
+    partitions[0].node_sets = NodeSets::All;
+    snap.partitions
+        .succeed(at(5), Duration::ZERO, Some(partitions));
+    rig.slurm(snap);
+    assert_eq!(scales(&rig.reconcile().await), [2]);
+    // Where slurmrestd cannot say (v0.0.38), the NodeSet's own name is all there is to go by.
+    rig.at(6);
+    let mut old = snapshot(at(6), "all", vec![], &[3]);
+    let mut partitions = old.partitions.data.as_deref().cloned().unwrap_or_default();
+    partitions[0].node_sets = NodeSets::Unknown;
+    old.partitions
+        .succeed(at(6), Duration::ZERO, Some(partitions));
+    rig.slurm(old);
+    let writes = rig.reconcile().await;
+    assert!(
+        scales(&writes).is_empty(),
+        "no partition elastic: {writes:?}"
+    );
 }
 
 #[tokio::test]

@@ -286,16 +286,16 @@ pub const MAX_NODES_ANNOTATION: &str = "slurmscale.io/max-nodes";
 /// for packing demand where the partition cannot tell (default: the partition's own).
 pub const NODE_SHAPE_ANNOTATION: &str = "slurmscale.io/node-shape";
 
-/// The Slurm partition a NodeSet (or any scale target) serves: its [`PARTITION_ANNOTATION`],
-/// else the name it goes by in Slurm ([`slurm_name`]; a target that is no NodeSet: its
-/// name). The exporter's NodeSet series and the autoscaler both read it here.
-pub fn partition_of(annotations: Option<&BTreeMap<String, String>>, name: &str) -> String {
+/// The Slurm partition a site names for a NodeSet (or any scale target): its
+/// [`PARTITION_ANNOTATION`]. Without one, Slurm says which partitions the NodeSet is in
+/// ([`crate::signals::partitions_served`]); the exporter's NodeSet series and the autoscaler
+/// both read it there.
+pub fn named_partition(annotations: Option<&BTreeMap<String, String>>) -> Option<String> {
     annotations
         .and_then(|a| a.get(PARTITION_ANNOTATION))
         .map(|p| p.trim())
         .filter(|p| !p.is_empty())
-        .unwrap_or(name)
-        .to_string()
+        .map(String::from)
 }
 
 /// The words of slurmd's `--conf` (`CPUs=4 RealMemory=8000 Features=a,b Gres=gpu:2`), by
@@ -378,7 +378,10 @@ pub struct NodeSetView {
     pub status: NodeSetStatus,
     /// v1beta1 only; v1alpha1 NodeSets are always StatefulSet-like.
     pub scaling_mode: Option<ScalingMode>,
-    pub partition: String,
+    /// The partition a site names for it ([`named_partition`]).
+    pub named_partition: Option<String>,
+    /// Its name in Slurm: its `NodeSet=` and feature ([`slurm_name`]).
+    pub slurm_name: String,
     pub cluster: Option<String>,
     pub max_nodes: Option<u64>,
     /// From [`NODE_SHAPE_ANNOTATION`]; what it leaves out comes from the partition.
@@ -406,7 +409,8 @@ impl NodeSetView {
         let name = meta.name.clone().unwrap_or_default();
         Self {
             namespace: meta.namespace.clone().unwrap_or_default(),
-            partition: partition_of(meta.annotations.as_ref(), &slurm_name(&name, hostname)),
+            named_partition: named_partition(meta.annotations.as_ref()),
+            slurm_name: slurm_name(&name, hostname),
             cluster: annotation(CLUSTER_ANNOTATION).filter(|c| !c.is_empty()),
             max_nodes: annotation(MAX_NODES_ANNOTATION).and_then(|m| m.parse().ok()),
             shape: annotation(NODE_SHAPE_ANNOTATION)
@@ -545,12 +549,17 @@ mod tests {
             "spec": {"template": {"spec": {"hostname": "gpu-", "containers": []}}}
         }))
         .unwrap();
-        assert_eq!(NodeSetView::from(&chart).partition, "gpu");
-        // The annotation still decides.
+        let view = NodeSetView::from(&chart);
+        assert_eq!(
+            (view.slurm_name.as_str(), view.named_partition),
+            ("gpu", None)
+        );
+        // A site may name the partition.
         let mut annotated = chart.clone();
         annotated.metadata.annotations =
-            Some([(PARTITION_ANNOTATION.to_string(), "batch".to_string())].into());
-        assert_eq!(NodeSetView::from(&annotated).partition, "batch");
+            Some([(PARTITION_ANNOTATION.to_string(), " batch".to_string())].into());
+        let named = NodeSetView::from(&annotated).named_partition;
+        assert_eq!(named.as_deref(), Some("batch"));
     }
 
     #[test]

@@ -97,7 +97,7 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
         });
         let room = p
             .zip(s.nodes.data.as_deref())
-            .map(|(p, nodes)| Room::new(name, nodes, Shape::of(p, nodes)));
+            .map(|(p, nodes)| Room::new(&[name], nodes, Shape::of(p, nodes)));
         let d = demand(jobs, name, limit.filter(|l| *l > 0), room.as_ref());
         let part = [("partition", name)];
         for class in PendingClass::ALL {
@@ -122,7 +122,7 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
         for origin in Origin::ALL {
             let d = demand_of(
                 jobs,
-                name,
+                &[name],
                 limit.filter(|l| *l > 0),
                 room.as_ref(),
                 &[origin],

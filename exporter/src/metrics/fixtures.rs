@@ -54,7 +54,7 @@ const DIAG: &str = r#"{"statistics": {"server_thread_count": 3, "agent_queue_siz
   "bf_when_last_cycle": {"set": true, "infinite": false, "number": 1799999990}},
   "errors": [], "warnings": []}"#;
 
-const NODES: &str = r#"{"nodes": [
+pub const NODES: &str = r#"{"nodes": [
   {"name": "c1", "state": ["IDLE"], "cpus": 8, "alloc_cpus": 0, "real_memory": 16000,
    "alloc_memory": 0, "free_mem": {"set": true, "infinite": false, "number": 15000},
    "partitions": ["cpu"], "gres": "", "gres_used": "", "reason": "", "features": [],
@@ -76,7 +76,7 @@ const NODES: &str = r#"{"nodes": [
    "features": [], "active_features": [], "weight": 1}
  ], "errors": [], "warnings": []}"#;
 
-const PARTITIONS: &str = r#"{"partitions": [
+pub const PARTITIONS: &str = r#"{"partitions": [
   {"name": "cpu", "nodes": {"configured": "c[1-3]", "total": 3},
    "cpus": {"total": 24}, "partition": {"state": ["UP"]},
    "tres": {"configured": "cpu=24,mem=48000M,node=3,billing=24"},
@@ -89,7 +89,7 @@ const PARTITIONS: &str = r#"{"partitions": [
    "suspend_time": {"set": false, "infinite": false, "number": 0}}
  ], "errors": [], "warnings": []}"#;
 
-const JOBS: &str = r#"{"jobs": [
+pub const JOBS: &str = r#"{"jobs": [
   {"job_id": 1, "job_state": ["RUNNING"], "partition": "cpu", "user_name": "alice",
    "account": "physics", "node_count": {"set": true, "infinite": false, "number": 1},
    "cpus": {"set": true, "infinite": false, "number": 4}, "nodes": "c2",
@@ -151,6 +151,11 @@ fn at(secs: u64) -> SystemTime {
 
 /// The fixture cluster, as a poller publishes it after one good cycle.
 pub fn snapshot() -> ClusterSnapshot {
+    snapshot_of(NODES, PARTITIONS, JOBS)
+}
+
+/// The fixture cluster with other `/nodes`, `/partitions` and `/jobs` answers.
+pub fn snapshot_of(nodes: &str, partitions: &str, jobs: &str) -> ClusterSnapshot {
     let v = ApiVersion::V0042;
     let (t, took) = (at(AT), Duration::from_millis(20));
     let mut s = ClusterSnapshot::new("fixture", "http://127.0.0.1:6820");
@@ -161,14 +166,14 @@ pub fn snapshot() -> ClusterSnapshot {
     let diag = v.decode_diag(DIAG.as_bytes()).expect("diag decodes").data;
     s.diag.succeed(t, took, Some(diag));
     let jobs = v
-        .decode_jobs(JOBS.as_bytes(), true)
+        .decode_jobs(jobs.as_bytes(), true)
         .expect("jobs decode")
         .data;
     s.jobs.succeed(t, took, Some(jobs));
-    let nodes = v.decode_nodes(NODES.as_bytes()).expect("nodes decode").data;
+    let nodes = v.decode_nodes(nodes.as_bytes()).expect("nodes decode").data;
     s.nodes.succeed(t, took, Some(nodes));
     let partitions = v
-        .decode_partitions(PARTITIONS.as_bytes())
+        .decode_partitions(partitions.as_bytes())
         .expect("partitions decode")
         .data;
     s.partitions.succeed(t, took, Some(partitions));

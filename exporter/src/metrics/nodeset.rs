@@ -1,7 +1,8 @@
 //! Slinky NodeSets: replicas as asked and as running, the Slurm node states the operator
 //! reports, and the number of nodes each NodeSet should have now
-//! (`slurm_nodeset_desired_nodes`): busy nodes of its partition plus the node demand of
-//! schedulable pending jobs, capped at its own maximum (never at the nodes its partition has
+//! (`slurm_nodeset_desired_nodes`): busy nodes of its partitions (those Slurm puts it in, or
+//! the one a site names: [`partitions_served`]; the `partition` label lists them) plus the
+//! node demand of their schedulable pending jobs, capped at its own maximum (never at the nodes its partition has
 //! now: a Slinky partition at zero pods has none) — the one number KEDA scales on
 //! (`AverageValue`, target 1), computed by the same function the built-in autoscaler uses.
 //!
@@ -15,7 +16,7 @@ use std::time::SystemTime;
 use super::{MetricsOptions, Out};
 use crate::k8s::nodeset::NodeSetView;
 use crate::k8s::watch::KubeSnapshot;
-use crate::signals::{ShapeHints, cluster_of, partition_signals, stale_after};
+use crate::signals::{ShapeHints, cluster_of, partition_signals, partitions_served, stale_after};
 use crate::snapshot::ClusterSnapshot;
 
 pub fn collect(
@@ -30,13 +31,18 @@ pub fn collect(
         let cluster = cluster_of(ns.cluster.as_deref(), slurm.iter().map(|s| &*s.cluster))
             .unwrap_or_default();
         out.set_cluster(cluster);
-        replicas(out, ns);
+        let snap = slurm.iter().find(|s| *s.cluster == *cluster);
+        let served = match snap {
+            Some(s) => partitions_served(s, ns.named_partition.as_deref(), &ns.slurm_name),
+            None => vec![ns.named_partition.clone().unwrap_or(ns.slurm_name.clone())],
+        };
+        let partition = served.join(",");
+        replicas(out, ns, &partition);
         let part = [
             ("namespace", ns.namespace.as_str()),
             ("nodeset", ns.name.as_str()),
-            ("partition", ns.partition.as_str()),
+            ("partition", partition.as_str()),
         ];
-        let snap = slurm.iter().find(|s| *s.cluster == *cluster);
         let max_age = stale_after(opts.interval);
         let max = k.max_nodes(ns);
         let hints = ShapeHints {
@@ -44,10 +50,11 @@ pub fn collect(
             set_by: "NodeSet annotation",
             template: ns.template_shape,
         };
+        let served: Vec<&str> = served.iter().map(String::as_str).collect();
         let signals = snap.map(|s| {
             partition_signals(
                 s,
-                &ns.partition,
+                &served,
                 max,
                 &hints,
                 &crate::model::origin::Origin::ALL,
@@ -99,7 +106,7 @@ pub fn collect(
 
 /// The NodeSet as Kubernetes and the operator report it: what it is, its replicas asked for
 /// and running, and its pods by their Slurm node's state.
-fn replicas(out: &mut Out, ns: &NodeSetView) {
+fn replicas(out: &mut Out, ns: &NodeSetView, partition: &str) {
     let id = [
         ("namespace", ns.namespace.as_str()),
         ("nodeset", ns.name.as_str()),
@@ -114,7 +121,7 @@ fn replicas(out: &mut Out, ns: &NodeSetView) {
         &[
             id[0],
             id[1],
-            ("partition", &ns.partition),
+            ("partition", partition),
             ("version", ns.api_version),
             ("scaling_mode", &mode),
         ],

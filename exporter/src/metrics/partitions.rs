@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use super::nodes::Tally;
 use super::{MetricsOptions, Out, Series, number};
-use crate::model::NodeBase;
+use crate::model::{NodeBase, NodeSets, Partition};
 use crate::snapshot::ClusterSnapshot;
 
 /// One partition as its series read it: its configuration and its listed nodes' tally.
@@ -145,6 +145,7 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
             "The partition's state (UP, DOWN, DRAIN, INACTIVE).",
             &[("partition", &*p.name), ("state", &p.state)],
         );
+        node_sets(out, p);
         let mut tally = tallies.get(&*p.name).cloned().unwrap_or_default();
         tally.hidden = p.total_nodes.saturating_sub(tally.listed);
         let row = Row {
@@ -154,6 +155,25 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
             tally,
         };
         out.series(PARTITION, &row, &[("partition", &*p.name)]);
+    }
+}
+
+/// Which NodeSets feed the partition, one series each: with slurm-operator 1.1 several
+/// NodeSets share a partition, and a NodeSet's own figures are read against its partitions.
+/// `Nodes=ALL` is said as `nodeset="ALL"` (every NodeSet, the ones to come included); nothing
+/// where slurmrestd does not say (v0.0.38).
+fn node_sets(out: &mut Out, p: &Partition) {
+    let names: &[String] = match &p.node_sets {
+        NodeSets::Unknown => return,
+        NodeSets::All => &[String::from("ALL")],
+        NodeSets::Named(names) => names,
+    };
+    for n in names {
+        out.info(
+            "slurm_partition_nodeset_info",
+            "A NodeSet (slurm.conf NodeSet=, Slinky's NodeSets) whose nodes join the partition; nodeset=\"ALL\" for Nodes=ALL.",
+            &[("partition", &*p.name), ("nodeset", n)],
+        );
     }
 }
 

@@ -36,7 +36,7 @@ impl Shape {
         let up_gpus = || {
             nodes
                 .iter()
-                .filter(|node| in_partition(node, &partition.name))
+                .filter(|node| in_any(node, &[&partition.name]))
                 .map(Node::gpus)
                 .max()
         };
@@ -104,12 +104,12 @@ pub struct Room {
 }
 
 impl Room {
-    /// The room of `partition`'s nodes, for new nodes of `shape`.
-    pub fn new(partition: &str, nodes: &[Node], shape: Shape) -> Self {
+    /// The room of the nodes of `partitions` (each node once), for new nodes of `shape`.
+    pub fn new(partitions: &[&str], nodes: &[Node], shape: Shape) -> Self {
         let free = nodes
             .iter()
             .filter(|n| n.usable() && n.idle_cpus() > 0)
-            .filter(|n| in_partition(n, partition))
+            .filter(|n| in_any(n, partitions))
             .map(|n| {
                 let total = Resources {
                     cpus: n.cpus,
@@ -131,8 +131,9 @@ impl Room {
     }
 }
 
-fn in_partition(n: &Node, partition: &str) -> bool {
-    n.partitions.iter().any(|p| &**p == partition)
+/// Whether `n` is in one of `partitions`.
+pub fn in_any(n: &Node, partitions: &[&str]) -> bool {
+    n.partitions.iter().any(|p| partitions.contains(&&**p))
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -208,13 +209,14 @@ impl Demand {
 /// a NodeSet's maximum) are unsatisfiable, not demand. With `room`, the work is packed onto
 /// it; without, each job counts its own nodes.
 pub fn demand(jobs: &Jobs, partition: &str, max_nodes: Option<u64>, room: Option<&Room>) -> Demand {
-    demand_of(jobs, partition, max_nodes, room, &Origin::ALL)
+    demand_of(jobs, &[partition], max_nodes, room, &Origin::ALL)
 }
 
-/// As [`demand`], counting only jobs of `origins` (batch jobs, Kubernetes placeholders).
+/// As [`demand`], over the jobs pending in any of `partitions` (each job once), counting
+/// only jobs of `origins` (batch jobs, Kubernetes placeholders).
 pub fn demand_of(
     jobs: &Jobs,
-    partition: &str,
+    partitions: &[&str],
     max_nodes: Option<u64>,
     room: Option<&Room>,
     origins: &[Origin],
@@ -225,7 +227,7 @@ pub fn demand_of(
     for job in jobs
         .pending
         .iter()
-        .filter(|j| j.partitions.iter().any(|p| &**p == partition))
+        .filter(|j| j.partitions.iter().any(|p| partitions.contains(&&**p)))
         .filter(|j| origins.contains(&j.origin))
     {
         *d.jobs.entry(job.class).or_default() += job.tasks;
@@ -350,6 +352,7 @@ mod tests {
             max_nodes_per_job: None,
             node_list: String::new(),
             never_suspends: false,
+            node_sets: Default::default(),
         }
     }
 
@@ -434,7 +437,7 @@ mod tests {
     #[test]
     fn packed_demand_and_the_unpacked_count_side_by_side() {
         let p = partition(8, 4, Some(32 * GIB), Some(0));
-        let room = Room::new("p", &[], Shape::of(&p, &[]));
+        let room = Room::new(&["p"], &[], Shape::of(&p, &[]));
         // Nine 1-CPU jobs: 3 nodes of 4 CPUs, 9 job nodes.
         let d = demand(&jobs(&[(9, 1, 1, 0, false)]), "p", Some(8), Some(&room));
         assert_eq!((d.nodes, d.job_nodes), (3, 9));
@@ -459,7 +462,7 @@ mod tests {
             node("c", "MIXED", 4, 0),
             node("d", "IDLE", 0, 0),
         ];
-        let room = Room::new("p", &nodes, Shape::of(&p, &nodes));
+        let room = Room::new(&["p"], &nodes, Shape::of(&p, &nodes));
         assert_eq!(room.free.len(), 2, "only c (4 CPUs free) and d (idle)");
         // Twelve 1-CPU jobs: 4 on c's free room (busy already: no node added), 8 on d.
         let d = demand(&jobs(&[(12, 1, 1, 0, false)]), "p", Some(8), Some(&room));
@@ -473,14 +476,14 @@ mod tests {
     #[test]
     fn gpu_jobs_on_nodes_of_unknown_gpus_count_a_node_each() {
         let p = partition(4, 32, Some(256 * GIB), None);
-        let room = Room::new("p", &[], Shape::of(&p, &[]));
+        let room = Room::new(&["p"], &[], Shape::of(&p, &[]));
         let d = demand(&jobs(&[(4, 1, 2, 1, false)]), "p", Some(4), Some(&room));
         assert_eq!(
             d.nodes, 4,
             "never guess GPUs: one node per job, as before packing"
         );
         // Told the shape, they share one node.
-        let room = Room::new("p", &[], Shape::of(&p, &[]).or(Shape::parse("gpus=8")));
+        let room = Room::new(&["p"], &[], Shape::of(&p, &[]).or(Shape::parse("gpus=8")));
         let d = demand(&jobs(&[(4, 1, 2, 1, false)]), "p", Some(4), Some(&room));
         assert_eq!(d.nodes, 1);
     }
@@ -488,7 +491,7 @@ mod tests {
     #[test]
     fn jobs_that_may_have_started_lower_the_certain_demand_by_the_largest() {
         let p = partition(8, 4, Some(32 * GIB), Some(0));
-        let room = Room::new("p", &[], Shape::of(&p, &[]));
+        let room = Room::new(&["p"], &[], Shape::of(&p, &[]));
         // One 3-node exclusive job and four 1-CPU jobs: 3 + 1 nodes.
         let mut j = jobs(&[(1, 3, 3, 0, true), (4, 1, 1, 0, false)]);
         let d = demand(&j, "p", Some(8), Some(&room));

@@ -268,6 +268,47 @@ pub struct Partition {
     /// `SuspendTime=INFINITE` on the partition: slurmctld never powers its nodes down
     /// (v0.0.40 on says so; v0.0.38 does not, and a global setting never shows).
     pub never_suspends: bool,
+    /// The NodeSets its `Nodes=` names: Slinky's NodeSets put their dynamic nodes in a
+    /// partition this way, several to a partition from slurm-operator 1.1.
+    pub node_sets: NodeSets,
+}
+
+/// The NodeSets (slurm.conf's `NodeSet=` lines) a partition takes nodes from, as slurmrestd
+/// says them from v0.0.40 on (`node_sets`: `a,b`, or `ALL` for `Nodes=ALL`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum NodeSets {
+    /// The API version does not say (v0.0.38).
+    #[default]
+    Unknown,
+    /// `Nodes=ALL`: every node, so every NodeSet's too.
+    All,
+    /// The NodeSets named, in Slurm's order; none when `Nodes=` names only nodes.
+    Named(Vec<String>),
+}
+
+impl NodeSets {
+    pub fn parse(s: &str) -> Self {
+        match s.trim() {
+            "ALL" => Self::All,
+            s => Self::Named(
+                s.split(',')
+                    .map(str::trim)
+                    .filter(|n| !n.is_empty())
+                    .map(String::from)
+                    .collect(),
+            ),
+        }
+    }
+
+    /// Whether nodes of the NodeSet `name` (its name in Slurm) join the partition; `None`
+    /// when the API version does not say.
+    pub fn includes(&self, name: &str) -> Option<bool> {
+        match self {
+            Self::Unknown => None,
+            Self::All => Some(true),
+            Self::Named(names) => Some(names.iter().any(|n| n == name)),
+        }
+    }
 }
 
 /// Job states, as far as counting needs them. Unknown states are `Other`.

@@ -573,7 +573,8 @@ fn nodeset(name: &str, [replicas, pods, ready, busy]: [u64; 4], max: u64) -> Nod
             ..Default::default()
         },
         scaling_mode: Some(ScalingMode::StatefulSet),
-        partition: name.into(),
+        named_partition: None,
+        slurm_name: name.into(),
         cluster: Some(CLUSTER.into()),
         max_nodes: Some(max),
         shape: Default::default(),

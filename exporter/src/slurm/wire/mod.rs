@@ -68,6 +68,7 @@ pub use lenient::{
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::NodeSets;
 
     /// Records as 22.05 (v0.0.38: a state string) and 24.11 (v0.0.42: a list) answered for a
     /// job that ran and was requeued — its ended run beside its new wait — and for ended ones.
@@ -113,5 +114,39 @@ mod tests {
             .map(|p| p.never_suspends)
             .collect();
         assert_eq!(never, [true, false, false]);
+    }
+
+    /// The forms 24.11 and 26.05 were seen to send (`scontrol create` of each, read back):
+    /// a NodeSet's own partition, one over two NodeSets, `Nodes=ALL`, named nodes only; v0.0.38
+    /// has no such field.
+    #[test]
+    fn a_partition_says_which_nodesets_join_it() {
+        let body = br#"{"partitions": [
+            {"name": "slinky", "node_sets": "slinky"},
+            {"name": "two", "node_sets": "slinky,planned"},
+            {"name": "all", "node_sets": "ALL"},
+            {"name": "cpu", "node_sets": ""}]}"#;
+        let sets: Vec<NodeSets> = v0044::decode_partitions(body)
+            .unwrap()
+            .data
+            .into_iter()
+            .map(|p| p.node_sets)
+            .collect();
+        let named = |n: &[&str]| NodeSets::Named(n.iter().map(|s| s.to_string()).collect());
+        assert_eq!(
+            sets,
+            [
+                named(&["slinky"]),
+                named(&["slinky", "planned"]),
+                NodeSets::All,
+                named(&[])
+            ]
+        );
+        assert_eq!(sets[1].includes("planned"), Some(true));
+        assert_eq!(sets[1].includes("plan"), Some(false));
+        assert_eq!(sets[2].includes("gpu-a100"), Some(true));
+        assert_eq!(sets[3].includes("slinky"), Some(false));
+        let old = v0038::decode_partitions(br#"{"partitions": [{"name": "slinky"}]}"#).unwrap();
+        assert_eq!(old.data[0].node_sets.includes("slinky"), None);
     }
 }

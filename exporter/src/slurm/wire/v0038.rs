@@ -9,7 +9,7 @@ pub use super::job::{decode_job_table, decode_jobs};
 pub use super::node::decode_nodes;
 use super::{Decoded, Flag, List, Num, Str, decode_list, decode_object, micros, wire_struct};
 use crate::model::text::{tres_gpus, tres_memory_bytes};
-use crate::model::{Diag, Partition, Ping, RpcStat, Slurmctld};
+use crate::model::{Diag, NodeSets, Partition, Ping, RpcStat, Slurmctld};
 
 wire_struct! {
     struct WirePartition<'a> {
@@ -35,6 +35,7 @@ pub fn decode_partitions(bytes: &[u8]) -> serde_json::Result<Decoded<Vec<Partiti
             max_nodes_per_job: p.maximum_nodes_per_job.unsigned().filter(|m| *m > 0),
             node_list: p.nodes.0.into_owned(),
             never_suspends: false,
+            node_sets: NodeSets::Unknown,
         })
     })
 }

@@ -18,7 +18,7 @@ use super::{
 };
 use crate::model::job_table::StateEntry;
 use crate::model::text::{tres_gpus, tres_memory_bytes};
-use crate::model::{Diag, JobState, Partition, Ping, Slurmctld};
+use crate::model::{Diag, JobState, NodeSets, Partition, Ping, Slurmctld};
 
 wire_struct! {
     struct PartitionNodes<'a> {
@@ -67,6 +67,7 @@ wire_struct! {
         partition: PartitionState<'a>,
         maximums: Maximums,
         suspend_time: NoVal,
+        node_sets: Str<'a>,
     }
 }
 
@@ -82,6 +83,7 @@ pub fn decode_partitions(bytes: &[u8]) -> serde_json::Result<Decoded<Vec<Partiti
             max_nodes_per_job: p.maximums.nodes.unsigned().filter(|m| *m > 0),
             node_list: p.nodes.configured.0.into_owned(),
             never_suspends: p.suspend_time.infinite.0,
+            node_sets: NodeSets::parse(p.node_sets.as_str()),
         })
     })
 }
