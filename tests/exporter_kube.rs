@@ -557,18 +557,18 @@ async fn nodesets_from_slinkys_chart_are_read_under_their_slurm_names() {
         partition_of("slurm-worker-planned").await.as_deref(),
         Some("planned")
     );
-    // As slurm-operator 1.1's chart lays a site out: partitions over NodeSets, none of its own.
-    // A NodeSet serves every partition Slurm puts it in (`Nodes=ALL` takes them all), in
-    // Slurm's order; one Slurm puts nowhere keeps its own name.
+    // As slurm-operator 1.1's chart lays a site out: partitions over NodeSets. A NodeSet
+    // serves every partition Slurm puts it in, in Slurm's order: `Nodes=ALL` takes every
+    // NodeSet (accel too, which has no partition of its own here), `pair` the two it names.
     let _partitions = SitePartitions::create(
         &cluster,
         &[
             "PartitionName=sitewide Nodes=ALL",
-            "PartitionName=gpus Nodes=accel",
+            "PartitionName=pair Nodes=slinky,planned",
         ],
     );
     let served = wait_until(FOLLOWS, || async {
-        partition_of("slurm-worker-accel").await.as_deref() == Some("sitewide,gpus")
+        partition_of("slurm-worker-accel").await.as_deref() == Some("sitewide")
     })
     .await;
     assert!(
@@ -578,7 +578,11 @@ async fn nodesets_from_slinkys_chart_are_read_under_their_slurm_names() {
     );
     assert_eq!(
         partition_of("slurm-worker-slinky").await.as_deref(),
-        Some("slinky,sitewide")
+        Some("slinky,sitewide,pair")
+    );
+    assert_eq!(
+        partition_of("slurm-worker-planned").await.as_deref(),
+        Some("planned,sitewide,pair")
     );
     let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
     let _ = nodesets

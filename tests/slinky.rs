@@ -427,7 +427,8 @@ async fn scale_from_zero_with_records(flavor: &str, chart: bool) {
         "{made:?}"
     );
 
-    // Now 24.11 accepts a job at zero pods too.
+    // Now 24.11 accepts a job at zero pods too. It asks for the NodeSet's feature, which its
+    // nodes have: its demand (a job whose --constraint they did not meet would not be).
     let sent = Instant::now();
     let job = cluster.submit(&[
         "-p",
@@ -435,6 +436,7 @@ async fn scale_from_zero_with_records(flavor: &str, chart: bool) {
         "-N",
         "2",
         "--exclusive",
+        "--constraint=slinky",
         "--wrap",
         "sleep 4",
     ]);

@@ -25,7 +25,7 @@ use kube::{Client, Resource};
 use serde_json::{Value, json};
 use slurmscale_exporter::k8s::nodeset::{
     NODE_SHAPE_ANNOTATION, features, named_partition, node_prefix, slurm_name, template_shape,
-    v1beta1,
+    v1beta1, weight,
 };
 use slurmscale_exporter::model::demand::Shape;
 use tracing::warn;
@@ -83,6 +83,8 @@ pub struct NodeFacts {
     pub shape: Shape,
     pub template_shape: Shape,
     pub features: Vec<String>,
+    /// Its nodes' `Weight=` (Slurm's default, 1, when its `--conf` sets none).
+    pub weight: u64,
     /// What its pods' Slurm node names start with ([`node_prefix`]: `gpu-` for a NodeSet
     /// whose pods are `gpu-0`, `gpu-1`, …).
     pub node_prefix: String,
@@ -109,6 +111,7 @@ impl NodeFacts {
                 .unwrap_or_default(),
             template_shape: template_shape(spec.extra_conf.as_deref(), spec.slurmd.as_ref()),
             features: features(&slurm_name(name, hostname), spec.extra_conf.as_deref()),
+            weight: weight(spec.extra_conf.as_deref()),
             node_prefix: node_prefix(name, hostname),
             ordinal_padding: spec.ordinal_padding.unwrap_or(0),
             slurmd_args: spec.slurmd.map(|c| c.args).unwrap_or_default(),

@@ -18,6 +18,7 @@ use tokio::sync::watch;
 
 use kube::ResourceExt;
 use kube::core::Status;
+use slurmscale_exporter::k8s::nodeset::NodeSetView;
 use slurmscale_exporter::k8s::watch::KubeSnapshot;
 use slurmscale_exporter::slurm::ApiVersion;
 
@@ -46,6 +47,8 @@ pub struct World {
     pub unschedulable: Vec<PendingPod>,
     /// The GenericNode ledger and Node capacity; `None`: nothing watches them.
     pub ledger: Option<KubeSnapshot>,
+    /// The NodeSets a watch would show (none: the choice of which grows sees only the target).
+    pub nodesets: Vec<NodeSetView>,
     /// Each scale patch first finds that someone else set the target to the next of these
     /// replicas since it was read, and answers 409.
     pub races: VecDeque<u64>,
@@ -364,6 +367,10 @@ impl SlurmNodes for Fake {
 impl PoolReader for Fake {
     fn ledger(&self) -> Option<KubeSnapshot> {
         self.world().ledger.clone()
+    }
+
+    fn nodesets(&self) -> Vec<NodeSetView> {
+        self.world().nodesets.clone()
     }
 
     fn pod_nodes<'a>(

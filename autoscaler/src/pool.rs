@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::api::{Api, ListParams};
 use slurmscale_exporter::k8s::ledger::Taint;
+use slurmscale_exporter::k8s::nodeset::NodeSetView;
 use slurmscale_exporter::k8s::watch::{KubeSnapshot, KubeSource};
 use slurmscale_exporter::quantity;
 
@@ -149,6 +150,10 @@ pub trait PoolReader: Send + Sync + 'static {
     /// nothing watches them.
     fn ledger(&self) -> Option<KubeSnapshot>;
 
+    /// Every NodeSet the watch has (all namespaces): which NodeSet grows for a job of a
+    /// partition they share is chosen among them.
+    fn nodesets(&self) -> Vec<NodeSetView>;
+
     /// Nodes a pod of `selector` is bound to, and how it stands, and how many of its pods no
     /// node has room for. This, not Slurm, says which pool nodes Slurm holds: a node is
     /// Slurm's from its pod's binding until the pod is marked and replicas drop below it.
@@ -215,6 +220,13 @@ impl KubePool {
 impl PoolReader for KubePool {
     fn ledger(&self) -> Option<KubeSnapshot> {
         self.watch.as_ref().map(KubeSource::snapshot)
+    }
+
+    fn nodesets(&self) -> Vec<NodeSetView> {
+        self.watch
+            .as_ref()
+            .map(KubeSource::nodesets)
+            .unwrap_or_default()
     }
 
     fn pod_nodes<'a>(

@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::model::Node;
 use crate::model::demand::{Demand, Room, Shape, demand_of, in_any};
-use crate::model::origin::Origin;
+use crate::model::grows::Takes;
 use crate::slurm::Endpoint;
 use crate::snapshot::{ClusterSnapshot, EndpointState};
 
@@ -167,7 +167,7 @@ pub fn partition_signals(
     partitions: &[&str],
     max_nodes: Option<u64>,
     hints: &ShapeHints,
-    origins: &[Origin],
+    takes: &Takes<'_>,
     now: SystemTime,
     max_age: Duration,
 ) -> Result<PartitionSignals, Untrusted> {
@@ -210,7 +210,7 @@ pub fn partition_signals(
     Ok(PartitionSignals {
         busy_nodes: members.iter().filter(|n| n.busy()).count() as u64,
         total_nodes: members.len() as u64 + hidden,
-        demand: demand_of(jobs, partitions, max_nodes, Some(&room), origins),
+        demand: demand_of(jobs, partitions, max_nodes, Some(&room), &|j| takes.job(j)),
         shape,
         shape_source,
         as_of,
@@ -327,7 +327,7 @@ mod tests {
                 partitions,
                 None,
                 &ShapeHints::default(),
-                &Origin::ALL,
+                &Takes::ALL,
                 fixtures::now(),
                 Duration::from_secs(600),
             )
@@ -348,7 +348,7 @@ mod tests {
                 &["cpu", "gone"],
                 None,
                 &ShapeHints::default(),
-                &Origin::ALL,
+                &Takes::ALL,
                 fixtures::now(),
                 Duration::from_secs(600),
             ),

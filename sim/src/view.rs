@@ -11,6 +11,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use slurmscale_exporter::model::grows::Takes;
 use slurmscale_exporter::model::jobs::{JobRecord, JobsBuilder};
 use slurmscale_exporter::model::origin::Origin;
 use slurmscale_exporter::model::{
@@ -208,7 +209,7 @@ impl SlurmView {
                 &[&self.partitions[0].name],
                 None,
                 &ShapeHints::default(),
-                &Origin::ALL,
+                &Takes::ALL,
                 at,
                 Duration::MAX,
             )
@@ -314,6 +315,7 @@ fn plan_of(cluster: &Cluster, j: usize, names: &[Arc<str>]) -> Option<PlannedSta
 /// listing ([`listing`] is the rest of /jobs, made from the same cluster).
 fn pending(cluster: &Cluster, partitions: &Arc<[Arc<str>]>, names: &[Arc<str>]) -> Jobs {
     let reason: Arc<str> = Arc::from("Resources");
+    let unconstrained: Arc<str> = Arc::from("");
     let mb = |mib: u64| mib << 20;
     Jobs {
         pending: cluster
@@ -331,6 +333,7 @@ fn pending(cluster: &Cluster, partitions: &Arc<[Arc<str>]>, names: &[Arc<str>]) 
                 gpus: u64::from(j.gpus_per_node) * u64::from(j.nodes),
                 memory_bytes: mb(j.memory_mib_per_node) * u64::from(j.nodes),
                 whole_node: j.whole_nodes(&cluster.shape),
+                constraint: unconstrained.clone(),
                 submit_time: Some(j.submit),
                 origin: Origin::Batch,
                 planned_start: plan_of(cluster, index, names),

@@ -168,7 +168,7 @@ impl Demo {
             &[BURST],
             None,
             &ShapeHints::default(),
-            &slurmscale_exporter::model::origin::Origin::ALL,
+            &slurmscale_exporter::model::grows::Takes::ALL,
             now,
             stale_after(INTERVAL),
         )

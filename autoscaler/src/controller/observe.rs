@@ -7,8 +7,11 @@
 use std::time::{Duration, SystemTime};
 
 use kube::ResourceExt;
+use slurmscale_exporter::model::grows::{Candidate, Takes};
 use slurmscale_exporter::model::origin::Origin;
-use slurmscale_exporter::signals::{ShapeHints, Untrusted, partition_signals, partitions_served};
+use slurmscale_exporter::signals::{
+    ShapeHints, Untrusted, cluster_of, partition_signals, partitions_served,
+};
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
 use super::Controller;
@@ -69,10 +72,17 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     } else {
         &spec.slurm.origins
     };
+    // Of its partitions' jobs, a NodeSet takes those it is the one to grow for.
+    let (candidates, me) = snapshot.as_deref().ok().map_or((Vec::new(), None), |snap| {
+        candidates(ctl, nsa, &target, (&partitions, &shape), snap)
+    });
     let ask = Ask {
         max_nodes: inputs.max_nodes,
         shape,
-        origins,
+        takes: Takes {
+            origins,
+            nodeset: me.map(|i| (&candidates[..], i)),
+        },
     };
     let signals = snapshot
         .as_ref()
@@ -155,12 +165,48 @@ fn partitions(
     }
 }
 
+/// The NodeSets of the autoscaler's Slurm cluster as the choice of which one grows reads
+/// them, with the target among them as the autoscaler sees it (its partitions, its spec's
+/// node shape); none for a target that is no NodeSet.
+fn candidates<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
+    ctl: &Controller<K, S, P>,
+    nsa: &NodeSetAutoscaler,
+    target: &Target,
+    (partitions, shape): (&[String], &ShapeHints),
+    snap: &ClusterSnapshot,
+) -> (Vec<Candidate>, Option<usize>) {
+    if target.nodes.features.is_empty() {
+        return (Vec::new(), None);
+    }
+    let clusters = || ctl.clusters.keys().map(String::as_str);
+    let ours = ctl.cluster_of(nsa);
+    let namespace = nsa.namespace().unwrap_or_default();
+    let mut all: Vec<Candidate> = ctl
+        .seam
+        .pool
+        .nodesets()
+        .iter()
+        .filter(|n| cluster_of(n.cluster.as_deref(), clusters()) == ours)
+        .filter(|n| !(n.namespace == namespace && n.name == nsa.spec.scale_target_ref.name))
+        .map(|n| n.candidate(snap))
+        .collect();
+    all.push(Candidate {
+        name: target.slurm_name.clone(),
+        partitions: partitions.to_vec(),
+        features: target.nodes.features.clone(),
+        shape: shape.template.or(shape.set),
+        weight: target.nodes.weight,
+    });
+    let me = all.len() - 1;
+    (all, Some(me))
+}
+
 /// What an autoscaler asks of its partitions' pending work.
 struct Ask<'a> {
     /// Jobs needing more nodes than this are unsatisfiable.
     max_nodes: Option<u64>,
     shape: ShapeHints,
-    origins: &'a [Origin],
+    takes: Takes<'a>,
 }
 
 /// The Slurm side of `partitions`, together (a node or job in two counts once), the oldest
@@ -178,7 +224,7 @@ fn signals(
         &partitions,
         ask.max_nodes,
         &ask.shape,
-        ask.origins,
+        &ask.takes,
         now,
         stale_after,
     )

@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
 use slurmscale_exporter::k8s::ledger::{Capacity, LedgerNode};
+use slurmscale_exporter::k8s::nodeset::NodeSetView;
 use slurmscale_exporter::k8s::watch::{KubeSnapshot, WatchHealth};
 use slurmscale_exporter::model::{
     Jobs, Node, NodeBase, NodeFlags, NodeSets, NodeState, Partition, PendingClass, PendingJob,
@@ -190,6 +191,7 @@ fn snapshot(taken: SystemTime, partition: &str, nodes: Vec<Node>, jobs: &[u64]) 
             gpus: 0,
             memory_bytes: 0,
             whole_node: true,
+            constraint: Arc::from(""),
             submit_time: None,
             origin: slurmscale_exporter::model::origin::Origin::Batch,
             planned_start: None,
@@ -249,6 +251,69 @@ async fn a_nodeset_without_its_own_partition_scales_for_the_partition_slurm_puts
         scales(&writes).is_empty(),
         "no partition elastic: {writes:?}"
     );
+}
+
+/// Its nodes' features (the NodeSet's name in Slurm and its `--conf` Features=) decide which
+/// jobs a NodeSet takes: one asking for another NodeSet's feature is not its demand.
+#[tokio::test]
+async fn a_nodeset_grows_only_for_jobs_whose_constraint_its_nodes_meet() {
+    let rig = Rig::new(json!({}), 0);
+    rig.fake.with(|w| {
+        let features = vec![NODESET.to_string(), "fastscratch".to_string()];
+        w.targets.get_mut(NODESET).unwrap().nodes.features = features;
+    });
+    rig.at(5);
+    let mut snap = snapshot(at(5), NODESET, vec![], &[2, 3, 1]);
+    let mut jobs = snap.jobs.data.as_deref().cloned().unwrap_or_default();
+    jobs.pending[0].constraint = Arc::from("fastscratch");
+    jobs.pending[1].constraint = Arc::from("a100");
+    snap.jobs.succeed(at(5), Duration::ZERO, Some(jobs));
+    rig.slurm(snap);
+    // 2 nodes for the fastscratch job, 1 for the unconstrained one; the a100 job is another's.
+    assert_eq!(scales(&rig.reconcile().await), [3]);
+}
+
+/// Two NodeSets share the partition: a job grows the one Slurm would place it on, so the
+/// a100 job is the sibling's demand, not this autoscaler's.
+#[tokio::test]
+async fn a_job_another_nodeset_of_the_partition_grows_for_is_not_demand() {
+    // The sibling's Weight: above this NodeSet's 10, then below it.
+    for (weight, grows) in [(20, vec![2]), (5, vec![])] {
+        let rig = Rig::new(json!({}), 0);
+        rig.fake.with(|w| {
+            let target = w.targets.get_mut(NODESET).unwrap();
+            target.nodes.features = vec![NODESET.to_string()];
+            target.nodes.weight = 10;
+            w.nodesets = vec![NodeSetView {
+                namespace: "slurm".into(),
+                name: "slurm-worker-accel".into(),
+                api_version: "slinky.slurm.net/v1beta1",
+                replicas: Some(0),
+                status: Default::default(),
+                scaling_mode: None,
+                named_partition: Some(NODESET.into()),
+                slurm_name: "accel".into(),
+                features: vec!["accel".into(), "a100".into()],
+                weight,
+                cluster: None,
+                max_nodes: None,
+                shape: Default::default(),
+                template_shape: Default::default(),
+            }];
+        });
+        rig.at(5);
+        let mut snap = snapshot(at(5), NODESET, vec![], &[2, 3]);
+        let mut jobs = snap.jobs.data.as_deref().cloned().unwrap_or_default();
+        jobs.pending[1].constraint = Arc::from("a100");
+        snap.jobs.succeed(at(5), Duration::ZERO, Some(jobs));
+        rig.slurm(snap);
+        // The a100 job is always the sibling's; the plain one goes to the lower Weight.
+        assert_eq!(
+            scales(&rig.reconcile().await),
+            grows,
+            "sibling weight {weight}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -7,11 +7,15 @@
 //! Both versions share the status shape and most of the spec; `v1beta1` adds `scalingMode`
 //! (a `DaemonSet` NodeSet ignores replicas, so it must never be autoscaled).
 
-use crate::model::demand::Shape;
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::model::demand::Shape;
+use crate::model::grows::Candidate;
+use crate::signals::partitions_served;
+use crate::snapshot::ClusterSnapshot;
 
 /// The Slurm controller (a `Controller` CR) this NodeSet belongs to.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
@@ -288,8 +292,8 @@ pub const NODE_SHAPE_ANNOTATION: &str = "slurmscale.io/node-shape";
 
 /// The Slurm partition a site names for a NodeSet (or any scale target): its
 /// [`PARTITION_ANNOTATION`]. Without one, Slurm says which partitions the NodeSet is in
-/// ([`crate::signals::partitions_served`]); the exporter's NodeSet series and the autoscaler
-/// both read it there.
+/// ([`partitions_served`]); the exporter's NodeSet series and the autoscaler both read it
+/// there.
 pub fn named_partition(annotations: Option<&BTreeMap<String, String>>) -> Option<String> {
     annotations
         .and_then(|a| a.get(PARTITION_ANNOTATION))
@@ -366,6 +370,14 @@ pub fn features(name: &str, extra_conf: Option<&str>) -> Vec<String> {
     all
 }
 
+/// The `Weight=` a NodeSet's pods register with (slurmd's `--conf`): where slurmctld places
+/// work first, lowest first; Slurm's default, 1, when it sets none.
+pub fn weight(extra_conf: Option<&str>) -> u64 {
+    conf_value(extra_conf.unwrap_or_default(), &["Weight"])
+        .and_then(|w| w.parse().ok())
+        .unwrap_or(1)
+}
+
 /// A NodeSet of either version, as the exporter and autoscaler see it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeSetView {
@@ -382,6 +394,10 @@ pub struct NodeSetView {
     pub named_partition: Option<String>,
     /// Its name in Slurm: its `NodeSet=` and feature ([`slurm_name`]).
     pub slurm_name: String,
+    /// The features its pods' nodes register with ([`features`]).
+    pub features: Vec<String>,
+    /// Its nodes' `Weight=` ([`weight`]).
+    pub weight: u64,
     pub cluster: Option<String>,
     pub max_nodes: Option<u64>,
     /// From [`NODE_SHAPE_ANNOTATION`]; what it leaves out comes from the partition.
@@ -398,7 +414,7 @@ impl NodeSetView {
         replicas: Option<i32>,
         status: Option<&NodeSetStatus>,
         (scaling_mode, hostname): (Option<ScalingMode>, Option<&str>),
-        template_shape: Shape,
+        (extra_conf, slurmd): (Option<&str>, Option<&SlurmdContainer>),
     ) -> Self {
         let annotation = |k: &str| {
             meta.annotations
@@ -411,6 +427,8 @@ impl NodeSetView {
             namespace: meta.namespace.clone().unwrap_or_default(),
             named_partition: named_partition(meta.annotations.as_ref()),
             slurm_name: slurm_name(&name, hostname),
+            features: features(&slurm_name(&name, hostname), extra_conf),
+            weight: weight(extra_conf),
             cluster: annotation(CLUSTER_ANNOTATION).filter(|c| !c.is_empty()),
             max_nodes: annotation(MAX_NODES_ANNOTATION).and_then(|m| m.parse().ok()),
             shape: annotation(NODE_SHAPE_ANNOTATION)
@@ -421,7 +439,20 @@ impl NodeSetView {
             replicas,
             status: status.cloned().unwrap_or_default(),
             scaling_mode,
-            template_shape,
+            template_shape: template_shape(extra_conf, slurmd),
+        }
+    }
+
+    /// The NodeSet as the choice of which NodeSet grows reads it ([`Candidate`]): the
+    /// partitions it serves in `snap`, its features, its nodes' shape as set or templated,
+    /// its weight.
+    pub fn candidate(&self, snap: &ClusterSnapshot) -> Candidate {
+        Candidate {
+            name: self.slurm_name.clone(),
+            partitions: partitions_served(snap, self.named_partition.as_deref(), &self.slurm_name),
+            features: self.features.clone(),
+            shape: self.template_shape.or(self.shape),
+            weight: self.weight,
         }
     }
 
@@ -444,7 +475,7 @@ impl From<&v1beta1::NodeSet> for NodeSetView {
                 n.spec.scaling_mode.clone(),
                 n.spec.template.as_ref().and_then(PodTemplate::hostname),
             ),
-            template_shape(n.spec.extra_conf.as_deref(), n.spec.slurmd.as_ref()),
+            (n.spec.extra_conf.as_deref(), n.spec.slurmd.as_ref()),
         )
     }
 }
@@ -460,7 +491,7 @@ impl From<&v1alpha1::NodeSet> for NodeSetView {
                 None,
                 n.spec.template.as_ref().and_then(PodTemplate::hostname),
             ),
-            template_shape(n.spec.extra_conf.as_deref(), n.spec.slurmd.as_ref()),
+            (n.spec.extra_conf.as_deref(), n.spec.slurmd.as_ref()),
         )
     }
 }

@@ -234,7 +234,14 @@ impl KubeSource {
                 ))
             })
             .collect();
-        snap.nodesets = match &*self.nodesets.lock().unwrap_or_else(|e| e.into_inner()) {
+        snap.nodesets = self.nodesets();
+        snap
+    }
+
+    /// The NodeSets alone, without the rest of a snapshot (the autoscaler reads them at
+    /// every reconcile).
+    pub fn nodesets(&self) -> Vec<NodeSetView> {
+        match &*self.nodesets.lock().unwrap_or_else(|e| e.into_inner()) {
             NodeSets::None => Vec::new(),
             NodeSets::Beta(s) => s
                 .state()
@@ -246,8 +253,7 @@ impl KubeSource {
                 .iter()
                 .map(|n| NodeSetView::from(n.as_ref()))
                 .collect(),
-        };
-        snap
+        }
     }
 
     /// Ready once every resource has been asked for and every served one listed completely.

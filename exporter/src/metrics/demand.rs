@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 use super::{MetricsOptions, Out, Series, number, pending_partitions};
 use crate::model::PendingClass;
-use crate::model::demand::{Demand, Room, Shape, demand, demand_of};
+use crate::model::demand::{Demand, Room, Shape, Take, demand, demand_of};
 use crate::model::origin::Origin;
 use crate::snapshot::ClusterSnapshot;
 
@@ -125,7 +125,13 @@ pub fn collect(out: &mut Out, s: &ClusterSnapshot, _: &MetricsOptions) {
                 &[name],
                 limit.filter(|l| *l > 0),
                 room.as_ref(),
-                &[origin],
+                &|j| {
+                    if j.origin == origin {
+                        Take::Yes
+                    } else {
+                        Take::Other
+                    }
+                },
             );
             let labels = [("partition", name), ("origin", origin.as_str())];
             out.series(ORIGIN_DEMAND, &d, &labels);

@@ -16,6 +16,8 @@ use std::time::SystemTime;
 use super::{MetricsOptions, Out};
 use crate::k8s::nodeset::NodeSetView;
 use crate::k8s::watch::KubeSnapshot;
+use crate::model::grows::{Candidate, Takes};
+use crate::model::origin::Origin;
 use crate::signals::{ShapeHints, cluster_of, partition_signals, partitions_served, stale_after};
 use crate::snapshot::ClusterSnapshot;
 
@@ -51,17 +53,14 @@ pub fn collect(
             template: ns.template_shape,
         };
         let served: Vec<&str> = served.iter().map(String::as_str).collect();
-        let signals = snap.map(|s| {
-            partition_signals(
-                s,
-                &served,
-                max,
-                &hints,
-                &crate::model::origin::Origin::ALL,
-                now,
-                max_age,
-            )
-        });
+        // Of the jobs of its partitions, those it is the NodeSet to grow for.
+        let (candidates, me) = snap.map_or((Vec::new(), None), |s| candidates(k, slurm, s, ns));
+        let takes = Takes {
+            origins: &Origin::ALL,
+            nodeset: me.map(|i| (&candidates[..], i)),
+        };
+        let signals =
+            snap.map(|s| partition_signals(s, &served, max, &hints, &takes, now, max_age));
         let (desired, stale) = match signals {
             Some(Ok(s)) => {
                 out.gauge(
@@ -102,6 +101,26 @@ pub fn collect(
             f64::from(u8::from(stale)),
         );
     }
+}
+
+/// The NodeSets of `snap`'s cluster as the choice of which one grows reads them, and which
+/// of them is `ns`.
+fn candidates(
+    k: &KubeSnapshot,
+    slurm: &[Arc<ClusterSnapshot>],
+    snap: &ClusterSnapshot,
+    ns: &NodeSetView,
+) -> (Vec<Candidate>, Option<usize>) {
+    let siblings: Vec<&NodeSetView> = k
+        .nodesets
+        .iter()
+        .filter(|n| {
+            cluster_of(n.cluster.as_deref(), slurm.iter().map(|s| &*s.cluster))
+                == Some(&*snap.cluster)
+        })
+        .collect();
+    let me = siblings.iter().position(|n| std::ptr::eq(*n, ns));
+    (siblings.iter().map(|n| n.candidate(snap)).collect(), me)
 }
 
 /// The NodeSet as Kubernetes and the operator report it: what it is, its replicas asked for

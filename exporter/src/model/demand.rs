@@ -15,7 +15,6 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use super::origin::Origin;
 use super::packing::{self, Ask, FreeNode, Packed, Resources};
 use super::{Jobs, Node, Partition, PendingClass};
 
@@ -209,17 +208,28 @@ impl Demand {
 /// a NodeSet's maximum) are unsatisfiable, not demand. With `room`, the work is packed onto
 /// it; without, each job counts its own nodes.
 pub fn demand(jobs: &Jobs, partition: &str, max_nodes: Option<u64>, room: Option<&Room>) -> Demand {
-    demand_of(jobs, &[partition], max_nodes, room, &Origin::ALL)
+    demand_of(jobs, &[partition], max_nodes, room, &|_| Take::Yes)
 }
 
-/// As [`demand`], over the jobs pending in any of `partitions` (each job once), counting
-/// only jobs of `origins` (batch jobs, Kubernetes placeholders).
+/// What a scaler makes of one pending job of its partitions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Take {
+    /// Its demand.
+    Yes,
+    /// Not its to count: another origin's, or another NodeSet's demand.
+    Other,
+    /// Nothing can run it: unsatisfiable, never demand.
+    Nobody,
+}
+
+/// As [`demand`], over the jobs pending in any of `partitions` (each job once), as `take`
+/// says of each (for a NodeSet: [`super::grows::Takes`]).
 pub fn demand_of(
     jobs: &Jobs,
     partitions: &[&str],
     max_nodes: Option<u64>,
     room: Option<&Room>,
-    origins: &[Origin],
+    take: &dyn Fn(&super::PendingJob) -> Take,
 ) -> Demand {
     let mut d = Demand::default();
     let mut fitting = Vec::new();
@@ -228,8 +238,11 @@ pub fn demand_of(
         .pending
         .iter()
         .filter(|j| j.partitions.iter().any(|p| partitions.contains(&&**p)))
-        .filter(|j| origins.contains(&j.origin))
     {
+        let take = take(job);
+        if take == Take::Other {
+            continue;
+        }
         *d.jobs.entry(job.class).or_default() += job.tasks;
         if job.throttled > 0 {
             *d.jobs.entry(PendingClass::Throttled).or_default() += job.throttled;
@@ -237,7 +250,7 @@ pub fn demand_of(
         if job.class != PendingClass::Schedulable || job.tasks == 0 {
             continue;
         }
-        if max_nodes.is_some_and(|max| job.nodes > max) {
+        if take == Take::Nobody || max_nodes.is_some_and(|max| job.nodes > max) {
             d.unsatisfiable_jobs += job.tasks;
             continue;
         }
@@ -398,6 +411,7 @@ mod tests {
                     gpus,
                     memory_bytes: cpus * GIB,
                     whole_node,
+                    constraint: Arc::from(""),
                     submit_time: None,
                     origin: super::super::origin::Origin::Batch,
                     planned_start: None,

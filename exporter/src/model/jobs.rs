@@ -206,6 +206,7 @@ impl JobsBuilder {
             gpus: r.requested_gpus().unwrap_or(0),
             memory_bytes: r.memory_bytes(),
             whole_node: r.whole_node,
+            constraint: Self::intern(&mut self.names, r.features),
             submit_time: r.submit_time.filter(|t| *t > 0),
             origin,
             planned_start: plan,

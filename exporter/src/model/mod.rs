@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+pub mod constraint;
 pub mod demand;
+pub mod grows;
 pub mod job_table;
 pub mod jobs;
 pub mod origin;
@@ -482,6 +484,8 @@ pub struct PendingJob {
     pub memory_bytes: u64,
     /// `--exclusive` (or an exclusive partition): takes its nodes whole.
     pub whole_node: bool,
+    /// `--constraint` (empty: none): which NodeSets' nodes may run it ([`constraint`]).
+    pub constraint: Arc<str>,
     pub submit_time: Option<i64>,
     pub origin: origin::Origin,
     /// When slurmctld plans to start it (a schedulable job the backfill scheduler planned;

@@ -579,6 +579,8 @@ fn nodeset(name: &str, [replicas, pods, ready, busy]: [u64; 4], max: u64) -> Nod
         max_nodes: Some(max),
         shape: Default::default(),
         template_shape: Default::default(),
+        features: Vec::new(),
+        weight: 1,
     }
 }
 
