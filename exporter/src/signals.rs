@@ -218,10 +218,9 @@ pub fn partition_signals(
 }
 
 /// The partitions a NodeSet serves: the one a site names (its `slurmscale.io/partition`
-/// annotation); else those Slurm lists it in — a partition whose `Nodes=` names its
-/// `NodeSet=` (slurm-operator's own per-NodeSet partition, and from 1.1 a site's partitions
-/// over several NodeSets) or is `ALL`; else, where slurmrestd does not say (v0.0.38) or no
-/// partition lists it, the partition of its name in Slurm, as slurm-operator 1.0 makes it.
+/// annotation); else those Slurm lists it in ([`partitions_listing`]); else, where slurmrestd
+/// does not say (v0.0.38) or no partition lists it, the partition of its name in Slurm, as
+/// slurm-operator 1.0 makes it.
 pub fn partitions_served(
     snap: &ClusterSnapshot,
     named: Option<&str>,
@@ -230,19 +229,25 @@ pub fn partitions_served(
     if let Some(p) = named {
         return vec![p.to_string()];
     }
-    let listing: Vec<String> = snap
-        .partitions
-        .data
-        .iter()
-        .flat_map(|ps| ps.iter())
-        .filter(|p| p.node_sets.includes(slurm_name) == Some(true))
-        .map(|p| p.name.to_string())
-        .collect();
+    let listing = partitions_listing(snap, slurm_name);
     if listing.is_empty() {
         vec![slurm_name.to_string()]
     } else {
         listing
     }
+}
+
+/// The partitions Slurm lists the NodeSet `slurm_name` in: those whose `Nodes=` names its
+/// `NodeSet=` (slurm-operator's own per-NodeSet partition, and from 1.1 a site's partitions
+/// over several NodeSets) or is `ALL`, in Slurm's order.
+pub fn partitions_listing(snap: &ClusterSnapshot, slurm_name: &str) -> Vec<String> {
+    snap.partitions
+        .data
+        .iter()
+        .flat_map(|ps| ps.iter())
+        .filter(|p| p.node_sets.includes(slurm_name) == Some(true))
+        .map(|p| p.name.to_string())
+        .collect()
 }
 
 /// How old Slurm data may be before a scaler must not act on it: three poll intervals (two

@@ -277,8 +277,9 @@ async fn a_nodeset_grows_only_for_jobs_whose_constraint_its_nodes_meet() {
 /// a100 job is the sibling's demand, not this autoscaler's.
 #[tokio::test]
 async fn a_job_another_nodeset_of_the_partition_grows_for_is_not_demand() {
-    // The sibling's Weight: above this NodeSet's 10, then below it.
-    for (weight, grows) in [(20, vec![2]), (5, vec![])] {
+    // The sibling's Weight: above this NodeSet's 10, then below it; and below it, but in no
+    // partition Slurm lists it in or a site names for it: then it competes for nothing.
+    for (weight, named, grows) in [(20, true, vec![2]), (5, true, vec![]), (5, false, vec![2])] {
         let rig = Rig::new(json!({}), 0);
         rig.fake.with(|w| {
             let target = w.targets.get_mut(NODESET).unwrap();
@@ -291,7 +292,7 @@ async fn a_job_another_nodeset_of_the_partition_grows_for_is_not_demand() {
                 replicas: Some(0),
                 status: Default::default(),
                 scaling_mode: None,
-                named_partition: Some(NODESET.into()),
+                named_partition: named.then(|| NODESET.into()),
                 slurm_name: "accel".into(),
                 features: vec!["accel".into(), "a100".into()],
                 weight,

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::demand::Shape;
 use crate::model::grows::Candidate;
-use crate::signals::partitions_served;
+use crate::signals::partitions_listing;
 use crate::snapshot::ClusterSnapshot;
 
 /// The Slurm controller (a `Controller` CR) this NodeSet belongs to.
@@ -292,7 +292,7 @@ pub const NODE_SHAPE_ANNOTATION: &str = "slurmscale.io/node-shape";
 
 /// The Slurm partition a site names for a NodeSet (or any scale target): its
 /// [`PARTITION_ANNOTATION`]. Without one, Slurm says which partitions the NodeSet is in
-/// ([`partitions_served`]); the exporter's NodeSet series and the autoscaler both read it
+/// ([`crate::signals`]); the exporter's NodeSet series and the autoscaler both read it
 /// there.
 pub fn named_partition(annotations: Option<&BTreeMap<String, String>>) -> Option<String> {
     annotations
@@ -443,13 +443,17 @@ impl NodeSetView {
         }
     }
 
-    /// The NodeSet as the choice of which NodeSet grows reads it ([`Candidate`]): the
-    /// partitions it serves in `snap`, its features, its nodes' shape as set or templated,
-    /// its weight.
+    /// The NodeSet as a rival in the choice of which NodeSet grows ([`Candidate`]): the
+    /// partitions a site names for it or Slurm lists it in (not the partition of its name a
+    /// NodeSet falls back to: a rival competes only where it is known to be), its features,
+    /// its nodes' shape as set or templated, its weight.
     pub fn candidate(&self, snap: &ClusterSnapshot) -> Candidate {
         Candidate {
             name: self.slurm_name.clone(),
-            partitions: partitions_served(snap, self.named_partition.as_deref(), &self.slurm_name),
+            partitions: match &self.named_partition {
+                Some(p) => vec![p.clone()],
+                None => partitions_listing(snap, &self.slurm_name),
+            },
             features: self.features.clone(),
             shape: self.template_shape.or(self.shape),
             weight: self.weight,
@@ -501,6 +505,26 @@ mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::ResourceRequirements;
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+    /// A NodeSet serves the partition of its name when Slurm lists it nowhere, but as another
+    /// NodeSet's rival it competes only where Slurm lists it or a site names a partition.
+    #[test]
+    fn a_rival_competes_only_where_slurm_lists_it_or_a_site_names_it() {
+        use crate::metrics::fixtures;
+        let snap = fixtures::snapshot();
+        let gpu = fixtures::kube().nodesets[0].clone();
+        assert_eq!(gpu.slurm_name, "gpu");
+        assert_eq!(
+            crate::signals::partitions_served(&snap, None, &gpu.slurm_name),
+            ["gpu"]
+        );
+        assert!(gpu.candidate(&snap).partitions.is_empty());
+        let named = NodeSetView {
+            named_partition: Some("gpu".into()),
+            ..gpu
+        };
+        assert_eq!(named.candidate(&snap).partitions, ["gpu"]);
+    }
 
     fn container(limits: &[(&str, &str)], requests: &[(&str, &str)]) -> SlurmdContainer {
         let map = |kv: &[(&str, &str)]| {

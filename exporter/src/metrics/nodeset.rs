@@ -54,7 +54,11 @@ pub fn collect(
         };
         let served: Vec<&str> = served.iter().map(String::as_str).collect();
         // Of the jobs of its partitions, those it is the NodeSet to grow for.
-        let (candidates, me) = snap.map_or((Vec::new(), None), |s| candidates(k, slurm, s, ns));
+        let (mut candidates, me) = snap.map_or((Vec::new(), None), |s| candidates(k, slurm, s, ns));
+        // Itself, it serves its partitions as resolved above.
+        if let Some(i) = me {
+            candidates[i].partitions = served.iter().map(|p| p.to_string()).collect();
+        }
         let takes = Takes {
             origins: &Origin::ALL,
             nodeset: me.map(|i| (&candidates[..], i)),

@@ -103,8 +103,9 @@ impl Takes<'_> {
         }
         match self.nodeset {
             None => Take::Yes,
+            // Two NodeSets of one Slurm name are one NodeSet in Slurm: its nodes either way.
             Some((all, me)) => match chosen(job, all) {
-                Some(i) if i == me => Take::Yes,
+                Some(i) if i == me || all[i].name == all[me].name => Take::Yes,
                 Some(_) => Take::Other,
                 None => Take::Nobody,
             },
@@ -244,5 +245,22 @@ mod tests {
         assert_eq!(count(&of(0)), (3, 1));
         assert_eq!(count(&of(1)), (2, 1));
         assert_eq!(count(&Takes::ALL), (4, 0));
+    }
+
+    /// Two NodeSet objects of one Slurm name (a copy in another namespace) are one NodeSet
+    /// in Slurm: each counts the jobs that NodeSet grows for.
+    #[test]
+    fn nodesets_of_one_slurm_name_are_one() {
+        let twins = [
+            nodeset("bravo", &[], 8, None, 1),
+            nodeset("bravo", &[], 8, None, 1),
+        ];
+        for me in [0, 1] {
+            let takes = Takes {
+                origins: &Origin::ALL,
+                nodeset: Some((&twins, me)),
+            };
+            assert_eq!(takes.job(&job(1, 4, 0, "")), Take::Yes, "twin {me}");
+        }
     }
 }
