@@ -225,27 +225,45 @@ fn snapshot(taken: SystemTime, partition: &str, nodes: Vec<Node>, jobs: &[u64]) 
     snap
 }
 
+/// `snap` with its partition's NodeSets as slurmrestd would say them.
+fn with_node_sets(mut snap: ClusterSnapshot, sets: NodeSets) -> ClusterSnapshot {
+    let mut partitions = snap.partitions.data.as_deref().cloned().unwrap_or_default();
+    partitions[0].node_sets = sets;
+    let at = snap
+        .partitions
+        .last_success
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    snap.partitions
+        .succeed(at, Duration::ZERO, Some(partitions));
+    snap
+}
+
+/// `snap` with these pending jobs (by index) asking `--constraint`s.
+fn with_constraints(mut snap: ClusterSnapshot, constraints: &[(usize, &str)]) -> ClusterSnapshot {
+    let mut jobs = snap.jobs.data.as_deref().cloned().unwrap_or_default();
+    for (i, c) in constraints {
+        jobs.pending[*i].constraint = Arc::from(*c);
+    }
+    let at = snap.jobs.last_success.unwrap_or(SystemTime::UNIX_EPOCH);
+    snap.jobs.succeed(at, Duration::ZERO, Some(jobs));
+    snap
+}
+
 /// slurm-operator 1.1's layout: the NodeSet has no partition of its own, its nodes join a
 /// site's partition (here `Nodes=ALL`), and neither the NodeSet nor the autoscaler names it.
 #[tokio::test]
 async fn a_nodeset_without_its_own_partition_scales_for_the_partition_slurm_puts_it_in() {
     let rig = Rig::new(json!({}), 0);
     rig.at(5);
-    let mut snap = snapshot(at(5), "all", vec![], &[2]);
-    let mut partitions = snap.partitions.data.as_deref().cloned().unwrap_or_default();
-    partitions[0].node_sets = NodeSets::All;
-    snap.partitions
-        .succeed(at(5), Duration::ZERO, Some(partitions));
-    rig.slurm(snap);
+    rig.slurm(with_node_sets(
+        snapshot(at(5), "all", vec![], &[2]),
+        NodeSets::All,
+    ));
     assert_eq!(scales(&rig.reconcile().await), [2]);
     // Where slurmrestd cannot say (v0.0.38), the NodeSet's own name is all there is to go by.
     rig.at(6);
-    let mut old = snapshot(at(6), "all", vec![], &[3]);
-    let mut partitions = old.partitions.data.as_deref().cloned().unwrap_or_default();
-    partitions[0].node_sets = NodeSets::Unknown;
-    old.partitions
-        .succeed(at(6), Duration::ZERO, Some(partitions));
-    rig.slurm(old);
+    let old = snapshot(at(6), "all", vec![], &[3]);
+    rig.slurm(with_node_sets(old, NodeSets::Unknown));
     let writes = rig.reconcile().await;
     assert!(
         scales(&writes).is_empty(),
@@ -263,12 +281,8 @@ async fn a_nodeset_grows_only_for_jobs_whose_constraint_its_nodes_meet() {
         w.targets.get_mut(NODESET).unwrap().nodes.features = features;
     });
     rig.at(5);
-    let mut snap = snapshot(at(5), NODESET, vec![], &[2, 3, 1]);
-    let mut jobs = snap.jobs.data.as_deref().cloned().unwrap_or_default();
-    jobs.pending[0].constraint = Arc::from("fastscratch");
-    jobs.pending[1].constraint = Arc::from("a100");
-    snap.jobs.succeed(at(5), Duration::ZERO, Some(jobs));
-    rig.slurm(snap);
+    let snap = snapshot(at(5), NODESET, vec![], &[2, 3, 1]);
+    rig.slurm(with_constraints(snap, &[(0, "fastscratch"), (1, "a100")]));
     // 2 nodes for the fastscratch job, 1 for the unconstrained one; the a100 job is another's.
     assert_eq!(scales(&rig.reconcile().await), [3]);
 }
@@ -303,11 +317,8 @@ async fn a_job_another_nodeset_of_the_partition_grows_for_is_not_demand() {
             }];
         });
         rig.at(5);
-        let mut snap = snapshot(at(5), NODESET, vec![], &[2, 3]);
-        let mut jobs = snap.jobs.data.as_deref().cloned().unwrap_or_default();
-        jobs.pending[1].constraint = Arc::from("a100");
-        snap.jobs.succeed(at(5), Duration::ZERO, Some(jobs));
-        rig.slurm(snap);
+        let snap = snapshot(at(5), NODESET, vec![], &[2, 3]);
+        rig.slurm(with_constraints(snap, &[(1, "a100")]));
         // The a100 job is always the sibling's; the plain one goes to the lower Weight.
         assert_eq!(
             scales(&rig.reconcile().await),
