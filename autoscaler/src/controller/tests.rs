@@ -319,11 +319,26 @@ async fn a_job_another_nodeset_of_the_partition_grows_for_is_not_demand() {
         rig.at(5);
         let snap = snapshot(at(5), NODESET, vec![], &[2, 3]);
         rig.slurm(with_constraints(snap, &[(1, "a100")]));
-        // The a100 job is always the sibling's; the plain one goes to the lower Weight.
+        // The a100 job is never this NodeSet's (the sibling's, or nobody's when the sibling
+        // competes nowhere); the plain one goes to the lower Weight.
         assert_eq!(
             scales(&rig.reconcile().await),
             grows,
-            "sibling weight {weight}"
+            "sibling {weight} {named}"
+        );
+        // The decision says what it left to the sibling.
+        let decision = rig.status().last_decision.expect("a decision").message;
+        let left = if !named {
+            0
+        } else if weight > 10 {
+            1
+        } else {
+            2
+        };
+        assert_eq!(
+            decision.contains(&format!("; {left} more grow other NodeSets")),
+            left > 0,
+            "{decision}"
         );
     }
 }

@@ -166,6 +166,9 @@ pub struct Demand {
     pub unsatisfiable_jobs: u64,
     /// Submit time of the oldest schedulable job.
     pub oldest_submit: Option<i64>,
+    /// Schedulable jobs of the partitions another NodeSet grows for ([`super::grows`]):
+    /// not counted above.
+    pub elsewhere_jobs: u64,
 }
 
 impl Demand {
@@ -188,7 +191,7 @@ impl Demand {
         } else {
             format!("{what})")
         };
-        match &self.packing {
+        let mut said = match &self.packing {
             Some((shape, p)) => {
                 let mut s = format!("{what} fit {} new nodes of {shape}", p.new_nodes);
                 if p.idle_nodes_used > 0 {
@@ -200,7 +203,14 @@ impl Demand {
                 s
             }
             None => format!("{what} need {} nodes (node shape unknown)", self.job_nodes),
+        };
+        if self.elsewhere_jobs > 0 {
+            said.push_str(&format!(
+                "; {} more grow other NodeSets of its partitions",
+                self.elsewhere_jobs
+            ));
         }
+        said
     }
 }
 
@@ -216,8 +226,10 @@ pub fn demand(jobs: &Jobs, partition: &str, max_nodes: Option<u64>, room: Option
 pub enum Take {
     /// Its demand.
     Yes,
-    /// Not its to count: another origin's, or another NodeSet's demand.
+    /// Not its to count: another origin's.
     Other,
+    /// Another NodeSet of its partitions grows for it.
+    Elsewhere,
     /// Nothing can run it: unsatisfiable, never demand.
     Nobody,
 }
@@ -241,6 +253,12 @@ pub fn demand_of(
     {
         let take = take(job);
         if take == Take::Other {
+            continue;
+        }
+        if take == Take::Elsewhere {
+            if job.class == PendingClass::Schedulable {
+                d.elsewhere_jobs += job.tasks;
+            }
             continue;
         }
         *d.jobs.entry(job.class).or_default() += job.tasks;

@@ -106,7 +106,7 @@ impl Takes<'_> {
             // Two NodeSets of one Slurm name are one NodeSet in Slurm: its nodes either way.
             Some((all, me)) => match chosen(job, all) {
                 Some(i) if i == me || all[i].name == all[me].name => Take::Yes,
-                Some(_) => Take::Other,
+                Some(_) => Take::Elsewhere,
                 None => Take::Nobody,
             },
         }
@@ -235,16 +235,20 @@ mod tests {
         let count = |takes: &Takes<'_>| {
             let room = Room::new(&["all"], &[], Shape::default());
             let d = demand_of(&jobs, &["all"], None, Some(&room), &|j| takes.job(j));
-            (d.jobs(PendingClass::Schedulable), d.unsatisfiable_jobs)
+            (
+                d.jobs(PendingClass::Schedulable),
+                d.unsatisfiable_jobs,
+                d.elsewhere_jobs,
+            )
         };
         let of = |me| Takes {
             origins: &Origin::ALL,
             nodeset: Some((&nodesets, me)),
         };
         // bravo: the fastscratch job and the plain one (lower Weight); alpha: the a100 job.
-        assert_eq!(count(&of(0)), (3, 1));
-        assert_eq!(count(&of(1)), (2, 1));
-        assert_eq!(count(&Takes::ALL), (4, 0));
+        assert_eq!(count(&of(0)), (3, 1, 1));
+        assert_eq!(count(&of(1)), (2, 1, 2));
+        assert_eq!(count(&Takes::ALL), (4, 0, 0));
     }
 
     /// Two NodeSet objects of one Slurm name (a copy in another namespace) are one NodeSet

@@ -139,6 +139,11 @@ pub fn decide(
     );
     if s.demand.jobs(PendingClass::Schedulable) > 0 {
         why = format!("{why}: {}", s.demand.explain());
+    } else if s.demand.elsewhere_jobs > 0 {
+        why = format!(
+            "{why}; {} more grow other NodeSets of its partitions",
+            s.demand.elsewhere_jobs
+        );
     }
     if grow_to != shrink_to && active {
         why = format!(
