@@ -219,17 +219,17 @@ pub fn partition_signals(
 
 /// The partitions a NodeSet serves: the one a site names (its `slurmscale.io/partition`
 /// annotation); else those Slurm lists it in ([`partitions_listing`]); else, where slurmrestd
-/// does not say (v0.0.38) or no partition lists it, the partition of its name in Slurm, as
-/// slurm-operator 1.0 makes it.
+/// does not say (v0.0.38), no partition lists it or no snapshot is there yet, the partition
+/// of its name in Slurm, as slurm-operator 1.0 makes it.
 pub fn partitions_served(
-    snap: &ClusterSnapshot,
+    snap: Option<&ClusterSnapshot>,
     named: Option<&str>,
     slurm_name: &str,
 ) -> Vec<String> {
     if let Some(p) = named {
         return vec![p.to_string()];
     }
-    let listing = partitions_listing(snap, slurm_name);
+    let listing = snap.map_or_else(Vec::new, |s| partitions_listing(s, slurm_name));
     if listing.is_empty() {
         vec![slurm_name.to_string()]
     } else {
@@ -313,14 +313,14 @@ mod tests {
     fn a_nodeset_serves_the_partition_named_for_it_else_those_slurm_puts_it_in() {
         let s = site();
         // In `fast` by name, in `all` as every NodeSet is.
-        assert_eq!(partitions_served(&s, None, "bravo"), ["all", "fast"]);
-        assert_eq!(partitions_served(&s, None, "charlie"), ["all"]);
+        assert_eq!(partitions_served(Some(&s), None, "bravo"), ["all", "fast"]);
+        assert_eq!(partitions_served(Some(&s), None, "charlie"), ["all"]);
         // A site's annotation decides.
-        assert_eq!(partitions_served(&s, Some("gpu"), "bravo"), ["gpu"]);
+        assert_eq!(partitions_served(Some(&s), Some("gpu"), "bravo"), ["gpu"]);
         // Where slurmrestd does not say (v0.0.38) or nothing lists it: its own name, the
         // partition slurm-operator 1.0 makes for it.
         let old = fixtures::snapshot();
-        assert_eq!(partitions_served(&old, None, "cpu"), ["cpu"]);
+        assert_eq!(partitions_served(Some(&old), None, "cpu"), ["cpu"]);
     }
 
     #[test]

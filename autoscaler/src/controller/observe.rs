@@ -7,6 +7,7 @@
 use std::time::{Duration, SystemTime};
 
 use kube::ResourceExt;
+use slurmscale_exporter::k8s::nodeset::with_rivals;
 use slurmscale_exporter::model::grows::{Candidate, Takes};
 use slurmscale_exporter::model::origin::Origin;
 use slurmscale_exporter::signals::{
@@ -73,15 +74,16 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         &spec.slurm.origins
     };
     // Of its partitions' jobs, a NodeSet takes those it is the one to grow for.
-    let (candidates, me) = snapshot.as_deref().ok().map_or((Vec::new(), None), |snap| {
-        candidates(ctl, nsa, &target, (&partitions, &shape), snap)
-    });
+    let choice = snapshot
+        .as_deref()
+        .ok()
+        .and_then(|snap| choice(ctl, nsa, &target, (&partitions, &shape), snap));
     let ask = Ask {
         max_nodes: inputs.max_nodes,
         shape,
         takes: Takes {
             origins,
-            nodeset: me.map(|i| (&candidates[..], i)),
+            nodeset: choice.as_ref().map(|(all, me)| (&all[..], *me)),
         },
     };
     let signals = snapshot
@@ -158,47 +160,38 @@ fn partitions(
     if !spec.slurm.partitions.is_empty() {
         return spec.slurm.partitions.clone();
     }
-    let named = target.named_partition.as_deref();
-    match snap {
-        Some(s) => partitions_served(s, named, &target.slurm_name),
-        None => vec![named.unwrap_or(&target.slurm_name).to_string()],
-    }
+    partitions_served(snap, target.named_partition.as_deref(), &target.slurm_name)
 }
 
 /// The NodeSets of the autoscaler's Slurm cluster as the choice of which one grows reads
 /// them, with the target among them as the autoscaler sees it (its partitions, its spec's
 /// node shape); none for a target that is no NodeSet.
-fn candidates<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
+fn choice<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     ctl: &Controller<K, S, P>,
     nsa: &NodeSetAutoscaler,
     target: &Target,
     (partitions, shape): (&[String], &ShapeHints),
     snap: &ClusterSnapshot,
-) -> (Vec<Candidate>, Option<usize>) {
+) -> Option<(Vec<Candidate>, usize)> {
     if target.nodes.features.is_empty() {
-        return (Vec::new(), None);
+        return None;
     }
     let clusters = || ctl.clusters.keys().map(String::as_str);
     let ours = ctl.cluster_of(nsa);
     let namespace = nsa.namespace().unwrap_or_default();
-    let mut all: Vec<Candidate> = ctl
-        .seam
-        .pool
-        .nodesets()
-        .iter()
-        .filter(|n| cluster_of(n.cluster.as_deref(), clusters()) == ours)
-        .filter(|n| !(n.namespace == namespace && n.name == nsa.spec.scale_target_ref.name))
-        .map(|n| n.candidate(snap))
-        .collect();
-    all.push(Candidate {
+    let nodesets = ctl.seam.pool.nodesets();
+    let rivals = nodesets.iter().filter(|n| {
+        cluster_of(n.cluster.as_deref(), clusters()) == ours
+            && !(n.namespace == namespace && n.name == nsa.spec.scale_target_ref.name)
+    });
+    let me = Candidate {
         name: target.slurm_name.clone(),
         partitions: partitions.to_vec(),
         features: target.nodes.features.clone(),
         shape: shape.template.or(shape.set),
         weight: target.nodes.weight,
-    });
-    let me = all.len() - 1;
-    (all, Some(me))
+    };
+    Some(with_rivals(me, rivals, snap))
 }
 
 /// What an autoscaler asks of its partitions' pending work.

@@ -378,6 +378,19 @@ pub fn weight(extra_conf: Option<&str>) -> u64 {
         .unwrap_or(1)
 }
 
+/// What the choice of which NodeSet grows runs over: `me`, as its own scaler sees it, and
+/// its `rivals` ([`NodeSetView::rival`]); `me` last, at the index returned.
+pub fn with_rivals<'a>(
+    me: Candidate,
+    rivals: impl IntoIterator<Item = &'a NodeSetView>,
+    snap: &ClusterSnapshot,
+) -> (Vec<Candidate>, usize) {
+    let mut all: Vec<Candidate> = rivals.into_iter().map(|n| n.rival(snap)).collect();
+    all.push(me);
+    let me = all.len() - 1;
+    (all, me)
+}
+
 /// A NodeSet of either version, as the exporter and autoscaler see it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeSetView {
@@ -443,21 +456,26 @@ impl NodeSetView {
         }
     }
 
-    /// The NodeSet as a rival in the choice of which NodeSet grows ([`Candidate`]): the
-    /// partitions a site names for it or Slurm lists it in (not the partition of its name a
-    /// NodeSet falls back to: a rival competes only where it is known to be), its features,
-    /// its nodes' shape as set or templated, its weight.
-    pub fn candidate(&self, snap: &ClusterSnapshot) -> Candidate {
+    /// The NodeSet in the choice of which NodeSet grows ([`Candidate`]), serving
+    /// `partitions`: its features, its nodes' shape as set or templated, its weight.
+    pub fn candidate(&self, partitions: Vec<String>) -> Candidate {
         Candidate {
             name: self.slurm_name.clone(),
-            partitions: match &self.named_partition {
-                Some(p) => vec![p.clone()],
-                None => partitions_listing(snap, &self.slurm_name),
-            },
+            partitions,
             features: self.features.clone(),
             shape: self.template_shape.or(self.shape),
             weight: self.weight,
         }
+    }
+
+    /// The NodeSet as another's rival: in the partitions a site names for it or Slurm lists
+    /// it in — not the partition of its name a NodeSet falls back to: a rival competes only
+    /// where it is known to be.
+    pub fn rival(&self, snap: &ClusterSnapshot) -> Candidate {
+        self.candidate(match &self.named_partition {
+            Some(p) => vec![p.clone()],
+            None => partitions_listing(snap, &self.slurm_name),
+        })
     }
 
     /// Replicas as the scale subresource reports them (absent means 0).
@@ -515,15 +533,15 @@ mod tests {
         let gpu = fixtures::kube().nodesets[0].clone();
         assert_eq!(gpu.slurm_name, "gpu");
         assert_eq!(
-            crate::signals::partitions_served(&snap, None, &gpu.slurm_name),
+            crate::signals::partitions_served(Some(&snap), None, &gpu.slurm_name),
             ["gpu"]
         );
-        assert!(gpu.candidate(&snap).partitions.is_empty());
+        assert!(gpu.rival(&snap).partitions.is_empty());
         let named = NodeSetView {
             named_partition: Some("gpu".into()),
             ..gpu
         };
-        assert_eq!(named.candidate(&snap).partitions, ["gpu"]);
+        assert_eq!(named.rival(&snap).partitions, ["gpu"]);
     }
 
     fn container(limits: &[(&str, &str)], requests: &[(&str, &str)]) -> SlurmdContainer {

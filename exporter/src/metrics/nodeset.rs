@@ -2,8 +2,9 @@
 //! reports, and the number of nodes each NodeSet should have now
 //! (`slurm_nodeset_desired_nodes`): busy nodes of its partitions (those Slurm puts it in, or
 //! the one a site names: [`partitions_served`]; the `partition` label lists them) plus the
-//! node demand of their schedulable pending jobs, capped at its own maximum (never at the nodes its partition has
-//! now: a Slinky partition at zero pods has none) — the one number KEDA scales on
+//! node demand of the schedulable pending jobs there it is the NodeSet to grow for
+//! ([`crate::model::grows`]), capped at its own maximum (never at the nodes its partitions
+//! have now: a Slinky partition at zero pods has none) — the one number KEDA scales on
 //! (`AverageValue`, target 1), computed by the same function the built-in autoscaler uses.
 //!
 //! The desired series is always present. When the Slurm data behind it cannot be trusted
@@ -14,9 +15,9 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::{MetricsOptions, Out};
-use crate::k8s::nodeset::NodeSetView;
+use crate::k8s::nodeset::{NodeSetView, with_rivals};
 use crate::k8s::watch::KubeSnapshot;
-use crate::model::grows::{Candidate, Takes};
+use crate::model::grows::Takes;
 use crate::model::origin::Origin;
 use crate::signals::{ShapeHints, cluster_of, partition_signals, partitions_served, stale_after};
 use crate::snapshot::ClusterSnapshot;
@@ -34,10 +35,11 @@ pub fn collect(
             .unwrap_or_default();
         out.set_cluster(cluster);
         let snap = slurm.iter().find(|s| *s.cluster == *cluster);
-        let served = match snap {
-            Some(s) => partitions_served(s, ns.named_partition.as_deref(), &ns.slurm_name),
-            None => vec![ns.named_partition.clone().unwrap_or(ns.slurm_name.clone())],
-        };
+        let served = partitions_served(
+            snap.map(|s| &**s),
+            ns.named_partition.as_deref(),
+            &ns.slurm_name,
+        );
         let partition = served.join(",");
         replicas(out, ns, &partition);
         let part = [
@@ -52,16 +54,21 @@ pub fn collect(
             set_by: "NodeSet annotation",
             template: ns.template_shape,
         };
+        // Of the jobs of its partitions, those it is the NodeSet to grow for among the
+        // NodeSets of its cluster.
+        let choice = snap.map(|s| {
+            let me = ns.candidate(served.clone());
+            let rivals = k.nodesets.iter().filter(|n| {
+                !std::ptr::eq(*n, ns)
+                    && cluster_of(n.cluster.as_deref(), slurm.iter().map(|s| &*s.cluster))
+                        == Some(cluster)
+            });
+            with_rivals(me, rivals, s)
+        });
         let served: Vec<&str> = served.iter().map(String::as_str).collect();
-        // Of the jobs of its partitions, those it is the NodeSet to grow for.
-        let (mut candidates, me) = snap.map_or((Vec::new(), None), |s| candidates(k, slurm, s, ns));
-        // Itself, it serves its partitions as resolved above.
-        if let Some(i) = me {
-            candidates[i].partitions = served.iter().map(|p| p.to_string()).collect();
-        }
         let takes = Takes {
             origins: &Origin::ALL,
-            nodeset: me.map(|i| (&candidates[..], i)),
+            nodeset: choice.as_ref().map(|(all, me)| (&all[..], *me)),
         };
         let signals =
             snap.map(|s| partition_signals(s, &served, max, &hints, &takes, now, max_age));
@@ -105,26 +112,6 @@ pub fn collect(
             f64::from(u8::from(stale)),
         );
     }
-}
-
-/// The NodeSets of `snap`'s cluster as the choice of which one grows reads them, and which
-/// of them is `ns`.
-fn candidates(
-    k: &KubeSnapshot,
-    slurm: &[Arc<ClusterSnapshot>],
-    snap: &ClusterSnapshot,
-    ns: &NodeSetView,
-) -> (Vec<Candidate>, Option<usize>) {
-    let siblings: Vec<&NodeSetView> = k
-        .nodesets
-        .iter()
-        .filter(|n| {
-            cluster_of(n.cluster.as_deref(), slurm.iter().map(|s| &*s.cluster))
-                == Some(&*snap.cluster)
-        })
-        .collect();
-    let me = siblings.iter().position(|n| std::ptr::eq(*n, ns));
-    (siblings.iter().map(|n| n.candidate(snap)).collect(), me)
 }
 
 /// The NodeSet as Kubernetes and the operator report it: what it is, its replicas asked for
