@@ -88,8 +88,9 @@ alone=(keda restarts slurm_planned)
 # after the rest of that copy's tests, and only while these run. The real node (kube.sh
 # node-start: a kubelet, containerd, kube-proxy and CoreDNS; one a machine, its bridge and
 # rules being the host's) runs beside it for real_node.rs: the README's install and Slinky's
-# own slurmd pods.
-with_operator=(operator real_node)
+# own slurmd pods. And the site (kube.sh site-start: Slinky's chart with a site's values, and
+# a Slurm 26.05 on the slurm.conf the operator renders for it) for site.rs.
+with_operator=(operator real_node site)
 # Their ports stay below the kernel's ephemeral range (32768 and up here), where an outgoing
 # connection could hold a port a slurmd is about to bind.
 run=${SLURMSCALE_RUN:-/tmp/slurmscale-harness}
@@ -122,7 +123,8 @@ for name in "${with_operator[@]}"; do
   if [ -f "tests/$name.rs" ]; then operator_tests+=(--test "$name"); fi
 done
 if [ ${#operator_tests[@]} -gt 0 ]; then
-  if tests/harness/kube.sh operator-start && tests/harness/kube.sh node-start; then
+  if tests/harness/kube.sh operator-start && tests/harness/kube.sh node-start &&
+    tests/harness/kube.sh site-start; then
     cargo test --locked --no-fail-fast "${operator_tests[@]}" || status=1
   else
     status=1

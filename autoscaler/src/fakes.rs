@@ -369,8 +369,8 @@ impl PoolReader for Fake {
         self.world().ledger.clone()
     }
 
-    fn nodesets(&self) -> Vec<NodeSetView> {
-        self.world().nodesets.clone()
+    fn nodesets(&self) -> Option<Vec<NodeSetView>> {
+        Some(self.world().nodesets.clone())
     }
 
     fn pod_nodes<'a>(

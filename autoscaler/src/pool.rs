@@ -150,9 +150,10 @@ pub trait PoolReader: Send + Sync + 'static {
     /// nothing watches them.
     fn ledger(&self) -> Option<KubeSnapshot>;
 
-    /// Every NodeSet the watch has (all namespaces): which NodeSet grows for a job of a
-    /// partition they share is chosen among them.
-    fn nodesets(&self) -> Vec<NodeSetView>;
+    /// Every NodeSet (all namespaces): which NodeSet grows for a job of a partition they
+    /// share is chosen among them. `None` until the watch has listed them all: a partial list
+    /// would make every job of a shared partition look like any one NodeSet's.
+    fn nodesets(&self) -> Option<Vec<NodeSetView>>;
 
     /// Nodes a pod of `selector` is bound to, and how it stands, and how many of its pods no
     /// node has room for. This, not Slurm, says which pool nodes Slurm holds: a node is
@@ -222,11 +223,12 @@ impl PoolReader for KubePool {
         self.watch.as_ref().map(KubeSource::snapshot)
     }
 
-    fn nodesets(&self) -> Vec<NodeSetView> {
-        self.watch
-            .as_ref()
-            .map(KubeSource::nodesets)
-            .unwrap_or_default()
+    fn nodesets(&self) -> Option<Vec<NodeSetView>> {
+        match &self.watch {
+            Some(w) => w.nodesets_listed(),
+            // Nothing watches Kubernetes: no NodeSet is known to share a partition.
+            None => Some(Vec::new()),
+        }
     }
 
     fn pod_nodes<'a>(

@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::model::Node;
 use crate::model::demand::{Demand, Room, Shape, demand_of, in_any};
-use crate::model::grows::Takes;
+use crate::model::grows::{Takes, of_nodeset};
 use crate::slurm::Endpoint;
 use crate::snapshot::{ClusterSnapshot, EndpointState};
 
@@ -100,6 +100,8 @@ pub enum Untrusted {
     /// The cluster is not one this process reads (`None`: the spec names none, and several
     /// are read).
     UnknownCluster(Option<String>),
+    /// Kubernetes' NodeSets are not all listed yet, so which NodeSet a job grows is not known.
+    NodeSetsUnlisted,
 }
 
 impl Untrusted {
@@ -111,6 +113,7 @@ impl Untrusted {
             Self::Stale(..) => "stale",
             Self::UnknownPartition(_) => "unknown_partition",
             Self::UnknownCluster(_) => "unknown_cluster",
+            Self::NodeSetsUnlisted => "nodesets_unlisted",
         }
     }
 }
@@ -126,6 +129,7 @@ impl fmt::Display for Untrusted {
                 write!(f, "no spec.slurm.cluster, and several clusters are read")
             }
             Self::UnknownCluster(Some(c)) => write!(f, "cluster {c:?} is not read by this process"),
+            Self::NodeSetsUnlisted => write!(f, "Kubernetes' NodeSets are not listed yet"),
         }
     }
 }
@@ -161,7 +165,7 @@ fn trusted<T>(
 /// come) are unsatisfiable, not demand — never the partition's size, which for a Slinky
 /// partition is just the pods there are now. Demand is packed onto the partitions' free room
 /// and new nodes of the shape `hints` resolve to (the first partition's nodes standing for
-/// the NodeSet's).
+/// the NodeSet's where it has the partitions to itself).
 pub fn partition_signals(
     snap: &ClusterSnapshot,
     partitions: &[&str],
@@ -196,17 +200,30 @@ pub fn partition_signals(
     let first = listed
         .first()
         .ok_or_else(|| Untrusted::UnknownPartition(String::new()))?;
-    let members: Vec<&Node> = nodes.iter().filter(|n| in_any(n, partitions)).collect();
-    // FUTURE nodes are not listed, only counted in each partition's total.
+    // Where other NodeSets share the partitions, the NodeSet's busy nodes and room are its
+    // own nodes only, and its shape its pod template's (the partitions' average node mixes
+    // NodeSets).
+    let own = takes.own_nodes_in(partitions);
+    let members: Vec<&Node> = nodes
+        .iter()
+        .filter(|n| in_any(n, partitions) && own.is_none_or(|o| of_nodeset(&n.name, o)))
+        .collect();
+    // FUTURE nodes are not listed, only counted in each partition's total (whose NodeSet's
+    // they are, where several share it, is not said).
     let hidden: u64 = listed
         .iter()
+        .filter(|_| own.is_none())
         .map(|p| {
             let shown = members.iter().filter(|n| in_any(n, &[&p.name])).count() as u64;
             p.total_nodes.saturating_sub(shown)
         })
         .sum();
-    let (shape, shape_source) = hints.resolve(Shape::of(first, nodes));
-    let room = Room::new(partitions, nodes, shape);
+    let average = match own {
+        Some(_) => Shape::default(),
+        None => Shape::of(first, nodes),
+    };
+    let (shape, shape_source) = hints.resolve(average);
+    let room = Room::new(partitions, members.iter().copied(), shape);
     Ok(PartitionSignals {
         busy_nodes: members.iter().filter(|n| n.busy()).count() as u64,
         total_nodes: members.len() as u64 + hidden,

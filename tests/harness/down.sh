@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Stops everything up.sh started (only the pids it recorded: the Slurm daemons, each Slurm's
-# slurmdbd and mariadbd, Kubernetes) and removes the run dir, accounting databases included.
+# slurmdbd and mariadbd, Kubernetes), and the site's Slurm if kube.sh site-start started it,
+# and removes the run dir, accounting databases included.
 source "$(dirname "$0")/common.sh"
 need_root
 
 status=0
 "$HARNESS_DIR/kube.sh" stop || status=1
+"$HARNESS_DIR/slurm.sh" site stop || status=1
 "$HARNESS_DIR/slurm.sh" 26.05 stop || status=1
 "$HARNESS_DIR/slurm.sh" 24.11 stop || status=1
 "$HARNESS_DIR/slurm.sh" 22.05 stop || status=1

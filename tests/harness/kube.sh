@@ -6,7 +6,7 @@
 # the Slinky slurm-operator.
 #
 #   kube.sh start | stop | status | env | apiserver-stop | apiserver-start
-#   kube.sh keda-start | keda-stop | operator-start | operator-stop
+#   kube.sh keda-start | keda-stop | operator-start | operator-stop | site-start | site-stop
 #   kube.sh node-start | node-stop | node-import IMAGE CONTEXT   (a real node: node.sh)
 #
 # SLURMSCALE_KUBE_WITH="keda slurm-operator" (either or both) makes `start` start those too.
@@ -16,7 +16,9 @@
 # address) — 26.05's own, which speaks the operator's v0.0.44, or for 24.11
 # slurmrestd-v0044.py, a path-rewriting proxy in front of 24.11's —, a Controller and a
 # RestApi in namespace slurm-operator, and operator-pods.sh, which plays each NodeSet pod's
-# slurmd. See operator_start. Mind that the operator
+# slurmd. See operator_start. With the operator up, `site-start` adds a site as Slinky's chart
+# makes one (see site_start): the chart's objects in namespace `site`, and a Slurm 26.05
+# (`slurm.sh site`) on the slurm.conf the operator renders for them. Mind that the operator
 # reconciles every NodeSet in the cluster, whichever Controller it names, and rewrites its
 # status within a second: tests/run.sh starts it only while the operator's own tests run.
 #
@@ -31,7 +33,7 @@
 #   about 30 s (their watches back off while the API server is away).
 # * Ports: SLURMSCALE_KUBE_PORT_BASE (default 18000) plus fixed offsets below 1000, so a
 #   second copy (tests/run.sh: 21000) runs beside the first. Only the slurm-operator's
-#   slurmrestd is fixed: DEBUG=1 makes it http://localhost:6820, and nothing moves it.
+#   slurmrestds are fixed: it dials port 6820 of each RestApi's Service, and nothing moves it.
 #   Everything listens on 127.0.0.1 but KEDA's adapter's own /metrics (base + 84), which
 #   has no address flag.
 # Only pids this script recorded are ever signalled.
@@ -52,13 +54,18 @@ kcm_port=$((kube_base + 257)) sched_port=$((kube_base + 259))
 keda_metrics_port=$((kube_base + 80)) keda_probe_port=$((kube_base + 81)) keda_grpc_port=$((kube_base + 666))
 adapter_port=$((kube_base + 444)) adapter_metrics_port=$((kube_base + 84))
 operator_probe_port=$((kube_base + 82)) operator_metrics_port=$((kube_base + 83))
-# Fixed, not from the base: DEBUG=1 makes the operator dial http://localhost:6820, and
-# nothing moves it. So one operator per machine (tests/run.sh: on the first copy only).
+# Fixed, not from the base: the operator dials port 6820 of a RestApi's Service, and nothing
+# moves it. So one operator per machine (tests/run.sh: on the first copy only).
 operator_restd_port=6820
 # The operator's objects. The Controller's name is one no other test's NodeSet names in
 # controllerRef (they say `slurm`): the operator would make pods for those, and it gives up
 # reconciling a Controller when a NodeSet in another namespace names it.
 operator_ns=slurm-operator operator_controller=harness
+# The site (site_start): Slinky's chart installed as release `slurm` in namespace `site`, its
+# slurmrestd for the operator on a loopback address of its own (port 6820 is taken on
+# 127.0.0.1 by the harness Controller's).
+site_ns=site site_release=slurm site_restd_addr=127.0.4.1
+site_values="$HARNESS_DIR/site/values.yaml" site_placement="$HARNESS_DIR/site/placement.yaml"
 operator_slurm=${SLURMSCALE_OPERATOR_SLURM:-26.05}
 api_url="https://127.0.0.1:$api_port"
 kubeconfig="$dir/kubeconfig"
@@ -352,6 +359,9 @@ export HARNESS_SLURM_OPERATOR_SLURM=$operator_slurm
 export HARNESS_SLURM_OPERATOR_LOG=$logs/slurm-operator.log
 # operator-pods.sh's pods with a slurmd running (one file each): empty once it is done.
 export HARNESS_SLURM_OPERATOR_PODS=$dir/operator-pods
+# The site of Slinky's chart (site-start): its namespace, and operator-pods.sh's state for it.
+export HARNESS_SITE_NAMESPACE=$site_ns
+export HARNESS_SITE_PODS=$dir/operator-pods-site
 # The Prometheus Operator's build (operator, crds/): tests/real_node.rs runs it.
 export HARNESS_PROMETHEUS_OPERATOR=$GOSTACK_PROMETHEUS_OPERATOR_DIR
 EOF
@@ -514,10 +524,14 @@ operator_start() {
   [ "$operator_slurm" = none ] || operator_slurm_objects
   operator_log_from=0
   if [ -f "$logs/slurm-operator.log" ]; then operator_log_from=$(wc -l <"$logs/slurm-operator.log"); fi
-  # DEBUG=1: slurmrestd is http://localhost:6820 instead of the RestApi's Service (no
-  # cluster DNS here). The operator still waits for the RestApi's Deployment to have a ready
-  # replica, which kwok provides when its pod template tolerates kwok's taint.
-  DEBUG=1 run slurm-operator "$GOSTACK_SLURM_OPERATOR_DIR/manager" --kubeconfig="$kubeconfig" \
+  # The operator dials each Controller's slurmrestd at its RestApi's Service,
+  # <restapi>-restapi.<namespace>:6820. There is no cluster DNS for a process on the host, so
+  # it runs in a mount namespace of its own whose /etc/hosts maps those names to where the
+  # harness runs them (operator_hosts). It still waits for the RestApi's Deployment to have a
+  # ready replica, which kwok provides when its pod template tolerates kwok's taint.
+  operator_hosts >"$dir/operator-hosts"
+  run slurm-operator unshare --mount -- sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' \
+    "$dir/operator-hosts" "$GOSTACK_SLURM_OPERATOR_DIR/manager" --kubeconfig="$kubeconfig" \
     --health-addr="127.0.0.1:$operator_probe_port" --metrics-addr="127.0.0.1:$operator_metrics_port" \
     --leader-elect=false
   wait_up 30 slurm-operator "slurm-operator /readyz" \
@@ -533,6 +547,80 @@ operator_start() {
   wait_up 60 slurm-operator "the operator's Slurm client" restd_served
   trap - EXIT
   say "slurm-operator $SLURM_OPERATOR_VERSION up, managing Slurm $operator_slurm through http://127.0.0.1:$operator_restd_port (Controller $operator_ns/$operator_controller)"
+}
+
+# The names the operator dials slurmrestd by, and where the harness runs each: the harness
+# Controller's on 127.0.0.1, the site's on its own address.
+operator_hosts() {
+  cat /etc/hosts
+  echo "127.0.0.1 $operator_controller-restapi.$operator_ns"
+  echo "$site_restd_addr $site_release-restapi.$site_ns"
+}
+
+# A site as Slinky's chart makes one, for tests of the layouts sites run (docs/testing.md):
+# the chart (the operator module's, tests/harness/site/values.yaml as the site's values,
+# placement.yaml for where kwok runs its pods) rendered and applied in namespace `site`;
+# the operator writes slurm.conf for its Controller (ConfigMap slurm-config) as it would
+# for a slurmctld pod; the harness saves it with the chart's keys and starts Slurm 26.05 on
+# it (`slurm.sh site start`: operator-conf.sh's substitutions and nothing else), a slurmrestd
+# where the operator dials the site's RestApi, and an operator-pods.sh for the site's pods.
+# Needs the operator (operator-start) and the 26.05 root filesystem.
+site_start() {
+  pid_alive "$pids/slurm-operator" || die "the slurm-operator is not running: run tests/harness/kube.sh operator-start first"
+  local tools render=$SLURMSCALE_RUN/site-render
+  tools=$("$HARNESS_DIR/tools.sh") || die "tests/harness/tools.sh failed"
+  rm -rf "$render" && mkdir -p "$render"
+  create /api/v1/namespaces <<<"{\"apiVersion\": \"v1\", \"kind\": \"Namespace\", \"metadata\": {\"name\": \"$site_ns\"}}"
+  # The chart makes new keys at every render, in immutable Secrets, unless they exist (as
+  # `helm upgrade` finds them): a start after a stop keeps the keys, which the operator
+  # holds on to.
+  local keep=()
+  if [ -n "$(site_key "$site_release-auth-jwt" jwt.key 2>/dev/null)" ] &&
+    [ -n "$(site_key "$site_release-auth-slurm" slurm.key 2>/dev/null)" ]; then
+    keep=(--set jwtKey.create=false --set slurmKey.create=false)
+  fi
+  HOME=$dir "$tools/helm" template "$site_release" "$GOSTACK_SLURM_OPERATOR_DIR/helm-slurm" -n "$site_ns" \
+    -f "$site_values" -f "$site_placement" "${keep[@]}" >"$render/chart.yaml" || die "helm template of Slinky's chart failed"
+  "$tools/kubectl" --kubeconfig="$kubeconfig" apply --server-side --force-conflicts --field-manager=harness \
+    -f "$render/chart.yaml" >"$render/apply.log" 2>&1 || die "applying the chart's objects failed: $(tail -n 5 "$render/apply.log")"
+  wait_for 60 "slurm-operator's slurm.conf for the site (ConfigMap $site_ns/$site_release-config)" site_rendered "$render"
+  site_key "$site_release-auth-jwt" jwt.key >"$render/jwt.key"
+  site_key "$site_release-auth-slurm" slurm.key >"$render/slurm.key"
+  [ -s "$render/jwt.key" ] && [ -s "$render/slurm.key" ] || die "the chart's key Secrets in $site_ns are empty"
+  "$HARNESS_DIR/slurm.sh" site start
+  "$HARNESS_DIR/slurm.sh" site restd-at "$site_restd_addr:$operator_restd_port"
+  stop_pidfile "$pids/operator-pods-site"
+  KUBE_API_URL=$api_url HARNESS_KUBE_PKI=$pki \
+    run operator-pods-site "$HARNESS_DIR/operator-pods.sh" "$site_ns" site "$dir/operator-pods-site"
+  wait_up 60 slurm-operator "the operator's Slurm client for the site's Controller" \
+    awk -v c="\"$site_ns/$site_release\"" 'index($0, "Added slurm client") && index($0, c) {found = 1; exit} END {exit !found}' \
+    "$logs/slurm-operator.log"
+  say "site up: Slinky's chart in namespace $site_ns, Slurm 26.05 on the operator's slurm.conf ($render)"
+}
+
+# site_rendered DIR: the operator's ConfigMap has slurm.conf with a NodeSet line for every
+# NodeSet the chart made; saved in DIR with the ConfigMap's other files.
+site_rendered() {
+  local cm nodeset
+  cm=$(api -f "$api_url/api/v1/namespaces/$site_ns/configmaps/$site_release-config") || return 1
+  jq -r '.data["slurm.conf"] // empty' <<<"$cm" >"$1/slurm.conf.new"
+  for nodeset in $(awk '$1 == "hostname:" {sub(/-$/, "", $2); print $2}' "$1/chart.yaml"); do
+    grep -qx "NodeSet=$nodeset Feature=$nodeset" "$1/slurm.conf.new" || return 1
+  done
+  mv "$1/slurm.conf.new" "$1/slurm.conf"
+  jq -r '.data["gres.conf"] // empty' <<<"$cm" >"$1/gres.conf"
+  jq -r '.data["cgroup.conf"] // empty' <<<"$cm" >"$1/cgroup.conf"
+}
+
+site_key() { # SECRET KEY: its bytes
+  api -f "$api_url/api/v1/namespaces/$site_ns/secrets/$1" | jq -r --arg k "$2" '.data[$k] // empty' | base64 -d
+}
+
+# The site's Slurm and pods loop go; its objects stay in Kubernetes (the next start applies
+# them again).
+site_stop() {
+  stop_pidfile "$pids/operator-pods-site"
+  "$HARNESS_DIR/slurm.sh" site stop
 }
 
 # The operator's Slurm client is up: 24.11's proxy logged a 200 since this start (after its
@@ -637,8 +725,9 @@ spec:
   slurmKeyRef: {name: $operator_controller-auth-slurm, key: slurm.key}
   jwtKeyRef: {name: $operator_controller-auth-jwt, key: jwt.key}
 EOF
-  # The operator builds its Slurm client once a RestApi names this Controller (DEBUG=1
-  # dials localhost whatever its Service); its Deployment runs a stand-in pod on kwok.
+  # The operator builds its Slurm client once a RestApi names this Controller (it dials its
+  # Service's name, which operator_hosts maps to 127.0.0.1); its Deployment runs a stand-in
+  # pod on kwok.
   apply "/apis/slinky.slurm.net/v1beta1/namespaces/$operator_ns/restapis/$operator_controller" <<EOF
 apiVersion: slinky.slurm.net/v1beta1
 kind: RestApi
@@ -654,7 +743,9 @@ EOF
 }
 
 operator_stop() {
-  # The pods' stand-in first: pods vanishing with the operator are no preStop.
+  # The site's first (it needs the operator), then the pods' stand-in: pods vanishing with the
+  # operator are no preStop.
+  site_stop
   stop_pidfiles "$pids/operator-pods" "$pids/slurm-operator"
   stop_pidfile "$pids/slurmrestd-v0044"
   if [ "$operator_slurm" = 26.05 ]; then
@@ -664,7 +755,7 @@ operator_stop() {
 
 stop_processes() {
   # Everything that talks to etcd first (at once: each takes a moment), etcd last.
-  stop_pidfiles "$pids"/operator-pods "$pids"/slurm-operator "$pids"/slurmrestd-v0044 "$pids"/keda-adapter "$pids"/keda-operator "$pids"/kwok \
+  stop_pidfiles "$pids"/operator-pods-site "$pids"/operator-pods "$pids"/slurm-operator "$pids"/slurmrestd-v0044 "$pids"/keda-adapter "$pids"/keda-operator "$pids"/kwok \
     "$pids"/kube-scheduler "$pids"/kube-controller-manager "$pids"/kube-apiserver
   stop_pidfile "$pids/etcd"
 }
@@ -697,6 +788,8 @@ case "${1:-}" in
   keda-stop) keda_stop ;;
   operator-start) operator_start ;;
   operator-stop) operator_stop ;;
+  site-start) site_start ;;
+  site-stop) site_stop ;;
   node-start) node_start ;;
   node-stop) node_stop ;;
   # An image for the real node: built from CONTEXT (a directory with a Containerfile) and
@@ -707,5 +800,5 @@ case "${1:-}" in
     cat "$dir/env"
     [ -f "$dir/node.env" ] && cat "$dir/node.env"
     ;;
-  *) die "usage: kube.sh start|stop|status|env|apiserver-stop|apiserver-start|keda-start|keda-stop|operator-start|operator-stop|node-start|node-stop|node-import IMAGE CONTEXT" ;;
+  *) die "usage: kube.sh start|stop|status|env|apiserver-stop|apiserver-start|keda-start|keda-stop|operator-start|operator-stop|site-start|site-stop|node-start|node-stop|node-import IMAGE CONTEXT" ;;
 esac

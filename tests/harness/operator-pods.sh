@@ -6,8 +6,8 @@
 #   `slurmd -Z` registering NODE with the --conf text of the pod's slurmd container (operator
 #   v1.0.1 builds `-Z --conf 'Features=<nodeset> <spec.extraConf>'`), and `-b` when the
 #   container has it (the NodeSet's spec.slurmd.args, which slurm-planned mode needs), NODE
-#   being the pod's hostname as the operator computes it (hostname, else the pod name;
-#   slinky-N or planned-N);
+#   being the pod's hostname as the operator computes it (hostname, else the pod name; one
+#   `slurm.sh FLAVOR pod-name` accepts: slinky-N, planned-N, or the site's <nodeset>-N);
 # * a pod deleted or terminating (or replaced by a new one of the same name) → its preStop,
 #   then slurmd stops: v1.0.1's own, `scontrol update nodename=NODE state=down reason='Pod is
 #   terminating' && scontrol delete nodename=NODE` (`slurm.sh FLAVOR pod-down NODE delete`),
@@ -85,8 +85,8 @@ round() {
   done
   while IFS=$'\t' read -r node uid usable conf args prestop; do
     if [ -z "$node" ] || [ "$usable" != 1 ] || [ -e "$state/$node" ]; then continue; fi
-    if [[ ! "$node" =~ ^(slinky|planned)-[0-9]+$ ]]; then
-      [ -e "$state/.skipped-$uid" ] || say "$node: not a harness pod name (slinky-N, planned-N); nothing runs it"
+    if ! "$slurm_sh" "$flavor" pod-name "$node"; then
+      [ -e "$state/.skipped-$uid" ] || say "$node: not a pod name of Slurm $flavor's NodeSets; nothing runs it"
       touch "$state/.skipped-$uid"
       continue
     fi

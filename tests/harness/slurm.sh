@@ -5,8 +5,9 @@
 # with JWT auth, serving the slurmdbd endpoints (/slurmdb/...) too.
 #
 #   slurm.sh FLAVOR start | stop | status | env | node-up NODE | node-down NODE
-#                   | pod-up slinky-N|planned-N [CONF [SLURMD ARGS...]]
-#                   | pod-down slinky-N|planned-N [down|delete]
+#                   | pod-up POD [CONF [SLURMD ARGS...]] | pod-down POD [down|delete]
+#                   | pod-name POD               (whether POD is one of this Slurm's NodeSet pods:
+#                                                 slinky-N, planned-N; the site's <nodeset>-N)
 #                   | restd-stop | restd-start   (take slurmrestd away and back, for fault tests)
 #                   | ctld-stop | ctld-start     (stop slurmctld, as a restart or upgrade would, and
 #                                                 start it again from its saved state)
@@ -15,7 +16,10 @@
 # FLAVOR is 22.05 (Debian bookworm's packages, REST v0.0.38), 24.11 (Debian trixie's packages
 # in a root filesystem of their own, build-slurm-root.sh: REST v0.0.40-v0.0.42) or 26.05
 # (Debian sid's, the same way: REST v0.0.42-v0.0.45, slurmctld's native metrics); the daemons
-# and commands of the last two run chrooted there, see run_slurm. All three can run side
+# and commands of the last two run chrooted there, see run_slurm. Their slurm.conf is written
+# here (write_config). And `site`: a 26.05 on the slurm.conf slurm-operator renders from a
+# site's values for Slinky's chart, which `kube.sh site-start` starts (write_site_config); its
+# nodes are NodeSet pods only, and it keeps no accounting unless its values do. All three can run side
 # by side, and a second copy of any beside the test one (benchmarks) with its own
 # SLURMSCALE_RUN and SLURMSCALE_PORT_BASE_2205 / _2411 / _2605 (defaults 16800 / 17800 /
 # 15800). Ports, all on 127.0.0.1:
@@ -94,6 +98,8 @@ unset SLURM_JWT
 
 flavor=${1:-}
 cmd=${2:-}
+# release: the Slurm release a flavor runs. base_var, root_var: the variables naming its port
+# base and root filesystem, which its command wrappers pass on.
 case "$flavor" in
   22.05)
     cluster=s2205 base=${SLURMSCALE_PORT_BASE_2205:-16800} api_versions="v0.0.38"
@@ -107,9 +113,19 @@ case "$flavor" in
     cluster=s2605 base=${SLURMSCALE_PORT_BASE_2605:-15800} api_versions="v0.0.42 v0.0.43 v0.0.44 v0.0.45"
     sbin=/usr/sbin bin=/usr/bin root=$SLURM_2605_ROOT
     ;;
-  *) die "usage: slurm.sh 22.05|24.11|26.05 start|stop|status|env|node-up NODE|node-down NODE" ;;
+  # Slurm 26.05 on the slurm.conf slurm-operator rendered from a site's values for Slinky's
+  # chart (tests/harness/site/values.yaml): `kube.sh site-start` renders it into $render, with
+  # the chart's keys, and starts this flavor on it. Its nodes are NodeSet pods only.
+  site)
+    cluster=site base=${SLURMSCALE_PORT_BASE_SITE:-14800} api_versions="v0.0.42 v0.0.43 v0.0.44 v0.0.45"
+    sbin=/usr/sbin bin=/usr/bin root=$SLURM_2605_ROOT release=26.05
+    base_var=SLURMSCALE_PORT_BASE_SITE root_var=SLURM_2605_ROOT
+    ;;
+  *) die "usage: slurm.sh 22.05|24.11|26.05|site start|stop|status|env|node-up NODE|node-down NODE" ;;
 esac
-root=${root:-}
+root=${root:-} release=${release:-$flavor}
+base_var=${base_var:-SLURMSCALE_PORT_BASE_${flavor/./}} root_var=${root_var:-SLURM_${flavor/./}_ROOT}
+render="$SLURMSCALE_RUN/site-render"
 # Where a test finds this Slurm's commands (SLURM_BIN in `env`): for 24.11 and 26.05,
 # wrappers that run them in its root filesystem (`slurm.sh FLAVOR run`).
 cmd_bin=$bin
@@ -139,6 +155,12 @@ mariadb_cnf="$dir/etc/mariadb.cnf"
 cpu_nodes=(c1 c2 c3 c4)
 gpu_nodes=(g1 g2)
 elastic_nodes=(e1 e2 e3 e4 e5 e6 e7 e8)
+# The site's nodes are its NodeSets' pods, and it keeps accounting only if its values do.
+dbd=yes
+if [ "$flavor" = site ]; then
+  cpu_nodes=() gpu_nodes=() elastic_nodes=()
+  grep -qx 'AccountingStorageType=accounting_storage/slurmdbd' "$render/slurm.conf" 2>/dev/null || dbd=
+fi
 # Names a Slinky NodeSet `slinky` gives its pods (slinky-0 ...), as many as the harness can run.
 slinky_max=16
 # Records (and pods) of the `planned` NodeSet: planned-0 ...
@@ -157,9 +179,9 @@ node_port() {
 
 # How daemons and commands authenticate: munge before 26.05; auth/slurm (and cred/slurm) from
 # 26.05, as Slinky's clusters do.
-uses_munge() { [ "$flavor" != 26.05 ]; }
+uses_munge() { [ "$release" != 26.05 ]; }
 auth_config() { # [dbd]
-  if [ "$flavor" = 26.05 ]; then
+  if [ "$release" = 26.05 ]; then
     echo AuthType=auth/slurm
     [ "${1:-}" = dbd ] || echo CredType=cred/slurm
   else
@@ -169,10 +191,11 @@ auth_config() { # [dbd]
 dbd_auth_config() {
   # (with munge, Slurm's commands and daemons take its socket for slurmdbd from here, not
   # AuthInfo)
-  [ "$flavor" = 26.05 ] || echo "AccountingStoragePass=socket=$dir/munge/munge.socket"
+  [ "$release" = 26.05 ] || echo "AccountingStoragePass=socket=$dir/munge/munge.socket"
 }
 
-write_config() {
+# The run dir as every flavor's daemons need it: directories, daemon names, keys, commands.
+prepare_run_dir() {
   mkdir -p "$dir"/{etc,state,spool,log,run,munge,dev,bin} "$pids"
   chmod 0755 "$dir" "$dir/munge"
   chown slurm:slurm "$dir/state" "$dir/log"
@@ -182,8 +205,13 @@ write_config() {
   # (in a root filesystem they resolve inside it, where the run dir is bound at its own path).
   for d in slurmctld slurmd slurmstepd; do ln -sf "/usr/sbin/$d-wlm" "$dir/bin/$d"; done
 
-  # The HS256 key is the exact bytes of the file (slurmctld and slurmdbd both check tokens).
-  openssl rand -hex 32 | tr -d '\n' >"$dir/etc/jwt_hs256.key"
+  # The HS256 key is the exact bytes of the file (slurmctld and slurmdbd both check tokens);
+  # the site's is the one its chart made (the operator signs its tokens with it).
+  if [ "$flavor" = site ]; then
+    cp "$render/jwt.key" "$dir/etc/jwt_hs256.key"
+  else
+    openssl rand -hex 32 | tr -d '\n' >"$dir/etc/jwt_hs256.key"
+  fi
   chown slurm:slurm "$dir/etc/jwt_hs256.key"
   chmod 0400 "$dir/etc/jwt_hs256.key"
 
@@ -192,9 +220,14 @@ write_config() {
     chmod 0400 "$dir/munge/munge.key"
   fi
   # 26.05 authenticates as a Slinky cluster does: auth/slurm, with the key slurmctld, slurmdbd
-  # and every slurmd share (slurm.key beside slurm.conf; a pod's comes from a Secret).
-  if [ "$flavor" = 26.05 ]; then
+  # and every slurmd share (slurm.key beside slurm.conf; a pod's comes from a Secret: the
+  # site's from its chart's).
+  if [ "$flavor" = site ]; then
+    cp "$render/slurm.key" "$dir/etc/slurm.key"
+  elif [ "$flavor" = 26.05 ]; then
     dd if=/dev/urandom of="$dir/etc/slurm.key" bs=1024 count=1 status=none
+  fi
+  if [ "$release" = 26.05 ]; then
     chown slurm:slurm "$dir/etc/slurm.key"
     chmod 0600 "$dir/etc/slurm.key"
   fi
@@ -209,7 +242,7 @@ write_config() {
       cat >"$cmd_bin/$c" <<EOF
 #!/bin/sh
 exec env SLURMSCALE_RUN='$SLURMSCALE_RUN' SLURMSCALE_CACHE='$SLURMSCALE_CACHE' \\
-  SLURMSCALE_PORT_BASE_${flavor/./}='$base' SLURM_${flavor/./}_ROOT='$root' '$HARNESS_DIR/slurm.sh' $flavor run $bin/$c "\$@"
+  $base_var='$base' $root_var='$root' '$HARNESS_DIR/slurm.sh' $flavor run $bin/$c "\$@"
 EOF
       chmod 0755 "$cmd_bin/$c"
     done
@@ -217,7 +250,34 @@ EOF
 
   # gres/gpu needs device files; symlinks to /dev/null pass its checks.
   for i in 0 1 2 3; do ln -sf /dev/null "$dir/dev/nvidia$i"; done
+}
 
+# The site's slurm.conf: the operator's, through operator-conf.sh's table and nothing else.
+# Its gres.conf: the operator's asks for NVIDIA's library (AutoDetect=nvidia), which finds no
+# GPU here and drops the node's; a line for every node instead names the fake device files
+# (nodes without GPUs only log that they have none). No cgroup.conf: the operator's asks for
+# cgroup v2, which this machine does not mount (slurmd would not start).
+write_site_config() {
+  [ -s "$render/slurm.conf" ] ||
+    die "no slurm.conf rendered by slurm-operator in $render: tests/harness/kube.sh site-start renders it and starts this Slurm"
+  grep -qx "ClusterName=$cluster" "$render/slurm.conf" ||
+    die "the site's values name another cluster than '$cluster' ($render/slurm.conf)"
+  prepare_run_dir
+  "$HARNESS_DIR/operator-conf.sh" "$render/slurm.conf" "$dir" "$ctld_port" "$slurmd_port" >"$conf"
+  echo "Name=gpu File=$dir/dev/nvidia[0-3]" >"$dir/etc/gres.conf"
+  # Each NodeSet's pods (<nodeset>-0 ...) get loopback addresses of their own (see write_config).
+  {
+    cat /etc/hosts
+    local k=0 nodeset i
+    for nodeset in $(awk -F'[= ]' '$1 == "NodeSet" {print $2}' "$conf"); do
+      for i in $(seq 0 $((slinky_max - 1))); do echo "127.0.$((20 + k)).$((i + 1)) $nodeset-$i # pod"; done
+      k=$((k + 1))
+    done
+  } >"$dir/etc/hosts"
+}
+
+write_config() {
+  prepare_run_dir
   {
     cat <<EOF
 ClusterName=$cluster
@@ -334,8 +394,8 @@ EOF
     cat /etc/hosts
     [ "$flavor" = 26.05 ] && echo "127.0.0.1 $ctld_name"
     local i
-    for i in $(seq 0 $((slinky_max - 1))); do echo "127.0.1.$((i + 1)) slinky-$i"; done
-    for i in $(seq 0 $((planned_max - 1))); do echo "127.0.2.$((i + 1)) planned-$i"; done
+    for i in $(seq 0 $((slinky_max - 1))); do echo "127.0.1.$((i + 1)) slinky-$i # pod"; done
+    for i in $(seq 0 $((planned_max - 1))); do echo "127.0.2.$((i + 1)) planned-$i # pod"; done
   } >"$dir/etc/hosts"
   {
     echo "NodeName=g[1-2] Name=gpu File=$dir/dev/nvidia[0-3]"
@@ -489,11 +549,14 @@ start_slurmrestd() { # [plain | PORT]: without the slurmdbd plugins, or one more
   else
     plugins=openapi/slurmctld,openapi/slurmdbd
   fi
+  [ -n "$dbd" ] || plugins=openapi/slurmctld
+  local addr=127.0.0.1
   case "${1:-}" in
     plain)
       plugins=${plugins%%,openapi/dbv0.0.36*} plugins=${plugins%,openapi/slurmdbd}
       port=$plain_rest_port name=slurmrestd-plain
       ;;
+    *:*) addr=${1%:*} port=${1##*:} name=slurmrestd-$port ;;
     [0-9]*) port=$1 name=slurmrestd-$1 ;;
   esac
   # Every REST version each Slurm has, with the slurmdbd ones (/slurmdb/...) unless plain.
@@ -502,7 +565,7 @@ start_slurmrestd() { # [plain | PORT]: without the slurmdbd plugins, or one more
   # MALLOC_ARENA_MAX keeps its RSS sane on large /jobs answers.
   SLURM_CONF="$conf" SLURM_JWT=daemon MALLOC_ARENA_MAX=2 \
     run_slurm "$sbin/slurmrestd" -f "$conf" -a rest_auth/jwt -s "$plugins" -u "$(id -u nobody)" -g "$(getent group nogroup | cut -d: -f3)" \
-    "127.0.0.1:$port" >>"$dir/log/$name.log" 2>&1 &
+    "$addr:$port" >>"$dir/log/$name.log" 2>&1 &
   echo $! >"$pids/$name"
 }
 
@@ -565,7 +628,7 @@ mint_token() {
 # replaces it)
 running() {
   pid_alive "$pids/slurmctld" && { ! uses_munge || pid_alive "$pids/munged"; } &&
-    pid_alive "$pids/slurmdbd" && pid_alive "$pids/mariadbd"
+    { [ -z "$dbd" ] || { pid_alive "$pids/slurmdbd" && pid_alive "$pids/mariadbd"; }; }
 }
 
 restd_ready() { # URL
@@ -588,16 +651,18 @@ start() {
     return
   fi
   [ -x "$root$sbin/slurmctld" ] && [ -x "$root$sbin/slurmdbd" ] && [ -x /usr/sbin/mariadbd ] ||
-    die "Slurm $flavor or MariaDB is not installed here: run tests/harness/deps.sh (22.05) or tests/harness/build-slurm-root.sh $flavor"
+    die "Slurm $flavor or MariaDB is not installed here: run tests/harness/deps.sh (22.05) or tests/harness/build-slurm-root.sh $release"
   # slurmctld re-executes itself as SlurmUser and slurmrestd runs as nobody.
   runuser -u nobody -- test -x "$root$sbin/slurmrestd" ||
     die "$sbin is not reachable by other users (is SLURMSCALE_CACHE under /root?); use a world-traversable cache dir"
   stop >/dev/null 2>&1 || true
-  write_config
+  if [ "$flavor" = site ]; then write_site_config; else write_config; fi
   if uses_munge; then start_munged; fi
-  start_mariadb
-  start_slurmdbd
-  register_cluster
+  if [ -n "$dbd" ]; then
+    start_mariadb
+    start_slurmdbd
+    register_cluster
+  fi
   start_slurmctld
   local n
   for n in "${cpu_nodes[@]}" "${gpu_nodes[@]}"; do start_slurmd "$n"; done
@@ -726,20 +791,27 @@ node_up() {
 pod_up() {
   local n=$1 nconf=${2:-"Feature=${1%-*} CPUs=4 RealMemory=8000"}
   running || die "Slurm $flavor is not running"
-  { [[ "$n" =~ ^slinky-([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" -lt $slinky_max ]; } ||
-    { [[ "$n" =~ ^planned-([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" -lt $planned_max ]; } ||
-    die "a pod's node is slinky-0 ... slinky-$((slinky_max - 1)) or planned-0 ... planned-$((planned_max - 1)), not $n"
+  pod_address "$n" >/dev/null || die "$n is not a NodeSet pod of Slurm $flavor (the run's hosts file has: $(pod_names))"
   pid_alive "$pids/slurmd-$n" && return 0
   mkdir -p "$dir/spool/$n"
   local stepd=(-d "$dir/bin/slurmstepd") shim="$dir/bin/srcaddr.so"
   [ -f "$shim" ] || gcc -shared -fPIC -O2 -o "$shim" "$HARNESS_DIR/srcaddr.c" -ldl ||
     die "cannot build $HARNESS_DIR/srcaddr.c (gcc comes with tests/harness/deps.sh)"
   # The pod's own address (its hosts line), for what it listens on and connects from.
-  SLURM_CONF="$conf" SLURMSCALE_OWN_RUN="$(runtime_dir "$n")" LD_PRELOAD="$shim" SLURMSCALE_SOURCE_ADDR="$(awk -v n="$n" '$2 == n {print $1}' "$dir/etc/hosts")" \
+  SLURM_CONF="$conf" SLURMSCALE_OWN_RUN="$(runtime_dir "$n")" LD_PRELOAD="$shim" SLURMSCALE_SOURCE_ADDR="$(pod_address "$n")" \
     run_slurm --hosts --hostname "$n" \
     "$dir/bin/slurmd" -D -Z -N "$n" --conf "$nconf" -f "$conf" "${stepd[@]}" "${@:3}" \
     >>"$dir/log/slurmd-$n.out" 2>&1 &
   echo $! >"$pids/slurmd-$n"
+}
+
+# pod_address NODE: the address of a NodeSet pod this Slurm can run (its `# pod` line of the
+# run's hosts file); fails for any other name.
+pod_address() {
+  awk -v n="$1" '$2 == n && $3 == "#" && $4 == "pod" {print $1; found = 1} END {exit !found}' "$dir/etc/hosts"
+}
+pod_names() { # for a message: every pod name, comma-separated
+  awk '$3 == "#" && $4 == "pod" {print $2}' "$dir/etc/hosts" | paste -sd, | sed 's/,/, /g'
 }
 
 # The pod goes, as slurm-operator's preStop has it: the node DOWN ("Pod is terminating"),
@@ -796,19 +868,22 @@ case "$cmd" in
   # A command of this Slurm as its daemons run (24.11, 26.05: inside its root filesystem).
   run) shift 2 && run_slurm "$@" ;;
   restd-stop) stop_pidfile "$pids/slurmrestd" ;;
-  # Another slurmrestd of this cluster on PORT (the slurm-operator dials a fixed
-  # 127.0.0.1:6820), until restd-at-stop PORT or stop.
+  # Another slurmrestd of this cluster on [ADDR:]PORT (the slurm-operator dials port 6820 of
+  # its RestApi's Service), until restd-at-stop PORT or stop.
   restd-at)
     running || die "Slurm $flavor is not running"
-    port=${3:?port}
-    pid_alive "$pids/slurmrestd-$port" || start_slurmrestd "$port"
-    wait_for 30 "slurmrestd $flavor on 127.0.0.1:$port (log: $dir/log/slurmrestd-$port.log)" \
-      restd_ready "http://127.0.0.1:$port"
+    at=${3:?[address:]port}
+    [[ "$at" == *:* ]] || at=127.0.0.1:$at
+    pid_alive "$pids/slurmrestd-${at##*:}" || start_slurmrestd "$at"
+    wait_for 30 "slurmrestd $flavor on $at (log: $dir/log/slurmrestd-${at##*:}.log)" \
+      restd_ready "http://$at"
     ;;
   restd-at-stop) stop_pidfile "$pids/slurmrestd-${3:?port}" ;;
   restd-start) running || die "Slurm $flavor is not running"; ensure_slurmrestd ;;
   node-down) node_down "${3:?node name}" ;;
   pod-up) pod_up "${3:?node name}" "${@:4}" ;;
+  # Whether NODE is a NodeSet pod this Slurm runs (operator-pods.sh asks).
+  pod-name) [ -f "$dir/etc/hosts" ] && pod_address "${3:?node name}" >/dev/null ;;
   pod-down) pod_down "${3:?node name}" "${4:-down}" ;;
   # SIGTERM: slurmctld saves its state and exits; slurmd and slurmrestd stay up, as they do
   # while a site restarts its controller.

@@ -74,22 +74,26 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         &spec.slurm.origins
     };
     // Of its partitions' jobs, a NodeSet takes those it is the one to grow for.
-    let choice = snapshot
-        .as_deref()
-        .ok()
-        .and_then(|snap| choice(ctl, nsa, &target, (&partitions, &shape), snap));
+    let choice = match snapshot.as_deref() {
+        Ok(snap) => choice(ctl, nsa, &target, (&partitions, &shape), snap),
+        Err(_) => Ok(None),
+    };
     let ask = Ask {
         max_nodes: inputs.max_nodes,
         shape,
         takes: Takes {
             origins,
-            nodeset: choice.as_ref().map(|(all, me)| (&all[..], *me)),
+            nodeset: choice
+                .as_ref()
+                .ok()
+                .and_then(Option::as_ref)
+                .map(|(all, me)| (&all[..], *me)),
         },
     };
-    let signals = snapshot
-        .as_ref()
-        .map_err(Clone::clone)
-        .and_then(|s| signals(s, &partitions, &ask, now, ctl.cfg.stale_after));
+    let signals = snapshot.as_ref().map_err(Clone::clone).and_then(|s| {
+        choice.as_ref().map_err(Clone::clone)?;
+        signals(s, &partitions, &ask, now, ctl.cfg.stale_after)
+    });
     let snap = snapshot.as_deref().ok();
     let records = inputs.records.map(|kind| {
         let prefix = match target.nodes.node_prefix.as_str() {
@@ -172,14 +176,18 @@ fn choice<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     target: &Target,
     (partitions, shape): (&[String], &ShapeHints),
     snap: &ClusterSnapshot,
-) -> Option<(Vec<Candidate>, usize)> {
+) -> Result<Option<(Vec<Candidate>, usize)>, Untrusted> {
     if target.nodes.features.is_empty() {
-        return None;
+        return Ok(None);
     }
     let clusters = || ctl.clusters.keys().map(String::as_str);
     let ours = ctl.cluster_of(nsa);
     let namespace = nsa.namespace().unwrap_or_default();
-    let nodesets = ctl.seam.pool.nodesets();
+    let nodesets = ctl
+        .seam
+        .pool
+        .nodesets()
+        .ok_or(Untrusted::NodeSetsUnlisted)?;
     let rivals = nodesets.iter().filter(|n| {
         cluster_of(n.cluster.as_deref(), clusters()) == ours
             && !(n.namespace == namespace && n.name == nsa.spec.scale_target_ref.name)
@@ -191,7 +199,7 @@ fn choice<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         shape: shape.template.or(shape.set),
         weight: target.nodes.weight,
     };
-    Some(with_rivals(me, rivals, snap))
+    Ok(Some(with_rivals(me, rivals, snap)))
 }
 
 /// What an autoscaler asks of its partitions' pending work.

@@ -256,6 +256,16 @@ impl KubeSource {
         }
     }
 
+    /// The NodeSets once their watch has listed them completely (or found them not served);
+    /// `None` before, when the store may lack some.
+    pub fn nodesets_listed(&self) -> Option<Vec<NodeSetView>> {
+        let health = self.health.lock().unwrap_or_else(|e| e.into_inner());
+        let h = health.get("nodesets")?;
+        let listed = h.probed && (h.synced || !h.served);
+        drop(health);
+        listed.then(|| self.nodesets())
+    }
+
     /// Ready once every resource has been asked for and every served one listed completely.
     pub fn ready(&self) -> Result<(), String> {
         let health = self.health.lock().unwrap_or_else(|e| e.into_inner());

@@ -104,9 +104,13 @@ pub struct Room {
 
 impl Room {
     /// The room of the nodes of `partitions` (each node once), for new nodes of `shape`.
-    pub fn new(partitions: &[&str], nodes: &[Node], shape: Shape) -> Self {
+    pub fn new<'a>(
+        partitions: &[&str],
+        nodes: impl IntoIterator<Item = &'a Node>,
+        shape: Shape,
+    ) -> Self {
         let free = nodes
-            .iter()
+            .into_iter()
             .filter(|n| n.usable() && n.idle_cpus() > 0)
             .filter(|n| in_any(n, partitions))
             .map(|n| {

@@ -60,6 +60,14 @@ fn fit(job: &PendingJob, c: &Candidate) -> Option<bool> {
 }
 
 /// The index of the candidate that grows for `job`, or `None` when none can run it.
+/// Whether Slurm node `node` is one of NodeSet `nodeset`'s: `<nodeset>-<ordinal>`, as
+/// slurm-operator names its pods (and the autoscaler its node records).
+pub fn of_nodeset(node: &str, nodeset: &str) -> bool {
+    node.strip_prefix(nodeset)
+        .and_then(|rest| rest.strip_prefix('-'))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
 pub fn chosen(job: &PendingJob, candidates: &[Candidate]) -> Option<usize> {
     candidates
         .iter()
@@ -96,6 +104,28 @@ impl Takes<'_> {
         origins: &Origin::ALL,
         nodeset: None,
     };
+
+    /// Whether another NodeSet (of another Slurm name) serves one of `partitions`: their
+    /// nodes then average several NodeSets' shapes, and stand for none of them.
+    pub fn shared(&self, partitions: &[&str]) -> bool {
+        self.nodeset.is_some_and(|(all, me)| {
+            all.iter().any(|c| {
+                c.name != all[me].name
+                    && c.partitions
+                        .iter()
+                        .any(|p| partitions.contains(&p.as_str()))
+            })
+        })
+    }
+
+    /// The Slurm name of the NodeSet whose share this is, where `partitions` hold others too:
+    /// of their nodes, only those named after it ([`of_nodeset`]) are its own.
+    pub fn own_nodes_in(&self, partitions: &[&str]) -> Option<&str> {
+        match self.nodeset {
+            Some((all, me)) if self.shared(partitions) => Some(&all[me].name),
+            _ => None,
+        }
+    }
 
     pub fn job(&self, job: &PendingJob) -> Take {
         if !self.origins.contains(&job.origin) {
@@ -265,6 +295,35 @@ mod tests {
                 nodeset: Some((&twins, me)),
             };
             assert_eq!(takes.job(&job(1, 4, 0, "")), Take::Yes, "twin {me}");
+            assert!(!takes.shared(&["all"]), "a twin is no other NodeSet");
+        }
+    }
+
+    /// A partition's nodes stand for a NodeSet's shape only while no other NodeSet is in it.
+    #[test]
+    fn a_partition_is_shared_when_another_nodeset_serves_it() {
+        let mut all = site();
+        all[0].partitions = vec!["gpu".into()];
+        let of = |me| Takes {
+            origins: &Origin::ALL,
+            nodeset: Some((&all, me)),
+        };
+        assert!(!of(0).shared(&["gpu"]));
+        assert!(of(0).shared(&["gpu", "all"]));
+        assert!(of(1).shared(&["all"]));
+        assert!(!Takes::ALL.shared(&["all"]));
+        assert_eq!(of(0).own_nodes_in(&["gpu"]), None);
+        assert_eq!(of(1).own_nodes_in(&["all"]), Some("bravo"));
+        assert!(of_nodeset("bravo-0", "bravo") && of_nodeset("bravo-012", "bravo"));
+        for other in [
+            "bravo",
+            "bravo-",
+            "bravo-x",
+            "bravo-1-2",
+            "charlie-0",
+            "bravo2-0",
+        ] {
+            assert!(!of_nodeset(other, "bravo"), "{other}");
         }
     }
 }

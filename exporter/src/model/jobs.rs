@@ -205,7 +205,7 @@ impl JobsBuilder {
             cpus: r.cpus.unwrap_or(0).max(1),
             gpus: r.requested_gpus().unwrap_or(0),
             memory_bytes: r.memory_bytes(),
-            whole_node: r.whole_node,
+            whole_node: r.whole_node || r.all_of_a_nodes_memory(),
             constraint: Self::intern(&mut self.names, r.features),
             submit_time: r.submit_time.filter(|t| *t > 0),
             origin,
@@ -430,5 +430,31 @@ mod tests {
         assert_eq!(jobs.partitions["gpu"].gpus_alloc, 2);
         assert_eq!(jobs.partitions["gpu"].cpus_alloc, 3);
         assert_eq!(tres_mem_mib("cpu=16,mem=62.50G,billing=16"), Some(64000));
+    }
+
+    /// No memory asked where the site sets no default (Slinky's chart): memory per node is
+    /// 0, all of the node's, and the TRES names the partition's largest node. The job fits
+    /// any node and takes it whole; it does not need the largest node's memory.
+    #[test]
+    fn memory_per_node_zero_is_a_whole_node_not_the_largest_ones_memory() {
+        let mut b = JobsBuilder::new(false);
+        b.add(JobRecord {
+            memory_per_node_mib: Some(0),
+            cpus: Some(2),
+            tres_req: "cpu=2,mem=62.50G,node=1,billing=2",
+            ..pending(1, "all", "Resources")
+        });
+        b.add(JobRecord {
+            memory_per_node_mib: Some(0),
+            memory_per_cpu_mib: Some(500),
+            cpus: Some(2),
+            tres_req: "cpu=2,mem=1000M,node=1,billing=2",
+            ..pending(2, "all", "Resources")
+        });
+        let jobs = b.finish();
+        assert_eq!(jobs.pending[0].memory_bytes, 0);
+        assert!(jobs.pending[0].whole_node);
+        assert_eq!(jobs.pending[1].memory_bytes, 1000 * 1024 * 1024);
+        assert!(!jobs.pending[1].whole_node);
     }
 }

@@ -150,6 +150,9 @@ impl JobRecord<'_> {
     }
 
     pub(super) fn memory_bytes(&self) -> u64 {
+        if self.all_of_a_nodes_memory() {
+            return 0;
+        }
         let mib = match (self.memory_per_node_mib, self.memory_per_cpu_mib) {
             (Some(per_node), _) if per_node > 0 => per_node.saturating_mul(self.node_count()),
             (_, Some(per_cpu)) if per_cpu > 0 => {
@@ -158,5 +161,13 @@ impl JobRecord<'_> {
             _ => tres_mem_mib(self.tres_req).unwrap_or(0),
         };
         mib.saturating_mul(1024 * 1024)
+    }
+
+    /// Memory per node set to 0 (`--mem=0`, or no request where the site sets no default:
+    /// Slinky's chart sets none) is all the memory of whichever node the job lands on. Its
+    /// TRES then names the largest node's memory, which is no need of the job's: it fits any
+    /// node and takes that node whole.
+    pub(super) fn all_of_a_nodes_memory(&self) -> bool {
+        self.memory_per_node_mib == Some(0) && self.memory_per_cpu_mib.unwrap_or(0) == 0
     }
 }

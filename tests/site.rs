@@ -1,0 +1,472 @@
+//! Slurm as a Slinky 1.1+ site configures it. The real slurm-operator renders slurm.conf from
+//! a site's values for Slinky's own chart (`tests/harness/site/values.yaml`: NodeSets `alpha`
+//! with GPUs, `bravo` plain and preferred by Weight, `charlie` with the feature `fastscratch`;
+//! the chart's default partition `all` over every NodeSet and a partition `cpu` over the two
+//! CPU ones), and the harness runs Slurm 26.05 on that file, changed only by
+//! `tests/harness/operator-conf.sh`'s table (`kube.sh site-start`). On it, one autoscaler per
+//! NodeSet grows, for each pending job, only the NodeSet Slurm would run it on; the operator
+//! makes the pods, each job runs, and everything returns to zero.
+//!
+//! `tests/run.sh` starts the site with the operator, for the operator's tests; alone:
+//! `tests/harness/kube.sh operator-start && tests/harness/kube.sh site-start`.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use serde_json::json;
+use slurmscale_autoscaler::crd::NodeSetAutoscaler;
+use slurmscale_exporter::k8s::nodeset::v1beta1;
+use support::{Metrics, Process, SlurmCluster, kube_client, kube_env, repo_root};
+
+/// The operator's render of the site's values, recorded (see [`the_operator_renders`]).
+const RECORDED: &str = "tests/harness/site/operator-slurm.conf";
+const TABLE: &str = "tests/harness/operator-conf.sh";
+/// The site's NodeSets as the chart names them, by their name in Slurm.
+const NODESETS: [(&str, &str); 3] = [
+    ("alpha", "slurm-worker-alpha"),
+    ("bravo", "slurm-worker-bravo"),
+    ("charlie", "slurm-worker-charlie"),
+];
+const SLURMD_PODS: &str = "app.kubernetes.io/name=slurmd";
+
+/// The site's namespace and its Slurm; fails with what to run when the site is not up.
+fn site() -> (String, SlurmCluster) {
+    let ns = kube_env("HARNESS_SITE_NAMESPACE")
+        .expect("kube.sh env lacks HARNESS_SITE_NAMESPACE: restart the harness");
+    assert!(
+        support::run_dir().join("slurm-site/env").exists(),
+        "the site is not up: run tests/harness/kube.sh operator-start && tests/harness/kube.sh site-start \
+         (tests/run.sh does, for the operator's tests)"
+    );
+    (ns, SlurmCluster::get("site"))
+}
+
+/// The `KEY=` keys operator-conf.sh's table changes or adds.
+fn table_keys() -> Vec<String> {
+    let table = std::fs::read_to_string(repo_root().join(TABLE)).unwrap();
+    table
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("replace ")
+                .or_else(|| l.strip_prefix("add "))
+        })
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect()
+}
+
+fn key(line: &str) -> &str {
+    line.split('=').next().unwrap_or_default()
+}
+
+/// operator-conf.sh on `render` (a file's text), for run dir `dir`.
+fn substitute(render: &str, dir: &str) -> std::process::Output {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), render).unwrap();
+    Command::new(repo_root().join(TABLE))
+        .arg(file.path())
+        .args([dir, "14817", "14818"])
+        .output()
+        .unwrap()
+}
+
+/// The table on the operator's recorded render: each entry changes its one line, or adds
+/// its line, and nothing else; no address, port or path of the operator's pods is left; a
+/// render without one of the keys it replaces (or with one it adds) is refused, not run.
+#[test]
+fn the_harness_changes_only_the_lines_of_its_table() {
+    let render = std::fs::read_to_string(repo_root().join(RECORDED)).unwrap();
+    let out = substitute(&render, "/run/x");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ours = String::from_utf8(out.stdout).unwrap();
+    let keys = table_keys();
+    assert!(keys.len() >= 15, "{keys:?}");
+    let theirs: Vec<&str> = render.lines().collect();
+    let changed: Vec<&str> = ours.lines().filter(|l| !theirs.contains(l)).collect();
+    let mut changed_keys: Vec<&str> = changed.iter().map(|l| key(l)).collect();
+    changed_keys.sort();
+    let mut want: Vec<&str> = keys.iter().map(String::as_str).collect();
+    want.sort();
+    assert_eq!(changed_keys, want, "lines changed: {changed:?}");
+    // Every line of the operator's that is not in the table is kept as it is.
+    for line in theirs.iter().filter(|l| !l.is_empty()) {
+        if !keys.iter().any(|k| k == key(line)) {
+            assert!(ours.lines().any(|l| l == *line), "{line:?} lost");
+        }
+    }
+    for gone in [
+        "/etc/slurm",
+        "/var/spool",
+        "/var/log",
+        "=6817",
+        "=6818",
+        "-controller",
+        "cgroup",
+    ] {
+        assert!(
+            !ours
+                .lines()
+                .any(|l| l.contains(gone) && !l.starts_with('#')),
+            "{gone} left in:\n{ours}"
+        );
+    }
+    assert!(ours.contains("StateSaveLocation=/run/x/state"));
+    assert!(ours.contains("SlurmdPort=14818"));
+    // A render that moved a key the table replaces, or wrote one it adds.
+    let without = render.replace("\nTaskPlugin=", "\n#TaskPlugin=");
+    let out = substitute(&without, "/run/x");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("TaskPlugin is on 0 lines"));
+    let with = format!("{render}SlurmdPidFile=/run/slurmd.pid\n");
+    let out = substitute(&with, "/run/x");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("SlurmdPidFile is already"));
+}
+
+/// The real operator renders, from the site's values, the file recorded beside them, and
+/// the Slurm the harness runs has exactly that file through the table.
+#[tokio::test]
+async fn the_operator_renders() {
+    let (ns, cluster) = site();
+    let maps: Api<ConfigMap> = Api::namespaced(kube_client().await, &ns);
+    let live = maps.get("slurm-config").await.unwrap();
+    let live = live.data.unwrap_or_default();
+    let live = live.get("slurm.conf").expect("the operator's slurm.conf");
+    let recorded = std::fs::read_to_string(repo_root().join(RECORDED)).unwrap();
+    assert_eq!(
+        live.trim_end(),
+        recorded.trim_end(),
+        "slurm-operator renders another slurm.conf from tests/harness/site/values.yaml than \
+         {RECORDED}: if the values or the operator changed on purpose, record it again from \
+         ConfigMap {ns}/slurm-config"
+    );
+    let running = std::fs::read_to_string(&cluster.conf).unwrap();
+    let dir = cluster.conf.parent().unwrap().parent().unwrap();
+    let out = substitute(live, &dir.to_string_lossy());
+    let ours = String::from_utf8(out.stdout).unwrap();
+    let port = |text: &str, k: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{k}=")))
+            .map(String::from)
+    };
+    // The same file but for the ports, which the harness passes from its own base.
+    let ours = ours
+        .replace(
+            "SlurmctldPort=14817",
+            &format!("SlurmctldPort={}", port(&running, "SlurmctldPort").unwrap()),
+        )
+        .replace(
+            "SlurmdPort=14818",
+            &format!("SlurmdPort={}", port(&running, "SlurmdPort").unwrap()),
+        );
+    assert_eq!(running, ours);
+}
+
+/// Waits for `check`, saying `what`, the site's queue and nodes, the autoscalers' statuses
+/// and the autoscaler's log when it does not hold.
+async fn until(
+    what: &str,
+    within: Duration,
+    c: &SlurmCluster,
+    a: &Process,
+    check: impl AsyncFn() -> bool,
+) {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let nsas: Api<NodeSetAutoscaler> = Api::all(kube_client().await);
+    let statuses: Vec<String> = nsas
+        .list(&ListParams::default())
+        .await
+        .map(|l| {
+            l.items
+                .iter()
+                .filter(|n| n.spec.slurm.cluster.as_deref() == Some(&c.name))
+                .map(|n| format!("{:?}: {:?}", n.metadata.name, n.status))
+                .collect()
+        })
+        .unwrap_or_default();
+    panic!(
+        "{what}: not within {within:?}\nsqueue:\n{}\nsinfo:\n{}\nautoscalers:\n{}\nautoscaler logs:\n{}",
+        c.run("squeue", &["-o", "%i %P %T %r %N %C %b %f"]),
+        c.run("sinfo", &["-N", "-a"]),
+        statuses.join("\n"),
+        a.logs()
+    );
+}
+
+/// A NodeSetAutoscaler `name` on NodeSet `nodeset` in `ns`: the README's, with the test's
+/// bounds, short timers and node records kept at zero (so slurmctld takes a job that needs a
+/// feature or a GPU while there is no pod).
+async fn autoscaler_of(
+    nsas: &Api<NodeSetAutoscaler>,
+    cluster: &SlurmCluster,
+    name: &str,
+    nodeset: &str,
+) {
+    let mut nsa = support::readme_yaml("slinky-nsa.yaml");
+    nsa["metadata"] = json!({"name": name});
+    nsa["spec"]["scaleTargetRef"]["name"] = json!(nodeset);
+    let spec = nsa["spec"].as_object_mut().unwrap();
+    for (key, value) in [
+        ("slurm", json!({"cluster": cluster.name})),
+        ("maxReplicas", json!(2)),
+        ("idleTimeoutSeconds", json!(6)),
+        (
+            "scaleDown",
+            json!({"stabilizationWindowSeconds": 4, "maxStep": 8}),
+        ),
+        ("nodeRecords", json!("Future")),
+    ] {
+        spec.insert(key.into(), value);
+    }
+    let nsa: NodeSetAutoscaler = serde_json::from_value(nsa).unwrap();
+    let _ = nsas.delete(name, &DeleteParams::default()).await;
+    support::wait_until(Duration::from_secs(10), || async {
+        nsas.get_opt(name).await.is_ok_and(|n| n.is_none())
+    })
+    .await;
+    nsas.create(&PostParams::default(), &nsa).await.unwrap();
+}
+
+fn exporter(cluster: &SlurmCluster) -> Process {
+    let key = cluster.key_file.to_string_lossy().into_owned();
+    let kubeconfig = support::kubeconfig_path().to_string_lossy().into_owned();
+    Process::start(
+        &[
+            "exporter",
+            "--interval",
+            "1s",
+            "--jwt-key-file",
+            &key,
+            "--kubeconfig",
+            &kubeconfig,
+        ],
+        &[
+            ("SLURM_REST_URL", &cluster.url),
+            ("SLURM_USER", &cluster.user),
+            ("SLURM_CLUSTER", &cluster.name),
+        ],
+    )
+}
+
+/// squeue's count of jobs in `partition` in `state`.
+fn squeue_count(c: &SlurmCluster, partition: &str, state: &str) -> f64 {
+    c.run("squeue", &["-h", "-p", partition, "-t", state, "-o", "%i"])
+        .lines()
+        .count() as f64
+}
+
+/// The exporter says what squeue says of both partitions, and each NodeSet's desired nodes
+/// are its autoscaler's replicas (the exporter's rule is the autoscaler's).
+async fn figures_agree(
+    c: &SlurmCluster,
+    e: &Process,
+    ns: &str,
+    replicas: &BTreeMap<&str, i32>,
+) -> bool {
+    let m: Metrics = e.metrics().await;
+    let part = |name: &str, p: &str| m.get(name, &[("partition", p)]).unwrap_or(-1.0);
+    ["all", "cpu"].iter().all(|p| {
+        part("slurm_partition_jobs_pending", p) == squeue_count(c, p, "PD")
+            && part("slurm_partition_jobs_running", p) == squeue_count(c, p, "R")
+    }) && NODESETS.iter().all(|(_, nodeset)| {
+        // One series a partition the NodeSet serves: each says the same.
+        let desired = m.all(
+            "slurm_nodeset_desired_nodes",
+            &[("namespace", ns), ("nodeset", nodeset)],
+        );
+        let want = replicas.get(nodeset).map(|r| *r as f64);
+        !desired.is_empty() && desired.iter().all(|d| Some(*d) == want)
+    })
+}
+
+/// No job, no autoscaler, no pod and no node record left by an earlier run.
+async fn reset(
+    cluster: &SlurmCluster,
+    nsas: &Api<NodeSetAutoscaler>,
+    nodesets: &Api<v1beta1::NodeSet>,
+    pods: &Api<Pod>,
+) {
+    let _ = cluster.cmd("scancel").arg("--user=root").status();
+    for (name, nodeset) in NODESETS {
+        let _ = nsas.delete(name, &DeleteParams::default()).await;
+        let zero = json!({"spec": {"replicas": 0}});
+        let _ = nodesets
+            .patch(
+                nodeset,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(&zero),
+            )
+            .await;
+    }
+    let gone = support::wait_until(Duration::from_secs(120), || async {
+        pods.list(&ListParams::default().labels(SLURMD_PODS))
+            .await
+            .is_ok_and(|l| l.items.is_empty())
+            && cluster.run("squeue", &["-h"]).trim().is_empty()
+    })
+    .await;
+    assert!(gone, "the site's pods or jobs of an earlier run did not go");
+    for (name, _) in NODESETS {
+        for i in 0..4 {
+            let _ = cluster
+                .cmd("scontrol")
+                .args(["delete", &format!("nodename={name}-{i}")])
+                .output();
+        }
+    }
+}
+
+#[tokio::test]
+async fn each_job_grows_only_the_nodeset_slurm_would_run_it_on_and_all_returns_to_zero() {
+    let (ns, cluster) = site();
+    let client = kube_client().await;
+    let nsas: Api<NodeSetAutoscaler> = Api::namespaced(client.clone(), &ns);
+    let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    reset(&cluster, &nsas, &nodesets, &pods).await;
+    for (name, nodeset) in NODESETS {
+        autoscaler_of(&nsas, &cluster, name, nodeset).await;
+    }
+    let a = support::elastic::scontrol_autoscaler(&client, &cluster, "site-lease").await;
+    let e = exporter(&cluster);
+    let replicas = async || {
+        let mut r = BTreeMap::new();
+        for (_, nodeset) in NODESETS {
+            r.insert(
+                nodeset,
+                support::elastic::spec_replicas(&nodesets, nodeset).await,
+            );
+        }
+        r
+    };
+    until(
+        "the autoscalers' FUTURE records of every NodeSet",
+        Duration::from_secs(60),
+        &cluster,
+        &a,
+        async || {
+            NODESETS.iter().all(|(n, _)| {
+                (0..2).all(|i| {
+                    cluster
+                        .node_record(&format!("{n}-{i}"))
+                        .contains("State=FUTURE")
+                })
+            })
+        },
+    )
+    .await;
+
+    // Four jobs at zero pods, in the site's default partition `all` (over every NodeSet): one
+    // that needs a GPU (only alpha has them), one that needs `fastscratch` (only charlie), a
+    // plain one (all three fit it; bravo has the lowest Weight), and one no NodeSet can run
+    // (more nodes than the NodeSets may have together; slurmctld takes it and leaves it
+    // pending). Each takes its node whole: the chart sets no default memory, so a job gets
+    // all of its node's.
+    let sleep = ["--wrap", "sleep 30"];
+    let gpu = cluster.submit(&[&["--gres=gpu:1", "-c", "2"][..], &sleep].concat());
+    let feature = cluster.submit(&[&["--constraint=fastscratch", "-c", "2"][..], &sleep].concat());
+    let plain = cluster.submit(&[&["-c", "2"][..], &sleep].concat());
+    let never = cluster.submit(&["-N", "7", "--wrap", "sleep 1"]);
+    let want: BTreeMap<&str, i32> = [
+        ("slurm-worker-alpha", 1),
+        ("slurm-worker-bravo", 1),
+        ("slurm-worker-charlie", 1),
+    ]
+    .into();
+    let most = std::cell::RefCell::new(BTreeMap::<&str, i32>::new());
+    let ran = std::cell::RefCell::new(std::collections::BTreeSet::<String>::new());
+    until(
+        "each runnable job running, on one node of its NodeSet each",
+        Duration::from_secs(180),
+        &cluster,
+        &a,
+        async || {
+            let now = replicas().await;
+            for (k, v) in &now {
+                let m = *most.borrow().get(k).unwrap_or(&0);
+                most.borrow_mut().insert(k, m.max(*v));
+            }
+            for (job, nodeset) in [(&gpu, "alpha"), (&feature, "charlie"), (&plain, "bravo")] {
+                let state = cluster.run("squeue", &["-h", "-j", job, "-o", "%T %N"]);
+                if state.starts_with(&format!("RUNNING {nodeset}-")) {
+                    ran.borrow_mut().insert(job.clone());
+                }
+            }
+            ran.borrow().len() == 3
+        },
+    )
+    .await;
+    // None grew for a job another NodeSet runs, and none for the job nobody can run.
+    assert_eq!(
+        *most.borrow(),
+        want,
+        "the most replicas each NodeSet had; autoscaler log:\n{}",
+        a.logs()
+    );
+    assert_eq!(replicas().await, want);
+    assert_eq!(support::elastic::job_state(&cluster, &never), "PENDING");
+    // The exporter agrees with squeue and with the autoscalers, and counts the job nobody
+    // can run as such, in the partition it waits in.
+    let now = replicas().await;
+    until(
+        "the exporter's figures equal squeue's and the autoscalers'",
+        Duration::from_secs(20),
+        &cluster,
+        &a,
+        async || figures_agree(&cluster, &e, &ns, &now).await,
+    )
+    .await;
+    let m = e.metrics().await;
+    assert_eq!(
+        m.get(
+            "slurm_partition_demand_unsatisfiable_jobs",
+            &[("partition", "all")]
+        ),
+        Some(1.0),
+        "{}",
+        e.logs()
+    );
+
+    // The jobs end; nobody can run the last one: it goes too. Back to zero: the operator
+    // drains each node and deletes its pod.
+    let _ = cluster.cmd("scancel").arg(&never).status();
+    until(
+        "every NodeSet back at 0 and the operator's pods gone",
+        Duration::from_secs(200),
+        &cluster,
+        &a,
+        async || {
+            replicas().await.values().all(|r| *r == 0)
+                && pods
+                    .list(&ListParams::default().labels(SLURMD_PODS))
+                    .await
+                    .is_ok_and(|l| l.items.is_empty())
+        },
+    )
+    .await;
+    until(
+        "the exporter's figures equal squeue's and the autoscalers' at zero",
+        Duration::from_secs(20),
+        &cluster,
+        &a,
+        async || figures_agree(&cluster, &e, &ns, &replicas().await).await,
+    )
+    .await;
+    for (name, _) in NODESETS {
+        let _ = nsas.delete(name, &DeleteParams::default()).await;
+    }
+}
