@@ -88,8 +88,8 @@ alone=(keda restarts slurm_planned)
 # after the rest of that copy's tests, and only while these run. The real node (kube.sh
 # node-start: a kubelet, containerd, kube-proxy and CoreDNS; one a machine, its bridge and
 # rules being the host's) runs beside it for real_node.rs: the README's install and Slinky's
-# own slurmd pods. And the site (kube.sh site-start: Slinky's chart with a site's values, and
-# a Slurm 26.05 on the slurm.conf the operator renders for it) for site.rs.
+# own slurmd pods. And two sites (kube.sh site-start: Slinky's chart with a site's values, and
+# a Slurm 26.05 and a 24.11 on the slurm.conf the operator renders for them) for site.rs.
 with_operator=(operator real_node site)
 # Their ports stay below the kernel's ephemeral range (32768 and up here), where an outgoing
 # connection could hold a port a slurmd is about to bind.

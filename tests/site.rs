@@ -2,8 +2,9 @@
 //! a site's values for Slinky's own chart (`tests/harness/site/values.yaml`: NodeSets `alpha`
 //! with GPUs, `bravo` plain and preferred by Weight, `charlie` with the feature `fastscratch`;
 //! the chart's default partition `all` over every NodeSet and a partition `cpu` over the two
-//! CPU ones), and the harness runs Slurm 26.05 on that file, changed only by
-//! `tests/harness/operator-conf.sh`'s table (`kube.sh site-start`). On it, one autoscaler per
+//! CPU ones), and the harness runs Slurm 26.05, and 24.11 (whose REST the operator reaches
+//! through the v0.0.44 proxy), on that file, changed only by
+//! `tests/harness/operator-conf.sh`'s table (`kube.sh site-start`). On each, one autoscaler per
 //! NodeSet grows, for each pending job, only the NodeSet Slurm would run it on; the operator
 //! makes the pods, each job runs, and everything returns to zero.
 //!
@@ -21,29 +22,43 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::json;
 use slurmscale_autoscaler::crd::NodeSetAutoscaler;
 use slurmscale_exporter::k8s::nodeset::v1beta1;
-use support::{Metrics, Process, SlurmCluster, kube_client, kube_env, repo_root};
+use support::{Metrics, Process, SlurmCluster, kube_client, repo_root};
 
-/// The operator's render of the site's values, recorded (see [`the_operator_renders`]).
-const RECORDED: &str = "tests/harness/site/operator-slurm.conf";
 const TABLE: &str = "tests/harness/operator-conf.sh";
-/// The site's NodeSets as the chart names them, by their name in Slurm.
-const NODESETS: [(&str, &str); 3] = [
-    ("alpha", "slurm-worker-alpha"),
-    ("bravo", "slurm-worker-bravo"),
-    ("charlie", "slurm-worker-charlie"),
-];
+/// The site's NodeSets, by their name in Slurm (and the values' key).
+const NODESETS: [&str; 3] = ["alpha", "bravo", "charlie"];
+
+/// The chart's name for the site's objects: its release (the cluster's name) and `-slurm`.
+fn chart_name(cluster: &SlurmCluster) -> String {
+    format!("{}-slurm", cluster.name)
+}
+
+/// NodeSet `name` of the site as the chart names it.
+fn nodeset_of(cluster: &SlurmCluster, name: &str) -> String {
+    format!("{}-worker-{name}", chart_name(cluster))
+}
 const SLURMD_PODS: &str = "app.kubernetes.io/name=slurmd";
 
-/// The site's namespace and its Slurm; fails with what to run when the site is not up.
-fn site() -> (String, SlurmCluster) {
-    let ns = kube_env("HARNESS_SITE_NAMESPACE")
-        .expect("kube.sh env lacks HARNESS_SITE_NAMESPACE: restart the harness");
+/// The namespace and Slurm of the site on Slurm `release`; fails with what to run when it is
+/// not up.
+fn site(release: &str) -> (String, SlurmCluster) {
+    let flavor = format!("site-{release}");
     assert!(
-        support::run_dir().join("slurm-site/env").exists(),
-        "the site is not up: run tests/harness/kube.sh operator-start && tests/harness/kube.sh site-start \
-         (tests/run.sh does, for the operator's tests)"
+        support::run_dir()
+            .join(format!("slurm-{flavor}/env"))
+            .exists(),
+        "the site on Slurm {release} is not up: run tests/harness/kube.sh operator-start && \
+         tests/harness/kube.sh site-start (tests/run.sh does, for the operator's tests)"
     );
-    (ns, SlurmCluster::get("site"))
+    (
+        format!("site-{}", release.replace('.', "")),
+        SlurmCluster::get(&flavor),
+    )
+}
+
+/// The operator's render of the site's values for `cluster`, as recorded (see [`renders`]).
+fn recorded(cluster: &str) -> String {
+    format!("tests/harness/site/operator-slurm-{cluster}.conf")
 }
 
 /// The `KEY=` keys operator-conf.sh's table changes or adds.
@@ -79,7 +94,7 @@ fn substitute(render: &str, dir: &str) -> std::process::Output {
 /// render without one of the keys it replaces (or with one it adds) is refused, not run.
 #[test]
 fn the_harness_changes_only_the_lines_of_its_table() {
-    let render = std::fs::read_to_string(repo_root().join(RECORDED)).unwrap();
+    let render = std::fs::read_to_string(repo_root().join(recorded("site2605"))).unwrap();
     let out = substitute(&render, "/run/x");
     assert!(
         out.status.success(),
@@ -133,20 +148,21 @@ fn the_harness_changes_only_the_lines_of_its_table() {
 
 /// The real operator renders, from the site's values, the file recorded beside them, and
 /// the Slurm the harness runs has exactly that file through the table.
-#[tokio::test]
-async fn the_operator_renders() {
-    let (ns, cluster) = site();
+async fn renders(release: &str) {
+    let (ns, cluster) = site(release);
     let maps: Api<ConfigMap> = Api::namespaced(kube_client().await, &ns);
-    let live = maps.get("slurm-config").await.unwrap();
+    let config = format!("{}-config", chart_name(&cluster));
+    let live = maps.get(&config).await.unwrap();
     let live = live.data.unwrap_or_default();
     let live = live.get("slurm.conf").expect("the operator's slurm.conf");
-    let recorded = std::fs::read_to_string(repo_root().join(RECORDED)).unwrap();
+    let file = recorded(&cluster.name);
+    let recorded = std::fs::read_to_string(repo_root().join(&file)).unwrap();
     assert_eq!(
         live.trim_end(),
         recorded.trim_end(),
         "slurm-operator renders another slurm.conf from tests/harness/site/values.yaml than \
-         {RECORDED}: if the values or the operator changed on purpose, record it again from \
-         ConfigMap {ns}/slurm-config"
+         {file}: if the values or the operator changed on purpose, record it again from \
+         ConfigMap {ns}/{config}"
     );
     let running = std::fs::read_to_string(&cluster.conf).unwrap();
     let dir = cluster.conf.parent().unwrap().parent().unwrap();
@@ -282,13 +298,13 @@ async fn figures_agree(
     ["all", "cpu"].iter().all(|p| {
         part("slurm_partition_jobs_pending", p) == squeue_count(c, p, "PD")
             && part("slurm_partition_jobs_running", p) == squeue_count(c, p, "R")
-    }) && NODESETS.iter().all(|(_, nodeset)| {
+    }) && NODESETS.iter().all(|name| {
         // One series a partition the NodeSet serves: each says the same.
         let desired = m.all(
             "slurm_nodeset_desired_nodes",
-            &[("namespace", ns), ("nodeset", nodeset)],
+            &[("namespace", ns), ("nodeset", &nodeset_of(c, name))],
         );
-        let want = replicas.get(nodeset).map(|r| *r as f64);
+        let want = replicas.get(name).map(|r| *r as f64);
         !desired.is_empty() && desired.iter().all(|d| Some(*d) == want)
     })
 }
@@ -301,12 +317,12 @@ async fn reset(
     pods: &Api<Pod>,
 ) {
     let _ = cluster.cmd("scancel").arg("--user=root").status();
-    for (name, nodeset) in NODESETS {
+    for name in NODESETS {
         let _ = nsas.delete(name, &DeleteParams::default()).await;
         let zero = json!({"spec": {"replicas": 0}});
         let _ = nodesets
             .patch(
-                nodeset,
+                &nodeset_of(cluster, name),
                 &kube::api::PatchParams::default(),
                 &kube::api::Patch::Merge(&zero),
             )
@@ -320,7 +336,7 @@ async fn reset(
     })
     .await;
     assert!(gone, "the site's pods or jobs of an earlier run did not go");
-    for (name, _) in NODESETS {
+    for name in NODESETS {
         for i in 0..4 {
             let _ = cluster
                 .cmd("scontrol")
@@ -331,24 +347,45 @@ async fn reset(
 }
 
 #[tokio::test]
-async fn each_job_grows_only_the_nodeset_slurm_would_run_it_on_and_all_returns_to_zero() {
-    let (ns, cluster) = site();
+async fn the_operator_renders_the_recorded_slurm_conf_on_26_05() {
+    renders("26.05").await
+}
+
+#[tokio::test]
+async fn the_operator_renders_the_recorded_slurm_conf_on_24_11() {
+    renders("24.11").await
+}
+
+#[tokio::test]
+async fn each_job_grows_only_the_nodeset_slurm_would_run_it_on_and_all_returns_to_zero_on_26_05() {
+    grows("26.05").await
+}
+
+#[tokio::test]
+async fn each_job_grows_only_the_nodeset_slurm_would_run_it_on_and_all_returns_to_zero_on_24_11() {
+    grows("24.11").await
+}
+
+async fn grows(release: &str) {
+    let (ns, cluster) = site(release);
     let client = kube_client().await;
     let nsas: Api<NodeSetAutoscaler> = Api::namespaced(client.clone(), &ns);
     let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     reset(&cluster, &nsas, &nodesets, &pods).await;
-    for (name, nodeset) in NODESETS {
-        autoscaler_of(&nsas, &cluster, name, nodeset).await;
+    for name in NODESETS {
+        autoscaler_of(&nsas, &cluster, name, &nodeset_of(&cluster, name)).await;
     }
-    let a = support::elastic::scontrol_autoscaler(&client, &cluster, "site-lease").await;
+    let lease = format!("{ns}-lease");
+    let a = support::elastic::scontrol_autoscaler(&client, &cluster, &lease).await;
     let e = exporter(&cluster);
     let replicas = async || {
         let mut r = BTreeMap::new();
-        for (_, nodeset) in NODESETS {
+        for name in NODESETS {
+            let nodeset = nodeset_of(&cluster, name);
             r.insert(
-                nodeset,
-                support::elastic::spec_replicas(&nodesets, nodeset).await,
+                name,
+                support::elastic::spec_replicas(&nodesets, &nodeset).await,
             );
         }
         r
@@ -359,7 +396,7 @@ async fn each_job_grows_only_the_nodeset_slurm_would_run_it_on_and_all_returns_t
         &cluster,
         &a,
         async || {
-            NODESETS.iter().all(|(n, _)| {
+            NODESETS.iter().all(|n| {
                 (0..2).all(|i| {
                     cluster
                         .node_record(&format!("{n}-{i}"))
@@ -373,20 +410,35 @@ async fn each_job_grows_only_the_nodeset_slurm_would_run_it_on_and_all_returns_t
     // Four jobs at zero pods, in the site's default partition `all` (over every NodeSet): one
     // that needs a GPU (only alpha has them), one that needs `fastscratch` (only charlie), a
     // plain one (all three fit it; bravo has the lowest Weight), and one no NodeSet can run
-    // (more nodes than the NodeSets may have together; slurmctld takes it and leaves it
-    // pending). Each takes its node whole: the chart sets no default memory, so a job gets
-    // all of its node's.
+    // (more nodes than the NodeSets may have together: 26.05 takes it and leaves it pending,
+    // 24.11 refuses it at submit, as the node records give the partition its full size).
+    // Each takes its node whole: the chart sets no default memory, so a job gets all of its
+    // node's.
     let sleep = ["--wrap", "sleep 30"];
     let gpu = cluster.submit(&[&["--gres=gpu:1", "-c", "2"][..], &sleep].concat());
     let feature = cluster.submit(&[&["--constraint=fastscratch", "-c", "2"][..], &sleep].concat());
     let plain = cluster.submit(&[&["-c", "2"][..], &sleep].concat());
-    let never = cluster.submit(&["-N", "7", "--wrap", "sleep 1"]);
-    let want: BTreeMap<&str, i32> = [
-        ("slurm-worker-alpha", 1),
-        ("slurm-worker-bravo", 1),
-        ("slurm-worker-charlie", 1),
-    ]
-    .into();
+    let too_large = [
+        "--parsable",
+        "-o",
+        "/dev/null",
+        "-N",
+        "7",
+        "--wrap",
+        "sleep 1",
+    ];
+    let never = if release == "24.11" {
+        let out = cluster.cmd("sbatch").args(too_large).output().unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && said.contains("Requested node configuration is not available"),
+            "{said}"
+        );
+        None
+    } else {
+        Some(cluster.submit(&too_large[3..]))
+    };
+    let want: BTreeMap<&str, i32> = [("alpha", 1), ("bravo", 1), ("charlie", 1)].into();
     let most = std::cell::RefCell::new(BTreeMap::<&str, i32>::new());
     let ran = std::cell::RefCell::new(std::collections::BTreeSet::<String>::new());
     until(
@@ -418,7 +470,9 @@ async fn each_job_grows_only_the_nodeset_slurm_would_run_it_on_and_all_returns_t
         a.logs()
     );
     assert_eq!(replicas().await, want);
-    assert_eq!(support::elastic::job_state(&cluster, &never), "PENDING");
+    if let Some(never) = &never {
+        assert_eq!(support::elastic::job_state(&cluster, never), "PENDING");
+    }
     // The exporter agrees with squeue and with the autoscalers, and counts the job nobody
     // can run as such, in the partition it waits in.
     let now = replicas().await;
@@ -436,14 +490,16 @@ async fn each_job_grows_only_the_nodeset_slurm_would_run_it_on_and_all_returns_t
             "slurm_partition_demand_unsatisfiable_jobs",
             &[("partition", "all")]
         ),
-        Some(1.0),
+        Some(if never.is_some() { 1.0 } else { 0.0 }),
         "{}",
         e.logs()
     );
 
     // The jobs end; nobody can run the last one: it goes too. Back to zero: the operator
     // drains each node and deletes its pod.
-    let _ = cluster.cmd("scancel").arg(&never).status();
+    if let Some(never) = &never {
+        let _ = cluster.cmd("scancel").arg(never).status();
+    }
     until(
         "every NodeSet back at 0 and the operator's pods gone",
         Duration::from_secs(200),
@@ -466,7 +522,7 @@ async fn each_job_grows_only_the_nodeset_slurm_would_run_it_on_and_all_returns_t
         async || figures_agree(&cluster, &e, &ns, &replicas().await).await,
     )
     .await;
-    for (name, _) in NODESETS {
+    for name in NODESETS {
         let _ = nsas.delete(name, &DeleteParams::default()).await;
     }
 }

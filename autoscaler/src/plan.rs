@@ -32,6 +32,8 @@ pub struct Plan {
     pub limited: bool,
     /// Jobs too large to ever fit: reported, not chased.
     pub unsatisfiable_jobs: u64,
+    /// Of those, the jobs no NodeSet of the partitions can run (said in an Event).
+    pub no_nodeset_jobs: u64,
     /// There is work (busy nodes or schedulable demand).
     pub active: bool,
     /// With the same inputs, the plan may differ from this time on (a stabilization window
@@ -125,6 +127,7 @@ impl Default for Plan {
             recommendation: 0,
             limited: false,
             unsatisfiable_jobs: 0,
+            no_nodeset_jobs: 0,
             active: false,
             revisit: None,
             records: Ok(Vec::new()),

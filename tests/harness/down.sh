@@ -7,7 +7,8 @@ need_root
 
 status=0
 "$HARNESS_DIR/kube.sh" stop || status=1
-"$HARNESS_DIR/slurm.sh" site stop || status=1
+"$HARNESS_DIR/slurm.sh" site-26.05 stop || status=1
+"$HARNESS_DIR/slurm.sh" site-24.11 stop || status=1
 "$HARNESS_DIR/slurm.sh" 26.05 stop || status=1
 "$HARNESS_DIR/slurm.sh" 24.11 stop || status=1
 "$HARNESS_DIR/slurm.sh" 22.05 stop || status=1

@@ -6,7 +6,8 @@
 # the Slinky slurm-operator.
 #
 #   kube.sh start | stop | status | env | apiserver-stop | apiserver-start
-#   kube.sh keda-start | keda-stop | operator-start | operator-stop | site-start | site-stop
+#   kube.sh keda-start | keda-stop | operator-start | operator-stop
+#   kube.sh site-start | site-stop [site-26.05 | site-24.11]   (both when none is named)
 #   kube.sh node-start | node-stop | node-import IMAGE CONTEXT   (a real node: node.sh)
 #
 # SLURMSCALE_KUBE_WITH="keda slurm-operator" (either or both) makes `start` start those too.
@@ -16,9 +17,10 @@
 # address) — 26.05's own, which speaks the operator's v0.0.44, or for 24.11
 # slurmrestd-v0044.py, a path-rewriting proxy in front of 24.11's —, a Controller and a
 # RestApi in namespace slurm-operator, and operator-pods.sh, which plays each NodeSet pod's
-# slurmd. See operator_start. With the operator up, `site-start` adds a site as Slinky's chart
-# makes one (see site_start): the chart's objects in namespace `site`, and a Slurm 26.05
-# (`slurm.sh site`) on the slurm.conf the operator renders for them. Mind that the operator
+# slurmd. See operator_start. With the operator up, `site-start` adds sites as Slinky's chart
+# makes them (see site_start): the chart's objects in namespace `site-2605` (`site-2411`), and
+# a Slurm 26.05 (24.11), `slurm.sh site-26.05` (`site-24.11`), on the slurm.conf the operator
+# renders for them. Mind that the operator
 # reconciles every NodeSet in the cluster, whichever Controller it names, and rewrites its
 # status within a second: tests/run.sh starts it only while the operator's own tests run.
 #
@@ -61,10 +63,10 @@ operator_restd_port=6820
 # controllerRef (they say `slurm`): the operator would make pods for those, and it gives up
 # reconciling a Controller when a NodeSet in another namespace names it.
 operator_ns=slurm-operator operator_controller=harness
-# The site (site_start): Slinky's chart installed as release `slurm` in namespace `site`, its
-# slurmrestd for the operator on a loopback address of its own (port 6820 is taken on
+# The sites (site_start): Slinky's chart, one a Slurm release, each in a namespace of its own
+# with its slurmrestd for the operator on a loopback address of its own (port 6820 is taken on
 # 127.0.0.1 by the harness Controller's).
-site_ns=site site_release=slurm site_restd_addr=127.0.4.1
+sites=(site-26.05 site-24.11)
 site_values="$HARNESS_DIR/site/values.yaml" site_placement="$HARNESS_DIR/site/placement.yaml"
 operator_slurm=${SLURMSCALE_OPERATOR_SLURM:-26.05}
 api_url="https://127.0.0.1:$api_port"
@@ -359,9 +361,6 @@ export HARNESS_SLURM_OPERATOR_SLURM=$operator_slurm
 export HARNESS_SLURM_OPERATOR_LOG=$logs/slurm-operator.log
 # operator-pods.sh's pods with a slurmd running (one file each): empty once it is done.
 export HARNESS_SLURM_OPERATOR_PODS=$dir/operator-pods
-# The site of Slinky's chart (site-start): its namespace, and operator-pods.sh's state for it.
-export HARNESS_SITE_NAMESPACE=$site_ns
-export HARNESS_SITE_PODS=$dir/operator-pods-site
 # The Prometheus Operator's build (operator, crds/): tests/real_node.rs runs it.
 export HARNESS_PROMETHEUS_OPERATOR=$GOSTACK_PROMETHEUS_OPERATOR_DIR
 EOF
@@ -550,77 +549,110 @@ operator_start() {
 }
 
 # The names the operator dials slurmrestd by, and where the harness runs each: the harness
-# Controller's on 127.0.0.1, the site's on its own address.
+# Controller's on 127.0.0.1, each site's on its own address.
 operator_hosts() {
   cat /etc/hosts
   echo "127.0.0.1 $operator_controller-restapi.$operator_ns"
-  echo "$site_restd_addr $site_release-restapi.$site_ns"
+  local site
+  for site in "${sites[@]}"; do
+    site_vars "$site"
+    echo "$site_restd_addr $site_full-restapi.$site_ns"
+  done
 }
 
-# A site as Slinky's chart makes one, for tests of the layouts sites run (docs/testing.md):
-# the chart (the operator module's, tests/harness/site/values.yaml as the site's values,
-# placement.yaml for where kwok runs its pods) rendered and applied in namespace `site`;
-# the operator writes slurm.conf for its Controller (ConfigMap slurm-config) as it would
-# for a slurmctld pod; the harness saves it with the chart's keys and starts Slurm 26.05 on
-# it (`slurm.sh site start`: operator-conf.sh's substitutions and nothing else), a slurmrestd
-# where the operator dials the site's RestApi, and an operator-pods.sh for the site's pods.
-# Needs the operator (operator-start) and the 26.05 root filesystem.
+# A site as Slinky's chart makes one, for tests of the layouts sites run (docs/testing.md), on
+# Slurm FLAVOR's release (site-26.05, site-24.11): the chart (the operator module's,
+# tests/harness/site/values.yaml as the site's values, placement.yaml for where kwok runs its
+# pods, the cluster named per site) rendered and applied in the site's namespace; the operator
+# writes slurm.conf for its Controller (ConfigMap slurm-config) as it would for a slurmctld
+# pod; the harness saves it with the chart's keys and starts Slurm on it (`slurm.sh FLAVOR
+# start`: operator-conf.sh's substitutions and nothing else), a slurmrestd where the operator
+# dials the site's RestApi (24.11's through the v0.0.44 proxy), and an operator-pods.sh for
+# the site's pods. Needs the operator (operator-start) and the release's root filesystem.
 site_start() {
+  local flavor=$1 tools
+  site_vars "$flavor"
   pid_alive "$pids/slurm-operator" || die "the slurm-operator is not running: run tests/harness/kube.sh operator-start first"
-  local tools render=$SLURMSCALE_RUN/site-render
   tools=$("$HARNESS_DIR/tools.sh") || die "tests/harness/tools.sh failed"
-  rm -rf "$render" && mkdir -p "$render"
+  rm -rf "$site_render" && mkdir -p "$site_render"
   create /api/v1/namespaces <<<"{\"apiVersion\": \"v1\", \"kind\": \"Namespace\", \"metadata\": {\"name\": \"$site_ns\"}}"
   # The chart makes new keys at every render, in immutable Secrets, unless they exist (as
   # `helm upgrade` finds them): a start after a stop keeps the keys, which the operator
   # holds on to.
   local keep=()
-  if [ -n "$(site_key "$site_release-auth-jwt" jwt.key 2>/dev/null)" ] &&
-    [ -n "$(site_key "$site_release-auth-slurm" slurm.key 2>/dev/null)" ]; then
+  if [ -n "$(site_key "$site_full-auth-jwt" jwt.key 2>/dev/null)" ] &&
+    [ -n "$(site_key "$site_full-auth-slurm" slurm.key 2>/dev/null)" ]; then
     keep=(--set jwtKey.create=false --set slurmKey.create=false)
   fi
   HOME=$dir "$tools/helm" template "$site_release" "$GOSTACK_SLURM_OPERATOR_DIR/helm-slurm" -n "$site_ns" \
-    -f "$site_values" -f "$site_placement" "${keep[@]}" >"$render/chart.yaml" || die "helm template of Slinky's chart failed"
+    -f "$site_values" -f "$site_placement" --set "clusterName=$site_cluster" "${keep[@]}" \
+    >"$site_render/chart.yaml" || die "helm template of Slinky's chart failed"
   "$tools/kubectl" --kubeconfig="$kubeconfig" apply --server-side --force-conflicts --field-manager=harness \
-    -f "$render/chart.yaml" >"$render/apply.log" 2>&1 || die "applying the chart's objects failed: $(tail -n 5 "$render/apply.log")"
-  wait_for 60 "slurm-operator's slurm.conf for the site (ConfigMap $site_ns/$site_release-config)" site_rendered "$render"
-  site_key "$site_release-auth-jwt" jwt.key >"$render/jwt.key"
-  site_key "$site_release-auth-slurm" slurm.key >"$render/slurm.key"
-  [ -s "$render/jwt.key" ] && [ -s "$render/slurm.key" ] || die "the chart's key Secrets in $site_ns are empty"
-  "$HARNESS_DIR/slurm.sh" site start
-  "$HARNESS_DIR/slurm.sh" site restd-at "$site_restd_addr:$operator_restd_port"
-  stop_pidfile "$pids/operator-pods-site"
+    -f "$site_render/chart.yaml" >"$site_render/apply.log" 2>&1 ||
+    die "applying the chart's objects failed: $(tail -n 5 "$site_render/apply.log")"
+  wait_for 60 "slurm-operator's slurm.conf for $flavor (ConfigMap $site_ns/$site_full-config)" site_rendered
+  site_key "$site_full-auth-jwt" jwt.key >"$site_render/jwt.key"
+  site_key "$site_full-auth-slurm" slurm.key >"$site_render/slurm.key"
+  [ -s "$site_render/jwt.key" ] && [ -s "$site_render/slurm.key" ] || die "the chart's key Secrets in $site_ns are empty"
+  "$HARNESS_DIR/slurm.sh" "$flavor" start
+  local env
+  env=$("$HARNESS_DIR/slurm.sh" "$flavor" env) || die "no env of Slurm $flavor"
+  if [ "$flavor" = site-24.11 ]; then
+    stop_pidfile "$pids/slurmrestd-v0044-$flavor"
+    run "slurmrestd-v0044-$flavor" python3 "$HARNESS_DIR/slurmrestd-v0044.py" "$site_restd_addr:$operator_restd_port" \
+      "$(sed -n 's/^export SLURM_REST_URL=//p' <<<"$env")"
+  else
+    "$HARNESS_DIR/slurm.sh" "$flavor" restd-at "$site_restd_addr:$operator_restd_port"
+  fi
+  stop_pidfile "$pids/operator-pods-$flavor"
   KUBE_API_URL=$api_url HARNESS_KUBE_PKI=$pki \
-    run operator-pods-site "$HARNESS_DIR/operator-pods.sh" "$site_ns" site "$dir/operator-pods-site"
-  wait_up 60 slurm-operator "the operator's Slurm client for the site's Controller" \
-    awk -v c="\"$site_ns/$site_release\"" 'index($0, "Added slurm client") && index($0, c) {found = 1; exit} END {exit !found}' \
+    run "operator-pods-$flavor" "$HARNESS_DIR/operator-pods.sh" "$site_ns" "$flavor" "$dir/operator-pods-$flavor"
+  wait_up 60 slurm-operator "the operator's Slurm client for $flavor's Controller" \
+    awk -v c="\"$site_ns/$site_full\"" 'index($0, "Added slurm client") && index($0, c) {found = 1; exit} END {exit !found}' \
     "$logs/slurm-operator.log"
-  say "site up: Slinky's chart in namespace $site_ns, Slurm 26.05 on the operator's slurm.conf ($render)"
+  say "$flavor up: Slinky's chart in namespace $site_ns, Slurm ${flavor#site-} on the operator's slurm.conf ($site_render)"
 }
 
-# site_rendered DIR: the operator's ConfigMap has slurm.conf with a NodeSet line for every
-# NodeSet the chart made; saved in DIR with the ConfigMap's other files.
+# site_vars FLAVOR: the site's namespace (site-2605), cluster and Helm release name
+# (site2605), the chart's name for its objects (site2605-slurm: the Controller, its ConfigMap
+# and Secrets, the RestApi, `site2605-slurm-worker-<nodeset>`), where the operator finds its
+# slurmrestd, and where its render is kept (slurm.sh reads it there). The release names
+# differ: slurm-operator v1.1.0-rc1 mixes up Controllers of one name in two namespaces
+# ("cross-namespace owner references are disallowed").
+site_vars() {
+  local release=${1#site-}
+  case "$1" in
+    site-26.05) site_restd_addr=127.0.4.1 ;;
+    site-24.11) site_restd_addr=127.0.4.2 ;;
+    *) die "a site is site-26.05 or site-24.11, not $1" ;;
+  esac
+  site_ns=site-${release/./} site_cluster=site${release/./} site_render=$SLURMSCALE_RUN/$1-render
+  site_release=$site_cluster site_full=$site_cluster-slurm
+}
+
+# site_rendered: the operator's ConfigMap has slurm.conf with a NodeSet line for every NodeSet
+# the chart made; saved in the site's render dir with the ConfigMap's other files.
 site_rendered() {
   local cm nodeset
-  cm=$(api -f "$api_url/api/v1/namespaces/$site_ns/configmaps/$site_release-config") || return 1
-  jq -r '.data["slurm.conf"] // empty' <<<"$cm" >"$1/slurm.conf.new"
-  for nodeset in $(awk '$1 == "hostname:" {sub(/-$/, "", $2); print $2}' "$1/chart.yaml"); do
-    grep -qx "NodeSet=$nodeset Feature=$nodeset" "$1/slurm.conf.new" || return 1
+  cm=$(api -f "$api_url/api/v1/namespaces/$site_ns/configmaps/$site_full-config") || return 1
+  jq -r '.data["slurm.conf"] // empty' <<<"$cm" >"$site_render/slurm.conf.new"
+  for nodeset in $(awk '$1 == "hostname:" {sub(/-$/, "", $2); print $2}' "$site_render/chart.yaml"); do
+    grep -qx "NodeSet=$nodeset Feature=$nodeset" "$site_render/slurm.conf.new" || return 1
   done
-  mv "$1/slurm.conf.new" "$1/slurm.conf"
-  jq -r '.data["gres.conf"] // empty' <<<"$cm" >"$1/gres.conf"
-  jq -r '.data["cgroup.conf"] // empty' <<<"$cm" >"$1/cgroup.conf"
+  mv "$site_render/slurm.conf.new" "$site_render/slurm.conf"
+  jq -r '.data["gres.conf"] // empty' <<<"$cm" >"$site_render/gres.conf"
+  jq -r '.data["cgroup.conf"] // empty' <<<"$cm" >"$site_render/cgroup.conf"
 }
 
 site_key() { # SECRET KEY: its bytes
   api -f "$api_url/api/v1/namespaces/$site_ns/secrets/$1" | jq -r --arg k "$2" '.data[$k] // empty' | base64 -d
 }
 
-# The site's Slurm and pods loop go; its objects stay in Kubernetes (the next start applies
-# them again).
+# The site's Slurm, proxy and pods loop go; its objects stay in Kubernetes (the next start
+# applies them again).
 site_stop() {
-  stop_pidfile "$pids/operator-pods-site"
-  "$HARNESS_DIR/slurm.sh" site stop
+  stop_pidfiles "$pids/operator-pods-$1" "$pids/slurmrestd-v0044-$1"
+  "$HARNESS_DIR/slurm.sh" "$1" stop
 }
 
 # The operator's Slurm client is up: 24.11's proxy logged a 200 since this start (after its
@@ -743,9 +775,10 @@ EOF
 }
 
 operator_stop() {
-  # The site's first (it needs the operator), then the pods' stand-in: pods vanishing with the
+  # The sites first (they need the operator), then the pods' stand-in: pods vanishing with the
   # operator are no preStop.
-  site_stop
+  local site
+  for site in "${sites[@]}"; do site_stop "$site"; done
   stop_pidfiles "$pids/operator-pods" "$pids/slurm-operator"
   stop_pidfile "$pids/slurmrestd-v0044"
   if [ "$operator_slurm" = 26.05 ]; then
@@ -755,7 +788,7 @@ operator_stop() {
 
 stop_processes() {
   # Everything that talks to etcd first (at once: each takes a moment), etcd last.
-  stop_pidfiles "$pids"/operator-pods-site "$pids"/operator-pods "$pids"/slurm-operator "$pids"/slurmrestd-v0044 "$pids"/keda-adapter "$pids"/keda-operator "$pids"/kwok \
+  stop_pidfiles "$pids"/operator-pods-site-* "$pids"/slurmrestd-v0044-site-* "$pids"/operator-pods "$pids"/slurm-operator "$pids"/slurmrestd-v0044 "$pids"/keda-adapter "$pids"/keda-operator "$pids"/kwok \
     "$pids"/kube-scheduler "$pids"/kube-controller-manager "$pids"/kube-apiserver
   stop_pidfile "$pids/etcd"
 }
@@ -788,8 +821,12 @@ case "${1:-}" in
   keda-stop) keda_stop ;;
   operator-start) operator_start ;;
   operator-stop) operator_stop ;;
-  site-start) site_start ;;
-  site-stop) site_stop ;;
+  # The sites named, or both.
+  site-start | site-stop)
+    named=("${@:2}")
+    [ ${#named[@]} -gt 0 ] || named=("${sites[@]}")
+    for site in "${named[@]}"; do "${1/-/_}" "$site"; done
+    ;;
   node-start) node_start ;;
   node-stop) node_stop ;;
   # An image for the real node: built from CONTEXT (a directory with a Containerfile) and
@@ -800,5 +837,5 @@ case "${1:-}" in
     cat "$dir/env"
     [ -f "$dir/node.env" ] && cat "$dir/node.env"
     ;;
-  *) die "usage: kube.sh start|stop|status|env|apiserver-stop|apiserver-start|keda-start|keda-stop|operator-start|operator-stop|site-start|site-stop|node-start|node-stop|node-import IMAGE CONTEXT" ;;
+  *) die "usage: kube.sh start|stop|status|env|apiserver-stop|apiserver-start|keda-start|keda-stop|operator-start|operator-stop|site-start|site-stop [SITE]|node-start|node-stop|node-import IMAGE CONTEXT" ;;
 esac

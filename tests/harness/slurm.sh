@@ -7,7 +7,7 @@
 #   slurm.sh FLAVOR start | stop | status | env | node-up NODE | node-down NODE
 #                   | pod-up POD [CONF [SLURMD ARGS...]] | pod-down POD [down|delete]
 #                   | pod-name POD               (whether POD is one of this Slurm's NodeSet pods:
-#                                                 slinky-N, planned-N; the site's <nodeset>-N)
+#                                                 slinky-N, planned-N; a site's <nodeset>-N)
 #                   | restd-stop | restd-start   (take slurmrestd away and back, for fault tests)
 #                   | ctld-stop | ctld-start     (stop slurmctld, as a restart or upgrade would, and
 #                                                 start it again from its saved state)
@@ -17,9 +17,10 @@
 # in a root filesystem of their own, build-slurm-root.sh: REST v0.0.40-v0.0.42) or 26.05
 # (Debian sid's, the same way: REST v0.0.42-v0.0.45, slurmctld's native metrics); the daemons
 # and commands of the last two run chrooted there, see run_slurm. Their slurm.conf is written
-# here (write_config). And `site`: a 26.05 on the slurm.conf slurm-operator renders from a
-# site's values for Slinky's chart, which `kube.sh site-start` starts (write_site_config); its
-# nodes are NodeSet pods only, and it keeps no accounting unless its values do. All three can run side
+# here (write_config). And `site-26.05`, `site-24.11`: that Slurm on the slurm.conf
+# slurm-operator renders from a site's values for Slinky's chart, which `kube.sh site-start`
+# starts (write_site_config); their nodes are NodeSet pods only, and they keep no accounting
+# unless the values do. All three can run side
 # by side, and a second copy of any beside the test one (benchmarks) with its own
 # SLURMSCALE_RUN and SLURMSCALE_PORT_BASE_2205 / _2411 / _2605 (defaults 16800 / 17800 /
 # 15800). Ports, all on 127.0.0.1:
@@ -113,19 +114,25 @@ case "$flavor" in
     cluster=s2605 base=${SLURMSCALE_PORT_BASE_2605:-15800} api_versions="v0.0.42 v0.0.43 v0.0.44 v0.0.45"
     sbin=/usr/sbin bin=/usr/bin root=$SLURM_2605_ROOT
     ;;
-  # Slurm 26.05 on the slurm.conf slurm-operator rendered from a site's values for Slinky's
+  # A release on the slurm.conf slurm-operator rendered from a site's values for Slinky's
   # chart (tests/harness/site/values.yaml): `kube.sh site-start` renders it into $render, with
   # the chart's keys, and starts this flavor on it. Its nodes are NodeSet pods only.
-  site)
-    cluster=site base=${SLURMSCALE_PORT_BASE_SITE:-14800} api_versions="v0.0.42 v0.0.43 v0.0.44 v0.0.45"
+  site-26.05)
+    site=yes cluster=site2605 base=${SLURMSCALE_PORT_BASE_SITE_2605:-14800} api_versions="v0.0.42 v0.0.43 v0.0.44 v0.0.45"
     sbin=/usr/sbin bin=/usr/bin root=$SLURM_2605_ROOT release=26.05
-    base_var=SLURMSCALE_PORT_BASE_SITE root_var=SLURM_2605_ROOT
+    base_var=SLURMSCALE_PORT_BASE_SITE_2605 root_var=SLURM_2605_ROOT
     ;;
-  *) die "usage: slurm.sh 22.05|24.11|26.05|site start|stop|status|env|node-up NODE|node-down NODE" ;;
+  site-24.11)
+    site=yes cluster=site2411 base=${SLURMSCALE_PORT_BASE_SITE_2411:-13800} api_versions="v0.0.40 v0.0.41 v0.0.42"
+    sbin=/usr/sbin bin=/usr/bin root=$SLURM_2411_ROOT release=24.11
+    base_var=SLURMSCALE_PORT_BASE_SITE_2411 root_var=SLURM_2411_ROOT
+    ;;
+  *) die "usage: slurm.sh 22.05|24.11|26.05|site-26.05|site-24.11 start|stop|status|env|node-up NODE|node-down NODE" ;;
 esac
+site=${site:-}
 root=${root:-} release=${release:-$flavor}
 base_var=${base_var:-SLURMSCALE_PORT_BASE_${flavor/./}} root_var=${root_var:-SLURM_${flavor/./}_ROOT}
-render="$SLURMSCALE_RUN/site-render"
+render="$SLURMSCALE_RUN/$flavor-render"
 # Where a test finds this Slurm's commands (SLURM_BIN in `env`): for 24.11 and 26.05,
 # wrappers that run them in its root filesystem (`slurm.sh FLAVOR run`).
 cmd_bin=$bin
@@ -157,7 +164,7 @@ gpu_nodes=(g1 g2)
 elastic_nodes=(e1 e2 e3 e4 e5 e6 e7 e8)
 # The site's nodes are its NodeSets' pods, and it keeps accounting only if its values do.
 dbd=yes
-if [ "$flavor" = site ]; then
+if [ -n "$site" ]; then
   cpu_nodes=() gpu_nodes=() elastic_nodes=()
   grep -qx 'AccountingStorageType=accounting_storage/slurmdbd' "$render/slurm.conf" 2>/dev/null || dbd=
 fi
@@ -178,8 +185,8 @@ node_port() {
 }
 
 # How daemons and commands authenticate: munge before 26.05; auth/slurm (and cred/slurm) from
-# 26.05, as Slinky's clusters do.
-uses_munge() { [ "$release" != 26.05 ]; }
+# 26.05, as Slinky's clusters do (and every site: the operator's slurm.conf says it).
+uses_munge() { [ -z "$site" ] && [ "$release" != 26.05 ]; }
 auth_config() { # [dbd]
   if [ "$release" = 26.05 ]; then
     echo AuthType=auth/slurm
@@ -207,7 +214,7 @@ prepare_run_dir() {
 
   # The HS256 key is the exact bytes of the file (slurmctld and slurmdbd both check tokens);
   # the site's is the one its chart made (the operator signs its tokens with it).
-  if [ "$flavor" = site ]; then
+  if [ -n "$site" ]; then
     cp "$render/jwt.key" "$dir/etc/jwt_hs256.key"
   else
     openssl rand -hex 32 | tr -d '\n' >"$dir/etc/jwt_hs256.key"
@@ -222,12 +229,12 @@ prepare_run_dir() {
   # 26.05 authenticates as a Slinky cluster does: auth/slurm, with the key slurmctld, slurmdbd
   # and every slurmd share (slurm.key beside slurm.conf; a pod's comes from a Secret: the
   # site's from its chart's).
-  if [ "$flavor" = site ]; then
+  if [ -n "$site" ]; then
     cp "$render/slurm.key" "$dir/etc/slurm.key"
   elif [ "$flavor" = 26.05 ]; then
     dd if=/dev/urandom of="$dir/etc/slurm.key" bs=1024 count=1 status=none
   fi
-  if [ "$release" = 26.05 ]; then
+  if [ "$release" = 26.05 ] || [ -n "$site" ]; then
     chown slurm:slurm "$dir/etc/slurm.key"
     chmod 0600 "$dir/etc/slurm.key"
   fi
@@ -656,7 +663,7 @@ start() {
   runuser -u nobody -- test -x "$root$sbin/slurmrestd" ||
     die "$sbin is not reachable by other users (is SLURMSCALE_CACHE under /root?); use a world-traversable cache dir"
   stop >/dev/null 2>&1 || true
-  if [ "$flavor" = site ]; then write_site_config; else write_config; fi
+  if [ -n "$site" ]; then write_site_config; else write_config; fi
   if uses_munge; then start_munged; fi
   if [ -n "$dbd" ]; then
     start_mariadb

@@ -18,7 +18,9 @@ adds properties and enum values. Go's encoding/json leaves absent fields zero an
 check enum strings, so every v0.0.42 answer decodes. If a later operator needs a field
 v0.0.42 lacks, translate it here.
 
-  slurmrestd-v0044.py LISTEN_PORT UPSTREAM_URL      (listens on 127.0.0.1 only)
+  slurmrestd-v0044.py [LOOPBACK_ADDRESS:]LISTEN_PORT UPSTREAM_URL
+                                                (listens on 127.0.0.1, or another loopback
+                                                 address, only)
 
 Logs one line per request (method, path, status, size, time) to stderr; never headers,
 so never a token.
@@ -88,11 +90,15 @@ class Proxy(http.server.BaseHTTPRequestHandler):
 
 if __name__ == "__main__":
     if len(sys.argv) != 3:
-        sys.exit("usage: slurmrestd-v0044.py LISTEN_PORT UPSTREAM_URL")
+        sys.exit("usage: slurmrestd-v0044.py [LOOPBACK_ADDRESS:]LISTEN_PORT UPSTREAM_URL")
     UPSTREAM = urllib.parse.urlsplit(sys.argv[2])
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Proxy)
+    ADDRESS, _, PORT = sys.argv[1].rpartition(":")
+    ADDRESS = ADDRESS or "127.0.0.1"
+    if not ADDRESS.startswith("127."):
+        sys.exit(f"slurmrestd-v0044: {ADDRESS} is not a loopback address")
+    server = http.server.ThreadingHTTPServer((ADDRESS, int(PORT)), Proxy)
     server.daemon_threads = True
-    sys.stderr.write(f"slurmrestd-v0044: 127.0.0.1:{sys.argv[1]} -> {sys.argv[2]} "
+    sys.stderr.write(f"slurmrestd-v0044: {ADDRESS}:{PORT} -> {sys.argv[2]} "
                      f"({FROM_PREFIX} -> {TO_PREFIX})\n")
     sys.stderr.flush()
     server.serve_forever()

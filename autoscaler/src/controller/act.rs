@@ -85,6 +85,8 @@ pub struct Announced {
     reload_asked: Option<std::time::SystemTime>,
     /// `reload_due` has been taken from the status a previous leader wrote.
     reload_read: bool,
+    /// The jobs that fit no NodeSet, as last said in an Event.
+    no_nodeset_jobs: u64,
 }
 
 impl Announced {
@@ -237,6 +239,21 @@ pub async fn act<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         seam.kubernetes
             .event(nsa, warning, reason, plan.message())
             .await;
+    }
+    // Jobs that fit no NodeSet of the partitions wait for ever: said once, and again only
+    // when their number changes (not while the data cannot be trusted).
+    if mode != Mode::Standby && !plan.frozen && plan.no_nodeset_jobs != memory.no_nodeset_jobs {
+        if plan.no_nodeset_jobs > 0 {
+            let note = format!(
+                "{} pending job(s) of its partitions fit no NodeSet of them (node shape, GPUs or \
+                 features): not demand; Slurm keeps them pending",
+                plan.no_nodeset_jobs
+            );
+            seam.kubernetes
+                .event(nsa, true, "NoNodeSetFits", note)
+                .await;
+        }
+        memory.no_nodeset_jobs = plan.no_nodeset_jobs;
     }
     memory.frozen = plan.frozen;
     memory.intent = Some(Intent::of(plan));

@@ -7,7 +7,7 @@
 use std::time::{Duration, SystemTime};
 
 use kube::ResourceExt;
-use slurmscale_exporter::k8s::nodeset::with_rivals;
+use slurmscale_exporter::k8s::nodeset::{NodeSetView, with_rivals};
 use slurmscale_exporter::model::grows::{Candidate, Takes};
 use slurmscale_exporter::model::origin::Origin;
 use slurmscale_exporter::signals::{
@@ -52,22 +52,7 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     if inputs.one_partition {
         partitions.truncate(1);
     }
-    // What the site set (the autoscaler's spec over the NodeSet's annotation), then the
-    // partition's nodes, then the NodeSet's pod template.
-    let set = target.nodes.shape.or(spec
-        .node_shape
-        .as_ref()
-        .map(|s| s.shape())
-        .unwrap_or_default());
-    let shape = ShapeHints {
-        set,
-        set_by: if spec.node_shape.as_ref().is_some_and(|s| s.cpus.is_some()) {
-            "NodeSetAutoscaler"
-        } else {
-            "NodeSet annotation"
-        },
-        template: target.nodes.template_shape,
-    };
+    let shape = shape_hints(spec, &target);
     let origins: &[Origin] = if spec.slurm.origins.is_empty() {
         &Origin::ALL
     } else {
@@ -170,6 +155,25 @@ fn partitions(
 /// The NodeSets of the autoscaler's Slurm cluster as the choice of which one grows reads
 /// them, with the target among them as the autoscaler sees it (its partitions, its spec's
 /// node shape); none for a target that is no NodeSet.
+/// What the site set (the autoscaler's spec over the NodeSet's annotation), then the
+/// partition's nodes, then the NodeSet's pod template.
+fn shape_hints(spec: &NodeSetAutoscalerSpec, target: &Target) -> ShapeHints {
+    let set = target.nodes.shape.or(spec
+        .node_shape
+        .as_ref()
+        .map(|s| s.shape())
+        .unwrap_or_default());
+    ShapeHints {
+        set,
+        set_by: if spec.node_shape.as_ref().is_some_and(|s| s.cpus.is_some()) {
+            "NodeSetAutoscaler"
+        } else {
+            "NodeSet annotation"
+        },
+        template: target.nodes.template_shape,
+    }
+}
+
 fn choice<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     ctl: &Controller<K, S, P>,
     nsa: &NodeSetAutoscaler,
@@ -188,9 +192,14 @@ fn choice<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         .pool
         .nodesets()
         .ok_or(Untrusted::NodeSetsUnlisted)?;
+    let is_me =
+        |n: &NodeSetView| n.namespace == namespace && n.name == nsa.spec.scale_target_ref.name;
+    // Rivals are the NodeSets of its Slurm cluster: of its Controller, where both name one.
+    let mine = nodesets.iter().find(|n| is_me(n));
     let rivals = nodesets.iter().filter(|n| {
         cluster_of(n.cluster.as_deref(), clusters()) == ours
-            && !(n.namespace == namespace && n.name == nsa.spec.scale_target_ref.name)
+            && !is_me(n)
+            && mine.is_none_or(|m| m.same_controller(n))
     });
     let me = Candidate {
         name: target.slurm_name.clone(),

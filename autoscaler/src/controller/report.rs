@@ -219,16 +219,30 @@ fn limited(nsa: &NodeSetAutoscaler, now: SystemTime, plan: &Plan) -> Condition {
     } else if plan.unsatisfiable_jobs > 0 {
         (
             "UnsatisfiableJobs",
-            format!(
-                "{} pending job(s) need more nodes than maxReplicas {max} and are not chased",
-                plan.unsatisfiable_jobs
-            ),
+            unsatisfiable(plan.unsatisfiable_jobs, plan.no_nodeset_jobs, max),
         )
     } else {
         ("WithinBounds", "within bounds".to_string())
     };
     let status = plan.limited || plan.unsatisfiable_jobs > 0;
     condition(nsa, now, ("Limited", status), reason, &message)
+}
+
+/// What the unsatisfiable jobs are: too large for `maxReplicas`, or fit for no NodeSet.
+fn unsatisfiable(all: u64, no_nodeset: u64, max: u32) -> String {
+    let too_large = all.saturating_sub(no_nodeset);
+    let mut parts = Vec::new();
+    if too_large > 0 {
+        parts.push(format!(
+            "{too_large} pending job(s) need more nodes than maxReplicas {max}"
+        ));
+    }
+    if no_nodeset > 0 {
+        parts.push(format!(
+            "{no_nodeset} pending job(s) fit no NodeSet of its partitions (node shape, GPUs or features)"
+        ));
+    }
+    format!("{}: not chased", parts.join("; "))
 }
 
 /// A condition, keeping the previous transition time when its status did not change.

@@ -311,6 +311,7 @@ async fn a_job_another_nodeset_of_the_partition_grows_for_is_not_demand() {
                 features: vec!["accel".into(), "a100".into()],
                 weight,
                 cluster: None,
+                controller: None,
                 max_nodes: None,
                 shape: Default::default(),
                 template_shape: Default::default(),
@@ -341,6 +342,58 @@ async fn a_job_another_nodeset_of_the_partition_grows_for_is_not_demand() {
             "{decision}"
         );
     }
+}
+
+/// A job no NodeSet of the partition can run (here: a feature none has) is no demand; it is
+/// said once in a Warning Event, again only when their number changes, and the Limited
+/// condition says what it is.
+#[tokio::test]
+async fn a_job_no_nodeset_can_run_is_said_once_and_not_chased() {
+    let rig = Rig::new(json!({}), 0);
+    rig.fake.with(|w| {
+        w.targets.get_mut(NODESET).unwrap().nodes.features = vec![NODESET.to_string()];
+    });
+    let said = |writes: &[Recorded]| {
+        events(writes)
+            .iter()
+            .filter(|(reason, _)| *reason == "NoNodeSetFits")
+            .map(|(_, note)| note.to_string())
+            .collect::<Vec<_>>()
+    };
+    rig.at(5);
+    let snap = snapshot(at(5), NODESET, vec![], &[2, 1]);
+    rig.slurm(with_constraints(snap, &[(0, "h100")]));
+    let writes = rig.reconcile().await;
+    assert_eq!(scales(&writes), [1], "the h100 job is nobody's demand");
+    let notes = said(&writes);
+    assert_eq!(notes.len(), 1, "{writes:?}");
+    assert!(
+        notes[0].starts_with("1 pending job(s) of its partitions fit no NodeSet"),
+        "{notes:?}"
+    );
+    let limited = rig
+        .status()
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == "Limited")
+        .unwrap();
+    assert_eq!(limited.status, "True");
+    assert!(
+        limited
+            .message
+            .contains("1 pending job(s) fit no NodeSet of its partitions"),
+        "{}",
+        limited.message
+    );
+    // The same job at the next poll: not said again; a second one: said.
+    rig.at(6);
+    let snap = snapshot(at(6), NODESET, vec![], &[2, 1]);
+    rig.slurm(with_constraints(snap, &[(0, "h100")]));
+    assert!(said(&rig.reconcile().await).is_empty());
+    rig.at(7);
+    let snap = snapshot(at(7), NODESET, vec![], &[2, 1, 1]);
+    rig.slurm(with_constraints(snap, &[(0, "h100"), (2, "h100")]));
+    assert_eq!(said(&rig.reconcile().await).len(), 1);
 }
 
 #[tokio::test]

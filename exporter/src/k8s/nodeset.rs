@@ -412,6 +412,8 @@ pub struct NodeSetView {
     /// Its nodes' `Weight=` ([`weight`]).
     pub weight: u64,
     pub cluster: Option<String>,
+    /// The Controller it names (namespace, name): the Slurm cluster its nodes join.
+    pub controller: Option<(String, String)>,
     pub max_nodes: Option<u64>,
     /// From [`NODE_SHAPE_ANNOTATION`]; what it leaves out comes from the partition.
     pub shape: Shape,
@@ -428,6 +430,7 @@ impl NodeSetView {
         status: Option<&NodeSetStatus>,
         (scaling_mode, hostname): (Option<ScalingMode>, Option<&str>),
         (extra_conf, slurmd): (Option<&str>, Option<&SlurmdContainer>),
+        controller: &ControllerRef,
     ) -> Self {
         let annotation = |k: &str| {
             meta.annotations
@@ -436,8 +439,16 @@ impl NodeSetView {
                 .map(|v| v.trim().to_string())
         };
         let name = meta.name.clone().unwrap_or_default();
+        let namespace = meta.namespace.clone().unwrap_or_default();
         Self {
-            namespace: meta.namespace.clone().unwrap_or_default(),
+            controller: controller.name.clone().map(|c| {
+                let at = controller
+                    .namespace
+                    .clone()
+                    .unwrap_or_else(|| namespace.clone());
+                (at, c)
+            }),
+            namespace,
             named_partition: named_partition(meta.annotations.as_ref()),
             slurm_name: slurm_name(&name, hostname),
             features: features(&slurm_name(&name, hostname), extra_conf),
@@ -478,6 +489,15 @@ impl NodeSetView {
         })
     }
 
+    /// Whether `other`'s nodes join the same Slurm cluster as far as Kubernetes says: both
+    /// name one Controller, or either names none (then the cluster annotation decides).
+    pub fn same_controller(&self, other: &NodeSetView) -> bool {
+        match (&self.controller, &other.controller) {
+            (Some(a), Some(b)) => a == b,
+            _ => true,
+        }
+    }
+
     /// Replicas as the scale subresource reports them (absent means 0).
     pub fn spec_replicas(&self) -> u64 {
         self.replicas
@@ -498,6 +518,7 @@ impl From<&v1beta1::NodeSet> for NodeSetView {
                 n.spec.template.as_ref().and_then(PodTemplate::hostname),
             ),
             (n.spec.extra_conf.as_deref(), n.spec.slurmd.as_ref()),
+            &n.spec.controller_ref,
         )
     }
 }
@@ -514,6 +535,7 @@ impl From<&v1alpha1::NodeSet> for NodeSetView {
                 n.spec.template.as_ref().and_then(PodTemplate::hostname),
             ),
             (n.spec.extra_conf.as_deref(), n.spec.slurmd.as_ref()),
+            &n.spec.controller_ref,
         )
     }
 }
@@ -542,6 +564,38 @@ mod tests {
             ..gpu
         };
         assert_eq!(named.rival(&snap).partitions, ["gpu"]);
+    }
+
+    /// NodeSets of two Controllers are two Slurm clusters' (a test's or another site's left
+    /// in the same Kubernetes): neither is the other's rival. Without a Controller on either
+    /// side, nothing is known and the cluster annotation decides.
+    #[test]
+    fn nodesets_of_another_controller_are_no_rivals() {
+        use crate::metrics::fixtures;
+        let gpu = fixtures::kube().nodesets[0].clone();
+        let of = |ns: &str, name: &str| NodeSetView {
+            controller: Some((ns.into(), name.into())),
+            ..gpu.clone()
+        };
+        assert!(of("site", "slurm").same_controller(&of("site", "slurm")));
+        assert!(!of("site", "slurm").same_controller(&of("slurm-operator", "harness")));
+        assert!(!of("a", "slurm").same_controller(&of("b", "slurm")));
+        let none = NodeSetView {
+            controller: None,
+            ..gpu.clone()
+        };
+        assert!(none.same_controller(&of("a", "slurm")) && of("a", "slurm").same_controller(&none));
+        // The controllerRef's namespace defaults to the NodeSet's own.
+        let beta: v1beta1::NodeSet = serde_json::from_value(serde_json::json!({
+            "apiVersion": "slinky.slurm.net/v1beta1", "kind": "NodeSet",
+            "metadata": {"name": "slurm-worker-a", "namespace": "site"},
+            "spec": {"controllerRef": {"name": "slurm"}}
+        }))
+        .unwrap();
+        assert_eq!(
+            NodeSetView::from(&beta).controller,
+            Some(("site".to_string(), "slurm".to_string()))
+        );
     }
 
     fn container(limits: &[(&str, &str)], requests: &[(&str, &str)]) -> SlurmdContainer {

@@ -60,6 +60,7 @@ pub fn collect(
             let me = ns.candidate(served.clone());
             let rivals = k.nodesets.iter().filter(|n| {
                 !std::ptr::eq(*n, ns)
+                    && ns.same_controller(n)
                     && cluster_of(n.cluster.as_deref(), slurm.iter().map(|s| &*s.cluster))
                         == Some(cluster)
             });

@@ -173,6 +173,9 @@ pub struct Demand {
     /// Schedulable jobs of the partitions another NodeSet grows for ([`super::grows`]):
     /// not counted above.
     pub elsewhere_jobs: u64,
+    /// Of `unsatisfiable_jobs`, those no NodeSet of the partitions can run (their node
+    /// shape, GPUs or features; [`Take::Nobody`]).
+    pub no_nodeset_jobs: u64,
 }
 
 impl Demand {
@@ -274,6 +277,9 @@ pub fn demand_of(
         }
         if take == Take::Nobody || max_nodes.is_some_and(|max| job.nodes > max) {
             d.unsatisfiable_jobs += job.tasks;
+            if take == Take::Nobody {
+                d.no_nodeset_jobs += job.tasks;
+            }
             continue;
         }
         fitting.push((job.tasks, job));

@@ -576,6 +576,7 @@ fn nodeset(name: &str, [replicas, pods, ready, busy]: [u64; 4], max: u64) -> Nod
         named_partition: None,
         slurm_name: name.into(),
         cluster: Some(CLUSTER.into()),
+        controller: None,
         max_nodes: Some(max),
         shape: Default::default(),
         template_shape: Default::default(),

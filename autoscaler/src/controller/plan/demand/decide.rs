@@ -131,6 +131,7 @@ pub fn decide(
         limited: wanted > bounds.max,
         active,
         unsatisfiable_jobs: s.demand.unsatisfiable_jobs,
+        no_nodeset_jobs: s.demand.no_nodeset_jobs,
         ..Plan::default()
     };
     let mut why = format!(

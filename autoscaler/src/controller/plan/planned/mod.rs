@@ -201,6 +201,7 @@ impl FollowSlurm {
                 generation,
             })),
             unsatisfiable_jobs: signals.demand.unsatisfiable_jobs,
+            no_nodeset_jobs: signals.demand.no_nodeset_jobs,
             active: view.ordinals.iter().any(|o| o.power == Power::Busy),
             ..Plan::default()
         }
