@@ -421,7 +421,9 @@ pub fn listing<'a>(parts: impl IntoIterator<Item = Listing<'a>>, now: i64) -> Jo
                 nodes: Some(nodes),
                 cpus: Some(cpus * nodes),
                 tasks: Some(nodes),
-                memory_per_node_mib: Some(job.memory_mib_per_node),
+                // 0 is a trace's "not said" here, not Slurm's "all of the node's".
+                memory_per_node_mib: (job.memory_mib_per_node > 0)
+                    .then_some(job.memory_mib_per_node),
                 hold: reason == "JobHeldUser",
                 whole_node: job.cpus_per_node >= shape.cpus,
                 tres_per_node: &gres,

@@ -489,12 +489,15 @@ impl NodeSetView {
         })
     }
 
-    /// Whether `other`'s nodes join the same Slurm cluster as far as Kubernetes says: both
-    /// name one Controller, or either names none (then the cluster annotation decides).
+    /// Whether `other`'s nodes may join the same Slurm cluster as far as Kubernetes says:
+    /// where this one names a Controller, `other` names the same (one that names none has no
+    /// pods from slurm-operator); where this one names none, nothing is known and the cluster
+    /// annotation decides.
     pub fn same_controller(&self, other: &NodeSetView) -> bool {
         match (&self.controller, &other.controller) {
             (Some(a), Some(b)) => a == b,
-            _ => true,
+            (Some(_), None) => false,
+            (None, _) => true,
         }
     }
 
@@ -567,8 +570,8 @@ mod tests {
     }
 
     /// NodeSets of two Controllers are two Slurm clusters' (a test's or another site's left
-    /// in the same Kubernetes): neither is the other's rival. Without a Controller on either
-    /// side, nothing is known and the cluster annotation decides.
+    /// in the same Kubernetes): neither is the other's rival, nor one that names no Controller.
+    /// A NodeSet that names none knows nothing: the cluster annotation decides.
     #[test]
     fn nodesets_of_another_controller_are_no_rivals() {
         use crate::metrics::fixtures;
@@ -584,7 +587,8 @@ mod tests {
             controller: None,
             ..gpu.clone()
         };
-        assert!(none.same_controller(&of("a", "slurm")) && of("a", "slurm").same_controller(&none));
+        assert!(none.same_controller(&of("a", "slurm")) && none.same_controller(&none));
+        assert!(!of("a", "slurm").same_controller(&none));
         // The controllerRef's namespace defaults to the NodeSet's own.
         let beta: v1beta1::NodeSet = serde_json::from_value(serde_json::json!({
             "apiVersion": "slinky.slurm.net/v1beta1", "kind": "NodeSet",
