@@ -87,6 +87,18 @@ pub fn collect(
                     &part,
                     s.demand.nodes as f64,
                 );
+                out.gauge(
+                    "slurm_nodeset_demand_elsewhere_jobs",
+                    "Schedulable pending jobs of the NodeSet's partitions that another NodeSet of them grows for (array tasks counted).",
+                    &part,
+                    s.demand.elsewhere_jobs as f64,
+                );
+                out.gauge(
+                    "slurm_nodeset_demand_unsatisfiable_jobs",
+                    "Schedulable pending jobs of the NodeSet's partitions that no NodeSet of them fits, or that need more nodes than its bound: not counted as demand.",
+                    &part,
+                    s.demand.unsatisfiable_jobs as f64,
+                );
                 if let Some(max) = max {
                     out.gauge(
                         "slurm_nodeset_max_nodes",
@@ -206,6 +218,12 @@ mod tests {
             # HELP slurm_nodeset_demand_nodes Nodes the schedulable pending jobs of the NodeSet's partition need.
             # TYPE slurm_nodeset_demand_nodes gauge
             slurm_nodeset_demand_nodes{cluster="fixture",namespace="slurm",nodeset="slurm-worker-gpu",partition="gpu"} 1
+            # HELP slurm_nodeset_demand_elsewhere_jobs Schedulable pending jobs of the NodeSet's partitions that another NodeSet of them grows for (array tasks counted).
+            # TYPE slurm_nodeset_demand_elsewhere_jobs gauge
+            slurm_nodeset_demand_elsewhere_jobs{cluster="fixture",namespace="slurm",nodeset="slurm-worker-gpu",partition="gpu"} 0
+            # HELP slurm_nodeset_demand_unsatisfiable_jobs Schedulable pending jobs of the NodeSet's partitions that no NodeSet of them fits, or that need more nodes than its bound: not counted as demand.
+            # TYPE slurm_nodeset_demand_unsatisfiable_jobs gauge
+            slurm_nodeset_demand_unsatisfiable_jobs{cluster="fixture",namespace="slurm",nodeset="slurm-worker-gpu",partition="gpu"} 0
             # HELP slurm_nodeset_max_nodes The most nodes the NodeSet may have: its slurmscale.io/max-nodes annotation, else the maxReplicas of the NodeSetAutoscaler scaling it (absent: no bound).
             # TYPE slurm_nodeset_max_nodes gauge
             slurm_nodeset_max_nodes{cluster="fixture",namespace="slurm",nodeset="slurm-worker-gpu",partition="gpu"} 4
