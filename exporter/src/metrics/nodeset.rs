@@ -19,7 +19,9 @@ use crate::k8s::nodeset::{NodeSetView, with_rivals};
 use crate::k8s::watch::KubeSnapshot;
 use crate::model::grows::Takes;
 use crate::model::origin::Origin;
-use crate::signals::{ShapeHints, cluster_of, partition_signals, partitions_served, stale_after};
+use crate::signals::{
+    PartitionSignals, ShapeHints, cluster_of, partition_signals, partitions_served, stale_after,
+};
 use crate::snapshot::ClusterSnapshot;
 
 pub fn collect(
@@ -75,38 +77,7 @@ pub fn collect(
             snap.map(|s| partition_signals(s, &served, max, &hints, &takes, now, max_age));
         let (desired, stale) = match signals {
             Some(Ok(s)) => {
-                out.gauge(
-                    "slurm_nodeset_busy_nodes",
-                    "Nodes of the NodeSet's partition running work.",
-                    &part,
-                    s.busy_nodes as f64,
-                );
-                out.gauge(
-                    "slurm_nodeset_demand_nodes",
-                    "Nodes the schedulable pending jobs of the NodeSet's partition need.",
-                    &part,
-                    s.demand.nodes as f64,
-                );
-                out.gauge(
-                    "slurm_nodeset_demand_elsewhere_jobs",
-                    "Schedulable pending jobs of the NodeSet's partitions that another NodeSet of them grows for (array tasks counted).",
-                    &part,
-                    s.demand.elsewhere_jobs as f64,
-                );
-                out.gauge(
-                    "slurm_nodeset_demand_unsatisfiable_jobs",
-                    "Schedulable pending jobs of the NodeSet's partitions that no NodeSet of them fits, or that need more nodes than its bound: not counted as demand.",
-                    &part,
-                    s.demand.unsatisfiable_jobs as f64,
-                );
-                if let Some(max) = max {
-                    out.gauge(
-                        "slurm_nodeset_max_nodes",
-                        "The most nodes the NodeSet may have: its slurmscale.io/max-nodes annotation, else the maxReplicas of the NodeSetAutoscaler scaling it (absent: no bound).",
-                        &part,
-                        max as f64,
-                    );
-                }
+                signal_gauges(out, &part, &s, max);
                 (s.published_desired(max), false)
             }
             // Hold what it has: never a reason to scale down.
@@ -124,6 +95,42 @@ pub fn collect(
             &part,
             f64::from(u8::from(stale)),
         );
+    }
+}
+
+/// The NodeSet's share of its partitions' work, as the choice of which NodeSet grows gives it.
+fn signal_gauges(out: &mut Out, part: &[(&str, &str); 3], s: &PartitionSignals, max: Option<u64>) {
+    out.gauge(
+        "slurm_nodeset_busy_nodes",
+        "Nodes of the NodeSet's partition running work.",
+        part,
+        s.busy_nodes as f64,
+    );
+    out.gauge(
+        "slurm_nodeset_demand_nodes",
+        "Nodes the schedulable pending jobs of the NodeSet's partition need.",
+        part,
+        s.demand.nodes as f64,
+    );
+    out.gauge(
+            "slurm_nodeset_demand_elsewhere_jobs",
+            "Schedulable pending jobs of the NodeSet's partitions that another NodeSet of them grows for (array tasks counted).",
+            part,
+            s.demand.elsewhere_jobs as f64,
+        );
+    out.gauge(
+            "slurm_nodeset_demand_unsatisfiable_jobs",
+            "Schedulable pending jobs of the NodeSet's partitions that no NodeSet of them fits, or that need more nodes than its bound: not counted as demand.",
+            part,
+            s.demand.unsatisfiable_jobs as f64,
+        );
+    if let Some(max) = max {
+        out.gauge(
+                "slurm_nodeset_max_nodes",
+                "The most nodes the NodeSet may have: its slurmscale.io/max-nodes annotation, else the maxReplicas of the NodeSetAutoscaler scaling it (absent: no bound).",
+                part,
+                max as f64,
+            );
     }
 }
 
