@@ -49,6 +49,8 @@ pub struct World {
     pub ledger: Option<KubeSnapshot>,
     /// The NodeSets a watch would show (none: the choice of which grows sees only the target).
     pub nodesets: Vec<NodeSetView>,
+    /// The NodeSet watch has not listed them all yet.
+    pub nodesets_unlisted: bool,
     /// Each scale patch first finds that someone else set the target to the next of these
     /// replicas since it was read, and answers 409.
     pub races: VecDeque<u64>,
@@ -370,7 +372,8 @@ impl PoolReader for Fake {
     }
 
     fn nodesets(&self) -> Option<Vec<NodeSetView>> {
-        Some(self.world().nodesets.clone())
+        let w = self.world();
+        (!w.nodesets_unlisted).then(|| w.nodesets.clone())
     }
 
     fn pod_nodes<'a>(

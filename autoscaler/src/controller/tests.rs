@@ -344,6 +344,38 @@ async fn a_job_another_nodeset_of_the_partition_grows_for_is_not_demand() {
     }
 }
 
+/// Until the NodeSet watch has listed, which NodeSet a job of the partition grows is not
+/// known: the autoscaler holds (no scale, no node records made on a guess), and goes on once
+/// the list is there.
+#[tokio::test]
+async fn nothing_is_decided_on_a_partial_list_of_nodesets() {
+    let rig = Rig::new(json!({}), 0);
+    rig.fake.with(|w| {
+        w.targets.get_mut(NODESET).unwrap().nodes.features = vec![NODESET.to_string()];
+        w.nodesets_unlisted = true;
+    });
+    rig.at(5);
+    rig.slurm(snapshot(at(5), NODESET, vec![], &[2]));
+    let writes = rig.reconcile().await;
+    assert!(scales(&writes).is_empty(), "{writes:?}");
+    let frozen = rig
+        .status()
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == "Frozen")
+        .unwrap();
+    assert_eq!(frozen.status, "True");
+    assert!(
+        frozen.message.contains("NodeSets are not listed yet"),
+        "{}",
+        frozen.message
+    );
+    rig.fake.with(|w| w.nodesets_unlisted = false);
+    rig.at(6);
+    rig.slurm(snapshot(at(6), NODESET, vec![], &[2]));
+    assert_eq!(scales(&rig.reconcile().await), [2]);
+}
+
 /// A job no NodeSet of the partition can run (here: a feature none has) is no demand; it is
 /// said once in a Warning Event, again only when their number changes, and the Limited
 /// condition says what it is.
