@@ -15,7 +15,7 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
@@ -195,12 +195,8 @@ async fn until(
     a: &Process,
     check: impl AsyncFn() -> bool,
 ) {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
+    if support::wait_until(within, || check()).await {
+        return;
     }
     let nsas: Api<NodeSetAutoscaler> = Api::all(kube_client().await);
     let statuses: Vec<String> = nsas
@@ -223,59 +219,22 @@ async fn until(
     );
 }
 
-/// A NodeSetAutoscaler `name` on NodeSet `nodeset` in `ns`: the README's, with the test's
-/// bounds, short timers and node records kept at zero (so slurmctld takes a job that needs a
-/// feature or a GPU while there is no pod).
+/// NodeSetAutoscaler `name` on NodeSet `nodeset` (the README's, 0-2 replicas, keeping node
+/// records so slurmctld takes a job that needs a feature or a GPU while there is no pod),
+/// made anew.
 async fn autoscaler_of(
     nsas: &Api<NodeSetAutoscaler>,
     cluster: &SlurmCluster,
     name: &str,
     nodeset: &str,
 ) {
-    let mut nsa = support::readme_yaml("slinky-nsa.yaml");
-    nsa["metadata"] = json!({"name": name});
-    nsa["spec"]["scaleTargetRef"]["name"] = json!(nodeset);
-    let spec = nsa["spec"].as_object_mut().unwrap();
-    for (key, value) in [
-        ("slurm", json!({"cluster": cluster.name})),
-        ("maxReplicas", json!(2)),
-        ("idleTimeoutSeconds", json!(6)),
-        (
-            "scaleDown",
-            json!({"stabilizationWindowSeconds": 4, "maxStep": 8}),
-        ),
-        ("nodeRecords", json!("Future")),
-    ] {
-        spec.insert(key.into(), value);
-    }
-    let nsa: NodeSetAutoscaler = serde_json::from_value(nsa).unwrap();
+    let nsa = support::elastic::readme_nsa(cluster, (name, nodeset), 2);
     let _ = nsas.delete(name, &DeleteParams::default()).await;
     support::wait_until(Duration::from_secs(10), || async {
         nsas.get_opt(name).await.is_ok_and(|n| n.is_none())
     })
     .await;
     nsas.create(&PostParams::default(), &nsa).await.unwrap();
-}
-
-fn exporter(cluster: &SlurmCluster) -> Process {
-    let key = cluster.key_file.to_string_lossy().into_owned();
-    let kubeconfig = support::kubeconfig_path().to_string_lossy().into_owned();
-    Process::start(
-        &[
-            "exporter",
-            "--interval",
-            "1s",
-            "--jwt-key-file",
-            &key,
-            "--kubeconfig",
-            &kubeconfig,
-        ],
-        &[
-            ("SLURM_REST_URL", &cluster.url),
-            ("SLURM_USER", &cluster.user),
-            ("SLURM_CLUSTER", &cluster.name),
-        ],
-    )
 }
 
 /// squeue's count of jobs in `partition` in `state`.
@@ -378,7 +337,7 @@ async fn grows(release: &str) {
     }
     let lease = format!("{ns}-lease");
     let a = support::elastic::scontrol_autoscaler(&client, &cluster, &lease).await;
-    let e = exporter(&cluster);
+    let e = support::exporter(&cluster, &support::kubeconfig_path());
     let replicas = async || {
         let mut r = BTreeMap::new();
         for name in NODESETS {

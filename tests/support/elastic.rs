@@ -128,7 +128,27 @@ pub async fn slinky_autoscaler_of(
     nodeset: &str,
 ) -> (Api<NodeSetAutoscaler>, Process) {
     let autoscalers: Api<NodeSetAutoscaler> = Api::namespaced(client.clone(), ns);
-    // The NodeSetAutoscaler of the README's "Install beside Slinky".
+    let nsa = readme_nsa(cluster, ("slinky", nodeset), 3);
+    autoscalers
+        .create(&PostParams::default(), &nsa)
+        .await
+        .unwrap();
+    (
+        autoscalers,
+        scontrol_autoscaler(client, cluster, "slinky-lease").await,
+    )
+}
+
+/// The NodeSetAutoscaler of the README's "Install beside Slinky", named `name` on NodeSet
+/// `nodeset` of `cluster`, with the test's bound (0 to `max` replicas) and short timers (idle
+/// after 6 s, a 4 s down window), keeping node records. The partition is the one the NodeSet
+/// serves, as slurm-operator names it (no annotation, no `spec.slurm.partitions`); on a
+/// NodeSet of Slinky's chart, the README's must name it as it is.
+pub fn readme_nsa(
+    cluster: &SlurmCluster,
+    (name, nodeset): (&str, &str),
+    max: u32,
+) -> NodeSetAutoscaler {
     let mut nsa = super::readme_yaml("slinky-nsa.yaml");
     if nodeset.starts_with("slurm-worker-") {
         assert_eq!(
@@ -140,7 +160,7 @@ pub async fn slinky_autoscaler_of(
         nsa["metadata"]["name"], "slinky",
         "README's NodeSetAutoscaler"
     );
-    nsa["metadata"] = json!({"name": "slinky"});
+    nsa["metadata"] = json!({"name": name});
     nsa["spec"]["scaleTargetRef"]["name"] = json!(nodeset);
     let spec = nsa["spec"].as_object_mut().unwrap();
     assert!(
@@ -149,7 +169,7 @@ pub async fn slinky_autoscaler_of(
     );
     for (key, value) in [
         ("slurm", json!({"cluster": cluster.name})),
-        ("maxReplicas", json!(3)),
+        ("maxReplicas", json!(max)),
         ("idleTimeoutSeconds", json!(6)),
         (
             "scaleDown",
@@ -159,15 +179,7 @@ pub async fn slinky_autoscaler_of(
     ] {
         spec.insert(key.into(), value);
     }
-    let nsa: NodeSetAutoscaler = serde_json::from_value(nsa).unwrap();
-    autoscalers
-        .create(&PostParams::default(), &nsa)
-        .await
-        .unwrap();
-    (
-        autoscalers,
-        scontrol_autoscaler(client, cluster, "slinky-lease").await,
-    )
+    serde_json::from_value(nsa).unwrap()
 }
 
 /// The autoscaler process for `cluster`, making node records (and on 22.05 its node updates)

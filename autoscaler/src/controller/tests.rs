@@ -22,6 +22,7 @@ use crate::crd::{NodeSetAutoscaler, NodeSetAutoscalerStatus};
 use crate::fakes::{Fake, FakeTarget, OnFake, Recorded, World};
 use crate::pool::NodeSetPod;
 use crate::pool::{PendingPod, Placement};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
 const CLUSTER: &str = "c1";
 const NODESET: &str = "elastic";
@@ -106,11 +107,15 @@ impl Rig {
 
     /// (status, reason) of a condition.
     fn condition(&self, type_: &str) -> Option<(String, String)> {
+        self.condition_of(type_).map(|c| (c.status, c.reason))
+    }
+
+    /// A condition, whole.
+    fn condition_of(&self, type_: &str) -> Option<Condition> {
         self.status()
             .conditions
             .into_iter()
             .find(|c| c.type_ == type_)
-            .map(|c| (c.status, c.reason))
     }
 
     fn replicas(&self) -> u64 {
@@ -358,12 +363,7 @@ async fn nothing_is_decided_on_a_partial_list_of_nodesets() {
     rig.slurm(snapshot(at(5), NODESET, vec![], &[2]));
     let writes = rig.reconcile().await;
     assert!(scales(&writes).is_empty(), "{writes:?}");
-    let frozen = rig
-        .status()
-        .conditions
-        .into_iter()
-        .find(|c| c.type_ == "Frozen")
-        .unwrap();
+    let frozen = rig.condition_of("Frozen").unwrap();
     assert_eq!(frozen.status, "True");
     assert!(
         frozen.message.contains("NodeSets are not listed yet"),
@@ -403,12 +403,7 @@ async fn a_job_no_nodeset_can_run_is_said_once_and_not_chased() {
         notes[0].starts_with("1 pending job(s) of its partitions fit no NodeSet"),
         "{notes:?}"
     );
-    let limited = rig
-        .status()
-        .conditions
-        .into_iter()
-        .find(|c| c.type_ == "Limited")
-        .unwrap();
+    let limited = rig.condition_of("Limited").unwrap();
     assert_eq!(limited.status, "True");
     assert!(
         limited
