@@ -5,8 +5,9 @@
 //! CPU ones), and the harness runs Slurm 26.05, and 24.11 (whose REST the operator reaches
 //! through the v0.0.44 proxy), on that file, changed only by
 //! `tests/harness/operator-conf.sh`'s table (`kube.sh site-start`). On each, one autoscaler per
-//! NodeSet grows, for each pending job, only the NodeSet Slurm would run it on; the operator
-//! makes the pods, each job runs, and everything returns to zero.
+//! NodeSet grows, for each pending job, only the NodeSet Slurm would run it on (a job larger
+//! than one NodeSet may be, the next ones too for the rest); the operator makes the pods,
+//! each job runs, and everything returns to zero.
 //!
 //! `tests/run.sh` starts the site with the operator, for the operator's tests; alone:
 //! `tests/harness/kube.sh operator-start && tests/harness/kube.sh site-start`.
@@ -22,6 +23,7 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::json;
 use slurmscale_autoscaler::crd::NodeSetAutoscaler;
 use slurmscale_exporter::k8s::nodeset::v1beta1;
+use slurmscale_exporter::model::grows::of_nodeset;
 use support::{Metrics, Process, SlurmCluster, kube_client, repo_root};
 
 const TABLE: &str = "tests/harness/operator-conf.sh";
@@ -366,9 +368,10 @@ async fn grows(release: &str) {
     )
     .await;
 
-    // Four jobs at zero pods, in the site's default partition `all` (over every NodeSet): one
+    // Five jobs at zero pods, in the site's default partition `all` (over every NodeSet): one
     // that needs a GPU (only alpha has them), one that needs `fastscratch` (only charlie), a
-    // plain one (all three fit it; bravo has the lowest Weight), and one no NodeSet can run
+    // plain one (all three fit it; bravo has the lowest Weight), a plain one excluding every
+    // node bravo may have (charlie, the next by Weight), and one no NodeSet can run
     // (more nodes than the NodeSets may have together: 26.05 takes it and leaves it pending,
     // 24.11 refuses it at submit, as the node records give the partition its full size).
     // Each takes its node whole: the chart sets no default memory, so a job gets all of its
@@ -376,6 +379,8 @@ async fn grows(release: &str) {
     let sleep = ["--wrap", "sleep 30"];
     let gpu = cluster.submit(&[&["--gres=gpu:1", "-c", "2"][..], &sleep].concat());
     let feature = cluster.submit(&[&["--constraint=fastscratch", "-c", "2"][..], &sleep].concat());
+    // (Submitted before the plain job, so it comes first to a charlie node that is up first.)
+    let excluding = cluster.submit(&[&["-c", "2", "--exclude=bravo-[0-1]"][..], &sleep].concat());
     let plain = cluster.submit(&[&["-c", "2"][..], &sleep].concat());
     let too_large = [
         "--parsable",
@@ -397,7 +402,7 @@ async fn grows(release: &str) {
     } else {
         Some(cluster.submit(&too_large[3..]))
     };
-    let want: BTreeMap<&str, i32> = [("alpha", 1), ("bravo", 1), ("charlie", 1)].into();
+    let want: BTreeMap<&str, i32> = [("alpha", 1), ("bravo", 1), ("charlie", 2)].into();
     let most = std::cell::RefCell::new(BTreeMap::<&str, i32>::new());
     let ran = std::cell::RefCell::new(std::collections::BTreeSet::<String>::new());
     until(
@@ -411,13 +416,18 @@ async fn grows(release: &str) {
                 let m = *most.borrow().get(k).unwrap_or(&0);
                 most.borrow_mut().insert(k, m.max(*v));
             }
-            for (job, nodeset) in [(&gpu, "alpha"), (&feature, "charlie"), (&plain, "bravo")] {
+            for (job, nodeset) in [
+                (&gpu, "alpha"),
+                (&feature, "charlie"),
+                (&plain, "bravo"),
+                (&excluding, "charlie"),
+            ] {
                 let state = cluster.run("squeue", &["-h", "-j", job, "-o", "%T %N"]);
                 if state.starts_with(&format!("RUNNING {nodeset}-")) {
                     ran.borrow_mut().insert(job.clone());
                 }
             }
-            ran.borrow().len() == 3
+            ran.borrow().len() == 4
         },
     )
     .await;
@@ -453,6 +463,33 @@ async fn grows(release: &str) {
         "{}",
         e.logs()
     );
+
+    // A job of the partition `cpu` needing 3 nodes, more than bravo may have (2): bravo grows
+    // to its bound for it and charlie (up already) holds the rest; counted whole on bravo,
+    // it would be more than bravo may have, and nothing would grow for it. Slurm runs it on
+    // the first three of their nodes free.
+    let wide = cluster.submit(&["-p", "cpu", "-N", "3", "--wrap", "sleep 10"]);
+    let hosts = std::cell::RefCell::new(Vec::<String>::new());
+    let bravo_most = std::cell::Cell::new(0);
+    until(
+        "the 3-node job running on nodes of bravo and charlie, bravo grown to 2 for it",
+        Duration::from_secs(150),
+        &cluster,
+        &a,
+        async || {
+            let bravo = replicas().await["bravo"];
+            bravo_most.set(bravo_most.get().max(bravo));
+            let state = cluster.run("squeue", &["-h", "-j", &wide, "-o", "%T %N"]);
+            if let Some(list) = state.trim().strip_prefix("RUNNING ") {
+                let names = cluster.run("scontrol", &["show", "hostnames", list]);
+                *hosts.borrow_mut() = names.lines().map(String::from).collect();
+            }
+            hosts.borrow().len() == 3 && bravo_most.get() == 2
+        },
+    )
+    .await;
+    let on = |n: &str| hosts.borrow().iter().filter(|h| of_nodeset(h, n)).count();
+    assert_eq!(on("bravo") + on("charlie"), 3, "{:?}", hosts.borrow());
 
     // The jobs end; nobody can run the last one: it goes too. Back to zero: the operator
     // drains each node and deletes its pod.

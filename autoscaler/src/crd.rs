@@ -156,6 +156,11 @@ pub struct NodeSetAutoscalerSpec {
     /// `SuspendTime` and `SuspendExcNodes` say how long nodes stay and how many stay warm.
     #[serde(default)]
     pub mode: ScalingMode,
+    /// Where NodeSets share a partition and a pending job fits the nodes of several of the
+    /// same node `Weight`, the one whose autoscaler has the highest priority grows for it
+    /// (default 0; then the smallest node). Weight comes first, as Slurm places work by it.
+    #[serde(default)]
+    pub priority: i32,
 }
 
 /// Who decides the replicas.

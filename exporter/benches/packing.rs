@@ -99,6 +99,7 @@ fn jobs(partition: &Arc<str>, distinct: bool) -> Jobs {
                 memory_bytes: cpus * 2 * GIB + if distinct { k << 20 } else { 0 },
                 whole_node: whole,
                 constraint: Arc::from(""),
+                excluded: Arc::from(""),
                 submit_time: Some(1_700_000_000 + k as i64),
                 origin: slurmscale_exporter::model::origin::Origin::Batch,
                 planned_start: None,

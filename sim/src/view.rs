@@ -334,6 +334,7 @@ fn pending(cluster: &Cluster, partitions: &Arc<[Arc<str>]>, names: &[Arc<str>]) 
                 memory_bytes: mb(j.memory_mib_per_node) * u64::from(j.nodes),
                 whole_node: j.whole_nodes(&cluster.shape),
                 constraint: unconstrained.clone(),
+                excluded: unconstrained.clone(),
                 submit_time: Some(j.submit),
                 origin: Origin::Batch,
                 planned_start: plan_of(cluster, index, names),

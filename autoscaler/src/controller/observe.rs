@@ -60,7 +60,13 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     };
     // Of its partitions' jobs, a NodeSet takes those it is the one to grow for.
     let choice = match snapshot.as_deref() {
-        Ok(snap) => choice(ctl, nsa, &target, (&partitions, &shape), snap),
+        Ok(snap) => choice(
+            ctl,
+            nsa,
+            &target,
+            (&partitions, &shape, inputs.max_nodes),
+            snap,
+        ),
         Err(_) => Ok(None),
     };
     let ask = Ask {
@@ -178,7 +184,7 @@ fn choice<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     ctl: &Controller<K, S, P>,
     nsa: &NodeSetAutoscaler,
     target: &Target,
-    (partitions, shape): (&[String], &ShapeHints),
+    (partitions, shape, max_nodes): (&[String], &ShapeHints, Option<u64>),
     snap: &ClusterSnapshot,
 ) -> Result<Option<(Vec<Candidate>, usize)>, Untrusted> {
     if target.nodes.features.is_empty() {
@@ -196,17 +202,32 @@ fn choice<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         |n: &NodeSetView| n.namespace == namespace && n.name == nsa.spec.scale_target_ref.name;
     // Rivals are the NodeSets of its Slurm cluster: of its Controller, where both name one.
     let mine = nodesets.iter().find(|n| is_me(n));
-    let rivals = nodesets.iter().filter(|n| {
-        cluster_of(n.cluster.as_deref(), clusters()) == ours
-            && !is_me(n)
-            && mine.is_none_or(|m| m.same_controller(n))
-    });
+    // A rival's bound (its annotation, else its autoscaler's maxReplicas) and priority.
+    let autoscalers = ctl.autoscalers.state();
+    let rank = |n: &NodeSetView| {
+        let theirs = autoscalers.iter().find(|a| {
+            a.namespace().as_deref() == Some(n.namespace.as_str())
+                && a.spec.scale_target_ref.name == n.name
+        });
+        let max = theirs.map(|a| u64::from(a.spec.max_replicas));
+        (n.max_nodes.or(max), theirs.map_or(0, |a| a.spec.priority))
+    };
+    let rivals = nodesets
+        .iter()
+        .filter(|n| {
+            cluster_of(n.cluster.as_deref(), clusters()) == ours
+                && !is_me(n)
+                && mine.is_none_or(|m| m.same_controller(n))
+        })
+        .map(|n| (n, rank(n)));
     let me = Candidate {
         name: target.slurm_name.clone(),
         partitions: partitions.to_vec(),
         features: target.nodes.features.clone(),
         shape: shape.template.or(shape.set),
         weight: target.nodes.weight,
+        max_nodes,
+        priority: nsa.spec.priority,
     };
     Ok(Some(with_rivals(me, rivals, snap)))
 }

@@ -197,6 +197,7 @@ fn snapshot(taken: SystemTime, partition: &str, nodes: Vec<Node>, jobs: &[u64]) 
             memory_bytes: 0,
             whole_node: true,
             constraint: Arc::from(""),
+            excluded: Arc::from(""),
             submit_time: None,
             origin: slurmscale_exporter::model::origin::Origin::Batch,
             planned_start: None,
@@ -292,6 +293,28 @@ async fn a_nodeset_grows_only_for_jobs_whose_constraint_its_nodes_meet() {
     assert_eq!(scales(&rig.reconcile().await), [3]);
 }
 
+/// A NodeSet "accel" beside the target: its nodes have an a100 feature and this `weight`;
+/// `named`: a site names the target's partition for it (else it competes nowhere).
+fn sibling(weight: u64, named: bool) -> NodeSetView {
+    NodeSetView {
+        namespace: "slurm".into(),
+        name: "slurm-worker-accel".into(),
+        api_version: "slinky.slurm.net/v1beta1",
+        replicas: Some(0),
+        status: Default::default(),
+        scaling_mode: None,
+        named_partition: named.then(|| NODESET.into()),
+        slurm_name: "accel".into(),
+        features: vec!["accel".into(), "a100".into()],
+        weight,
+        cluster: None,
+        controller: None,
+        max_nodes: None,
+        shape: Default::default(),
+        template_shape: Default::default(),
+    }
+}
+
 /// Two NodeSets share the partition: a job grows the one Slurm would place it on, so the
 /// a100 job is the sibling's demand, not this autoscaler's.
 #[tokio::test]
@@ -304,23 +327,7 @@ async fn a_job_another_nodeset_of_the_partition_grows_for_is_not_demand() {
             let target = w.targets.get_mut(NODESET).unwrap();
             target.nodes.features = vec![NODESET.to_string()];
             target.nodes.weight = 10;
-            w.nodesets = vec![NodeSetView {
-                namespace: "slurm".into(),
-                name: "slurm-worker-accel".into(),
-                api_version: "slinky.slurm.net/v1beta1",
-                replicas: Some(0),
-                status: Default::default(),
-                scaling_mode: None,
-                named_partition: named.then(|| NODESET.into()),
-                slurm_name: "accel".into(),
-                features: vec!["accel".into(), "a100".into()],
-                weight,
-                cluster: None,
-                controller: None,
-                max_nodes: None,
-                shape: Default::default(),
-                template_shape: Default::default(),
-            }];
+            w.nodesets = vec![sibling(weight, named)];
         });
         rig.at(5);
         let snap = snapshot(at(5), NODESET, vec![], &[2, 3]);
@@ -344,6 +351,52 @@ async fn a_job_another_nodeset_of_the_partition_grows_for_is_not_demand() {
         assert_eq!(
             decision.contains(&format!("; {left} more grow other NodeSets")),
             left > 0,
+            "{decision}"
+        );
+    }
+}
+
+/// Between NodeSets of one Weight, the site's priority decides: a sibling without an
+/// autoscaler ranks 0, so this one takes the plain job once its priority is above that
+/// (at 0 the sibling's name comes first).
+#[tokio::test]
+async fn at_equal_weight_the_autoscaler_of_higher_priority_grows() {
+    for (priority, grows) in [(0, vec![]), (1, vec![2])] {
+        let rig = Rig::new(json!({ "priority": priority }), 0);
+        rig.fake.with(|w| {
+            let target = w.targets.get_mut(NODESET).unwrap();
+            target.nodes.features = vec![NODESET.to_string()];
+            target.nodes.weight = 10;
+            w.nodesets = vec![sibling(10, true)];
+        });
+        rig.at(5);
+        rig.slurm(snapshot(at(5), NODESET, vec![], &[2]));
+        assert_eq!(scales(&rig.reconcile().await), grows, "priority {priority}");
+    }
+}
+
+/// A job needing more nodes than the NodeSet Slurm prefers may have is split as Slurm
+/// places it: the sibling (lower Weight) takes its bound, this NodeSet the rest; with no
+/// bound known for the sibling, the whole job is the sibling's.
+#[tokio::test]
+async fn a_job_larger_than_the_preferred_nodeset_grows_the_next_for_the_rest() {
+    for (bound, grows) in [(Some(2), vec![3]), (None, vec![])] {
+        let rig = Rig::new(json!({}), 0);
+        rig.fake.with(|w| {
+            let target = w.targets.get_mut(NODESET).unwrap();
+            target.nodes.features = vec![NODESET.to_string()];
+            target.nodes.weight = 10;
+            let mut accel = sibling(5, true);
+            accel.max_nodes = bound;
+            w.nodesets = vec![accel];
+        });
+        rig.at(5);
+        rig.slurm(snapshot(at(5), NODESET, vec![], &[5]));
+        assert_eq!(scales(&rig.reconcile().await), grows, "{bound:?}");
+        let decision = rig.status().last_decision.expect("a decision").message;
+        assert_eq!(
+            decision.contains("1 of them span other NodeSets too"),
+            bound.is_some(),
             "{decision}"
         );
     }

@@ -378,14 +378,22 @@ pub fn weight(extra_conf: Option<&str>) -> u64 {
         .unwrap_or(1)
 }
 
+/// What a NodeSet's autoscaler adds to the choice: the most nodes it may have (`None`: no
+/// bound known) and its priority.
+pub type Rank = (Option<u64>, i32);
+
 /// What the choice of which NodeSet grows runs over: `me`, as its own scaler sees it, and
-/// its `rivals` ([`NodeSetView::rival`]); `me` last, at the index returned.
+/// its `rivals` ([`NodeSetView::rival`]) with each one's [`Rank`]; `me` last, at the
+/// index returned.
 pub fn with_rivals<'a>(
     me: Candidate,
-    rivals: impl IntoIterator<Item = &'a NodeSetView>,
+    rivals: impl IntoIterator<Item = (&'a NodeSetView, Rank)>,
     snap: &ClusterSnapshot,
 ) -> (Vec<Candidate>, usize) {
-    let mut all: Vec<Candidate> = rivals.into_iter().map(|n| n.rival(snap)).collect();
+    let mut all: Vec<Candidate> = rivals
+        .into_iter()
+        .map(|(n, rank)| n.rival(snap, rank))
+        .collect();
     all.push(me);
     let me = all.len() - 1;
     (all, me)
@@ -468,25 +476,29 @@ impl NodeSetView {
     }
 
     /// The NodeSet in the choice of which NodeSet grows ([`Candidate`]), serving
-    /// `partitions`: its features, its nodes' shape as set or templated, its weight.
-    pub fn candidate(&self, partitions: Vec<String>) -> Candidate {
+    /// `partitions`: its features, its nodes' shape as set or templated, its weight, and
+    /// from its autoscaler: its bound and priority.
+    pub fn candidate(&self, partitions: Vec<String>, (max_nodes, priority): Rank) -> Candidate {
         Candidate {
             name: self.slurm_name.clone(),
             partitions,
             features: self.features.clone(),
             shape: self.template_shape.or(self.shape),
             weight: self.weight,
+            max_nodes,
+            priority,
         }
     }
 
     /// The NodeSet as another's rival: in the partitions a site names for it or Slurm lists
     /// it in — not the partition of its name a NodeSet falls back to: a rival competes only
     /// where it is known to be.
-    pub fn rival(&self, snap: &ClusterSnapshot) -> Candidate {
-        self.candidate(match &self.named_partition {
+    pub fn rival(&self, snap: &ClusterSnapshot, rank: Rank) -> Candidate {
+        let partitions = match &self.named_partition {
             Some(p) => vec![p.clone()],
             None => partitions_listing(snap, &self.slurm_name),
-        })
+        };
+        self.candidate(partitions, rank)
     }
 
     /// Whether `other`'s nodes may join the same Slurm cluster as far as Kubernetes says:
@@ -561,12 +573,12 @@ mod tests {
             crate::signals::partitions_served(Some(&snap), None, &gpu.slurm_name),
             ["gpu"]
         );
-        assert!(gpu.rival(&snap).partitions.is_empty());
+        assert!(gpu.rival(&snap, (None, 0)).partitions.is_empty());
         let named = NodeSetView {
             named_partition: Some("gpu".into()),
             ..gpu
         };
-        assert_eq!(named.rival(&snap).partitions, ["gpu"]);
+        assert_eq!(named.rival(&snap, (None, 0)).partitions, ["gpu"]);
     }
 
     /// NodeSets of two Controllers are two Slurm clusters' (a test's or another site's left

@@ -66,8 +66,8 @@ pub struct KubeSnapshot {
     pub malformed: BTreeMap<(String, Malformed), u64>,
     /// Node name → allocatable.
     pub capacity: Arc<BTreeMap<String, Capacity>>,
-    /// (namespace, NodeSet) → the `maxReplicas` of the NodeSetAutoscaler that scales it.
-    pub autoscaled: BTreeMap<(String, String), u64>,
+    /// (namespace, NodeSet) → the NodeSetAutoscaler that scales it.
+    pub autoscaled: BTreeMap<(String, String), Autoscaled>,
     pub watches: BTreeMap<&'static str, WatchHealth>,
 }
 
@@ -76,12 +76,26 @@ impl KubeSnapshot {
     /// the `maxReplicas` of a NodeSetAutoscaler that targets it, else no bound. Never how
     /// many nodes its partition has now: a Slinky partition at zero pods has none.
     pub fn max_nodes(&self, ns: &NodeSetView) -> Option<u64> {
-        ns.max_nodes.or_else(|| {
-            self.autoscaled
-                .get(&(ns.namespace.clone(), ns.name.clone()))
-                .copied()
-        })
+        ns.max_nodes
+            .or_else(|| self.autoscaler_of(ns).map(|a| a.max_replicas))
     }
+
+    /// The `priority` of the NodeSetAutoscaler that scales `ns` (0 without one).
+    pub fn priority(&self, ns: &NodeSetView) -> i32 {
+        self.autoscaler_of(ns).map_or(0, |a| a.priority)
+    }
+
+    fn autoscaler_of(&self, ns: &NodeSetView) -> Option<&Autoscaled> {
+        self.autoscaled
+            .get(&(ns.namespace.clone(), ns.name.clone()))
+    }
+}
+
+/// What the exporter reads of a NodeSetAutoscaler: what bounds its NodeSet and ranks it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Autoscaled {
+    pub max_replicas: u64,
+    pub priority: i32,
 }
 
 #[derive(Clone)]
@@ -219,20 +233,7 @@ impl KubeSource {
             .autoscalers
             .state()
             .iter()
-            .filter_map(|a| {
-                let target = a.data.pointer("/spec/scaleTargetRef")?;
-                let kind = target.get("kind").and_then(|k| k.as_str());
-                if kind.is_some_and(|k| k != "NodeSet") {
-                    return None;
-                }
-                Some((
-                    (
-                        a.metadata.namespace.clone()?,
-                        target.get("name")?.as_str()?.to_string(),
-                    ),
-                    a.data.pointer("/spec/maxReplicas")?.as_u64()?,
-                ))
-            })
+            .filter_map(|a| autoscaled(a))
             .collect();
         snap.nodesets = self.nodesets();
         snap
@@ -352,12 +353,36 @@ fn trim_genericnode(cfg: &LedgerConfig) -> impl FnMut(&mut DynamicObject) + Send
     }
 }
 
-/// Keeps only what bounds a NodeSet: the target and `maxReplicas`.
+/// The NodeSet a NodeSetAutoscaler scales, by (namespace, name), and what it says of it;
+/// `None` for one that targets no NodeSet or says no `maxReplicas`.
+fn autoscaled(a: &DynamicObject) -> Option<((String, String), Autoscaled)> {
+    let target = a.data.pointer("/spec/scaleTargetRef")?;
+    let kind = target.get("kind").and_then(|k| k.as_str());
+    if kind.is_some_and(|k| k != "NodeSet") {
+        return None;
+    }
+    let at = (
+        a.metadata.namespace.clone()?,
+        target.get("name")?.as_str()?.to_string(),
+    );
+    let priority = a.data.pointer("/spec/priority").and_then(|p| p.as_i64());
+    Some((
+        at,
+        Autoscaled {
+            max_replicas: a.data.pointer("/spec/maxReplicas")?.as_u64()?,
+            priority: priority.and_then(|p| i32::try_from(p).ok()).unwrap_or(0),
+        },
+    ))
+}
+
+/// Keeps only what bounds and ranks a NodeSet ([`Autoscaled`]): the target, `maxReplicas`
+/// and `priority`.
 fn trim_autoscaler(o: &mut DynamicObject) {
     let spec = o.data.get("spec");
     o.data = serde_json::json!({"spec": {
         "scaleTargetRef": spec.and_then(|s| s.get("scaleTargetRef")),
         "maxReplicas": spec.and_then(|s| s.get("maxReplicas")),
+        "priority": spec.and_then(|s| s.get("priority")),
     }});
     o.metadata = kube::api::ObjectMeta {
         name: o.metadata.name.take(),
@@ -517,4 +542,55 @@ async fn watch_nodesets(client: Client, slot: Arc<Mutex<NodeSets>>, w: Watching)
 
 fn trim_nodeset<K: Resource>(n: &mut K) {
     n.meta_mut().managed_fields = None;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the exporter keeps of an autoscaler is what bounds and ranks its NodeSet.
+    #[test]
+    fn an_autoscaler_gives_its_nodesets_bound_and_priority() {
+        let nsa = |spec: serde_json::Value| {
+            let mut o: DynamicObject = serde_json::from_value(serde_json::json!({
+                "apiVersion": "slurmscale.io/v1alpha1",
+                "kind": "NodeSetAutoscaler",
+                "metadata": {"name": "a", "namespace": "slurm", "labels": {"x": "y"}},
+                "spec": spec,
+            }))
+            .unwrap();
+            trim_autoscaler(&mut o);
+            autoscaled(&o)
+        };
+        let at = ("slurm".to_string(), "gpu".to_string());
+        let target = serde_json::json!({"kind": "NodeSet", "name": "gpu"});
+        assert_eq!(
+            nsa(
+                serde_json::json!({"scaleTargetRef": target, "maxReplicas": 4, "priority": -3,
+                "minReplicas": 1})
+            ),
+            Some((
+                at.clone(),
+                Autoscaled {
+                    max_replicas: 4,
+                    priority: -3
+                }
+            ))
+        );
+        assert_eq!(
+            nsa(serde_json::json!({"scaleTargetRef": target, "maxReplicas": 4})),
+            Some((
+                at,
+                Autoscaled {
+                    max_replicas: 4,
+                    priority: 0
+                }
+            ))
+        );
+        let deployment = serde_json::json!({"kind": "Deployment", "name": "gpu"});
+        assert_eq!(
+            nsa(serde_json::json!({"scaleTargetRef": deployment, "maxReplicas": 4})),
+            None
+        );
+    }
 }

@@ -59,13 +59,17 @@ pub fn collect(
         // Of the jobs of its partitions, those it is the NodeSet to grow for among the
         // NodeSets of its cluster.
         let choice = snap.map(|s| {
-            let me = ns.candidate(served.clone());
-            let rivals = k.nodesets.iter().filter(|n| {
-                !std::ptr::eq(*n, ns)
-                    && ns.same_controller(n)
-                    && cluster_of(n.cluster.as_deref(), slurm.iter().map(|s| &*s.cluster))
-                        == Some(cluster)
-            });
+            let me = ns.candidate(served.clone(), (max, k.priority(ns)));
+            let rivals = k
+                .nodesets
+                .iter()
+                .filter(|n| {
+                    !std::ptr::eq(*n, ns)
+                        && ns.same_controller(n)
+                        && cluster_of(n.cluster.as_deref(), slurm.iter().map(|s| &*s.cluster))
+                            == Some(cluster)
+                })
+                .map(|n| (n, (k.max_nodes(n), k.priority(n))));
             with_rivals(me, rivals, s)
         });
         let served: Vec<&str> = served.iter().map(String::as_str).collect();

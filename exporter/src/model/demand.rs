@@ -12,6 +12,7 @@
 //! the partition up to look at) is not guessed: jobs asking for it count one node per job
 //! node, as before packing.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -176,6 +177,9 @@ pub struct Demand {
     /// Of `unsatisfiable_jobs`, those no NodeSet of the partitions can run (their node
     /// shape, GPUs or features; [`Take::Nobody`]).
     pub no_nodeset_jobs: u64,
+    /// Schedulable jobs counted above whose nodes span this NodeSet and others
+    /// ([`Take::Part`]): only its part of their nodes is counted.
+    pub part_jobs: u64,
 }
 
 impl Demand {
@@ -211,6 +215,12 @@ impl Demand {
             }
             None => format!("{what} need {} nodes (node shape unknown)", self.job_nodes),
         };
+        if self.part_jobs > 0 {
+            said.push_str(&format!(
+                "; {} of them span other NodeSets too, counted for their nodes here",
+                self.part_jobs
+            ));
+        }
         if self.elsewhere_jobs > 0 {
             said.push_str(&format!(
                 "; {} more grow other NodeSets of its partitions",
@@ -239,6 +249,8 @@ pub enum Take {
     Elsewhere,
     /// Nothing can run it: unsatisfiable, never demand.
     Nobody,
+    /// This many of its nodes: it spans this NodeSet and others.
+    Part(u64),
 }
 
 /// As [`demand`], over the jobs pending in any of `partitions` (each job once), as `take`
@@ -275,6 +287,11 @@ pub fn demand_of(
         if job.class != PendingClass::Schedulable || job.tasks == 0 {
             continue;
         }
+        // A job spanning NodeSets counts only its part here, as many nodes as it holds.
+        let job = match take {
+            Take::Part(nodes) => Cow::Owned(part(job, nodes)),
+            _ => Cow::Borrowed(job),
+        };
         if take == Take::Nobody || max_nodes.is_some_and(|max| job.nodes > max) {
             d.unsatisfiable_jobs += job.tasks;
             if take == Take::Nobody {
@@ -282,7 +299,9 @@ pub fn demand_of(
             }
             continue;
         }
-        fitting.push((job.tasks, job));
+        if matches!(take, Take::Part(_)) {
+            d.part_jobs += job.tasks;
+        }
         d.job_nodes = d
             .job_nodes
             .saturating_add(job.tasks.saturating_mul(job.nodes));
@@ -295,6 +314,7 @@ pub fn demand_of(
         if let Some(t) = job.submit_time {
             d.oldest_submit = Some(d.oldest_submit.map_or(t, |o| o.min(t)));
         }
+        fitting.push((job.tasks, job));
     }
     let (nodes, packed) = nodes_for(&fitting, shape.zip(room), max_nodes);
     d.nodes = nodes;
@@ -321,10 +341,23 @@ pub fn demand_of(
     d
 }
 
+/// `job` on `nodes` of its nodes: the same share of each node.
+fn part(job: &super::PendingJob, nodes: u64) -> super::PendingJob {
+    let of = job.nodes.max(1);
+    let share = |v: u64| v.div_ceil(of).saturating_mul(nodes);
+    super::PendingJob {
+        nodes,
+        cpus: share(job.cpus),
+        gpus: share(job.gpus),
+        memory_bytes: share(job.memory_bytes),
+        ..job.clone()
+    }
+}
+
 /// Nodes `jobs` (tasks of each) need: packed onto `room` and new nodes of its shape when
 /// the shape is known, else one per job node.
 fn nodes_for(
-    jobs: &[(u64, &super::PendingJob)],
+    jobs: &[(u64, Cow<'_, super::PendingJob>)],
     room: Option<(Shape, &Room)>,
     max_nodes: Option<u64>,
 ) -> (u64, Option<(Shape, Packed)>) {
@@ -440,6 +473,7 @@ mod tests {
                     memory_bytes: cpus * GIB,
                     whole_node,
                     constraint: Arc::from(""),
+                    excluded: Arc::from(""),
                     submit_time: None,
                     origin: super::super::origin::Origin::Batch,
                     planned_start: None,

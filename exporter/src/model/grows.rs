@@ -5,13 +5,23 @@
 //! memory, GPUs) — one whose node shape is known to fit comes before one whose shape is
 //! partly unknown (a GPU job goes to the NodeSet that declares GPUs, not to one that might
 //! detect some); then Slurm's own preference, the lowest node `Weight`, which is where
-//! slurmctld places work first; then the smallest node (fewest CPUs, then least memory, then
-//! fewest GPUs): the cheapest fit; then the name, so every reader chooses alike.
+//! slurmctld places work first; then the site's, the highest `priority` of the NodeSet's
+//! autoscaler; then the smallest node (fewest CPUs, then least memory, then fewest GPUs): the
+//! cheapest fit; then the name, so every reader chooses alike.
+//!
+//! A job's `--exclude` takes the NodeSet's nodes it names off its bound: one whose every
+//! node is excluded cannot run it.
+//!
+//! A job needing more nodes than the preferred NodeSet may have (its bound) is split as
+//! Slurm would place it once the nodes exist: the preferred NodeSet's nodes first, the rest
+//! on the next ones in the same order. Without the split, the preferred NodeSet would count
+//! the whole job unsatisfiable and no NodeSet would ever grow for it.
 
 use super::PendingJob;
 use super::constraint;
 use super::demand::{Shape, Take};
 use super::origin::Origin;
+use super::text::for_each_host;
 
 /// A NodeSet as the choice sees it.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -26,6 +36,11 @@ pub struct Candidate {
     pub shape: Shape,
     /// Its nodes' `Weight=` (Slurm's default, 1, when its `--conf` sets none).
     pub weight: u64,
+    /// The most nodes it may have (its `slurmscale.io/max-nodes`, else its autoscaler's
+    /// `maxReplicas`); `None`: no bound known.
+    pub max_nodes: Option<u64>,
+    /// Its autoscaler's `priority` (0 without one): among equal Weights, the highest grows.
+    pub priority: i32,
 }
 
 /// How well a candidate's nodes fit a job: `None` when they cannot run it.
@@ -59,7 +74,6 @@ fn fit(job: &PendingJob, c: &Candidate) -> Option<bool> {
     Some(known)
 }
 
-/// The index of the candidate that grows for `job`, or `None` when none can run it.
 /// Whether Slurm node `node` is one of NodeSet `nodeset`'s: `<nodeset>-<ordinal>`, as
 /// slurm-operator names its pods (and the autoscaler its node records).
 pub fn of_nodeset(node: &str, nodeset: &str) -> bool {
@@ -68,23 +82,80 @@ pub fn of_nodeset(node: &str, nodeset: &str) -> bool {
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
-pub fn chosen(job: &PendingJob, candidates: &[Candidate]) -> Option<usize> {
-    candidates
+/// The most of `job`'s nodes `c` may hold: its bound, less the nodes below it that the job
+/// excludes; `None` without a bound.
+fn room(job: &PendingJob, c: &Candidate) -> Option<u64> {
+    let max = c.max_nodes?;
+    if job.excluded.is_empty() {
+        return Some(max);
+    }
+    let mut excluded = std::collections::BTreeSet::new();
+    for_each_host(&job.excluded, EXCLUDED_MAX, |n| {
+        let ordinal = n
+            .strip_prefix(c.name.as_str())
+            .and_then(|r| r.strip_prefix('-'))
+            .filter(|_| of_nodeset(n, &c.name))
+            .and_then(|o| o.parse::<u64>().ok());
+        if let Some(o) = ordinal.filter(|o| *o < max) {
+            excluded.insert(o);
+        }
+    });
+    Some(max - excluded.len() as u64)
+}
+
+/// The most names of an `--exclude` list read.
+const EXCLUDED_MAX: usize = 100_000;
+
+/// Where `job`'s nodes go among `candidates`: (index, nodes) in order of preference, empty
+/// when none can run it. One entry when the preferred NodeSet may hold the whole job, or when
+/// not even all that fit may together (its bound then says it is unsatisfiable); else the
+/// preferred NodeSet up to its bound and the next ones for the rest — of those known to fit,
+/// where any is. Candidates of one Slurm name are one NodeSet: the first stands for all.
+pub fn placed(job: &PendingJob, candidates: &[Candidate]) -> Vec<(usize, u64)> {
+    let mut fits: Vec<(usize, &Candidate, bool, Option<u64>)> = candidates
         .iter()
         .enumerate()
-        .filter_map(|(i, c)| fit(job, c).map(|known| (i, c, known)))
-        .min_by_key(|(_, c, known)| {
-            let size = |v: Option<u64>| v.unwrap_or(u64::MAX);
-            (
-                !known,
-                c.weight,
-                size(c.shape.cpus),
-                size(c.shape.memory_bytes),
-                size(c.shape.gpus),
-                c.name.as_str(),
-            )
+        .filter_map(|(i, c)| {
+            let room = room(job, c);
+            (room != Some(0))
+                .then(|| fit(job, c))
+                .flatten()
+                .map(|known| (i, c, known, room))
         })
-        .map(|(i, _, _)| i)
+        .collect();
+    fits.sort_by_key(|(_, c, known, _)| {
+        let size = |v: Option<u64>| v.unwrap_or(u64::MAX);
+        (
+            !known,
+            c.weight,
+            std::cmp::Reverse(c.priority),
+            size(c.shape.cpus),
+            size(c.shape.memory_bytes),
+            size(c.shape.gpus),
+            c.name.as_str(),
+        )
+    });
+    let Some(&(first, _, sure, _)) = fits.first() else {
+        return Vec::new();
+    };
+    let nodes = job.nodes.max(1);
+    let mut left = nodes;
+    let mut parts: Vec<(usize, u64)> = Vec::new();
+    // Where some NodeSet is known to fit, only those known to fit share the job.
+    for (i, c, _, room) in fits.iter().filter(|(_, _, known, _)| *known == sure) {
+        if parts.iter().any(|(p, _)| candidates[*p].name == c.name) {
+            continue;
+        }
+        let n = left.min(room.unwrap_or(u64::MAX));
+        if n > 0 {
+            parts.push((*i, n));
+            left -= n;
+        }
+        if left == 0 {
+            return parts;
+        }
+    }
+    vec![(first, nodes)]
 }
 
 /// Which pending jobs a scaler counts ([`super::demand::demand_of`]): those of `origins`
@@ -134,11 +205,16 @@ impl Takes<'_> {
         match self.nodeset {
             None => Take::Yes,
             // Two NodeSets of one Slurm name are one NodeSet in Slurm: its nodes either way.
-            Some((all, me)) => match chosen(job, all) {
-                Some(i) if i == me || all[i].name == all[me].name => Take::Yes,
-                Some(_) => Take::Elsewhere,
-                None => Take::Nobody,
-            },
+            Some((all, me)) => {
+                let parts = placed(job, all);
+                let mine = parts.iter().find(|(i, _)| all[*i].name == all[me].name);
+                match mine {
+                    _ if parts.is_empty() => Take::Nobody,
+                    None => Take::Elsewhere,
+                    Some(_) if parts.len() == 1 => Take::Yes,
+                    Some((_, nodes)) => Take::Part(*nodes),
+                }
+            }
         }
     }
 }
@@ -167,6 +243,7 @@ mod tests {
             memory_bytes: nodes * GIB,
             whole_node: false,
             constraint: Arc::from(constraint),
+            excluded: Arc::from(""),
             submit_time: None,
             origin: Origin::Batch,
             planned_start: None,
@@ -193,6 +270,8 @@ mod tests {
                 gpus,
             },
             weight,
+            max_nodes: Some(2),
+            priority: 0,
         }
     }
 
@@ -203,6 +282,10 @@ mod tests {
             nodeset("bravo", &["fastscratch"], 8, None, 10),
             nodeset("charlie", &[], 8, None, 20),
         ]
+    }
+
+    fn chosen(job: &PendingJob, candidates: &[Candidate]) -> Option<usize> {
+        placed(job, candidates).first().map(|(i, _)| *i)
     }
 
     fn name(job: &PendingJob) -> Option<&'static str> {
@@ -236,6 +319,11 @@ mod tests {
             n.weight = 1;
         }
         // A CPU job: bravo and charlie (8 CPUs) before alpha (16); the name breaks the tie.
+        assert_eq!(chosen(&job(1, 4, 0, ""), &nodesets), Some(1));
+        // A site's priority comes before the node's size and the name, not before Weight.
+        nodesets[0].priority = 5;
+        assert_eq!(chosen(&job(1, 4, 0, ""), &nodesets), Some(0));
+        nodesets[0].weight = 2;
         assert_eq!(chosen(&job(1, 4, 0, ""), &nodesets), Some(1));
     }
 
@@ -325,5 +413,76 @@ mod tests {
         ] {
             assert!(!of_nodeset(other, "bravo"), "{other}");
         }
+    }
+
+    /// A job needing more nodes than its preferred NodeSet may have takes that NodeSet's
+    /// nodes first and the next ones' for the rest, as Slurm places it once they exist;
+    /// one that even all of them cannot hold stays whole on the first, over its bound.
+    #[test]
+    fn a_job_larger_than_a_nodeset_is_split_as_slurm_would_place_it() {
+        let all = site();
+        // 3 nodes of 4 CPUs, each NodeSet at most 2: bravo (Weight 10) 2, charlie (20) 1.
+        assert_eq!(placed(&job(3, 12, 0, ""), &all), [(1, 2), (2, 1)]);
+        // 5: bravo 2, charlie 2, alpha (100, the largest) 1.
+        assert_eq!(placed(&job(5, 20, 0, ""), &all), [(1, 2), (2, 2), (0, 1)]);
+        // 7: more than the three may have together: whole on bravo (unsatisfiable there).
+        assert_eq!(placed(&job(7, 7, 0, ""), &all), [(1, 7)]);
+        // 3 GPU jobs' nodes: only alpha has GPUs, so it stays whole there.
+        assert_eq!(placed(&job(3, 3, 3, ""), &all), [(0, 3)]);
+        // With no bound known, the preferred NodeSet takes it whole.
+        let mut unbound = all.clone();
+        unbound[1].max_nodes = None;
+        assert_eq!(placed(&job(5, 20, 0, ""), &unbound), [(1, 5)]);
+
+        // Each NodeSet counts its part: its share of each node, as many nodes as it holds.
+        use crate::model::Jobs;
+        use crate::model::demand::{Room, demand_of};
+        let jobs = Jobs {
+            pending: vec![job(3, 12, 0, "")],
+            ..Jobs::default()
+        };
+        let of = |me| {
+            let takes = Takes {
+                origins: &Origin::ALL,
+                nodeset: Some((&all, me)),
+            };
+            assert_eq!(
+                takes.job(&jobs.pending[0]),
+                [Take::Elsewhere, Take::Part(2), Take::Part(1)][me]
+            );
+            let room = Room::new(&["all"], &[], all[me].shape);
+            demand_of(&jobs, &["all"], all[me].max_nodes, Some(&room), &|j| {
+                takes.job(j)
+            })
+        };
+        let (bravo, charlie, alpha) = (of(1), of(2), of(0));
+        assert_eq!((bravo.nodes, bravo.cpus, bravo.part_jobs), (2, 8, 1));
+        assert_eq!((charlie.nodes, charlie.cpus, charlie.part_jobs), (1, 4, 1));
+        assert_eq!((alpha.nodes, alpha.elsewhere_jobs), (0, 1));
+        assert_eq!(bravo.unsatisfiable_jobs + charlie.unsatisfiable_jobs, 0);
+        assert!(
+            bravo.explain().contains("1 of them span other NodeSets"),
+            "{}",
+            bravo.explain()
+        );
+    }
+
+    /// `--exclude` takes a NodeSet's excluded nodes off its bound: all of them excluded, it
+    /// cannot run the job, which goes to the next NodeSet that can; some, it holds fewer.
+    #[test]
+    fn excluded_nodes_leave_a_nodeset_less_room() {
+        let all = site();
+        let excluding = |n: u64, list: &str| {
+            let mut j = job(n, 4 * n, 0, "");
+            j.excluded = Arc::from(list);
+            placed(&j, &all)
+        };
+        assert_eq!(excluding(1, "bravo-[0-1]"), [(2, 1)]);
+        assert_eq!(excluding(2, "bravo-1,login1"), [(1, 1), (2, 1)]);
+        // Beyond the bound, or another NodeSet's: no room taken.
+        assert_eq!(excluding(2, "bravo-[2-9],bravo2-0,bravox-1"), [(1, 2)]);
+        // Every CPU NodeSet's nodes excluded: alpha, the only one left.
+        assert_eq!(excluding(1, "bravo-[0-1],charlie-[0-1]"), [(0, 1)]);
+        assert_eq!(excluding(1, "alpha-[0-1],bravo-[0-1],charlie-[0-1]"), []);
     }
 }

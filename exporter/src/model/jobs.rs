@@ -207,6 +207,7 @@ impl JobsBuilder {
             memory_bytes: r.memory_bytes(),
             whole_node: r.whole_node || r.all_of_a_nodes_memory(),
             constraint: Self::intern(&mut self.names, r.features),
+            excluded: Self::intern(&mut self.names, r.excluded_nodes),
             submit_time: r.submit_time.filter(|t| *t > 0),
             origin,
             planned_start: plan,

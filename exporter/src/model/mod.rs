@@ -486,6 +486,8 @@ pub struct PendingJob {
     pub whole_node: bool,
     /// `--constraint` (empty: none): which NodeSets' nodes may run it ([`constraint`]).
     pub constraint: Arc<str>,
+    /// `--exclude` (a host list; empty: none): nodes it may not run on ([`grows`]).
+    pub excluded: Arc<str>,
     pub submit_time: Option<i64>,
     pub origin: origin::Origin,
     /// When slurmctld plans to start it (a schedulable job the backfill scheduler planned;

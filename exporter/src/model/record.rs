@@ -50,6 +50,8 @@ pub struct Job<S> {
     /// The nodes the backfill scheduler holds for a pending job's planned start (a host list;
     /// v0.0.40 on, empty when none).
     pub scheduled_nodes: S,
+    /// `--exclude`: nodes the job must not run on (a host list; empty when none).
+    pub excluded_nodes: S,
     /// `--constraint`: the features the job's nodes must have ([`super::constraint`]).
     pub features: S,
     /// What says where a job comes from ([`super::origin`]).
@@ -107,6 +109,7 @@ impl<S> Job<S> {
             end_time: self.end_time,
             start_time: self.start_time,
             scheduled_nodes: text(&self.scheduled_nodes, Text::Shared),
+            excluded_nodes: text(&self.excluded_nodes, Text::Shared),
             features: text(&self.features, Text::Shared),
             name: text(&self.name, Text::Shared),
             comment: text(&self.comment, Text::Shared),
