@@ -89,8 +89,11 @@ alone=(keda restarts slurm_planned)
 # node-start: a kubelet, containerd, kube-proxy and CoreDNS; one a machine, its bridge and
 # rules being the host's) runs beside it for real_node.rs: the README's install and Slinky's
 # own slurmd pods. And two sites (kube.sh site-start: Slinky's chart with a site's values, and
-# a Slurm 26.05 and a 24.11 on the slurm.conf the operator renders for them) for site.rs.
+# a Slurm 26.05 and a 24.11 on the slurm.conf the operator renders for them) for site.rs,
+# which runs beside the other two (its own namespaces, Slurms and Leases; mostly waiting on
+# jobs and pods): this copy is the longest of the three.
 with_operator=(operator real_node site)
+beside_operator=(site)
 # Their ports stay below the kernel's ephemeral range (32768 and up here), where an outgoing
 # connection could hold a port a slurmd is about to bind.
 run=${SLURMSCALE_RUN:-/tmp/slurmscale-harness}
@@ -118,14 +121,24 @@ alone_pid=$!
 status=0
 cargo test --workspace --locked --no-fail-fast --lib --bins "${rest[@]}" || status=1
 cargo test --workspace --locked --doc || status=1
-operator_tests=()
+operator_tests=() beside_tests=()
 for name in "${with_operator[@]}"; do
-  if [ -f "tests/$name.rs" ]; then operator_tests+=(--test "$name"); fi
+  if [[ " ${beside_operator[*]} " == *" $name "* ]]; then
+    beside_tests+=(--test "$name")
+  elif [ -f "tests/$name.rs" ]; then
+    operator_tests+=(--test "$name")
+  fi
 done
 if [ ${#operator_tests[@]} -gt 0 ]; then
   if tests/harness/kube.sh operator-start && tests/harness/kube.sh node-start &&
     tests/harness/kube.sh site-start; then
+    beside_log=$(mktemp)
+    cargo test --locked --no-fail-fast "${beside_tests[@]}" >"$beside_log" 2>&1 &
+    beside_pid=$!
     cargo test --locked --no-fail-fast "${operator_tests[@]}" || status=1
+    wait "$beside_pid" || status=1
+    say "beside them (${beside_operator[*]}):"
+    cat "$beside_log" && rm -f "$beside_log"
   else
     status=1
   fi
