@@ -228,6 +228,7 @@ fn choice<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         weight: target.nodes.weight,
         max_nodes,
         priority: nsa.spec.priority,
+        full_nodes: 0,
     };
     Ok(Some(with_rivals(me, rivals, snap)))
 }

@@ -375,6 +375,32 @@ async fn at_equal_weight_the_autoscaler_of_higher_priority_grows() {
     }
 }
 
+/// The sibling Slurm prefers (lower Weight) is at its bound with its one node full: a plain
+/// job grows this NodeSet, where it can start now; while the sibling's node is idle, the job
+/// is the sibling's.
+#[tokio::test]
+async fn a_job_the_preferred_nodeset_has_no_room_for_now_grows_the_next() {
+    for (sibling_busy, grows) in [(true, vec![1]), (false, vec![])] {
+        let rig = Rig::new(json!({}), 0);
+        rig.fake.with(|w| {
+            let target = w.targets.get_mut(NODESET).unwrap();
+            target.nodes.features = vec![NODESET.to_string()];
+            target.nodes.weight = 10;
+            let mut accel = sibling(5, true);
+            accel.max_nodes = Some(1);
+            w.nodesets = vec![accel];
+        });
+        rig.at(5);
+        let nodes = vec![node("accel-0", NODESET, sibling_busy)];
+        rig.slurm(snapshot(at(5), NODESET, nodes, &[1]));
+        assert_eq!(
+            scales(&rig.reconcile().await),
+            grows,
+            "sibling busy: {sibling_busy}"
+        );
+    }
+}
+
 /// A job needing more nodes than the NodeSet Slurm prefers may have is split as Slurm
 /// places it: the sibling (lower Weight) takes its bound, this NodeSet the rest; with no
 /// bound known for the sibling, the whole job is the sibling's.

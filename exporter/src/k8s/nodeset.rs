@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::model::demand::Shape;
-use crate::model::grows::Candidate;
+use crate::model::grows::{Candidate, full, of_nodeset};
 use crate::signals::partitions_listing;
 use crate::snapshot::ClusterSnapshot;
 
@@ -383,8 +383,8 @@ pub fn weight(extra_conf: Option<&str>) -> u64 {
 pub type Rank = (Option<u64>, i32);
 
 /// What the choice of which NodeSet grows runs over: `me`, as its own scaler sees it, and
-/// its `rivals` ([`NodeSetView::rival`]) with each one's [`Rank`]; `me` last, at the
-/// index returned.
+/// its `rivals` ([`NodeSetView::rival`]) with each one's [`Rank`], each with its full nodes
+/// in `snap`; `me` last, at the index returned.
 pub fn with_rivals<'a>(
     me: Candidate,
     rivals: impl IntoIterator<Item = (&'a NodeSetView, Rank)>,
@@ -395,6 +395,14 @@ pub fn with_rivals<'a>(
         .map(|(n, rank)| n.rival(snap, rank))
         .collect();
     all.push(me);
+    if let Some(nodes) = &snap.nodes.data {
+        for c in &mut all {
+            c.full_nodes = nodes
+                .iter()
+                .filter(|n| of_nodeset(&n.name, &c.name) && full(n))
+                .count() as u64;
+        }
+    }
     let me = all.len() - 1;
     (all, me)
 }
@@ -487,6 +495,7 @@ impl NodeSetView {
             weight: self.weight,
             max_nodes,
             priority,
+            full_nodes: 0,
         }
     }
 

@@ -12,10 +12,13 @@
 //! A job's `--exclude` takes the NodeSet's nodes it names off its bound: one whose every
 //! node is excluded cannot run it.
 //!
-//! A job needing more nodes than the preferred NodeSet may have (its bound) is split as
-//! Slurm would place it once the nodes exist: the preferred NodeSet's nodes first, the rest
-//! on the next ones in the same order. Without the split, the preferred NodeSet would count
-//! the whole job unsatisfiable and no NodeSet would ever grow for it.
+//! A job goes where it can start soonest in that order, as Slurm's power saving would place
+//! it: a NodeSet whose nodes up to its bound are all full (running work, no CPU or memory
+//! left) leaves the job to the next one that has room, as cluster-autoscaler skips a node
+//! group at its maximum; only when none has room does it wait for the preferred NodeSet.
+//! A job needing more nodes than one NodeSet may have is split the same way: the preferred
+//! NodeSet's nodes first, the rest on the next ones. Without the split, the preferred
+//! NodeSet would count the whole job unsatisfiable and no NodeSet would ever grow for it.
 
 use super::PendingJob;
 use super::constraint;
@@ -41,6 +44,16 @@ pub struct Candidate {
     pub max_nodes: Option<u64>,
     /// Its autoscaler's `priority` (0 without one): among equal Weights, the highest grows.
     pub priority: i32,
+    /// Of its nodes, those running work with no CPU or memory left ([`full`]): a job starts
+    /// on them only once they free up.
+    pub full_nodes: u64,
+}
+
+/// A node running work that no other job can share now: every CPU or all of its memory
+/// allocated.
+pub fn full(n: &super::Node) -> bool {
+    n.busy()
+        && (n.idle_cpus() == 0 || (n.memory_bytes > 0 && n.alloc_memory_bytes >= n.memory_bytes))
 }
 
 /// How well a candidate's nodes fit a job: `None` when they cannot run it.
@@ -107,10 +120,11 @@ fn room(job: &PendingJob, c: &Candidate) -> Option<u64> {
 const EXCLUDED_MAX: usize = 100_000;
 
 /// Where `job`'s nodes go among `candidates`: (index, nodes) in order of preference, empty
-/// when none can run it. One entry when the preferred NodeSet may hold the whole job, or when
-/// not even all that fit may together (its bound then says it is unsatisfiable); else the
-/// preferred NodeSet up to its bound and the next ones for the rest — of those known to fit,
-/// where any is. Candidates of one Slurm name are one NodeSet: the first stands for all.
+/// when none can run it. Filled in that order — of those known to fit, where any is — each
+/// NodeSet taking what it has room for now (its bound less its full nodes), when together
+/// they have room for the whole job; else each up to its bound; else the whole job on the
+/// preferred NodeSet (its bound then says it is unsatisfiable). Candidates of one Slurm name
+/// are one NodeSet: the first stands for all.
 pub fn placed(job: &PendingJob, candidates: &[Candidate]) -> Vec<(usize, u64)> {
     let mut fits: Vec<(usize, &Candidate, bool, Option<u64>)> = candidates
         .iter()
@@ -139,23 +153,35 @@ pub fn placed(job: &PendingJob, candidates: &[Candidate]) -> Vec<(usize, u64)> {
         return Vec::new();
     };
     let nodes = job.nodes.max(1);
-    let mut left = nodes;
-    let mut parts: Vec<(usize, u64)> = Vec::new();
     // Where some NodeSet is known to fit, only those known to fit share the job.
-    for (i, c, _, room) in fits.iter().filter(|(_, _, known, _)| *known == sure) {
-        if parts.iter().any(|(p, _)| candidates[*p].name == c.name) {
-            continue;
+    let fill = |now: bool| {
+        let mut left = nodes;
+        let mut parts: Vec<(usize, u64)> = Vec::new();
+        for (i, c, _, room) in fits.iter().filter(|(_, _, known, _)| *known == sure) {
+            if parts.iter().any(|(p, _)| candidates[*p].name == c.name) {
+                continue;
+            }
+            let room = room.map(|r| {
+                if now {
+                    r.saturating_sub(c.full_nodes)
+                } else {
+                    r
+                }
+            });
+            let n = left.min(room.unwrap_or(u64::MAX));
+            if n > 0 {
+                parts.push((*i, n));
+                left -= n;
+            }
+            if left == 0 {
+                return Some(parts);
+            }
         }
-        let n = left.min(room.unwrap_or(u64::MAX));
-        if n > 0 {
-            parts.push((*i, n));
-            left -= n;
-        }
-        if left == 0 {
-            return parts;
-        }
-    }
-    vec![(first, nodes)]
+        None
+    };
+    fill(true)
+        .or_else(|| fill(false))
+        .unwrap_or_else(|| vec![(first, nodes)])
 }
 
 /// Which pending jobs a scaler counts ([`super::demand::demand_of`]): those of `origins`
@@ -272,6 +298,7 @@ mod tests {
             weight,
             max_nodes: Some(2),
             priority: 0,
+            full_nodes: 0,
         }
     }
 
@@ -484,5 +511,26 @@ mod tests {
         // Every CPU NodeSet's nodes excluded: alpha, the only one left.
         assert_eq!(excluding(1, "bravo-[0-1],charlie-[0-1]"), [(0, 1)]);
         assert_eq!(excluding(1, "alpha-[0-1],bravo-[0-1],charlie-[0-1]"), []);
+    }
+
+    /// A NodeSet whose nodes up to its bound are all full leaves a job to the next one with
+    /// room, as Slurm's power saving would start it there; with no room anywhere the job
+    /// waits for the preferred one.
+    #[test]
+    fn a_full_nodeset_leaves_the_job_to_the_next_with_room() {
+        let mut all = site();
+        all[1].full_nodes = 2;
+        // bravo full: charlie, the next by Weight; a 3-node job: charlie 2, alpha 1.
+        assert_eq!(placed(&job(1, 4, 0, ""), &all), [(2, 1)]);
+        assert_eq!(placed(&job(3, 12, 0, ""), &all), [(2, 2), (0, 1)]);
+        // One of bravo's full: it holds 1 now, charlie the other.
+        all[1].full_nodes = 1;
+        assert_eq!(placed(&job(2, 8, 0, ""), &all), [(1, 1), (2, 1)]);
+        // All full: the job waits where Slurm prefers it.
+        for c in &mut all {
+            c.full_nodes = 2;
+        }
+        assert_eq!(placed(&job(1, 4, 0, ""), &all), [(1, 1)]);
+        assert_eq!(placed(&job(3, 12, 0, ""), &all), [(1, 2), (2, 1)]);
     }
 }
