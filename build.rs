@@ -6,7 +6,8 @@
 //! Cargo reruns this script only when one of the files it names changes: the checkout's HEAD
 //! (another branch checked out) and the ref HEAD points at (a new commit). So a commit costs
 //! a rebuild of this crate and a relink, never a rebuild of the workspace, and a build with
-//! no new commit does nothing.
+//! no new commit does nothing. Where git does not answer, it runs at every build until it
+//! does: an `unknown` kept by a build made before the checkout had its `.git` would stay.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -63,7 +64,12 @@ fn main() {
                     }
                 }
             }
-            git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into())
+            git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| {
+                // git did not answer (no checkout yet, no git): ask again at every build
+                // rather than keep `unknown` once it would (a path that does not exist).
+                println!("cargo:rerun-if-changed=.git/slurmscale-no-commit-yet");
+                "unknown".into()
+            })
         }
     };
     println!("cargo:rustc-env=SLURMSCALE_GIT_COMMIT={commit}");
