@@ -229,6 +229,7 @@ fn choice<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         max_nodes,
         priority: nsa.spec.priority,
         full_nodes: 0,
+        gpu_full_nodes: 0,
     };
     Ok(Some(with_rivals(me, rivals, snap)))
 }

@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::model::demand::Shape;
-use crate::model::grows::{Candidate, full, of_nodeset};
+use crate::model::grows::{Candidate, Full, full, of_nodeset};
 use crate::signals::partitions_listing;
 use crate::snapshot::ClusterSnapshot;
 
@@ -397,10 +397,11 @@ pub fn with_rivals<'a>(
     all.push(me);
     if let Some(nodes) = &snap.nodes.data {
         for c in &mut all {
-            c.full_nodes = nodes
-                .iter()
-                .filter(|n| of_nodeset(&n.name, &c.name) && full(n))
-                .count() as u64;
+            let of = |how| {
+                let theirs = nodes.iter().filter(|n| of_nodeset(&n.name, &c.name));
+                theirs.filter(|n| full(n) == Some(how)).count() as u64
+            };
+            (c.full_nodes, c.gpu_full_nodes) = (of(Full::All), of(Full::Gpus));
         }
     }
     let me = all.len() - 1;
@@ -496,6 +497,7 @@ impl NodeSetView {
             max_nodes,
             priority,
             full_nodes: 0,
+            gpu_full_nodes: 0,
         }
     }
 

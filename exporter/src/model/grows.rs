@@ -44,16 +44,34 @@ pub struct Candidate {
     pub max_nodes: Option<u64>,
     /// Its autoscaler's `priority` (0 without one): among equal Weights, the highest grows.
     pub priority: i32,
-    /// Of its nodes, those running work with no CPU or memory left ([`full`]): a job starts
-    /// on them only once they free up.
+    /// Of its nodes, those running work with no CPU or memory left ([`Full::All`]): a job
+    /// starts on them only once they free up.
     pub full_nodes: u64,
+    /// Of the others, those running work with every GPU taken ([`Full::Gpus`]): full for a
+    /// job that needs GPUs.
+    pub gpu_full_nodes: u64,
 }
 
-/// A node running work that no other job can share now: every CPU or all of its memory
-/// allocated.
-pub fn full(n: &super::Node) -> bool {
-    n.busy()
-        && (n.idle_cpus() == 0 || (n.memory_bytes > 0 && n.alloc_memory_bytes >= n.memory_bytes))
+/// How a node running work leaves no room for another job now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Full {
+    /// Every CPU or all of its memory allocated: for any job.
+    All,
+    /// CPUs and memory left, every GPU taken: for a job that needs GPUs.
+    Gpus,
+}
+
+/// Whether and how node `n` is full ([`Full`]); `None` while idle or with room.
+pub fn full(n: &super::Node) -> Option<Full> {
+    if !n.busy() {
+        None
+    } else if n.idle_cpus() == 0 || (n.memory_bytes > 0 && n.alloc_memory_bytes >= n.memory_bytes) {
+        Some(Full::All)
+    } else if n.gpus() > 0 && n.gpus_alloc() >= n.gpus() {
+        Some(Full::Gpus)
+    } else {
+        None
+    }
 }
 
 /// How well a candidate's nodes fit a job: `None` when they cannot run it.
@@ -163,7 +181,8 @@ pub fn placed(job: &PendingJob, candidates: &[Candidate]) -> Vec<(usize, u64)> {
             }
             let room = room.map(|r| {
                 if now {
-                    r.saturating_sub(c.full_nodes)
+                    let gpu_full = if job.gpus > 0 { c.gpu_full_nodes } else { 0 };
+                    r.saturating_sub(c.full_nodes + gpu_full)
                 } else {
                     r
                 }
@@ -299,6 +318,7 @@ mod tests {
             max_nodes: Some(2),
             priority: 0,
             full_nodes: 0,
+            gpu_full_nodes: 0,
         }
     }
 
@@ -532,5 +552,14 @@ mod tests {
         }
         assert_eq!(placed(&job(1, 4, 0, ""), &all), [(1, 1)]);
         assert_eq!(placed(&job(3, 12, 0, ""), &all), [(1, 2), (2, 1)]);
+        // alpha's nodes busy with every GPU taken but CPUs left: full for a GPU job only.
+        let mut all = site();
+        all[0].max_nodes = Some(1);
+        all[0].gpu_full_nodes = 1;
+        all.push(nodeset("delta", &[], 16, Some(4), 200));
+        assert_eq!(placed(&job(1, 4, 1, ""), &all), [(3, 1)]);
+        all[1].full_nodes = 2;
+        all[2].full_nodes = 2;
+        assert_eq!(placed(&job(1, 12, 0, ""), &all), [(0, 1)]);
     }
 }
