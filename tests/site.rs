@@ -246,8 +246,66 @@ fn squeue_count(c: &SlurmCluster, partition: &str, state: &str) -> f64 {
         .count() as f64
 }
 
-/// The exporter says what squeue says of both partitions, and each NodeSet's desired nodes
-/// are its autoscaler's replicas (the exporter's rule is the autoscaler's).
+/// Nodes of each partition by base state (`future`, `idle`, `allocated`, …) as `scontrol`
+/// says, FUTURE records included.
+fn node_states(c: &SlurmCluster) -> BTreeMap<(String, String), f64> {
+    let mut states = BTreeMap::new();
+    for line in c
+        .run("scontrol", &["-o", "--future", "show", "node"])
+        .lines()
+    {
+        let field = |k: &str| line.split_whitespace().find_map(|w| w.strip_prefix(k));
+        let (Some(state), Some(partitions)) = (field("State="), field("Partitions=")) else {
+            continue;
+        };
+        let base = state
+            .split('+')
+            .next()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        for p in partitions.split(',') {
+            *states.entry((p.to_string(), base.clone())).or_default() += 1.0;
+        }
+    }
+    states
+}
+
+/// The exporter says what squeue and scontrol say of both partitions: jobs pending and
+/// running, nodes in all and by base state.
+async fn slurm_figures_agree(c: &SlurmCluster, m: &Metrics) -> bool {
+    let part = |name: &str, p: &str| m.get(name, &[("partition", p)]).unwrap_or(0.0);
+    let states = node_states(c);
+    let count = |p: &str, base: &str| {
+        states
+            .get(&(p.to_string(), base.to_string()))
+            .copied()
+            .unwrap_or(0.0)
+    };
+    ["all", "cpu"].iter().all(|p| {
+        let total: f64 = states
+            .iter()
+            .filter(|((q, _), _)| q == p)
+            .map(|(_, n)| n)
+            .sum();
+        part("slurm_partition_jobs_pending", p) == squeue_count(c, p, "PD")
+            && part("slurm_partition_jobs_running", p) == squeue_count(c, p, "R")
+            && part("slurm_partition_nodes", p) == total
+            && [
+                ("alloc", "allocated"),
+                ("idle", "idle"),
+                ("mixed", "mixed"),
+                ("down", "down"),
+                ("future", "future"),
+            ]
+            .iter()
+            .all(|(suffix, base)| {
+                part(&format!("slurm_partition_nodes_{suffix}"), p) == count(p, base)
+            })
+    })
+}
+
+/// The exporter says what squeue and scontrol say of both partitions, and each NodeSet's
+/// desired nodes are its autoscaler's replicas (the exporter's rule is the autoscaler's).
 async fn figures_agree(
     c: &SlurmCluster,
     e: &Process,
@@ -255,19 +313,16 @@ async fn figures_agree(
     replicas: &BTreeMap<&str, i32>,
 ) -> bool {
     let m: Metrics = e.metrics().await;
-    let part = |name: &str, p: &str| m.get(name, &[("partition", p)]).unwrap_or(-1.0);
-    ["all", "cpu"].iter().all(|p| {
-        part("slurm_partition_jobs_pending", p) == squeue_count(c, p, "PD")
-            && part("slurm_partition_jobs_running", p) == squeue_count(c, p, "R")
-    }) && NODESETS.iter().all(|name| {
-        // One series a partition the NodeSet serves: each says the same.
-        let desired = m.all(
-            "slurm_nodeset_desired_nodes",
-            &[("namespace", ns), ("nodeset", &nodeset_of(c, name))],
-        );
-        let want = replicas.get(name).map(|r| *r as f64);
-        !desired.is_empty() && desired.iter().all(|d| Some(*d) == want)
-    })
+    slurm_figures_agree(c, &m).await
+        && NODESETS.iter().all(|name| {
+            // One series a partition the NodeSet serves: each says the same.
+            let desired = m.all(
+                "slurm_nodeset_desired_nodes",
+                &[("namespace", ns), ("nodeset", &nodeset_of(c, name))],
+            );
+            let want = replicas.get(name).map(|r| *r as f64);
+            !desired.is_empty() && desired.iter().all(|d| Some(*d) == want)
+        })
 }
 
 /// No job, no autoscaler, no pod and no node record left by an earlier run.
@@ -490,6 +545,30 @@ async fn grows(release: &str) {
     .await;
     let on = |n: &str| hosts.borrow().iter().filter(|h| of_nodeset(h, n)).count();
     assert_eq!(on("bravo") + on("charlie"), 3, "{:?}", hosts.borrow());
+    // Once it ends, the NodeSets go back to zero: sampled on the way, the exporter's Slurm
+    // figures still say what squeue and scontrol say (its desired nodes drop at once, the
+    // replicas only after the idle timeout, so those are compared at zero below).
+    until(
+        "the 3-node job ended",
+        Duration::from_secs(60),
+        &cluster,
+        &a,
+        async || {
+            cluster
+                .run("squeue", &["-h", "-j", &wide])
+                .trim()
+                .is_empty()
+        },
+    )
+    .await;
+    until(
+        "the exporter's Slurm figures equal squeue's and scontrol's while scaling down",
+        Duration::from_secs(20),
+        &cluster,
+        &a,
+        async || slurm_figures_agree(&cluster, &e.metrics().await).await,
+    )
+    .await;
 
     // The jobs end; nobody can run the last one: it goes too. Back to zero: the operator
     // drains each node and deletes its pod.
