@@ -273,7 +273,8 @@ fn node_states(c: &SlurmCluster) -> BTreeMap<(String, String), f64> {
 /// The exporter says what squeue and scontrol say of both partitions: jobs pending and
 /// running, nodes in all and by base state.
 async fn slurm_figures_agree(c: &SlurmCluster, m: &Metrics) -> bool {
-    let part = |name: &str, p: &str| m.get(name, &[("partition", p)]).unwrap_or(0.0);
+    // A series missing is a disagreement, not a 0.
+    let part = |name: &str, p: &str| m.get(name, &[("partition", p)]).unwrap_or(-1.0);
     let states = node_states(c);
     let count = |p: &str, base: &str| {
         states

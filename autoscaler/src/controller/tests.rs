@@ -315,6 +315,17 @@ fn sibling(weight: u64, named: bool) -> NodeSetView {
     }
 }
 
+/// The target as a NodeSet of Weight 10 whose nodes register its name as their feature,
+/// with `accel` beside it: the two compete for the jobs of the target's partition.
+fn with_sibling(rig: &Rig, accel: NodeSetView) {
+    rig.fake.with(|w| {
+        let target = w.targets.get_mut(NODESET).unwrap();
+        target.nodes.features = vec![NODESET.to_string()];
+        target.nodes.weight = 10;
+        w.nodesets = vec![accel];
+    });
+}
+
 /// Two NodeSets share the partition: a job grows the one Slurm would place it on, so the
 /// a100 job is the sibling's demand, not this autoscaler's.
 #[tokio::test]
@@ -323,12 +334,7 @@ async fn a_job_another_nodeset_of_the_partition_grows_for_is_not_demand() {
     // partition Slurm lists it in or a site names for it: then it competes for nothing.
     for (weight, named, grows) in [(20, true, vec![2]), (5, true, vec![]), (5, false, vec![2])] {
         let rig = Rig::new(json!({}), 0);
-        rig.fake.with(|w| {
-            let target = w.targets.get_mut(NODESET).unwrap();
-            target.nodes.features = vec![NODESET.to_string()];
-            target.nodes.weight = 10;
-            w.nodesets = vec![sibling(weight, named)];
-        });
+        with_sibling(&rig, sibling(weight, named));
         rig.at(5);
         let snap = snapshot(at(5), NODESET, vec![], &[2, 3]);
         rig.slurm(with_constraints(snap, &[(1, "a100")]));
@@ -363,12 +369,7 @@ async fn a_job_another_nodeset_of_the_partition_grows_for_is_not_demand() {
 async fn at_equal_weight_the_autoscaler_of_higher_priority_grows() {
     for (priority, grows) in [(0, vec![]), (1, vec![2])] {
         let rig = Rig::new(json!({ "priority": priority }), 0);
-        rig.fake.with(|w| {
-            let target = w.targets.get_mut(NODESET).unwrap();
-            target.nodes.features = vec![NODESET.to_string()];
-            target.nodes.weight = 10;
-            w.nodesets = vec![sibling(10, true)];
-        });
+        with_sibling(&rig, sibling(10, true));
         rig.at(5);
         rig.slurm(snapshot(at(5), NODESET, vec![], &[2]));
         assert_eq!(scales(&rig.reconcile().await), grows, "priority {priority}");
@@ -382,14 +383,9 @@ async fn at_equal_weight_the_autoscaler_of_higher_priority_grows() {
 async fn a_job_the_preferred_nodeset_has_no_room_for_now_grows_the_next() {
     for (sibling_busy, grows) in [(true, vec![1]), (false, vec![])] {
         let rig = Rig::new(json!({}), 0);
-        rig.fake.with(|w| {
-            let target = w.targets.get_mut(NODESET).unwrap();
-            target.nodes.features = vec![NODESET.to_string()];
-            target.nodes.weight = 10;
-            let mut accel = sibling(5, true);
-            accel.max_nodes = Some(1);
-            w.nodesets = vec![accel];
-        });
+        let mut accel = sibling(5, true);
+        accel.max_nodes = Some(1);
+        with_sibling(&rig, accel);
         rig.at(5);
         let nodes = vec![node("accel-0", NODESET, sibling_busy)];
         rig.slurm(snapshot(at(5), NODESET, nodes, &[1]));
@@ -408,14 +404,9 @@ async fn a_job_the_preferred_nodeset_has_no_room_for_now_grows_the_next() {
 async fn a_job_larger_than_the_preferred_nodeset_grows_the_next_for_the_rest() {
     for (bound, grows) in [(Some(2), vec![3]), (None, vec![])] {
         let rig = Rig::new(json!({}), 0);
-        rig.fake.with(|w| {
-            let target = w.targets.get_mut(NODESET).unwrap();
-            target.nodes.features = vec![NODESET.to_string()];
-            target.nodes.weight = 10;
-            let mut accel = sibling(5, true);
-            accel.max_nodes = bound;
-            w.nodesets = vec![accel];
-        });
+        let mut accel = sibling(5, true);
+        accel.max_nodes = bound;
+        with_sibling(&rig, accel);
         rig.at(5);
         rig.slurm(snapshot(at(5), NODESET, vec![], &[5]));
         assert_eq!(scales(&rig.reconcile().await), grows, "{bound:?}");

@@ -397,11 +397,13 @@ pub fn with_rivals<'a>(
     all.push(me);
     if let Some(nodes) = &snap.nodes.data {
         for c in &mut all {
-            let of = |how| {
-                let theirs = nodes.iter().filter(|n| of_nodeset(&n.name, &c.name));
-                theirs.filter(|n| full(n) == Some(how)).count() as u64
-            };
-            (c.full_nodes, c.gpu_full_nodes) = (of(Full::All), of(Full::Gpus));
+            for n in nodes.iter().filter(|n| of_nodeset(&n.name, &c.name)) {
+                match full(n) {
+                    Some(Full::All) => c.full_nodes += 1,
+                    Some(Full::Gpus) => c.gpu_full_nodes += 1,
+                    None => {}
+                }
+            }
         }
     }
     let me = all.len() - 1;

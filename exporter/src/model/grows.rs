@@ -108,9 +108,15 @@ fn fit(job: &PendingJob, c: &Candidate) -> Option<bool> {
 /// Whether Slurm node `node` is one of NodeSet `nodeset`'s: `<nodeset>-<ordinal>`, as
 /// slurm-operator names its pods (and the autoscaler its node records).
 pub fn of_nodeset(node: &str, nodeset: &str) -> bool {
+    ordinal(node, nodeset).is_some()
+}
+
+/// The ordinal of NodeSet `nodeset`'s node `node` (its digits after `<nodeset>-`); `None`
+/// for another's node.
+fn ordinal<'a>(node: &'a str, nodeset: &str) -> Option<&'a str> {
     node.strip_prefix(nodeset)
         .and_then(|rest| rest.strip_prefix('-'))
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// The most of `job`'s nodes `c` may hold: its bound, less the nodes below it that the job
@@ -122,11 +128,7 @@ fn room(job: &PendingJob, c: &Candidate) -> Option<u64> {
     }
     let mut excluded = std::collections::BTreeSet::new();
     for_each_host(&job.excluded, EXCLUDED_MAX, |n| {
-        let ordinal = n
-            .strip_prefix(c.name.as_str())
-            .and_then(|r| r.strip_prefix('-'))
-            .filter(|_| of_nodeset(n, &c.name))
-            .and_then(|o| o.parse::<u64>().ok());
+        let ordinal = ordinal(n, &c.name).and_then(|o| o.parse::<u64>().ok());
         if let Some(o) = ordinal.filter(|o| *o < max) {
             excluded.insert(o);
         }
@@ -179,15 +181,13 @@ pub fn placed(job: &PendingJob, candidates: &[Candidate]) -> Vec<(usize, u64)> {
             if parts.iter().any(|(p, _)| candidates[*p].name == c.name) {
                 continue;
             }
-            let room = room.map(|r| {
-                if now {
-                    let gpu_full = if job.gpus > 0 { c.gpu_full_nodes } else { 0 };
-                    r.saturating_sub(c.full_nodes + gpu_full)
-                } else {
-                    r
-                }
-            });
-            let n = left.min(room.unwrap_or(u64::MAX));
+            // Now: less the nodes full for this job (for a GPU job, those without GPUs too).
+            let full = match (now, job.gpus > 0) {
+                (false, _) => 0,
+                (true, false) => c.full_nodes,
+                (true, true) => c.full_nodes + c.gpu_full_nodes,
+            };
+            let n = left.min(room.map_or(u64::MAX, |r| r.saturating_sub(full)));
             if n > 0 {
                 parts.push((*i, n));
                 left -= n;
