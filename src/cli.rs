@@ -622,6 +622,14 @@ pub struct SimulateArgs {
     /// whole machine.
     #[arg(long, value_delimiter = ',')]
     pub partition: Vec<String>,
+    /// A NodeSet of the replayed partition, `NAME,cpus=N,nodes=N[,gpus=N][,memory=MiB]
+    /// [,weight=N][,partition=P]`; repeat it for a partition over several, in the order its
+    /// `Nodes=` lists them. Each has a NodeSetAutoscaler of its own, and --policies names how
+    /// they choose which NodeSet grows for a job (slurm-order, every-fit, first-fit; default
+    /// all three). Jobs of the trace's partition P ask for that NodeSet's shape (the first's
+    /// otherwise); with no --partition, the partitions the NodeSets name are replayed.
+    #[arg(long, conflicts_with_all = ["pods", "node_cpus", "max_nodes", "node_gpus"])]
+    pub nodeset: Vec<slurmscale_sim::nodesets::NodeSetSpec>,
     /// From asking for a node to its slurmd taking jobs (pod start + registration)
     /// [default: 90s; the demo's 8s with --workload demo].
     #[arg(long, value_parser = duration)]

@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use slurmscale_autoscaler::crd::NodeSetAutoscaler;
 use slurmscale_sim::formats;
+use slurmscale_sim::nodesets::{self, Choice, Layout};
 use slurmscale_sim::trace::TraceJob;
-use slurmscale_sim::trace::{self, NodeShape, Parsed, Slice};
+use slurmscale_sim::trace::{self, NodeShape, Parsed, Slice, Unfit};
 use slurmscale_sim::{self as simulate, Options, Policy, report};
 
 use crate::cli::{PodFormatArg, SimulateArgs};
@@ -162,17 +163,7 @@ fn input(args: &SimulateArgs, policies: &[String]) -> Result<Input> {
         limit: args.limit_jobs,
     };
     let (jobs, unfit) = trace::select(&parsed.requests, slice, &shape, max_nodes);
-    for (why, ids) in &unfit {
-        not_replayed.insert(format!("needs {}", why.as_str()), ids.len() as u64);
-        let shown: Vec<&str> = ids.iter().take(5).map(String::as_str).collect();
-        eprintln!(
-            "cannot run {} job(s): they need {} (e.g. {}{})",
-            ids.len(),
-            why.as_str(),
-            shown.join(", "),
-            if ids.len() > shown.len() { ", …" } else { "" }
-        );
-    }
+    say_unfit(&unfit, &mut not_replayed);
     if jobs.is_empty() {
         bail!("{name}: no job of the trace is left to replay in this slice");
     }
@@ -252,6 +243,12 @@ fn not_replayed(parsed: &Parsed) -> BTreeMap<String, u64> {
     out
 }
 
+/// A submit time as the lines saying what is replayed show it (UTC).
+fn span(t: i64) -> String {
+    chrono::DateTime::from_timestamp(t, 0)
+        .map_or(t.to_string(), |d| d.format("%Y-%m-%d %H:%M").to_string())
+}
+
 /// The line that says what is replayed: how many jobs, when, on what, under which policies.
 fn describe(
     name: &str,
@@ -261,10 +258,6 @@ fn describe(
     args: &SimulateArgs,
     policies: &[String],
 ) -> String {
-    let span = |t: i64| {
-        chrono::DateTime::from_timestamp(t, 0)
-            .map_or(t.to_string(), |d| d.format("%Y-%m-%d %H:%M").to_string())
-    };
     format!(
         "{name}: replaying {} jobs submitted {} to {} UTC on up to {max_nodes} nodes of {} CPUs{}{}, boot {}s, policies: {}",
         jobs.len(),
@@ -305,6 +298,9 @@ fn options(args: &SimulateArgs, shape: NodeShape, max_nodes: u32) -> Result<Opti
 pub fn run(args: SimulateArgs) -> Result<()> {
     if args.pods.is_some() {
         return run_shared(args);
+    }
+    if !args.nodeset.is_empty() {
+        return run_nodesets(args);
     }
     let policies: Vec<String> = if args.policies.is_empty() {
         Policy::ALL.iter().map(|p| p.as_str().to_string()).collect()
@@ -380,6 +376,129 @@ pub fn run(args: SimulateArgs) -> Result<()> {
             ),
         ])
     })
+}
+
+/// `--nodeset`: the trace replayed on one partition over several NodeSets, once per way of
+/// choosing which grows.
+fn run_nodesets(args: SimulateArgs) -> Result<()> {
+    let choices = if args.policies.is_empty() {
+        Choice::ALL.to_vec()
+    } else {
+        let parsed = args.policies.iter().map(|p| p.parse::<Choice>());
+        parsed
+            .collect::<Result<Vec<_>, String>>()
+            .map_err(anyhow::Error::msg)?
+    };
+    let layout = Layout {
+        sets: args.nodeset.clone(),
+        choice: Choice::SlurmOrder,
+    };
+    for (k, set) in layout.sets.iter().enumerate() {
+        if layout.sets[..k].iter().any(|s| s.name == set.name) {
+            bail!("two NodeSets are called {}", set.name);
+        }
+    }
+    let (mut parsed, name) = load(&args)?;
+    let mut partitions = args.partition.clone();
+    if partitions.is_empty() {
+        partitions = layout
+            .sets
+            .iter()
+            .filter_map(|s| s.partition.clone())
+            .collect();
+    }
+    choose_partitions(&mut parsed, &partitions, &name)?;
+    let mut not_replayed = not_replayed(&parsed);
+    let first = parsed
+        .requests
+        .first()
+        .context("the trace has no job to replay")?;
+    let slice = Slice {
+        from: args.from.map(|w| w.resolve(first.submit)),
+        until: args.until.map(|w| w.resolve(first.submit)),
+        limit: args.limit_jobs,
+    };
+    let max_nodes = layout.max_nodes();
+    let (jobs, unfit) = trace::select_by(&parsed.requests, slice, |r| {
+        r.fit(&layout.fitted_to(r.partition.as_deref()).shape, max_nodes)
+    });
+    say_unfit(&unfit, &mut not_replayed);
+    if jobs.is_empty() {
+        bail!("{name}: no job of the trace is left to replay in this slice");
+    }
+    let quiet = args.json;
+    if !quiet {
+        let sets: Vec<String> = layout
+            .sets
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} ({} × {} CPUs, Weight {})",
+                    s.name, s.max_nodes, s.shape.cpus, s.weight
+                )
+            })
+            .collect();
+        let choices: Vec<&str> = choices.iter().map(|c| c.as_str()).collect();
+        eprintln!(
+            "{name}: replaying {} jobs submitted {} to {} UTC on one partition over {}, boot {}s, builtin choosing by {}",
+            jobs.len(),
+            span(jobs[0].submit),
+            span(jobs[jobs.len() - 1].submit),
+            sets.join(", "),
+            boot_seconds(&args),
+            choices.join(", ")
+        );
+    }
+    // Job CPU-seconds are counted up to the largest node's CPUs.
+    let widest = layout.sets.iter().map(|s| s.shape).max_by_key(|s| s.cpus);
+    let mut opts = options(&args, widest.unwrap_or(layout.sets[0].shape), max_nodes)?;
+    opts.nodesets = Some(layout.clone());
+    let total = (jobs.len() * choices.len()) as u64;
+    let runs = with_progress(
+        total,
+        quiet,
+        "{elapsed:>4} [{bar:40}] {percent:>3}% of jobs × choices, eta {eta}",
+        |progress| nodesets::run(&choices, jobs, &opts, Some(progress.clone())),
+    )?;
+    let mut rows = nodesets::rows(&runs, &layout);
+    for r in &mut rows {
+        r.row.not_replayed.clone_from(&not_replayed);
+    }
+    for (choice, r) in &runs {
+        if r.stats.starved > 0 {
+            eprintln!(
+                "{}: {} job(s) never got the nodes they need (their waits count until the replay ended)",
+                choice.as_str(),
+                r.stats.starved
+            );
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        print!("{}", nodesets::table(&rows));
+    }
+    write_out(args.out.as_deref(), quiet, || {
+        Ok(vec![(
+            format!("{name}.nodesets.json"),
+            serde_json::to_string_pretty(&rows)? + "\n",
+        )])
+    })
+}
+
+/// Says on stderr which jobs cannot run at all and why, and counts them in `not_replayed`.
+fn say_unfit(unfit: &BTreeMap<Unfit, Vec<String>>, not_replayed: &mut BTreeMap<String, u64>) {
+    for (why, ids) in unfit {
+        not_replayed.insert(format!("needs {}", why.as_str()), ids.len() as u64);
+        let shown: Vec<&str> = ids.iter().take(5).map(String::as_str).collect();
+        eprintln!(
+            "cannot run {} job(s): they need {} (e.g. {}{})",
+            ids.len(),
+            why.as_str(),
+            shown.join(", "),
+            if ids.len() > shown.len() { ", …" } else { "" }
+        );
+    }
 }
 
 /// `--out DIR`: writes the files `make` returns there, saying each (unless `quiet`).

@@ -208,6 +208,93 @@ fn partition_picks_the_jobs_a_nodeset_would_serve() {
     );
 }
 
+/// A site's partition over a GPU and a CPU NodeSet (Slinky 1.1's layout): `--nodeset` gives
+/// each, the jobs of the trace's `gpu` partition ask for a GPU, and the three ways of choosing
+/// which NodeSet grows are replayed side by side.
+#[test]
+fn nodesets_under_one_partition_replay_each_way_of_choosing_which_grows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("site.sacct");
+    let mut rows = String::new();
+    for i in 0..30 {
+        let (partition, gpu) = match i % 3 {
+            2 => ("gpu", ",gres/gpu=1"),
+            _ => ("cpu", ""),
+        };
+        rows.push_str(&format!(
+            "{}|2026-10-01T08:{i:02}:00|2026-10-01T08:{i:02}:30|2026-10-01T08:{:02}:30|{partition}|1|4|4G|cpu=4,mem=4G,node=1{gpu}|02:00:00|COMPLETED\n",
+            200 + i,
+            i + 8
+        ));
+    }
+    std::fs::write(&path, rows).unwrap();
+    let trace = ["--trace", path.to_str().unwrap()];
+    let gpu = "gpu,cpus=8,gpus=2,nodes=4,weight=10,partition=gpu";
+    let cpu = "cpu,cpus=8,nodes=4,partition=cpu";
+    let out = simulate(&[&trace[..], &["--nodeset", gpu, "--nodeset", cpu, "--json"]].concat());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    let policies: Vec<&str> = rows.iter().map(|r| r["policy"].as_str().unwrap()).collect();
+    assert_eq!(policies, ["slurm-order", "every-fit", "first-fit"]);
+    let row = |p: &str| rows.iter().find(|r| r["policy"] == p).unwrap();
+    let set = |p: &str, k: usize, key: &str| row(p)["nodesets"][k][key].as_f64().unwrap();
+    for r in rows {
+        assert_eq!(r["jobs"], 30, "{r}");
+        assert_eq!(r["nodesets"][0]["nodeset"], "gpu");
+        assert_eq!(r["nodesets"][1]["nodeset"], "cpu");
+        let hours = set(r["policy"].as_str().unwrap(), 0, "node_hours")
+            + set(r["policy"].as_str().unwrap(), 1, "node_hours");
+        assert!(
+            (hours - r["node_hours"].as_f64().unwrap()).abs() < 1e-6,
+            "{r}"
+        );
+        assert!(r["cpu_hours"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    // Slurm's order grows the GPU NodeSet for the GPU jobs only; the rivals grow it for CPU
+    // jobs too (every-fit beside the CPU NodeSet, first-fit, as gpu is listed first, alone).
+    assert!(set("every-fit", 0, "node_hours") > 1.5 * set("slurm-order", 0, "node_hours"));
+    assert!(set("first-fit", 0, "node_hours") > 1.5 * set("slurm-order", 0, "node_hours"));
+    assert!(
+        set("slurm-order", 1, "jobs") >= 15.0,
+        "most CPU jobs ran on cpu nodes"
+    );
+    assert!(
+        set("first-fit", 1, "jobs") < 10.0,
+        "first-fit put most on gpu nodes"
+    );
+    let total = |p: &str| row(p)["node_hours"].as_f64().unwrap();
+    assert!(total("every-fit") > total("slurm-order"));
+
+    // Bad layouts are refused with the reason.
+    for (args, said) in [
+        (
+            vec!["--nodeset", gpu, "--nodeset", gpu],
+            "two NodeSets are called gpu",
+        ),
+        (
+            vec!["--nodeset", "gpu,cpus=8"],
+            "cpus=N and nodes=N are needed",
+        ),
+        (
+            vec!["--nodeset", cpu, "--policies", "keda"],
+            "unknown choice \"keda\"",
+        ),
+        (
+            vec!["--nodeset", cpu, "--max-nodes", "4"],
+            "cannot be used with",
+        ),
+    ] {
+        let out = simulate(&[&trace[..], &args[..]].concat());
+        assert!(!out.status.success(), "{args:?}");
+        assert!(
+            text(&out.stderr).contains(said),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+}
+
 /// Archive logs hold records of which nothing is known (every field −1, SWF's "unknown"):
 /// they are jobs no replay can place, skipped and counted, not a malformed trace.
 #[test]

@@ -40,6 +40,9 @@ run() {
 run curie --trace $curie --from 2012-03-08 --limit-jobs 20000
 run curie-thin --trace $curie --from 2012-03-08 --partition standard --max-nodes 5040 --node-cpus 16 --limit-jobs 20000
 run curie-fat --trace $curie --from 2012-03-08 --partition large --max-nodes 360 --node-cpus 32 --limit-jobs 20000
+run curie-nodesets --trace $curie --from 2012-03-08 --limit-jobs 5000 \
+  --nodeset fat,cpus=32,nodes=360,weight=10,partition=large \
+  --nodeset thin,cpus=16,nodes=5040,weight=1,partition=standard
 run nasa --trace $t/NASA-iPSC-1993-3.1-cln.swf.gz
 run nasa-3days --trace $t/NASA-iPSC-1993-3.1-cln.swf.gz --from 1993-10-04 --until 1993-10-07
 run kth --trace $t/KTH-SP2-1996-2.1-cln.swf.gz

@@ -24,6 +24,7 @@ pub mod driver;
 pub mod error;
 pub mod formats;
 pub mod kube;
+pub mod nodesets;
 pub mod operator;
 pub mod pods;
 pub mod replay;
@@ -123,6 +124,9 @@ pub struct Options {
     /// `builtin` reconciles at every 2 s poll instead of only when something changed
     /// (slower; the same result, which a test checks).
     pub every_poll: bool,
+    /// The partition spans several NodeSets, and how `builtin` chooses which grows; `None`:
+    /// it is one NodeSet of `shape` and `max_nodes`.
+    pub nodesets: Option<nodesets::Layout>,
 }
 
 impl Options {
@@ -137,6 +141,7 @@ impl Options {
             suspend_time: 600,
             bucket: 0,
             every_poll: false,
+            nodesets: None,
         }
     }
 }
@@ -165,6 +170,18 @@ pub struct Stats {
     /// Jobs still waiting when the replay gave up on them: the policy never provided the
     /// nodes they need (their waits count until the replay stopped).
     pub starved: usize,
+    /// Over several NodeSets, each one's share (empty over one).
+    pub nodesets: Vec<SetStats>,
+}
+
+/// One NodeSet's share of a run over several.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SetStats {
+    pub node_seconds: f64,
+    pub busy_node_seconds: f64,
+    /// The waits of the jobs that started on its nodes (a job over several NodeSets counts
+    /// where its first node is), sorted.
+    pub waits: Vec<i64>,
 }
 
 /// One point of the timeline: what was waiting and wanted at `time`, and the average nodes
@@ -186,8 +203,10 @@ pub struct Run {
     pub timeline: Vec<Point>,
     /// When its last job ended.
     pub last_end: i64,
-    /// Nodes it held when the replay stopped (kept until the common horizon).
+    /// Nodes it held when the replay stopped (kept until the common horizon), in all and
+    /// by NodeSet over several.
     pub final_provisioned: u32,
+    pub final_by_set: Vec<u32>,
 }
 
 #[cfg(test)]

@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::cluster::{Cluster, Mode, Requests};
 use super::trace::{NodeShape, TraceJob};
-use super::{Options, Point, Policy, Run, Scaler, Stats, builtin, rivals, view};
+use super::{
+    Options, Point, Policy, Run, Scaler, SetStats, Stats, builtin, nodesets, rivals, view,
+};
 use crate::error::{Error, Result};
 
 /// slurmctld's `power_save_interval` (its default): how often it sends power requests.
@@ -95,6 +97,9 @@ impl Policy {
             Box::new(rivals::Keda::new(trigger, opts.max_nodes, up, start))
         };
         match self {
+            Policy::Builtin if opts.nodesets.is_some() => {
+                Box::new(nodesets::Several::new(opts, cluster))
+            }
             Policy::Builtin | Policy::SlurmPlanned => Box::new(builtin::Builtin::new(
                 &opts.autoscaler,
                 cluster,
@@ -124,6 +129,12 @@ fn job_stats(
         let wait = start.unwrap_or(stopped) - job.submit;
         stats.starved += usize::from(start.is_none());
         stats.waits.push(wait);
+        if let Some(set) = start.and_then(|_| {
+            let g = cluster.group_of(cluster.outcomes[j].node);
+            stats.nodesets.get_mut(g)
+        }) {
+            set.waits.push(wait);
+        }
         stats.starts.push(start);
         let run = job.run as f64;
         slowdown += ((wait as f64 + run) / run.max(10.0)).max(1.0);
@@ -133,6 +144,9 @@ fn job_stats(
     stats.jobs = jobs.len();
     stats.bounded_slowdown_mean = slowdown / jobs.len() as f64;
     stats.waits.sort_unstable();
+    for set in &mut stats.nodesets {
+        set.waits.sort_unstable();
+    }
 }
 
 /// Replays `jobs` under one policy. `progress` counts submitted jobs as they go.
@@ -190,6 +204,8 @@ struct Replay {
     /// the node-seconds (provisioned, busy, idle while waiting) then.
     progress_at: (i64, usize, usize),
     seconds_at_progress: (f64, f64, f64),
+    /// Over several NodeSets, each one's node-seconds (provisioned, busy) then.
+    sets_at_progress: Vec<(f64, f64)>,
 }
 
 impl Replay {
@@ -198,25 +214,44 @@ impl Replay {
             return Err(Error::Simulate("no jobs to replay".into()));
         };
         let start = first.submit;
-        let cluster = Cluster::new(
-            opts.shape,
-            opts.max_nodes,
-            policy.mode(opts),
-            opts.sched,
-            jobs.clone(),
-            start,
-        );
+        let cluster = match &opts.nodesets {
+            None => Cluster::new(
+                opts.shape,
+                opts.max_nodes,
+                policy.mode(opts),
+                opts.sched,
+                jobs.clone(),
+                start,
+            ),
+            Some(layout) => {
+                if policy != Policy::Builtin {
+                    return Err(Error::Simulate(format!(
+                        "{} does not replay a partition over several NodeSets: builtin does",
+                        policy.as_str()
+                    )));
+                }
+                layout.cluster(opts.sched, jobs.clone(), start)
+            }
+        };
         let scaler = policy.scaler(opts, &cluster, start);
         let width = if opts.bucket > 0 {
             opts.bucket
         } else {
             bucket_for(&jobs)
         };
+        let view = match &opts.nodesets {
+            None => view::SlurmView::new(&cluster),
+            Some(layout) => layout.view(&cluster),
+        };
         let timeline = Timeline {
             origin: start,
             width,
             points: Vec::new(),
-            view: view::SlurmView::new(&cluster),
+            view,
+        };
+        let stats = Stats {
+            nodesets: vec![SetStats::default(); opts.nodesets.as_ref().map_or(0, |l| l.sets.len())],
+            ..Stats::default()
         };
         Ok(Self {
             policy,
@@ -225,13 +260,14 @@ impl Replay {
             cluster,
             scaler,
             timeline,
-            stats: Stats::default(),
+            stats,
             start,
             now: start - 1,
             reported: 0,
             done_at: None,
             progress_at: (start - 1, 0, 0),
             seconds_at_progress: (0.0, 0.0, 0.0),
+            sets_at_progress: Vec::new(),
         })
     }
 
@@ -271,6 +307,10 @@ impl Replay {
         if c.pending > 0 {
             self.stats.idle_waiting_node_seconds += f64::from(c.idle()) * dt;
         }
+        for (set, g) in self.stats.nodesets.iter_mut().zip(self.cluster.groups()) {
+            set.node_seconds += f64::from(g.provisioned) * dt;
+            set.busy_node_seconds += f64::from(g.busy) * dt;
+        }
         self.timeline
             .account(self.now, t, &self.cluster, self.scaler.desired());
     }
@@ -289,6 +329,10 @@ impl Replay {
                 self.stats.busy_node_seconds,
                 self.stats.idle_waiting_node_seconds,
             );
+            let sets = self.stats.nodesets.iter();
+            self.sets_at_progress = sets
+                .map(|s| (s.node_seconds, s.busy_node_seconds))
+                .collect();
             return false;
         }
         if self.done_at.is_some()
@@ -305,6 +349,11 @@ impl Replay {
         self.stats.busy_node_seconds = self.seconds_at_progress.1 + f64::from(c.busy) * tail;
         self.stats.idle_waiting_node_seconds =
             self.seconds_at_progress.2 + f64::from(c.idle()) * tail;
+        let sets = self.stats.nodesets.iter_mut().zip(self.cluster.groups());
+        for ((set, g), at) in sets.zip(&self.sets_at_progress) {
+            set.node_seconds = at.0 + f64::from(g.provisioned) * tail;
+            set.busy_node_seconds = at.1 + f64::from(g.busy) * tail;
+        }
         self.timeline.points.retain(|p| p.time < last + TAIL);
         true
     }
@@ -324,12 +373,22 @@ impl Replay {
             p.provisioned /= width;
             p.busy /= width;
         }
+        let final_by_set = match self.stats.nodesets.len() {
+            0 => Vec::new(),
+            _ => self
+                .cluster
+                .groups()
+                .iter()
+                .map(|g| g.provisioned)
+                .collect(),
+        };
         Run {
             policy: self.policy,
             stats: self.stats,
             timeline: self.timeline.points,
             last_end: self.done_at.unwrap_or(self.now),
             final_provisioned: self.cluster.counts.provisioned,
+            final_by_set,
         }
     }
 }
@@ -342,16 +401,29 @@ pub fn run(
     opts: &Options,
     progress: Option<Arc<AtomicU64>>,
 ) -> Result<Vec<Run>> {
+    side_by_side(policies, jobs, |&policy, jobs| {
+        run_policy(policy, jobs, opts, progress.as_deref())
+    })
+}
+
+/// Replays `jobs` once for each of `each` (`replay` makes its run), each on a thread of its
+/// own, then puts the runs on one horizon.
+pub(crate) fn side_by_side<T: Sync>(
+    each: &[T],
+    jobs: Vec<TraceJob>,
+    replay: impl Fn(&T, Arc<[TraceJob]>) -> Result<Run> + Sync,
+) -> Result<Vec<Run>> {
     if jobs.is_empty() {
         return Err(Error::Simulate("the trace has no jobs to replay".into()));
     }
     let jobs: Arc<[TraceJob]> = jobs.into();
+    let replay = &replay;
     let mut runs = std::thread::scope(|s| {
-        let handles: Vec<_> = policies
+        let handles: Vec<_> = each
             .iter()
-            .map(|&p| {
-                let (jobs, progress) = (jobs.clone(), progress.clone());
-                s.spawn(move || run_policy(p, jobs, opts, progress.as_deref()))
+            .map(|item| {
+                let jobs = jobs.clone();
+                s.spawn(move || replay(item, jobs))
             })
             .collect();
         handles
@@ -359,14 +431,24 @@ pub fn run(
             .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
             .collect::<Result<Vec<_>>>()
     })?;
+    one_horizon(&mut runs);
+    Ok(runs)
+}
+
+/// Puts runs on one horizon: a run that stopped earlier keeps its final nodes until the last
+/// one stops.
+fn one_horizon(runs: &mut [Run]) {
     let horizon = runs.iter().map(|r| r.last_end + TAIL).max().unwrap_or(0);
-    for r in &mut runs {
-        let held = (horizon - (r.last_end + TAIL)) as f64 * f64::from(r.final_provisioned);
+    for r in runs {
+        let after = (horizon - (r.last_end + TAIL)) as f64;
+        let held = after * f64::from(r.final_provisioned);
         r.stats.node_seconds += held;
+        for (set, &n) in r.stats.nodesets.iter_mut().zip(&r.final_by_set) {
+            set.node_seconds += after * f64::from(n);
+        }
         if r.stats.starved > 0 {
             // Its starved jobs are still waiting.
             r.stats.idle_waiting_node_seconds += held;
         }
     }
-    Ok(runs)
 }

@@ -78,7 +78,7 @@ pub fn rows(runs: &[Run], node_cpus: u32) -> Vec<Row> {
 }
 
 /// Seconds as people read them: `45s`, `12m`, `3.4h`.
-fn human(secs: f64) -> String {
+pub fn human(secs: f64) -> String {
     match secs {
         s if s < 120.0 => format!("{s:.0}s"),
         s if s < 7200.0 => format!("{:.0}m", s / 60.0),

@@ -311,6 +311,16 @@ pub fn select(
     shape: &NodeShape,
     max_nodes: u32,
 ) -> (Vec<TraceJob>, BTreeMap<Unfit, Vec<String>>) {
+    select_by(requests, slice, |r| r.fit(shape, max_nodes))
+}
+
+/// [`select`] with each job fitted by `fit` (over several NodeSets, to the shape of the
+/// NodeSet its partition names).
+pub fn select_by(
+    requests: &[Request],
+    slice: Slice,
+    fit: impl Fn(&Request) -> Result<TraceJob, Unfit>,
+) -> (Vec<TraceJob>, BTreeMap<Unfit, Vec<String>>) {
     let (mut jobs, mut unfit) = (Vec::new(), BTreeMap::<Unfit, Vec<String>>::new());
     for r in requests
         .iter()
@@ -320,7 +330,7 @@ pub fn select(
         if slice.limit.is_some_and(|l| jobs.len() >= l) {
             break;
         }
-        match r.fit(shape, max_nodes) {
+        match fit(r) {
             Ok(j) => jobs.push(j),
             Err(why) => unfit.entry(why).or_default().push(r.id.clone()),
         }

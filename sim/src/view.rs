@@ -15,13 +15,14 @@ use slurmscale_exporter::model::grows::Takes;
 use slurmscale_exporter::model::jobs::{JobRecord, JobsBuilder};
 use slurmscale_exporter::model::origin::Origin;
 use slurmscale_exporter::model::{
-    Gres, JobState, Jobs, Node, NodeBase, NodeFlags, NodeState, NodeWork, Partition, PendingClass,
-    PendingJob, PlannedStart,
+    Gres, JobState, Jobs, Node, NodeBase, NodeFlags, NodeSets, NodeState, NodeWork, Partition,
+    PendingClass, PendingJob, PlannedStart,
 };
 use slurmscale_exporter::signals::{PartitionSignals, ShapeHints, partition_signals};
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
 use super::cluster::{Cluster, DrainedBy, PowerFlag};
+use super::trace::NodeShape;
 use slurmscale_autoscaler::slurm_nodes::drain_reason;
 
 /// The real autoscaler's default `--interval`: the replays poll (and reconcile) at it.
@@ -100,10 +101,43 @@ impl SlurmView {
 
     /// The view of a partition called `partition`, its nodes `partition-0` on.
     pub fn named(cluster: &Cluster, partition: &str) -> Self {
+        Self::over(cluster, partition, &[partition])
+    }
+
+    /// The view of a partition called `partition` over NodeSets called `nodesets`, one for
+    /// each of the cluster's [groups](Cluster::groups): the nodes of each are
+    /// `<nodeset>-0` on, registered with its name as their feature (as slurm-operator makes
+    /// them), and the partition lists them as its node sets. One NodeSet named as the
+    /// partition is the partition of one NodeSet the other replays run.
+    pub fn over(cluster: &Cluster, partition: &str, nodesets: &[&str]) -> Self {
+        assert_eq!(
+            nodesets.len(),
+            cluster.groups().len(),
+            "a name for each NodeSet"
+        );
         let name: Arc<str> = Arc::from(partition);
         let max = cluster.max_nodes();
-        let shape = cluster.shape;
-        let nodes: Vec<Node> = (0..max).map(|i| node(&name, i, cluster)).collect();
+        let groups = cluster.groups();
+        let nodes: Vec<Node> = (0..max)
+            .map(|i| {
+                let g = cluster.group_of(i);
+                let node = format!("{}-{}", nodesets[g], i - groups[g].first);
+                self::node(&name, node, i, cluster)
+            })
+            .collect();
+        let sum = |per: &dyn Fn(&NodeShape) -> u64| {
+            groups
+                .iter()
+                .map(|g| u64::from(g.len) * per(&g.shape))
+                .sum::<u64>()
+        };
+        let node_list = groups
+            .iter()
+            .zip(nodesets)
+            .map(|(g, n)| format!("{n}-[0-{}]", g.len.saturating_sub(1)))
+            .collect::<Vec<_>>()
+            .join(",");
+        let several = nodesets.len() > 1;
         Self {
             names: nodes.iter().map(|n| Arc::from(n.name.as_str())).collect(),
             nodes: Arc::new(nodes),
@@ -112,14 +146,19 @@ impl SlurmView {
                 name: name.clone(),
                 state: "UP".into(),
                 total_nodes: max.into(),
-                total_cpus: u64::from(max) * u64::from(shape.cpus),
-                total_memory_bytes: (shape.memory_mib > 0)
-                    .then(|| u64::from(max) * (shape.memory_mib << 20)),
-                total_gpus: Some(u64::from(max) * u64::from(shape.gpus)),
+                total_cpus: sum(&|s| s.cpus.into()),
+                total_memory_bytes: groups
+                    .iter()
+                    .all(|g| g.shape.memory_mib > 0)
+                    .then(|| sum(&|s| s.memory_mib << 20)),
+                total_gpus: Some(sum(&|s| s.gpus.into())),
                 max_nodes_per_job: None,
-                node_list: format!("{name}-[0-{}]", max.saturating_sub(1)),
+                node_list,
                 never_suspends: false,
-                node_sets: Default::default(),
+                node_sets: match several {
+                    true => NodeSets::Named(nodesets.iter().map(|n| n.to_string()).collect()),
+                    false => NodeSets::default(),
+                },
             }]),
             partition_list: Arc::from(vec![name.clone()]),
             cursor: 0,
@@ -227,8 +266,8 @@ impl SlurmView {
     }
 }
 
-fn node(partition: &Arc<str>, i: u32, cluster: &Cluster) -> Node {
-    let shape = cluster.shape;
+fn node(partition: &Arc<str>, name: String, i: u32, cluster: &Cluster) -> Node {
+    let shape = cluster.groups()[cluster.group_of(i)].shape;
     let gres = |count| {
         (shape.gpus > 0)
             .then(|| Gres {
@@ -240,7 +279,7 @@ fn node(partition: &Arc<str>, i: u32, cluster: &Cluster) -> Node {
             .collect()
     };
     let mut n = Node {
-        name: format!("{partition}-{i}"),
+        name,
         state: NodeState {
             base: NodeBase::Future,
             flags: NodeFlags::default(),
@@ -272,7 +311,7 @@ fn update(n: &mut Node, i: u32, cluster: &Cluster) {
         Some(v) => {
             n.state.base = match v.alloc_cpus {
                 0 => NodeBase::Idle,
-                c if c >= cluster.shape.cpus => NodeBase::Allocated,
+                c if u64::from(c) >= n.cpus => NodeBase::Allocated,
                 _ => NodeBase::Mixed,
             };
             n.state.flags = match v.drain {
@@ -332,7 +371,8 @@ fn pending(cluster: &Cluster, partitions: &Arc<[Arc<str>]>, names: &[Arc<str>]) 
                 cpus: u64::from(j.cpus_per_node) * u64::from(j.nodes),
                 gpus: u64::from(j.gpus_per_node) * u64::from(j.nodes),
                 memory_bytes: mb(j.memory_mib_per_node) * u64::from(j.nodes),
-                whole_node: j.whole_nodes(&cluster.shape),
+                // Over several NodeSets a job asks for CPUs, not for whole nodes of a shape.
+                whole_node: cluster.groups().len() == 1 && j.whole_nodes(&cluster.shape),
                 constraint: unconstrained.clone(),
                 excluded: unconstrained.clone(),
                 submit_time: Some(j.submit),

@@ -103,6 +103,8 @@ enum Pod {
 
 #[derive(Clone, Debug)]
 struct Node {
+    /// The NodeSet ([`Group`]) it belongs to.
+    group: u32,
     power: Power,
     /// Accepts no new jobs; goes away when its last job ends.
     draining: bool,
@@ -135,6 +137,8 @@ struct Running {
 pub struct JobTimes {
     pub start: i64,
     pub end: i64,
+    /// The first node slot it was given.
+    pub node: u32,
 }
 
 /// Scheduler tunables, as slurm.conf names them.
@@ -230,9 +234,37 @@ pub struct Reservation {
     pub nodes: Vec<u32>,
 }
 
+/// One NodeSet of a partition over several (a Slinky 1.1 layout): node slots
+/// `first..first + len`, of one shape and one `Weight`, with replicas of its own. A cluster
+/// made with [`Cluster::new`] is one group over every slot.
+#[derive(Clone, Debug)]
+pub struct Group {
+    pub shape: NodeShape,
+    /// Its nodes' `Weight=`: slurmctld allocates the lowest first.
+    pub weight: u64,
+    pub first: u32,
+    pub len: u32,
+    pub replicas: u32,
+    /// Booting, up or draining: nodes someone pays for.
+    pub provisioned: u32,
+    /// Up and running at least one job.
+    pub busy: u32,
+}
+
+impl Group {
+    fn slots(&self) -> std::ops::Range<u32> {
+        self.first..self.first + self.len
+    }
+}
+
 pub struct Cluster {
+    /// Every node's shape (the first NodeSet's, when there are several: [`Cluster::groups`]).
     pub shape: NodeShape,
     pub mode: Mode,
+    groups: Vec<Group>,
+    /// The groups' indices, lowest `Weight` first (their order among equals): the order
+    /// slurmctld looks through them.
+    by_weight: Vec<usize>,
     cfg: SchedConfig,
     jobs: Arc<[TraceJob]>,
     nodes: Vec<Node>,
@@ -283,26 +315,63 @@ impl Cluster {
         jobs: Arc<[TraceJob]>,
         start: i64,
     ) -> Self {
-        let node = Node {
-            power: Power::Off,
-            draining: false,
-            drained: false,
-            free_cpus: shape.cpus,
-            free_mem: shape.memory_mib,
-            free_gpus: shape.gpus,
-            jobs: Vec::new(),
-            idle_since: start,
-            pod: Pod::None,
-            powering_down: false,
-            left_drained: false,
-        };
+        Self::grouped(&[(shape, 1, max_nodes)], mode, cfg, jobs, start)
+    }
+
+    /// A partition over several NodeSets, each `(shape, weight, max_nodes)`, their slots in
+    /// that order. Several are elastic only: each is scaled by [`Cluster::scale_group`].
+    pub fn grouped(
+        sets: &[(NodeShape, u64, u32)],
+        mode: Mode,
+        cfg: SchedConfig,
+        jobs: Arc<[TraceJob]>,
+        start: i64,
+    ) -> Self {
+        assert!(
+            sets.len() == 1 || mode == Mode::Elastic,
+            "a partition over several NodeSets is elastic"
+        );
+        let mut groups = Vec::with_capacity(sets.len());
+        let mut nodes = Vec::new();
+        for (g, &(shape, weight, len)) in sets.iter().enumerate() {
+            groups.push(Group {
+                shape,
+                weight,
+                first: nodes.len() as u32,
+                len,
+                replicas: 0,
+                provisioned: 0,
+                busy: 0,
+            });
+            let node = Node {
+                group: g as u32,
+                power: Power::Off,
+                draining: false,
+                drained: false,
+                free_cpus: shape.cpus,
+                free_mem: shape.memory_mib,
+                free_gpus: shape.gpus,
+                jobs: Vec::new(),
+                idle_since: start,
+                pod: Pod::None,
+                powering_down: false,
+                left_drained: false,
+            };
+            nodes.extend(std::iter::repeat_n(node, len as usize));
+        }
+        let mut by_weight: Vec<usize> = (0..groups.len()).collect();
+        by_weight.sort_by_key(|&g| groups[g].weight);
+        let max_nodes = nodes.len() as u32;
+        let shape = sets[0].0;
         let n = jobs.len();
         let mut c = Self {
             shape,
             mode,
+            groups,
+            by_weight,
             cfg,
             jobs,
-            nodes: vec![node; max_nodes as usize],
+            nodes,
             replicas: 0,
             queue: BTreeSet::new(),
             free: BTreeSet::new(),
@@ -332,6 +401,7 @@ impl Cluster {
                     c.power_on(i, start, true);
                 }
                 c.replicas = max_nodes;
+                c.groups[0].replicas = max_nodes;
             }
             Mode::PowerSave { .. } => c.replicas = max_nodes,
             Mode::Planned(_) => {}
@@ -346,6 +416,16 @@ impl Cluster {
 
     pub fn replicas(&self) -> u32 {
         self.replicas
+    }
+
+    /// Its NodeSets (one, unless made by [`Cluster::grouped`]), in slot order.
+    pub fn groups(&self) -> &[Group] {
+        &self.groups
+    }
+
+    /// The NodeSet slot `i` is in.
+    pub fn group_of(&self, i: u32) -> usize {
+        self.nodes[i as usize].group as usize
     }
 
     pub fn jobs(&self) -> &[TraceJob] {
@@ -565,6 +645,7 @@ impl Cluster {
             }
             if n.power == Power::Up && !was_busy {
                 self.counts.busy += 1;
+                self.groups[n.group as usize].busy += 1;
             }
         }
         // Until it runs, backfill expects it to end a time limit from now, as slurmctld
@@ -590,6 +671,7 @@ impl Cluster {
         self.outcomes[j] = JobTimes {
             start,
             end: start + run,
+            node: r.nodes[0],
         };
         self.ends.push(Reverse((start + run, j)));
     }
@@ -622,6 +704,7 @@ impl Cluster {
             if n.jobs.is_empty() {
                 n.idle_since = now;
                 self.counts.busy -= 1;
+                self.groups[n.group as usize].busy -= 1;
                 if n.draining {
                     n.draining = false;
                     self.power_off(i);
@@ -640,6 +723,7 @@ impl Cluster {
     /// A node is asked for: it boots (or, for a static partition, is simply there).
     fn power_on(&mut self, i: u32, now: i64, at_once: bool) {
         self.counts.provisioned += 1;
+        self.groups[self.nodes[i as usize].group as usize].provisioned += 1;
         self.touch(&[i]);
         let ready_at = now + self.cfg.boot;
         let n = &mut self.nodes[i as usize];
@@ -666,6 +750,7 @@ impl Cluster {
         if !n.jobs.is_empty() {
             // Jobs waited for this boot (power saving); each runs once all its nodes are up.
             self.counts.busy += 1;
+            self.groups[n.group as usize].busy += 1;
         } else {
             n.idle_since = now;
             if !elastic {
@@ -689,6 +774,7 @@ impl Cluster {
         n.draining = false;
         n.drained = false;
         self.counts.provisioned -= 1;
+        self.groups[n.group as usize].provisioned -= 1;
         if planned {
             // Its pod went: slurm-operator's scale-in leaves the record DRAIN until
             // someone resumes it, and powered down.
@@ -701,28 +787,39 @@ impl Cluster {
         }
     }
 
-    /// The NodeSet is scaled to `replicas` (elastic partitions only): drained nodes return
-    /// first, then new ones boot on the lowest free slots; going down, slurm-operator picks
+    /// The NodeSet is scaled to `replicas` (elastic partitions of one NodeSet only).
+    pub fn scale(&mut self, replicas: u32, now: i64) {
+        self.scale_group(0, replicas, now);
+    }
+
+    /// NodeSet `g` is scaled to `replicas` (elastic partitions only): drained nodes return
+    /// first, then new ones boot on its lowest free slots; going down, slurm-operator picks
     /// the pods ([`operator::condemn`]): an idle or booting node goes at once, a busy one
     /// drains and goes when its last job ends.
-    pub fn scale(&mut self, replicas: u32, now: i64) {
+    pub fn scale_group(&mut self, g: usize, replicas: u32, now: i64) {
         if self.mode != Mode::Elastic {
             return;
         }
-        let replicas = replicas.min(self.max_nodes());
-        if replicas > self.replicas {
+        let group = &mut self.groups[g];
+        let replicas = replicas.min(group.len);
+        if replicas > group.replicas {
             self.scale_ups += 1;
-        } else if replicas < self.replicas {
+        } else if replicas < group.replicas {
             self.scale_downs += 1;
         } else {
             return;
         }
-        self.replicas = replicas;
+        self.replicas = self.replicas + replicas - group.replicas;
+        group.replicas = replicas;
+        let slots = group.slots();
         let active = |n: &Node| n.power != Power::Off && !n.draining;
-        let mut have = self.nodes.iter().filter(|n| active(n)).count() as u32;
+        let mut have = slots
+            .clone()
+            .filter(|&i| active(&self.nodes[i as usize]))
+            .count() as u32;
         if replicas > have {
             let mut undrained = false;
-            for i in 0..self.max_nodes() {
+            for i in slots.clone() {
                 if have == replicas {
                     break;
                 }
@@ -738,7 +835,10 @@ impl Cluster {
                 }
             }
             while have < replicas {
-                let Some(i) = self.off.pop_first() else { break };
+                let Some(&i) = self.off.range(slots.clone()).next() else {
+                    break;
+                };
+                self.off.remove(&i);
                 self.power_on(i, now, false);
                 have += 1;
             }
@@ -749,7 +849,7 @@ impl Cluster {
             }
             return;
         }
-        let pods = (0..self.max_nodes())
+        let pods = slots
             .filter(|&i| active(&self.nodes[i as usize]))
             .map(|i| self.nodeset_pod(i, false))
             .collect();
@@ -792,6 +892,7 @@ impl Cluster {
     /// (off or still booting).
     pub fn node_view(&self, i: u32) -> Option<NodeView> {
         let n = &self.nodes[i as usize];
+        let shape = self.groups[n.group as usize].shape;
         let planned = matches!(self.mode, Mode::Planned(_));
         let power = match n.power {
             _ if !planned => PowerFlag::None,
@@ -801,9 +902,9 @@ impl Cluster {
             _ => PowerFlag::None,
         };
         (planned || n.power == Power::Up).then(|| NodeView {
-            alloc_cpus: self.shape.cpus - n.free_cpus,
-            alloc_memory_mib: self.shape.memory_mib - n.free_mem,
-            alloc_gpus: self.shape.gpus - n.free_gpus,
+            alloc_cpus: shape.cpus - n.free_cpus,
+            alloc_memory_mib: shape.memory_mib - n.free_mem,
+            alloc_gpus: shape.gpus - n.free_gpus,
             drain: if n.drained {
                 Some(DrainedBy::Autoscaler)
             } else if n.draining || n.left_drained {
@@ -879,6 +980,20 @@ impl Cluster {
             .filter(|n| n.power == Power::Up && !n.jobs.is_empty())
             .count() as u32;
         assert_eq!(busy, self.counts.busy);
+        for (g, group) in self.groups.iter().enumerate() {
+            let of = |n: &&Node| n.group as usize == g;
+            let busy = self.nodes.iter().filter(of);
+            let busy = busy.filter(|n| n.power == Power::Up && !n.jobs.is_empty());
+            assert_eq!(busy.count() as u32, group.busy, "group {g}");
+            if !planned {
+                let up = self
+                    .nodes
+                    .iter()
+                    .filter(of)
+                    .filter(|n| n.power != Power::Off);
+                assert_eq!(up.count() as u32, group.provisioned, "group {g}");
+            }
+        }
         for (i, n) in self.nodes.iter().enumerate() {
             let indexed = self.free.contains(&(n.free_cpus, i as u32));
             let allocatable = match n.power {

@@ -28,6 +28,7 @@ impl Cluster {
         n.pod = Pod::Starting { ready_at };
         self.readies.push(Reverse((ready_at, i)));
         self.counts.provisioned += 1;
+        self.groups[self.nodes[i as usize].group as usize].provisioned += 1;
         self.replicas += 1;
         self.power_touch(i);
     }
@@ -42,6 +43,7 @@ impl Cluster {
             Pod::Starting { .. } => {
                 n.pod = Pod::None;
                 self.counts.provisioned -= 1;
+                self.groups[n.group as usize].provisioned -= 1;
                 self.power_touch(i);
             }
             Pod::Ready if n.jobs.is_empty() => self.power_off(i),
@@ -102,6 +104,7 @@ impl Cluster {
             return;
         }
         self.counts.busy += 1;
+        self.groups[self.nodes[i as usize].group as usize].busy += 1;
         let start = grid(now, r.check_every);
         for j in jobs {
             let up = |k: &u32| self.nodes[*k as usize].power == Power::Up;

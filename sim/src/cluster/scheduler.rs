@@ -1,6 +1,8 @@
 //! slurmctld's scheduling of one partition: the main scheduler, which starts jobs in
 //! priority order until the first that does not fit, and EASY backfill, which reserves
-//! nodes for that job and starts later ones that do not delay it; both place jobs best fit.
+//! nodes for that job and starts later ones that do not delay it; both place jobs best fit,
+//! over several NodeSets the lowest `Weight` first. The reservation looks at nodes as they
+//! free up, whatever their Weight.
 
 use std::collections::HashSet;
 
@@ -164,15 +166,24 @@ impl Cluster {
         }
         let skip = |i: u32| exclude.is_some_and(|e| e[i as usize]);
         let mut nodes = Vec::with_capacity(need);
-        for &(_, i) in self.free.range((job.cpus_per_node, 0)..) {
-            let n = &self.nodes[i as usize];
-            if n.free_mem >= job.memory_mib_per_node && n.free_gpus >= job.gpus_per_node && !skip(i)
-            {
-                nodes.push(i);
-                if nodes.len() == need {
-                    return Some(nodes);
+        // Over several NodeSets, the lowest Weight's nodes first, best fit within a Weight.
+        let mut weights = self.by_weight.iter().map(|&g| self.groups[g].weight);
+        let mut tier = weights.next();
+        while let Some(weight) = tier {
+            for &(_, i) in self.free.range((job.cpus_per_node, 0)..) {
+                let n = &self.nodes[i as usize];
+                if n.free_mem >= job.memory_mib_per_node
+                    && n.free_gpus >= job.gpus_per_node
+                    && self.groups[n.group as usize].weight == weight
+                    && !skip(i)
+                {
+                    nodes.push(i);
+                    if nodes.len() == need {
+                        return Some(nodes);
+                    }
                 }
             }
+            tier = weights.find(|&w| w > weight);
         }
         if self.power_saving() {
             for &i in &self.off {
