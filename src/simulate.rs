@@ -428,26 +428,7 @@ fn run_nodesets(args: SimulateArgs) -> Result<()> {
     }
     let quiet = args.json;
     if !quiet {
-        let sets: Vec<String> = layout
-            .sets
-            .iter()
-            .map(|s| {
-                format!(
-                    "{} ({} × {} CPUs, Weight {})",
-                    s.name, s.max_nodes, s.shape.cpus, s.weight
-                )
-            })
-            .collect();
-        let choices: Vec<&str> = choices.iter().map(|c| c.as_str()).collect();
-        eprintln!(
-            "{name}: replaying {} jobs submitted {} to {} UTC on one partition over {}, boot {}s, builtin choosing by {}",
-            jobs.len(),
-            span(jobs[0].submit),
-            span(jobs[jobs.len() - 1].submit),
-            sets.join(", "),
-            boot_seconds(&args),
-            choices.join(", ")
-        );
+        eprintln!("{}", describe_sets(&name, &jobs, &layout, &choices, &args));
     }
     // Job CPU-seconds are counted up to the largest node's CPUs.
     let widest = layout.sets.iter().map(|s| s.shape).max_by_key(|s| s.cpus);
@@ -484,6 +465,38 @@ fn run_nodesets(args: SimulateArgs) -> Result<()> {
             serde_json::to_string_pretty(&rows)? + "\n",
         )])
     })
+}
+
+/// The line that says what is replayed over several NodeSets.
+fn describe_sets(
+    name: &str,
+    jobs: &[TraceJob],
+    layout: &Layout,
+    choices: &[Choice],
+    args: &SimulateArgs,
+) -> String {
+    let sets: Vec<String> = layout
+        .sets
+        .iter()
+        .map(|s| {
+            let (n, cpus, w) = (s.max_nodes, s.shape.cpus, s.weight);
+            let gpus = match s.shape.gpus {
+                0 => String::new(),
+                g => format!(", {g} GPUs"),
+            };
+            format!("{} ({n} × {cpus} CPUs{gpus}, Weight {w})", s.name)
+        })
+        .collect();
+    let choices: Vec<&str> = choices.iter().map(|c| c.as_str()).collect();
+    format!(
+        "{name}: replaying {} jobs submitted {} to {} UTC on one partition over {}, boot {}s, builtin choosing by {}",
+        jobs.len(),
+        span(jobs[0].submit),
+        span(jobs[jobs.len() - 1].submit),
+        sets.join(", "),
+        boot_seconds(args),
+        choices.join(", ")
+    )
 }
 
 /// Says on stderr which jobs cannot run at all and why, and counts them in `not_replayed`.
