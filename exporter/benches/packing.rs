@@ -2,14 +2,17 @@
 //! them up and partly busy), against the unpacked count of the same jobs in the same process
 //! (the sum it replaces), so the figure survives this machine's drifting speed. Target:
 //! ≤ 50 ms, so the autoscaler's 2 s loop does not notice. Also the worst case:
-//! every job of a different size, so nothing groups.
+//! every job of a different size, so nothing groups. And the same partition over four
+//! NodeSets (Slinky 1.1's layout), each NodeSet's share of the jobs chosen job by job
+//! ([`placed`](slurmscale_exporter::model::grows::placed)), against one NodeSet taking them all.
 //!
 //!     cargo bench -p slurmscale-exporter --bench packing
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use slurmscale_exporter::model::demand::{Room, Shape, demand};
+use slurmscale_exporter::model::demand::{Room, Shape, Take, demand, demand_of};
+use slurmscale_exporter::model::grows::{Candidate, Takes};
 use slurmscale_exporter::model::{
     Gres, Jobs, Node, NodeBase, NodeFlags, NodeState, Partition, PendingClass, PendingJob,
 };
@@ -123,6 +126,65 @@ fn best_of(runs: usize, mut f: impl FnMut() -> u64) -> (Duration, u64) {
     (best, out)
 }
 
+/// Four NodeSets under the partition, as a site might list them: two CPU shapes, GPU nodes
+/// and large-memory nodes, each of its own Weight and bound.
+fn nodesets(partition: &str) -> Vec<Candidate> {
+    let set = |name: &str, cpus: u64, mem: u64, gpus: u64, weight: u64| Candidate {
+        name: name.into(),
+        partitions: vec![partition.into()],
+        features: vec![name.into()],
+        shape: Shape {
+            cpus: Some(cpus),
+            memory_bytes: Some(mem * GIB),
+            gpus: Some(gpus),
+        },
+        weight,
+        max_nodes: Some(NODES / 4),
+        priority: 0,
+        full_nodes: 10,
+        gpu_full_nodes: 0,
+    };
+    vec![
+        set("cpu", 32, 256, 0, 1),
+        set("cpu-large", 64, 512, 0, 10),
+        set("gpu", 64, 512, 8, 100),
+        set("bigmem", 64, 2048, 0, 50),
+    ]
+}
+
+/// Each NodeSet's demand with the choice, against one NodeSet's with every job its own.
+fn over_nodesets(name: &Arc<str>, nodes: &[Node], partition: &Partition) {
+    let jobs = jobs(name, false);
+    let all = nodesets(name);
+    let room = Room::new(&[name], nodes, Shape::of(partition, nodes));
+    let (alone, _) = best_of(5, || {
+        demand_of(&jobs, &[name], Some(NODES), Some(&room), &|_| Take::Yes).nodes
+    });
+    let mut total = Duration::ZERO;
+    for me in 0..all.len() {
+        let takes = Takes {
+            origins: &slurmscale_exporter::model::origin::Origin::ALL,
+            nodeset: Some((&all, me)),
+        };
+        let (chosen, needed) = best_of(5, || {
+            demand_of(&jobs, &[name], Some(NODES), Some(&room), &|j| takes.job(j)).nodes
+        });
+        total += chosen;
+        println!(
+            "over 4 NodeSets, {}: {:.1} ms ({needed} nodes), one NodeSet taking every job {:.1} ms, \
+             ratio {:.2}",
+            all[me].name,
+            chosen.as_secs_f64() * 1e3,
+            alone.as_secs_f64() * 1e3,
+            chosen.as_secs_f64() / alone.as_secs_f64(),
+        );
+    }
+    println!(
+        "over 4 NodeSets, all four: {:.1} ms; target ≤ 50 ms a NodeSet",
+        total.as_secs_f64() * 1e3
+    );
+}
+
 fn main() {
     let name: Arc<str> = Arc::from("big");
     let nodes = nodes(&name);
@@ -159,4 +221,5 @@ fn main() {
             );
         }
     }
+    over_nodesets(&name, &nodes, &partition);
 }
