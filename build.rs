@@ -12,10 +12,18 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The checkout being built, as cargo says it when it runs this script — not `env!`, which
+/// would keep the checkout this script was first compiled in: a target directory shared by
+/// two checkouts reuses the compiled script, and git would be asked about a folder that may
+/// be gone.
+fn checkout() -> PathBuf {
+    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| ".".into()))
+}
+
 fn git(args: &[&str]) -> Option<String> {
     let out = Command::new("git")
         .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(checkout())
         .output()
         .ok()?;
     let s = String::from_utf8(out.stdout).ok()?.trim().to_string();
@@ -29,7 +37,7 @@ fn git_path(name: &str) -> Option<PathBuf> {
     Some(if p.is_absolute() {
         p
     } else {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join(p)
+        checkout().join(p)
     })
 }
 
