@@ -495,6 +495,25 @@ async fn grows(release: &str) {
         a.logs()
     );
     assert_eq!(replicas().await, want);
+    // Each NodeSet that grew learned how long its nodes took from the scale-up to register
+    // in Slurm (the operator's pods, played by the harness, within seconds).
+    until(
+        "every NodeSet's boot time learned from its nodes",
+        Duration::from_secs(20),
+        &cluster,
+        &a,
+        async || {
+            let mut learned = 0;
+            for name in NODESETS {
+                let status = nsas.get(name).await.ok().and_then(|n| n.status);
+                let boot = status.and_then(|s| s.boot_time).unwrap_or_default();
+                let seconds = boot.split('s').next().and_then(|s| s.parse::<u32>().ok());
+                learned += usize::from(boot.contains("learned from") && seconds < Some(60));
+            }
+            learned == NODESETS.len()
+        },
+    )
+    .await;
     if let Some(never) = &never {
         assert_eq!(support::elastic::job_state(&cluster, never), "PENDING");
     }

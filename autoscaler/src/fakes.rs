@@ -307,6 +307,7 @@ fn merge_status(old: &mut NodeSetAutoscalerStatus, patch: &NodeSetAutoscalerStat
         colocation,
         node_shape,
         node_records,
+        boot_time,
     } = patch;
     fn set<T: Clone>(old: &mut Option<T>, new: &Option<T>) {
         if new.is_some() {
@@ -321,6 +322,7 @@ fn merge_status(old: &mut NodeSetAutoscalerStatus, patch: &NodeSetAutoscalerStat
     set(&mut old.node_shape, node_shape);
     // Written as null when absent: a merge patch removes them.
     old.node_records.clone_from(node_records);
+    old.boot_time.clone_from(boot_time);
     if !conditions.is_empty() {
         old.conditions.clone_from(conditions);
     }
@@ -542,6 +544,7 @@ mod tests {
                 message: Some("no CPUs".into()),
                 reload_pending: true,
             }),
+            boot_time: Some("90s, learned from 3 boots".into()),
         };
         let sparse = NodeSetAutoscalerStatus {
             desired_replicas: Some(1),

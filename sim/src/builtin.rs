@@ -125,6 +125,18 @@ impl Builtin {
         }
     }
 
+    /// How long the controller has found the NodeSet's nodes take to boot.
+    pub fn boot_time(&self) -> slurmscale_autoscaler::controller::BootTime {
+        let metrics = self.driver.on.controller.metrics.lock();
+        let metrics = metrics.unwrap_or_else(|e| e.into_inner());
+        metrics
+            .rows
+            .values()
+            .next()
+            .map(|r| r.boot)
+            .unwrap_or_default()
+    }
+
     /// Notes the replicas a reconcile's writes asked for; whether they did.
     fn note(&mut self, writes: &[Recorded]) -> bool {
         let asked = asked(writes);

@@ -479,3 +479,32 @@ fn the_first_waiting_job_shows_its_reservation_until_it_starts() {
     assert_eq!(c.started(1), Some(100));
     assert!(c.plan().is_none());
 }
+
+/// The real controller, replayed, learns the boot time the replay gives its nodes, from the
+/// scale-ups it wrote to the nodes it saw register.
+#[test]
+fn the_controller_learns_the_replay_s_boot_time() {
+    for boot in [90, 300] {
+        let jobs: Arc<[TraceJob]> = trace(100).into();
+        let sched = SchedConfig {
+            boot,
+            ..SchedConfig::default()
+        };
+        let start = jobs[0].submit;
+        let mut c = Cluster::new(CPU16, 8, Mode::Elastic, sched, jobs, start);
+        let opts = Options::new(CPU16, 8);
+        let mut scaler = builtin::Builtin::new(&opts.autoscaler, &c, false);
+        let mut now = start - 1;
+        while !c.done() {
+            let next = [c.next_event(), scaler.wake()].into_iter().flatten();
+            now = next.filter(|&t| t > now).min().expect("something is due");
+            c.advance(now);
+            scaler.look(now, &mut c);
+        }
+        let learned = scaler.boot_time();
+        assert!(learned.observed >= 8, "{learned:?}");
+        // Its own scale-ups are dated to the reconcile that wrote them, and the replay's
+        // nodes register on a poll: exactly the boot.
+        assert_eq!(learned.seconds, Some(boot as f64), "{learned:?}");
+    }
+}

@@ -18,6 +18,7 @@
 //! demo run this very loop on [`crate::fakes::Fake`].
 
 mod act;
+mod boot;
 mod observation;
 mod observe;
 mod plan;
@@ -47,6 +48,7 @@ use crate::pool::{KubePool, PoolReader};
 use crate::slurm_nodes::{SlurmNodeWriters, SlurmNodes};
 
 pub use act::{MARKS_SETTLE, Mode, Outcome};
+pub use boot::BootTime;
 pub use observation::{Input, Inputs, Observation, OwnInput, Reading};
 pub use plan::{OwnCondition, Policy, PolicyStatus, Refusal};
 
@@ -97,6 +99,8 @@ struct Entry {
     failures: u32,
     /// When the last plan may come out differently on the same inputs.
     revisit: Option<SystemTime>,
+    /// The boots seen so far.
+    boot: boot::BootClock,
 }
 
 pub struct Controller<K = Actuator, S = SlurmNodeWriters, P = KubePool> {
@@ -265,7 +269,9 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Controller<K, S, P> {
                 let memory = (&mut entry.last_error, &mut entry.reported);
                 return self.refuse(nsa, memory, leader, &target, refusal).await;
             }
-            let obs = observe::observe(self, nsa, policy.as_ref(), target, now).await?;
+            let mut obs = observe::observe(self, nsa, policy.as_ref(), target, now).await?;
+            let (replicas, set) = (obs.target.replicas, spec.boot_time_seconds);
+            obs.boot = entry.boot.observe(now, replicas, obs.registered, set);
             let plan = plan::plan(policy.as_ref(), spec, &obs);
             entry.revisit = plan.revisit;
             policy.remember(spec, &plan, now);

@@ -12,6 +12,7 @@ use slurmscale_exporter::signals::Untrusted;
 use slurmscale_exporter::slurm::ApiVersion;
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
+use super::boot::BootTime;
 use crate::actuator::Target;
 use crate::crd::{NodeSetAutoscaler, NodeSetAutoscalerSpec};
 use crate::error::{Error, Result};
@@ -41,6 +42,12 @@ pub struct Observation {
     /// When slurmrestd last confirmed the Slurm nodes seen: a node write sent after that
     /// cannot show in them yet.
     pub slurm_nodes_at: Option<SystemTime>,
+    /// The target's nodes registered in Slurm (up, not powered down or up); `None` when
+    /// Slurm's nodes are not known.
+    pub registered: Option<u64>,
+    /// How long its new nodes take to boot, as far as known ([`super::boot`]): filled by the
+    /// controller from what it has seen, after the observation is made.
+    pub boot: BootTime,
 }
 
 /// How the reads every policy gets are made for one: Slurm's signals, and which node

@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use kube::ResourceExt;
 use slurmscale_exporter::k8s::nodeset::{NodeSetView, with_rivals};
+use slurmscale_exporter::model::Node;
 use slurmscale_exporter::model::grows::{Candidate, Takes};
 use slurmscale_exporter::model::origin::Origin;
 use slurmscale_exporter::signals::{
@@ -16,6 +17,7 @@ use slurmscale_exporter::signals::{
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
 use super::Controller;
+use super::boot::{self, BootTime};
 use super::observation::{Observation, Reading, RecordsView};
 use super::plan::Policy;
 use crate::actuator::{Kubernetes, Target};
@@ -86,11 +88,23 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         signals(s, &partitions, &ask, now, ctl.cfg.stale_after)
     });
     let snap = snapshot.as_deref().ok();
-    let records = inputs.records.map(|kind| {
-        let prefix = match target.nodes.node_prefix.as_str() {
-            "" => format!("{}-", spec.scale_target_ref.name),
-            p => p.to_string(),
+    let prefix = match target.nodes.node_prefix.as_str() {
+        "" => format!("{}-", spec.scale_target_ref.name),
+        p => p.to_string(),
+    };
+    let registered = snap.and_then(|s| s.nodes.data.as_ref()).map(|nodes| {
+        let own = |n: &&Node| {
+            n.name
+                .strip_prefix(prefix.as_str())
+                .is_some_and(|o| !o.is_empty() && o.bytes().all(|b| b.is_ascii_digit()))
         };
+        nodes
+            .iter()
+            .filter(own)
+            .filter(|n| boot::registered(n))
+            .count() as u64
+    });
+    let records = inputs.records.map(|kind| {
         let wanted = records::Names::new(
             &prefix,
             target.nodes.ordinal_padding,
@@ -129,6 +143,8 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         slurm_api,
         slurm_release,
         slurm_nodes_at,
+        registered,
+        boot: BootTime::default(),
     })
 }
 

@@ -106,6 +106,7 @@ pub fn status(
             message: plan.records.as_ref().err().cloned(),
             reload_pending,
         }),
+        boot_time: obs.boot.describe(),
     }
 }
 
@@ -167,6 +168,7 @@ pub fn metrics(
     row.frozen = plan.frozen;
     row.limited = plan.limited;
     row.unsatisfiable = plan.unsatisfiable_jobs;
+    row.boot = obs.boot;
     row.reason = metric_reason(plan, outcome.before);
     match outcome.scaled() {
         Some(true) => {

@@ -1638,3 +1638,44 @@ fn a_pod_name_gives_its_ordinal_after_its_last_dash() {
         assert_eq!(pod_ordinal(other), None, "{other}");
     }
 }
+
+/// The NodeSet's boot time is learned from its scale-ups (the ask seen to the node
+/// registered in Slurm), said in the status and metrics, and a spec's setting wins.
+#[tokio::test]
+async fn the_boot_time_is_learned_from_scale_ups_and_a_spec_setting_wins() {
+    let rig = Rig::new(json!({}), 0);
+    let booting = |s: u64| {
+        rig.at(s);
+        rig.slurm(snapshot(at(s), NODESET, Vec::new(), &[2]));
+    };
+    booting(5);
+    assert_eq!(scales(&rig.reconcile().await), [2]);
+    assert_eq!(rig.status().boot_time, None, "no boot seen yet");
+    // The next reconcile sees the 2 replicas asked for at 5; the nodes register 90 s after
+    // the ask (a node of another NodeSet, whose name only starts alike, does not count).
+    booting(7);
+    rig.reconcile().await;
+    let mut nodes: Vec<Node> = (0..2)
+        .map(|i| node(&format!("{NODESET}-{i}"), NODESET, false))
+        .collect();
+    nodes.push(node("elastic-gpu-0", NODESET, false));
+    rig.at(95);
+    rig.slurm(snapshot(at(95), NODESET, nodes, &[2]));
+    rig.reconcile().await;
+    assert_eq!(
+        rig.status().boot_time.as_deref(),
+        Some("90s, learned from 2 boots")
+    );
+    let row = rig.on.controller.metrics.lock().unwrap().rows["slurm/elastic"].clone();
+    assert_eq!((row.boot.seconds, row.boot.observed), (Some(90.0), 2));
+
+    // Set in the spec: said as such before any boot is seen.
+    let rig = Rig::new(json!({"bootTimeSeconds": 300}), 0);
+    rig.at(5);
+    rig.slurm(snapshot(at(5), NODESET, Vec::new(), &[]));
+    rig.reconcile().await;
+    assert_eq!(
+        rig.status().boot_time.as_deref(),
+        Some("300s, spec.bootTimeSeconds")
+    );
+}

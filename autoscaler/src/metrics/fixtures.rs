@@ -37,6 +37,11 @@ pub fn metrics() -> AutoscalerMetrics {
         last_scale_up: Some(at(1_800_000_060.0)),
         last_scale_down: Some(at(1_799_999_000.0)),
         decision_seconds: 0.012,
+        boot: crate::controller::BootTime {
+            seconds: Some(92.0),
+            set: false,
+            observed: 5,
+        },
         ..row("gpu")
     };
     let pool = Row {

@@ -20,6 +20,7 @@ use slurmscale_exporter::metrics::{MetricsOptions, Out, PageInput, render};
 use crate::plan::Reason;
 
 mod autoscaler;
+mod boot;
 #[cfg(test)]
 pub(crate) mod fixtures;
 mod policy;
@@ -32,6 +33,7 @@ pub type Family = fn(&mut Out, &AutoscalerMetrics);
 pub const FAMILIES: &[(&str, Family)] = &[
     ("process", process::collect),
     ("autoscaler", autoscaler::collect),
+    ("boot", boot::collect),
     ("policy", policy::collect),
 ];
 
@@ -48,6 +50,8 @@ pub struct Row {
     pub frozen: bool,
     pub limited: bool,
     pub unsatisfiable: u64,
+    /// How long the target's new nodes take to boot, as far as known.
+    pub boot: crate::controller::BootTime,
     pub reason: Reason,
     pub scale_ups: u64,
     pub scale_downs: u64,
