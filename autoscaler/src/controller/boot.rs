@@ -124,19 +124,27 @@ impl BootClock {
     }
 }
 
-/// Its slurmd has registered: the node is up in Slurm (idle or running work), not powered
-/// down, powering up or not responding.
-pub fn registered(n: &Node) -> bool {
-    matches!(
-        n.state.base,
-        NodeBase::Idle | NodeBase::Mixed | NodeBase::Allocated
-    ) && ![
-        NodeFlags::POWERED_DOWN,
-        NodeFlags::POWERING_UP,
-        NodeFlags::NOT_RESPONDING,
-    ]
-    .iter()
-    .any(|f| n.state.flags.contains(*f))
+/// Of `nodes`, the target's (`<prefix><ordinal>`) whose slurmd has registered: up in Slurm
+/// (idle or running work), not powered down, powering up or not responding.
+pub fn registered(nodes: &[Node], prefix: &str) -> u64 {
+    let own = |n: &&Node| {
+        n.name
+            .strip_prefix(prefix)
+            .is_some_and(|o| !o.is_empty() && o.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let up = |n: &&Node| {
+        matches!(
+            n.state.base,
+            NodeBase::Idle | NodeBase::Mixed | NodeBase::Allocated
+        ) && ![
+            NodeFlags::POWERED_DOWN,
+            NodeFlags::POWERING_UP,
+            NodeFlags::NOT_RESPONDING,
+        ]
+        .iter()
+        .any(|f| n.state.flags.contains(*f))
+    };
+    nodes.iter().filter(own).filter(up).count() as u64
 }
 
 #[cfg(test)]

@@ -8,7 +8,6 @@ use std::time::{Duration, SystemTime};
 
 use kube::ResourceExt;
 use slurmscale_exporter::k8s::nodeset::{NodeSetView, with_rivals};
-use slurmscale_exporter::model::Node;
 use slurmscale_exporter::model::grows::{Candidate, Takes};
 use slurmscale_exporter::model::origin::Origin;
 use slurmscale_exporter::signals::{
@@ -88,22 +87,9 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         signals(s, &partitions, &ask, now, ctl.cfg.stale_after)
     });
     let snap = snapshot.as_deref().ok();
-    let prefix = match target.nodes.node_prefix.as_str() {
-        "" => format!("{}-", spec.scale_target_ref.name),
-        p => p.to_string(),
-    };
-    let registered = snap.and_then(|s| s.nodes.data.as_ref()).map(|nodes| {
-        let own = |n: &&Node| {
-            n.name
-                .strip_prefix(prefix.as_str())
-                .is_some_and(|o| !o.is_empty() && o.bytes().all(|b| b.is_ascii_digit()))
-        };
-        nodes
-            .iter()
-            .filter(own)
-            .filter(|n| boot::registered(n))
-            .count() as u64
-    });
+    let prefix = node_prefix(spec, &target);
+    let nodes = snap.and_then(|s| s.nodes.data.as_deref());
+    let registered = nodes.map(|n| boot::registered(n, &prefix));
     let records = inputs.records.map(|kind| {
         let wanted = records::Names::new(
             &prefix,
@@ -146,6 +132,15 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         registered,
         boot: BootTime::default(),
     })
+}
+
+/// What the target's pods' Slurm node names start with: the NodeSet's own prefix, else the
+/// target's name and `-`.
+fn node_prefix(spec: &NodeSetAutoscalerSpec, target: &Target) -> String {
+    match target.nodes.node_prefix.as_str() {
+        "" => format!("{}-", spec.scale_target_ref.name),
+        p => p.to_string(),
+    }
 }
 
 /// The latest snapshot of the autoscaler's Slurm cluster, or why there is none.
