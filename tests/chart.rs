@@ -662,6 +662,18 @@ fn every_alert_links_its_section_of_the_runbooks() {
         alerts.len(),
         "one section per alert: {sections:?} for {alerts:?}"
     );
+    // docs/operations.md's table says when each fires: every alert, and no other.
+    let listed: Vec<String> = read("docs/operations.md")
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split_once("` |").map(|(name, _)| name.to_string()))
+        .filter(|name| name.starts_with(|c: char| c.is_ascii_uppercase()))
+        .collect();
+    assert_eq!(
+        listed.iter().collect::<std::collections::BTreeSet<_>>(),
+        alerts.iter().collect::<std::collections::BTreeSet<_>>(),
+        "docs/operations.md's alert table"
+    );
 
     let (_, values) = values_sets().remove(0);
     let sets = [

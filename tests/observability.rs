@@ -494,7 +494,7 @@ async fn every_dashboard_and_alert_query_returns_data_from_a_real_prometheus() {
         .iter()
         .flat_map(|g| g["rules"].as_array().unwrap())
         .collect();
-    assert_eq!(evaluated.len(), 16, "{rules}");
+    assert_eq!(evaluated.len(), 17, "{rules}");
     for r in evaluated {
         assert_eq!(
             r["health"], "ok",
