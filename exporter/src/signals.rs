@@ -224,8 +224,12 @@ pub fn partition_signals(
     };
     let (shape, shape_source) = hints.resolve(average);
     let room = Room::new(partitions, members.iter().copied(), shape);
+    // A node a running job is on is busy whatever its state says: a slurmctld that restarted
+    // shows its nodes idle or unknown until each slurmd registers again, while their jobs run
+    // on — taking them for idle would scale running work away.
+    let busy = |n: &&&Node| n.busy() || jobs.running_on.contains_key(n.name.as_str());
     Ok(PartitionSignals {
-        busy_nodes: members.iter().filter(|n| n.busy()).count() as u64,
+        busy_nodes: members.iter().filter(busy).count() as u64,
         total_nodes: members.len() as u64 + hidden,
         demand: demand_of(jobs, partitions, max_nodes, Some(&room), &|j| takes.job(j)),
         shape,
@@ -338,6 +342,43 @@ mod tests {
         // partition slurm-operator 1.0 makes for it.
         let old = fixtures::snapshot();
         assert_eq!(partitions_served(Some(&old), None, "cpu"), ["cpu"]);
+    }
+
+    /// After a slurmctld restart a node may show idle (or not responding) until its slurmd
+    /// registers again, while the job list says a job still runs there: busy all the same.
+    #[test]
+    fn a_node_a_running_job_is_on_is_busy_whatever_its_state_says() {
+        let mut s = fixtures::snapshot();
+        let signals = |s: &ClusterSnapshot| {
+            partition_signals(
+                s,
+                &["cpu"],
+                None,
+                &ShapeHints::default(),
+                &Takes::ALL,
+                fixtures::now(),
+                Duration::from_secs(600),
+            )
+            .unwrap()
+            .busy_nodes
+        };
+        assert_eq!(signals(&s), 1);
+        let jobs = s.jobs.data.as_deref().unwrap();
+        assert!(jobs.running_on.contains_key("c2"), "{:?}", jobs.running_on);
+        let mut nodes = (**s.nodes.data.as_ref().unwrap()).clone();
+        let c2 = nodes.iter_mut().find(|n| n.name == "c2").unwrap();
+        c2.state.base = crate::model::NodeBase::Idle;
+        c2.state.flags = crate::model::NodeFlags::NOT_RESPONDING;
+        c2.alloc_cpus = 0;
+        c2.alloc_memory_bytes = 0;
+        assert!(!c2.busy());
+        s.nodes.data = Some(std::sync::Arc::new(nodes));
+        assert_eq!(signals(&s), 1, "c2 still runs its job");
+        // Without the job, the same node is idle.
+        let mut jobs = (**s.jobs.data.as_ref().unwrap()).clone();
+        jobs.running_on.clear();
+        s.jobs.data = Some(std::sync::Arc::new(jobs));
+        assert_eq!(signals(&s), 0);
     }
 
     #[test]
