@@ -156,12 +156,7 @@ fn input(args: &SimulateArgs, policies: &[String]) -> Result<Input> {
         memory_mib: args.node_memory_mib,
         gpus: args.node_gpus,
     };
-    let first = parsed.requests[0].submit;
-    let slice = Slice {
-        from: args.from.map(|w| w.resolve(first)),
-        until: args.until.map(|w| w.resolve(first)),
-        limit: args.limit_jobs,
-    };
+    let slice = slice(args, parsed.requests[0].submit);
     let (jobs, unfit) = trace::select(&parsed.requests, slice, &shape, max_nodes);
     say_unfit(&unfit, &mut not_replayed);
     if jobs.is_empty() {
@@ -341,13 +336,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         r.not_replayed.clone_from(&not_replayed);
     }
     for r in &runs {
-        if r.stats.starved > 0 {
-            eprintln!(
-                "{}: {} job(s) never got the nodes they need (their waits count until the replay ended)",
-                r.policy.as_str(),
-                r.stats.starved
-            );
-        }
+        say_starved(r.policy.as_str(), r.stats.starved);
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
@@ -413,11 +402,7 @@ fn run_nodesets(args: SimulateArgs) -> Result<()> {
         .requests
         .first()
         .context("the trace has no job to replay")?;
-    let slice = Slice {
-        from: args.from.map(|w| w.resolve(first.submit)),
-        until: args.until.map(|w| w.resolve(first.submit)),
-        limit: args.limit_jobs,
-    };
+    let slice = slice(&args, first.submit);
     let max_nodes = layout.max_nodes();
     let (jobs, unfit) = trace::select_by(&parsed.requests, slice, |r| {
         r.fit(&layout.fitted_to(r.partition.as_deref()).shape, max_nodes)
@@ -446,13 +431,7 @@ fn run_nodesets(args: SimulateArgs) -> Result<()> {
         r.row.not_replayed.clone_from(&not_replayed);
     }
     for (choice, r) in &runs {
-        if r.stats.starved > 0 {
-            eprintln!(
-                "{}: {} job(s) never got the nodes they need (their waits count until the replay ended)",
-                choice.as_str(),
-                r.stats.starved
-            );
-        }
+        say_starved(choice.as_str(), r.stats.starved);
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
@@ -497,6 +476,25 @@ fn describe_sets(
         boot_seconds(args),
         choices.join(", ")
     )
+}
+
+/// The jobs `--from`, `--until` and `--limit-jobs` keep, of a trace whose first job was
+/// submitted at `first`.
+fn slice(args: &SimulateArgs, first: i64) -> Slice {
+    Slice {
+        from: args.from.map(|w| w.resolve(first)),
+        until: args.until.map(|w| w.resolve(first)),
+        limit: args.limit_jobs,
+    }
+}
+
+/// Says on stderr that `who`'s replay left `starved` jobs without the nodes they need.
+fn say_starved(who: &str, starved: usize) {
+    if starved > 0 {
+        eprintln!(
+            "{who}: {starved} job(s) never got the nodes they need (their waits count until the replay ended)"
+        );
+    }
 }
 
 /// Says on stderr which jobs cannot run at all and why, and counts them in `not_replayed`.

@@ -330,6 +330,19 @@ mod tests {
         fixtures::snapshot_of(&nodes, &partitions, &jobs)
     }
 
+    /// The signals of `partitions` of `s`, every job counted, at the fixture's time.
+    fn signals_of(s: &ClusterSnapshot, partitions: &[&str]) -> Result<PartitionSignals, Untrusted> {
+        partition_signals(
+            s,
+            partitions,
+            None,
+            &ShapeHints::default(),
+            &Takes::ALL,
+            fixtures::now(),
+            Duration::from_secs(600),
+        )
+    }
+
     #[test]
     fn a_nodeset_serves_the_partition_named_for_it_else_those_slurm_puts_it_in() {
         let s = site();
@@ -349,19 +362,7 @@ mod tests {
     #[test]
     fn a_node_a_running_job_is_on_is_busy_whatever_its_state_says() {
         let mut s = fixtures::snapshot();
-        let signals = |s: &ClusterSnapshot| {
-            partition_signals(
-                s,
-                &["cpu"],
-                None,
-                &ShapeHints::default(),
-                &Takes::ALL,
-                fixtures::now(),
-                Duration::from_secs(600),
-            )
-            .unwrap()
-            .busy_nodes
-        };
+        let signals = |s: &ClusterSnapshot| signals_of(s, &["cpu"]).unwrap().busy_nodes;
         assert_eq!(signals(&s), 1);
         let jobs = s.jobs.data.as_deref().unwrap();
         assert!(jobs.running_on.contains_key("c2"), "{:?}", jobs.running_on);
@@ -384,18 +385,7 @@ mod tests {
     #[test]
     fn a_node_or_a_job_in_two_served_partitions_counts_once() {
         let s = site();
-        let signals = |partitions: &[&str]| {
-            partition_signals(
-                &s,
-                partitions,
-                None,
-                &ShapeHints::default(),
-                &Takes::ALL,
-                fixtures::now(),
-                Duration::from_secs(600),
-            )
-            .unwrap()
-        };
+        let signals = |partitions: &[&str]| signals_of(&s, partitions).unwrap();
         let (cpu, both) = (signals(&["cpu"]), signals(&["cpu", "all"]));
         // c2 runs a job in `cpu` and `all`; g1 in `all` only.
         assert_eq!((cpu.busy_nodes, both.busy_nodes), (1, 2));
@@ -406,15 +396,7 @@ mod tests {
         assert!(cpu.demand.nodes > 0);
         // A partition Slurm does not know is no partition to scale for.
         assert!(matches!(
-            partition_signals(
-                &s,
-                &["cpu", "gone"],
-                None,
-                &ShapeHints::default(),
-                &Takes::ALL,
-                fixtures::now(),
-                Duration::from_secs(600),
-            ),
+            signals_of(&s, &["cpu", "gone"]),
             Err(Untrusted::UnknownPartition(p)) if p == "gone"
         ));
     }
