@@ -244,6 +244,8 @@ pub struct Group {
     pub weight: u64,
     pub first: u32,
     pub len: u32,
+    /// Its replicas: as scaled (elastic), its pods (slurm-planned, pools), or its size
+    /// (static, power saving).
     pub replicas: u32,
     /// Booting, up or draining: nodes someone pays for.
     pub provisioned: u32,
@@ -268,8 +270,6 @@ pub struct Cluster {
     cfg: SchedConfig,
     jobs: Arc<[TraceJob]>,
     nodes: Vec<Node>,
-    /// The NodeSet's replicas (elastic), or the partition's size.
-    replicas: u32,
     /// Waiting jobs by priority (index order is submit order).
     queue: BTreeSet<usize>,
     /// Allocatable nodes with free CPUs, by (free CPUs, node): best fit is a range scan.
@@ -372,7 +372,6 @@ impl Cluster {
             cfg,
             jobs,
             nodes,
-            replicas: 0,
             queue: BTreeSet::new(),
             free: BTreeSet::new(),
             off: (0..max_nodes).collect(),
@@ -400,10 +399,9 @@ impl Cluster {
                     c.off.remove(&i);
                     c.power_on(i, start, true);
                 }
-                c.replicas = max_nodes;
                 c.groups[0].replicas = max_nodes;
             }
-            Mode::PowerSave { .. } => c.replicas = max_nodes,
+            Mode::PowerSave { .. } => c.groups[0].replicas = max_nodes,
             Mode::Planned(_) => {}
             Mode::Elastic | Mode::Pool => {}
         }
@@ -414,8 +412,9 @@ impl Cluster {
         self.nodes.len() as u32
     }
 
+    /// The NodeSets' replicas together (the partition's size when it is no NodeSet).
     pub fn replicas(&self) -> u32 {
-        self.replicas
+        self.groups.iter().map(|g| g.replicas).sum()
     }
 
     /// Its NodeSets (one, unless made by [`Cluster::grouped`]), in slot order.
@@ -809,7 +808,6 @@ impl Cluster {
         } else {
             return;
         }
-        self.replicas = self.replicas + replicas - group.replicas;
         group.replicas = replicas;
         let slots = group.slots();
         let active = |n: &Node| n.power != Power::Off && !n.draining;

@@ -28,8 +28,9 @@ impl Cluster {
         n.pod = Pod::Starting { ready_at };
         self.readies.push(Reverse((ready_at, i)));
         self.counts.provisioned += 1;
-        self.groups[self.nodes[i as usize].group as usize].provisioned += 1;
-        self.replicas += 1;
+        let group = &mut self.groups[self.nodes[i as usize].group as usize];
+        group.provisioned += 1;
+        group.replicas += 1;
         self.power_touch(i);
     }
 
@@ -58,7 +59,7 @@ impl Cluster {
                 self.power_touch(i);
             }
         }
-        self.replicas -= 1;
+        self.groups[self.nodes[i as usize].group as usize].replicas -= 1;
     }
 
     /// `Planned`: RESUME on slot `i`'s record clears the DRAIN a scale-in left; powered

@@ -11,7 +11,7 @@ impl Cluster {
             return;
         }
         self.off.remove(&i);
-        self.replicas += 1;
+        self.groups[self.nodes[i as usize].group as usize].replicas += 1;
         self.power_on(i, now, true);
     }
     /// Pools: slot `i` gets a NodeSet pod; its slurmd registers `boot` seconds later.
@@ -20,7 +20,7 @@ impl Cluster {
             return;
         }
         self.off.remove(&i);
-        self.replicas += 1;
+        self.groups[self.nodes[i as usize].group as usize].replicas += 1;
         self.scale_ups += 1;
         self.power_on(i, now, false);
     }
@@ -32,7 +32,7 @@ impl Cluster {
         if n.power == Power::Off || n.draining {
             return;
         }
-        self.replicas -= 1;
+        self.groups[n.group as usize].replicas -= 1;
         self.scale_downs += 1;
         if n.jobs.is_empty() {
             self.power_off(i);
