@@ -17,6 +17,8 @@ use std::time::{Duration, SystemTime};
 
 use slurmscale_exporter::model::{Node, NodeBase, NodeFlags};
 
+use crate::records::Names;
+
 /// Boots remembered: the boot time is their median.
 const KEEP: usize = 16;
 
@@ -124,14 +126,11 @@ impl BootClock {
     }
 }
 
-/// Of `nodes`, the target's (`<prefix><ordinal>`) whose slurmd has registered: up in Slurm
-/// (idle or running work), not powered down, powering up or not responding.
-pub fn registered(nodes: &[Node], prefix: &str) -> u64 {
-    let own = |n: &&Node| {
-        n.name
-            .strip_prefix(prefix)
-            .is_some_and(|o| !o.is_empty() && o.bytes().all(|b| b.is_ascii_digit()))
-    };
+/// Of `nodes`, the target's (named as [`Names`] writes its pods' nodes) whose slurmd has
+/// registered: up in Slurm (idle or running work), not powered down, powering up or not
+/// responding.
+pub fn registered(nodes: &[Node], names: &Names) -> u64 {
+    let own = |n: &&Node| names.ordinal(&n.name).is_some();
     let up = |n: &&Node| {
         matches!(
             n.state.base,

@@ -87,15 +87,16 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         signals(s, &partitions, &ask, now, ctl.cfg.stale_after)
     });
     let snap = snapshot.as_deref().ok();
-    let prefix = node_prefix(spec, &target);
+    // The names of the target's pods' nodes, one per ordinal below maxReplicas.
+    let names = records::Names::new(
+        &node_prefix(spec, &target),
+        target.nodes.ordinal_padding,
+        Bounds::from(spec).max,
+    );
     let nodes = snap.and_then(|s| s.nodes.data.as_deref());
-    let registered = nodes.map(|n| boot::registered(n, &prefix));
+    let registered = nodes.map(|n| boot::registered(n, &names));
     let records = inputs.records.map(|kind| {
-        let wanted = records::Names::new(
-            &prefix,
-            target.nodes.ordinal_padding,
-            Bounds::from(spec).max,
-        );
+        let wanted = names.clone();
         RecordsView {
             existing: snap.map_or_else(
                 || vec![false; wanted.len()],
