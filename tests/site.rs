@@ -539,21 +539,43 @@ async fn grows(release: &str) {
         e.logs()
     );
 
+    // The jobs end and every NodeSet goes back to zero; the pods' preStop deletes their
+    // records and the autoscalers make them again, so the partition `cpu` has its full size
+    // (4 records) for the next job. (Submitted while charlie's pods were going, with their
+    // records deleted and not yet made again, it would be refused, as a site's would be.)
+    until(
+        "the first jobs ended, every NodeSet at 0 and its FUTURE records back",
+        Duration::from_secs(200),
+        &cluster,
+        &a,
+        async || {
+            replicas().await.values().all(|r| *r == 0)
+                && NODESETS.iter().all(|n| {
+                    (0..2).all(|i| {
+                        cluster
+                            .node_record(&format!("{n}-{i}"))
+                            .contains("State=FUTURE")
+                    })
+                })
+        },
+    )
+    .await;
     // A job of the partition `cpu` needing 3 nodes, more than bravo may have (2): bravo grows
-    // to its bound for it and charlie (up already) holds the rest; counted whole on bravo,
-    // it would be more than bravo may have, and nothing would grow for it. Slurm runs it on
-    // the first three of their nodes free.
+    // to its bound for it and charlie, next by Weight, by one for the rest; counted whole on
+    // bravo, it would be more than bravo may have, and nothing would grow for it.
     let wide = cluster.submit(&["-p", "cpu", "-N", "3", "--wrap", "sleep 10"]);
     let hosts = std::cell::RefCell::new(Vec::<String>::new());
     let bravo_most = std::cell::Cell::new(0);
+    let charlie_most = std::cell::Cell::new(0);
     until(
         "the 3-node job running on nodes of bravo and charlie, bravo grown to 2 for it",
         Duration::from_secs(150),
         &cluster,
         &a,
         async || {
-            let bravo = replicas().await["bravo"];
-            bravo_most.set(bravo_most.get().max(bravo));
+            let now = replicas().await;
+            bravo_most.set(bravo_most.get().max(now["bravo"]));
+            charlie_most.set(charlie_most.get().max(now["charlie"]));
             let state = cluster.run("squeue", &["-h", "-j", &wide, "-o", "%T %N"]);
             if let Some(list) = state.trim().strip_prefix("RUNNING ") {
                 let names = cluster.run("scontrol", &["show", "hostnames", list]);
@@ -564,7 +586,8 @@ async fn grows(release: &str) {
     )
     .await;
     let on = |n: &str| hosts.borrow().iter().filter(|h| of_nodeset(h, n)).count();
-    assert_eq!(on("bravo") + on("charlie"), 3, "{:?}", hosts.borrow());
+    assert_eq!((on("bravo"), on("charlie")), (2, 1), "{:?}", hosts.borrow());
+    assert_eq!(charlie_most.get(), 1, "autoscaler log:\n{}", a.logs());
     // Once it ends, the NodeSets go back to zero: sampled on the way, the exporter's Slurm
     // figures still say what squeue and scontrol say (its desired nodes drop at once, the
     // replicas only after the idle timeout, so those are compared at zero below).
