@@ -298,7 +298,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         return run_nodesets(args);
     }
     let policies: Vec<String> = if args.policies.is_empty() {
-        Policy::ALL.iter().map(|p| p.as_str().to_string()).collect()
+        Policy::defaults().map(|p| p.as_str().to_string()).collect()
     } else {
         args.policies.clone()
     };

@@ -167,6 +167,52 @@ pub struct NodeSetAutoscalerSpec {
     /// to override what is learned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boot_time_seconds: Option<u32>,
+    /// When to boot for pending jobs Slurm has already planned (it says when each will
+    /// start, on nodes that free up).
+    #[serde(default, skip_serializing_if = "PlannedJobs::is_default")]
+    pub planned_jobs: PlannedJobs,
+}
+
+/// When new nodes boot for a job Slurm has planned.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlannedJobs {
+    /// `AtSubmit` (default): at once, as for any pending job. `JustInTime`: only where new
+    /// nodes start the job sooner than Slurm's plan, and then one boot time (and
+    /// `marginSeconds`) before they can — not while the nodes it also needs are still busy;
+    /// no boot where the plan starts it as soon. Until a boot time is known (learned or
+    /// `bootTimeSeconds`), as `AtSubmit`.
+    #[serde(default)]
+    pub boot: PlannedBoot,
+    /// How long before the job can start a node booted for it is to be ready (default 30,
+    /// one backfill interval of slurmctld's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub margin_seconds: Option<u32>,
+}
+
+impl PlannedJobs {
+    /// Seconds from asking for a node to the job it is for starting, for a boot time of
+    /// `boot` seconds (`None`: boot for planned jobs at submit).
+    pub fn lead(&self, boot: Option<f64>) -> Option<i64> {
+        match self.boot {
+            PlannedBoot::AtSubmit => None,
+            PlannedBoot::JustInTime => {
+                boot.map(|b| b.ceil() as i64 + i64::from(self.margin_seconds.unwrap_or(30)))
+            }
+        }
+    }
+
+    fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// When to boot for a planned job.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+pub enum PlannedBoot {
+    #[default]
+    AtSubmit,
+    JustInTime,
 }
 
 /// Who decides the replicas.

@@ -6,9 +6,12 @@
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
-use crate::model::Node;
-use crate::model::demand::{Demand, Room, Shape, demand_of, in_any};
+use std::collections::HashMap;
+
+use crate::model::demand::{Demand, Room, Shape, Take, demand_of, in_any};
 use crate::model::grows::{Takes, of_nodeset};
+use crate::model::timing::Timeline;
+use crate::model::{Jobs, Node, NodeBase, PendingClass, PendingJob};
 use crate::slurm::Endpoint;
 use crate::snapshot::{ClusterSnapshot, EndpointState};
 
@@ -63,7 +66,8 @@ impl PartitionSignals {
     /// ([`Demand::floor_nodes`]). Every scaler grows Slurm only this far, so no node is
     /// added or kept back from Kubernetes for work that may already run.
     pub fn certain_need(&self) -> u64 {
-        self.busy_nodes.saturating_add(self.demand.floor_nodes())
+        let need = self.busy_nodes.saturating_add(self.demand.floor_nodes());
+        need.max(self.demand.plan_keeps)
     }
 
     /// What `slurm_nodeset_desired_nodes` publishes for a NodeSet of at most `max` nodes
@@ -82,7 +86,8 @@ impl PartitionSignals {
     /// Nodes Slurm may need: all its pending work counted. Every scaler gives up nothing
     /// below this, and nothing at all (`None`) while new jobs may be missing from the list.
     pub fn possible_need(&self) -> Option<u64> {
-        (!self.demand.open_ended).then(|| self.busy_nodes.saturating_add(self.demand.nodes))
+        let need = self.busy_nodes.saturating_add(self.demand.nodes);
+        (!self.demand.open_ended).then(|| need.max(self.demand.plan_keeps))
     }
 }
 
@@ -165,13 +170,17 @@ fn trusted<T>(
 /// come) are unsatisfiable, not demand — never the partition's size, which for a Slinky
 /// partition is just the pods there are now. Demand is packed onto the partitions' free room
 /// and new nodes of the shape `hints` resolve to (the first partition's nodes standing for
-/// the NodeSet's where it has the partitions to itself).
+/// the NodeSet's where it has the partitions to itself). With `lead` (seconds from asking
+/// for a node to its taking jobs, margin included), jobs Slurm has planned are booted for
+/// just in time ([`crate::model::timing`]).
+#[allow(clippy::too_many_arguments)]
 pub fn partition_signals(
     snap: &ClusterSnapshot,
     partitions: &[&str],
     max_nodes: Option<u64>,
     hints: &ShapeHints,
     takes: &Takes<'_>,
+    lead: Option<i64>,
     now: SystemTime,
     max_age: Duration,
 ) -> Result<PartitionSignals, Untrusted> {
@@ -228,14 +237,81 @@ pub fn partition_signals(
     // shows its nodes idle or unknown until each slurmd registers again, while their jobs run
     // on — taking them for idle would scale running work away.
     let busy = |n: &&&Node| n.busy() || jobs.running_on.contains_key(n.name.as_str());
+    let timed = lead.map(|lead| {
+        let now = now
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default();
+        // FUTURE records (listed by some sources) are room, not nodes.
+        let has = members.iter().filter(|n| n.state.base != NodeBase::Future);
+        let room = max_nodes.map_or(u64::MAX, |m| m.saturating_sub(has.count() as u64));
+        let line = Timeline::new(now.as_secs() as i64, lead, free_at(jobs, &members), room);
+        timed(jobs, partitions, line, max_nodes, takes)
+    });
+    let take = |j: &PendingJob| match timed.as_ref().and_then(|t| t.get(&j.id)) {
+        Some(t) => *t,
+        None => takes.job(j),
+    };
     Ok(PartitionSignals {
         busy_nodes: members.iter().filter(busy).count() as u64,
         total_nodes: members.len() as u64 + hidden,
-        demand: demand_of(jobs, partitions, max_nodes, Some(&room), &|j| takes.job(j)),
+        demand: demand_of(jobs, partitions, max_nodes, Some(&room), &take),
         shape,
         shape_source,
         as_of,
     })
+}
+
+/// When each of `members` is free for new work: idle ones now, busy ones when the last of
+/// their jobs reaches its time limit (`None`: a time not known); nodes that take no job
+/// (down, drained, FUTURE) are left out.
+fn free_at<'a>(jobs: &'a Jobs, members: &'a [&Node]) -> impl Iterator<Item = Option<i64>> + 'a {
+    members
+        .iter()
+        .filter_map(|n| match jobs.running_on.get(n.name.as_str()) {
+            Some(work) => Some(work.free_at),
+            None if n.usable() && !n.busy() => Some(Some(i64::MIN)),
+            None if n.busy() => Some(None),
+            None => None,
+        })
+}
+
+/// How the NodeSet takes each job of `partitions` Slurm has a fresh plan for, by job id:
+/// through `line` (its nodes and room), once the jobs without one (booted for at once, as
+/// before) took their room, in the order the jobs are listed (slurmctld's, by job id: first
+/// come, first served, as the backfill scheduler tests them where no priority of its own
+/// reorders them). Jobs of more than `max_nodes` are unsatisfiable, not timed.
+fn timed(
+    jobs: &Jobs,
+    partitions: &[&str],
+    mut line: Timeline,
+    max_nodes: Option<u64>,
+    takes: &Takes<'_>,
+) -> HashMap<u64, Take> {
+    let mut planned = Vec::new();
+    for job in jobs.pending.iter().filter(|j| {
+        j.class == PendingClass::Schedulable
+            && j.tasks > 0
+            && j.partitions.iter().any(|p| partitions.contains(&&**p))
+    }) {
+        let nodes = match takes.job(job) {
+            Take::Yes => job.nodes,
+            Take::Part(n) => n,
+            _ => continue,
+        };
+        if max_nodes.is_some_and(|m| nodes > m) {
+            continue;
+        }
+        match &job.planned_start {
+            Some(p) if job.tasks == 1 && line.fresh(p.start) => {
+                planned.push((p.start, job.id, nodes));
+            }
+            _ => line.reserve(job.tasks.saturating_mul(nodes)),
+        }
+    }
+    planned
+        .into_iter()
+        .map(|(start, id, nodes)| (id, Take::timed(line.when(start, nodes), nodes)))
+        .collect()
 }
 
 /// The partitions a NodeSet serves: the one a site names (its `slurmscale.io/partition`
@@ -338,6 +414,7 @@ mod tests {
             None,
             &ShapeHints::default(),
             &Takes::ALL,
+            None,
             fixtures::now(),
             Duration::from_secs(600),
         )

@@ -26,7 +26,7 @@ use super::cluster::{Cluster, Counts, Mode};
 use super::driver::{Driver, Polls, Sense, World, clock};
 use super::operator;
 use super::view::{CLUSTER, PARTITION, SlurmView, replay_controller};
-use slurmscale_autoscaler::crd::{NodeSetAutoscalerSpec, ScalingMode};
+use slurmscale_autoscaler::crd::{NodeSetAutoscalerSpec, PlannedBoot, ScalingMode};
 use slurmscale_autoscaler::fakes::{Fake, Recorded};
 
 /// The NodeSetAutoscaler the builtin policy runs when none is given: the CRD's defaults,
@@ -93,6 +93,8 @@ impl Builtin {
             true => ScalingMode::SlurmPlanned,
             false => ScalingMode::Replicas,
         };
+        // Booting just in time for Slurm's plan reads every waiting job's planned start.
+        let reads_plans = !planned && spec.planned_jobs.boot == PlannedBoot::JustInTime;
         let on = replay_controller(&spec, planned.then_some(SELECTOR));
         if planned {
             // As docs/slurm-planned.md sets the NodeSet up: slurmd -b, so a powered-up pod's
@@ -114,7 +116,7 @@ impl Builtin {
             driver: Driver::new(on, CLUSTER),
             polls: Polls::new(sense, 0, every_poll),
             nodeset: NodeSet {
-                view: SlurmView::new(cluster),
+                view: SlurmView::new(cluster).reading_plans(reads_plans),
                 planned: planned.then(BTreeSet::new),
                 pods_shown: PodsShown {
                     by_slot: vec![None; cluster.max_nodes() as usize],
@@ -280,7 +282,12 @@ impl Scaler for Builtin {
                 power_changes: cluster.counts.power_changes,
                 ..Counts::default()
             },
-            None => cluster.counts,
+            // A policy that reads the plans looks again after each backfill pass.
+            None if self.nodeset.view.reads_plans() => cluster.counts,
+            None => Counts {
+                plan_changes: 0,
+                ..cluster.counts
+            },
         };
         let inputs = (inputs, cluster.replicas());
         let due = self.polls.look(now, inputs, self.driver.revisit())?;

@@ -63,6 +63,9 @@ pub trait Scaler {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Policy {
     Builtin,
+    /// The built-in controller booting for the jobs Slurm has planned just in time
+    /// (`spec.plannedJobs.boot: JustInTime`). Not among the policies replayed by default.
+    BuiltinJustInTime,
     Keda,
     KedaDesired,
     PowerSave,
@@ -71,8 +74,10 @@ pub enum Policy {
 }
 
 impl Policy {
-    pub const ALL: [Policy; 6] = [
+    /// Every policy: the default replays all but `builtin-just-in-time`.
+    pub const ALL: [Policy; 7] = [
         Self::Builtin,
+        Self::BuiltinJustInTime,
         Self::Keda,
         Self::KedaDesired,
         Self::PowerSave,
@@ -80,9 +85,17 @@ impl Policy {
         Self::Static,
     ];
 
+    /// The policies a replay runs unless told which.
+    pub fn defaults() -> impl Iterator<Item = Policy> {
+        Self::ALL
+            .into_iter()
+            .filter(|p| *p != Self::BuiltinJustInTime)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Builtin => "builtin",
+            Self::BuiltinJustInTime => "builtin-just-in-time",
             Self::Keda => "keda",
             Self::KedaDesired => "keda-desired",
             Self::PowerSave => "power-save",

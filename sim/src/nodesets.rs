@@ -354,7 +354,12 @@ impl Scaler for Several {
 
     fn look(&mut self, now: i64, cluster: &mut Cluster) -> Option<u32> {
         let sets = cluster.groups().iter().map(|g| (g.replicas, g.busy));
-        let inputs = (cluster.counts, sets.collect());
+        // (It reads no plan beyond the first job's: backfill passes alone change nothing.)
+        let counts = Counts {
+            plan_changes: 0,
+            ..cluster.counts
+        };
+        let inputs = (counts, sets.collect());
         let due = self.polls.look(now, inputs, self.driver.revisit())?;
         // The poll before this one read what the last reconcile read: replay it.
         if let Some(before) = due.replay_first {

@@ -7,6 +7,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use slurmscale_autoscaler::crd::PlannedBoot;
+
 use super::cluster::{Cluster, Mode, Requests};
 use super::trace::{NodeShape, TraceJob};
 use super::{
@@ -105,6 +107,11 @@ impl Policy {
                 cluster,
                 opts.every_poll,
             )),
+            Policy::BuiltinJustInTime => {
+                let mut spec = opts.autoscaler.clone();
+                spec.planned_jobs.boot = PlannedBoot::JustInTime;
+                Box::new(builtin::Builtin::new(&spec, cluster, opts.every_poll))
+            }
             Policy::Keda => keda(rivals::Trigger::PendingJobs {
                 threshold: opts.keda_threshold,
             }),

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::{Run, Stats, svg};
+use super::{Policy, Run, Stats, svg};
 
 /// One row, with the keys scripts and our acceptance checks read: keep them.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -33,6 +33,37 @@ pub struct Row {
     /// submit time, another partition, too big, malformed and passed over): the same for
     /// every policy, so a script sees what the figures leave out.
     pub not_replayed: BTreeMap<String, u64>,
+    /// `builtin-just-in-time` beside `builtin` in one replay: the jobs it started later
+    /// than booting at submit did, and how much later (what booting just in time costs
+    /// where a plan moves earlier than the boot, or a wide job waits longer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub later_than_builtin: Option<Later>,
+}
+
+/// Jobs one run started later than another, and by how much.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Later {
+    pub jobs: u64,
+    pub p95_s: f64,
+    pub max_s: f64,
+}
+
+impl Later {
+    /// Of the jobs both started, those `run` started after `base` did.
+    pub fn of(run: &Stats, base: &Stats) -> Self {
+        let mut late: Vec<i64> = run
+            .starts
+            .iter()
+            .zip(&base.starts)
+            .filter_map(|(r, b)| Some(r.as_ref()? - b.as_ref()?).filter(|d| *d > 0))
+            .collect();
+        late.sort_unstable();
+        Self {
+            jobs: late.len() as u64,
+            p95_s: quantile(&late, 0.95),
+            max_s: late.last().copied().unwrap_or(0) as f64,
+        }
+    }
 }
 
 /// The `q` quantile of sorted values (nearest rank).
@@ -62,6 +93,7 @@ impl Row {
             scale_ups: s.scale_ups,
             scale_downs: s.scale_downs,
             not_replayed: BTreeMap::new(),
+            later_than_builtin: None,
             utilization: if s.node_seconds > 0.0 {
                 s.cpu_seconds / (s.node_seconds * f64::from(node_cpus))
             } else {
@@ -72,8 +104,14 @@ impl Row {
 }
 
 pub fn rows(runs: &[Run], node_cpus: u32) -> Vec<Row> {
+    let at_submit = runs.iter().find(|r| r.policy == Policy::Builtin);
     runs.iter()
-        .map(|r| Row::new(r.policy.as_str(), &r.stats, node_cpus))
+        .map(|r| Row {
+            later_than_builtin: at_submit
+                .filter(|_| r.policy == Policy::BuiltinJustInTime)
+                .map(|base| Later::of(&r.stats, &base.stats)),
+            ..Row::new(r.policy.as_str(), &r.stats, node_cpus)
+        })
         .collect()
 }
 
@@ -91,7 +129,7 @@ pub fn table(rows: &[Row]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<13} {:>7} {:>11} {:>11} {:>11} {:>11} {:>6} {:>7} {:>7} {:>7} {:>7} {:>9} {:>6} {:>6}",
+        "{:<20} {:>7} {:>11} {:>11} {:>11} {:>11} {:>6} {:>7} {:>7} {:>7} {:>7} {:>9} {:>6} {:>6}",
         "policy",
         "jobs",
         "node-hours",
@@ -110,7 +148,7 @@ pub fn table(rows: &[Row]) -> String {
     for r in rows {
         let _ = writeln!(
             out,
-            "{:<13} {:>7} {:>11.1} {:>11.1} {:>11.1} {:>11.1} {:>5.0}% {:>7} {:>7} {:>7} {:>7} {:>9.2} {:>6} {:>6}",
+            "{:<20} {:>7} {:>11.1} {:>11.1} {:>11.1} {:>11.1} {:>5.0}% {:>7} {:>7} {:>7} {:>7} {:>9.2} {:>6} {:>6}",
             r.policy,
             r.jobs,
             r.node_hours,
@@ -126,6 +164,18 @@ pub fn table(rows: &[Row]) -> String {
             r.scale_ups,
             r.scale_downs,
         );
+    }
+    for r in rows {
+        if let Some(l) = r.later_than_builtin {
+            let _ = writeln!(
+                out,
+                "{}: {} jobs started later than under builtin (p95 {} later, max {})",
+                r.policy,
+                l.jobs,
+                human(l.p95_s),
+                human(l.max_s)
+            );
+        }
     }
     out
 }

@@ -508,3 +508,44 @@ fn the_controller_learns_the_replay_s_boot_time() {
         assert_eq!(learned.seconds, Some(boot as f64), "{learned:?}");
     }
 }
+
+#[test]
+fn backfill_plans_every_waiting_job_after_those_before_it() {
+    // 4 one-CPU nodes. A takes 2 until 100; B needs all 4 (reserved from 100, until 150);
+    // C needs 2 and D 1, too long to backfill before B: each behind the jobs before it, C
+    // from 150 (B's end), D beside C on the other two, also at 150. Read as a just-in-time policy reads /jobs, every
+    // waiting job shows its start; read otherwise, only B's reservation.
+    let jobs = vec![
+        job(0, 100, 100, 2, 1),
+        job(1, 50, 50, 4, 1),
+        job(2, 60, 200, 2, 1),
+        job(3, 70, 200, 1, 1),
+    ];
+    let mut c = Cluster::new(
+        ONE_CPU,
+        4,
+        Mode::Static,
+        SchedConfig::default(),
+        Arc::from(jobs),
+        0,
+    );
+    while c.plan().is_none() {
+        let t = c.next_event().expect("a backfill pass before A ends");
+        c.advance(t);
+    }
+    assert_eq!(
+        (1..4).map(|j| c.planned_start(j)).collect::<Vec<_>>(),
+        [Some(100), Some(150), Some(150)]
+    );
+    let planned = |plans: bool| {
+        let mut view = view::SlurmView::new(&c).reading_plans(plans);
+        view.sync(&c);
+        let jobs = view.jobs_with_running(&c);
+        jobs.pending
+            .iter()
+            .map(|j| j.planned_start.as_ref().map(|p| p.start))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(planned(true), [Some(100), Some(150), Some(150)]);
+    assert_eq!(planned(false), [Some(100), None, None]);
+}

@@ -8,6 +8,7 @@
 //! changed are rewritten, and the published figures are worked out again only when
 //! something changed since they were last asked for.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -21,7 +22,7 @@ use slurmscale_exporter::model::{
 use slurmscale_exporter::signals::{PartitionSignals, ShapeHints, partition_signals};
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
-use super::cluster::{Cluster, DrainedBy, PowerFlag};
+use super::cluster::{Cluster, DrainedBy, PowerFlag, Reservation};
 use super::trace::NodeShape;
 use slurmscale_autoscaler::slurm_nodes::drain_reason;
 
@@ -89,9 +90,13 @@ pub struct SlurmView {
     names: Arc<[Arc<str>]>,
     /// Where it is in the cluster's record of changed node slots.
     cursor: u64,
-    /// The cluster's change count the jobs and `signals` were made at.
-    synced: Option<u64>,
+    /// The cluster's change count (and backfill passes, where plans are read) the jobs and
+    /// `signals` were made at.
+    synced: Option<(u64, u64)>,
     signals: Option<PartitionSignals>,
+    /// Whether /jobs shows every waiting job's planned start and the work on each node
+    /// ([`SlurmView::reading_plans`]); else only the first job's reservation.
+    plans: bool,
 }
 
 impl SlurmView {
@@ -164,12 +169,31 @@ impl SlurmView {
             cursor: 0,
             synced: None,
             signals: None,
+            plans: false,
         }
+    }
+
+    /// The view shows every waiting job's planned start (as slurmctld's backfill plans
+    /// them) and when each busy node frees up: what booting just in time for Slurm's plan
+    /// reads. Off, it shows only the first waiting job's reservation, and planning the
+    /// rest costs nothing.
+    pub fn reading_plans(mut self, on: bool) -> Self {
+        self.plans = on;
+        self
+    }
+
+    pub fn reads_plans(&self) -> bool {
+        self.plans
     }
 
     /// Brings the view up to the cluster's present state.
     pub fn sync(&mut self, cluster: &Cluster) {
-        if self.synced == Some(cluster.changes()) {
+        let passes = if self.plans {
+            cluster.counts.plan_changes
+        } else {
+            0
+        };
+        if self.synced == Some((cluster.changes(), passes)) {
             return;
         }
         let (touched, cursor) = cluster.touched_since(self.cursor);
@@ -183,8 +207,13 @@ impl SlurmView {
             }
         }
         self.cursor = cursor;
-        self.jobs = Arc::new(pending(cluster, &self.partition_list, &self.names));
-        self.synced = Some(cluster.changes());
+        self.jobs = Arc::new(pending(
+            cluster,
+            &self.partition_list,
+            &self.names,
+            self.plans,
+        ));
+        self.synced = Some((cluster.changes(), passes));
         self.signals = None;
     }
 
@@ -249,6 +278,7 @@ impl SlurmView {
                 None,
                 &ShapeHints::default(),
                 &Takes::ALL,
+                None,
                 at,
                 Duration::MAX,
             )
@@ -341,18 +371,32 @@ fn update(n: &mut Node, i: u32, cluster: &Cluster) {
 
 /// The start the backfill scheduler plans for job `j` (its index in the cluster's jobs) and
 /// the nodes it holds for it, if it plans one.
-fn plan_of(cluster: &Cluster, j: usize, names: &[Arc<str>]) -> Option<PlannedStart> {
-    let r = cluster.plan().filter(|r| r.job == j)?;
-    Some(PlannedStart {
-        start: r.start,
-        nodes: r.nodes.iter().map(|&i| names[i as usize].clone()).collect(),
-    })
+fn plan_of(cluster: &Cluster, j: usize, names: &[Arc<str>], all: bool) -> Option<PlannedStart> {
+    let nodes = |r: &Reservation| r.nodes.iter().map(|&i| names[i as usize].clone()).collect();
+    match cluster.plan() {
+        Some(r) if r.job == j => Some(PlannedStart {
+            start: r.start,
+            nodes: nodes(r),
+        }),
+        // (Slurm names the nodes it holds for every job it plans: none are modelled beyond
+        // the first job's.)
+        _ if all => Some(PlannedStart {
+            start: cluster.planned_start(j)?,
+            nodes: Vec::new(),
+        }),
+        _ => None,
+    }
 }
 
 /// The waiting jobs as /jobs would list them: all schedulable, in priority order. What a
 /// replay reads, on every change of the queue: made directly, without the text of a whole
 /// listing ([`listing`] is the rest of /jobs, made from the same cluster).
-fn pending(cluster: &Cluster, partitions: &Arc<[Arc<str>]>, names: &[Arc<str>]) -> Jobs {
+fn pending(
+    cluster: &Cluster,
+    partitions: &Arc<[Arc<str>]>,
+    names: &[Arc<str>],
+    plans: bool,
+) -> Jobs {
     let reason: Arc<str> = Arc::from("Resources");
     let unconstrained: Arc<str> = Arc::from("");
     let mb = |mib: u64| mib << 20;
@@ -377,11 +421,34 @@ fn pending(cluster: &Cluster, partitions: &Arc<[Arc<str>]>, names: &[Arc<str>]) 
                 excluded: unconstrained.clone(),
                 submit_time: Some(j.submit),
                 origin: Origin::Batch,
-                planned_start: plan_of(cluster, index, names),
+                planned_start: plan_of(cluster, index, names, plans),
             })
             .collect(),
+        // When each busy node frees up, by its jobs' limits: what deciding when to boot for
+        // a planned job reads.
+        running_on: if plans {
+            running_on(cluster, names)
+        } else {
+            Default::default()
+        },
         ..Jobs::default()
     }
+}
+
+/// The work on each busy node, by its jobs' limits (slurmrestd's `end_time`): when each
+/// frees up.
+fn running_on(cluster: &Cluster, names: &[Arc<str>]) -> BTreeMap<Arc<str>, NodeWork> {
+    cluster
+        .busy_until()
+        .into_iter()
+        .map(|(i, jobs, t)| {
+            let work = NodeWork {
+                jobs: jobs as u64,
+                free_at: Some(t),
+            };
+            (names[i as usize].clone(), work)
+        })
+        .collect()
 }
 
 /// A job of a partition as /jobs lists it beyond its shape: whose it is, and when it was
@@ -448,7 +515,7 @@ pub fn listing<'a>(parts: impl IntoIterator<Item = Listing<'a>>, now: i64) -> Jo
                 String::new()
             };
             let plan = (reason == "Resources")
-                .then(|| plan_of(cluster, j, &view.names))
+                .then(|| plan_of(cluster, j, &view.names, view.plans))
                 .flatten();
             let scheduled: Vec<&str> = plan.iter().flat_map(|p| &p.nodes).map(|n| &**n).collect();
             let scheduled = scheduled.join(",");

@@ -169,6 +169,7 @@ impl Demo {
             None,
             &ShapeHints::default(),
             &slurmscale_exporter::model::grows::Takes::ALL,
+            None,
             now,
             stale_after(INTERVAL),
         )

@@ -77,10 +77,16 @@ impl BootClock {
             self.count(now, replicas, up);
         }
         BootTime {
-            seconds: set.map(f64::from).or_else(|| self.median()),
+            seconds: self.current(set),
             set: set.is_some(),
             observed: self.observed,
         }
+    }
+
+    /// The boot time to work with before this reconcile's observation: `set` by the spec,
+    /// else learned so far.
+    pub fn current(&self, set: Option<u32>) -> Option<f64> {
+        set.map(f64::from).or_else(|| self.median())
     }
 
     fn count(&mut self, now: SystemTime, replicas: u64, up: u64) {

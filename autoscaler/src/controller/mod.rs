@@ -269,7 +269,12 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Controller<K, S, P> {
                 let memory = (&mut entry.last_error, &mut entry.reported);
                 return self.refuse(nsa, memory, leader, &target, refusal).await;
             }
-            let mut obs = observe::observe(self, nsa, policy.as_ref(), target, now).await?;
+            // Jobs Slurm has planned are booted for one boot before they can start (the boot
+            // time as known before this observation).
+            let lead = spec
+                .planned_jobs
+                .lead(entry.boot.current(spec.boot_time_seconds));
+            let mut obs = observe::observe(self, nsa, policy.as_ref(), (target, lead), now).await?;
             let (replicas, set) = (obs.target.replicas, spec.boot_time_seconds);
             obs.boot = entry.boot.observe(now, replicas, obs.registered, set);
             let plan = plan::plan(policy.as_ref(), spec, &obs);

@@ -48,6 +48,9 @@ pub struct Observation {
     /// How long its new nodes take to boot, as far as known ([`super::boot`]): filled by the
     /// controller from what it has seen, after the observation is made.
     pub boot: BootTime,
+    /// Seconds from asking for a node to a planned job starting on it, where jobs Slurm
+    /// planned are booted for just in time (`spec.plannedJobs`).
+    pub lead: Option<i64>,
 }
 
 /// How the reads every policy gets are made for one: Slurm's signals, and which node
@@ -58,6 +61,9 @@ pub struct Inputs {
     pub max_nodes: Option<u64>,
     /// Only the first partition counts.
     pub one_partition: bool,
+    /// Jobs Slurm has planned are booted for just in time (`spec.plannedJobs`), where a boot
+    /// time is known.
+    pub timed: bool,
     /// The node records kept, if any.
     pub records: Option<records::Kind>,
 }

@@ -42,7 +42,7 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     ctl: &Controller<K, S, P>,
     nsa: &NodeSetAutoscaler,
     policy: &dyn Policy,
-    target: Target,
+    (target, lead): (Target, Option<i64>),
     now: SystemTime,
 ) -> Result<Observation> {
     let spec = &nsa.spec;
@@ -72,6 +72,7 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
     };
     let ask = Ask {
         max_nodes: inputs.max_nodes,
+        lead: lead.filter(|_| inputs.timed),
         shape,
         takes: Takes {
             origins,
@@ -132,6 +133,7 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         slurm_nodes_at,
         registered,
         boot: BootTime::default(),
+        lead: ask.lead,
     })
 }
 
@@ -250,6 +252,8 @@ fn choice<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
 struct Ask<'a> {
     /// Jobs needing more nodes than this are unsatisfiable.
     max_nodes: Option<u64>,
+    /// Jobs Slurm has planned are booted for just in time, new nodes taking this long.
+    lead: Option<i64>,
     shape: ShapeHints,
     takes: Takes<'a>,
 }
@@ -270,6 +274,7 @@ fn signals(
         ask.max_nodes,
         &ask.shape,
         &ask.takes,
+        ask.lead,
         now,
         stale_after,
     )

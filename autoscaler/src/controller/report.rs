@@ -169,6 +169,16 @@ pub fn metrics(
     row.limited = plan.limited;
     row.unsatisfiable = plan.unsatisfiable_jobs;
     row.boot = obs.boot;
+    row.timing = match &obs.signals {
+        Ok(s) if obs.lead.is_some() => crate::metrics::Timing {
+            known: true,
+            waiting_jobs: s.demand.planned_jobs,
+            deferred_jobs: s.demand.deferred_jobs,
+            deferred_nodes: s.demand.deferred_nodes,
+            next_boot: s.demand.next_boot,
+        },
+        _ => crate::metrics::Timing::default(),
+    };
     row.reason = metric_reason(plan, outcome.before);
     match outcome.scaled() {
         Some(true) => {

@@ -42,6 +42,13 @@ pub fn metrics() -> AutoscalerMetrics {
             set: false,
             observed: 5,
         },
+        timing: super::Timing {
+            known: true,
+            waiting_jobs: 2,
+            deferred_jobs: 1,
+            deferred_nodes: 1,
+            next_boot: Some(1_800_000_600),
+        },
         ..row("gpu")
     };
     let pool = Row {

@@ -25,6 +25,7 @@ mod boot;
 pub(crate) mod fixtures;
 mod policy;
 mod process;
+mod timing;
 
 /// A family renders from what the reconciles left behind.
 pub type Family = fn(&mut Out, &AutoscalerMetrics);
@@ -34,6 +35,7 @@ pub const FAMILIES: &[(&str, Family)] = &[
     ("process", process::collect),
     ("autoscaler", autoscaler::collect),
     ("boot", boot::collect),
+    ("timing", timing::collect),
     ("policy", policy::collect),
 ];
 
@@ -52,6 +54,8 @@ pub struct Row {
     pub unsatisfiable: u64,
     /// How long the target's new nodes take to boot, as far as known.
     pub boot: crate::controller::BootTime,
+    /// Pending jobs Slurm has planned that nothing is booted for now ([`timing`]).
+    pub timing: Timing,
     pub reason: Reason,
     pub scale_ups: u64,
     pub scale_downs: u64,
@@ -61,6 +65,20 @@ pub struct Row {
     pub decision_seconds: f64,
     /// The policy's own numbers, and the series they make ([`PolicyRow`]).
     pub policy: Option<Arc<dyn PolicyRow>>,
+}
+
+/// What an autoscaler booting just in time leaves for later (not `known` while it boots at
+/// submit, has no boot time yet, or cannot read Slurm).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Timing {
+    pub known: bool,
+    /// Jobs Slurm's plan starts on nodes that free up sooner than new ones could.
+    pub waiting_jobs: u64,
+    /// Jobs new nodes start sooner than the plan, once busy nodes free up; those new
+    /// nodes, and when the first is to be asked for (unix seconds).
+    pub deferred_jobs: u64,
+    pub deferred_nodes: u64,
+    pub next_boot: Option<i64>,
 }
 
 impl Row {

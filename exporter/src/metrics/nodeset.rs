@@ -78,7 +78,7 @@ pub fn collect(
             nodeset: choice.as_ref().map(|(all, me)| (&all[..], *me)),
         };
         let signals =
-            snap.map(|s| partition_signals(s, &served, max, &hints, &takes, now, max_age));
+            snap.map(|s| partition_signals(s, &served, max, &hints, &takes, None, now, max_age));
         let (desired, stale) = match signals {
             Some(Ok(s)) => {
                 signal_gauges(out, &part, &s, max);

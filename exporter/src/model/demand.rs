@@ -180,6 +180,19 @@ pub struct Demand {
     /// Schedulable jobs counted above whose nodes span this NodeSet and others
     /// ([`Take::Part`]): only its part of their nodes is counted.
     pub part_jobs: u64,
+    /// Schedulable jobs Slurm plans to start on nodes that free up no later than new ones
+    /// could ([`Take::Planned`]): not counted above.
+    pub planned_jobs: u64,
+    /// Schedulable jobs that new nodes start sooner than Slurm's plan, but only once busy
+    /// nodes free up ([`Take::Deferred`]): not counted above; the new nodes they need, and
+    /// when the first must be asked for (unix seconds).
+    pub deferred_jobs: u64,
+    pub deferred_nodes: u64,
+    pub next_boot: Option<i64>,
+    /// The nodes the widest of those needs: slurmctld plans a job only on nodes that exist,
+    /// so the NodeSet keeps at least this many (a job it stopped planning would no longer
+    /// hold its reservation, and smaller jobs would pass it for good).
+    pub plan_keeps: u64,
 }
 
 impl Demand {
@@ -195,7 +208,8 @@ impl Demand {
     /// One line on how the node figure came about, for decisions and events:
     /// `64 pending jobs (64 CPUs) fit 2 new nodes of 32 CPUs`.
     pub fn explain(&self) -> String {
-        let jobs = self.jobs(PendingClass::Schedulable);
+        let jobs = (self.jobs(PendingClass::Schedulable))
+            .saturating_sub(self.planned_jobs + self.deferred_jobs);
         let what = format!("{jobs} pending jobs ({} CPUs", self.cpus);
         let what = if self.gpus > 0 {
             format!("{what}, {} GPUs)", self.gpus)
@@ -227,6 +241,30 @@ impl Demand {
                 self.elsewhere_jobs
             ));
         }
+        said.push_str(&self.explain_timing());
+        said
+    }
+
+    /// What the planned jobs left out of the node figure wait for ([`super::timing`]);
+    /// empty when none.
+    pub fn explain_timing(&self) -> String {
+        let mut said = String::new();
+        if self.planned_jobs > 0 {
+            said.push_str(&format!(
+                "; {} more Slurm plans to start on nodes that free up sooner than new ones could",
+                self.planned_jobs
+            ));
+        }
+        if let (true, Some(at)) = (self.deferred_jobs > 0, self.next_boot) {
+            let at = chrono::DateTime::from_timestamp(at, 0).unwrap_or_default();
+            said.push_str(&format!(
+                "; {} more start sooner than Slurm's plan on {} new nodes once busy ones free \
+                 up: the first booted at {} (one boot before)",
+                self.deferred_jobs,
+                self.deferred_nodes,
+                at.format("%H:%M:%SZ")
+            ));
+        }
         said
     }
 }
@@ -251,6 +289,33 @@ pub enum Take {
     Nobody,
     /// This many of its nodes: it spans this NodeSet and others.
     Part(u64),
+    /// Slurm's plan starts it on nodes that free up no later than new ones could
+    /// ([`super::timing::When::Wait`]): not demand, but its `.0` nodes must stay for Slurm
+    /// to keep planning it.
+    Planned(u64),
+    /// New nodes start it sooner than Slurm's plan once busy ones free up: `nodes` of them
+    /// booted at `at` ([`super::timing::When::Later`]), not now; its `of` nodes must stay
+    /// for Slurm to keep planning it.
+    Deferred { at: i64, nodes: u64, of: u64 },
+    /// This many of its nodes are demand now; the rest free up before new ones could boot
+    /// ([`super::timing::When::Now`]).
+    Now(u64),
+}
+
+impl Take {
+    /// What a job of `nodes` nodes that [`super::timing`] found `w` is.
+    pub fn timed(w: super::timing::When, nodes: u64) -> Self {
+        use super::timing::When;
+        match w {
+            When::Now(0) | When::Wait(_) => Self::Planned(nodes),
+            When::Now(nodes) => Self::Now(nodes),
+            When::Later { at, nodes: new } => Self::Deferred {
+                at,
+                nodes: new,
+                of: nodes,
+            },
+        }
+    }
 }
 
 /// As [`demand`], over the jobs pending in any of `partitions` (each job once), as `take`
@@ -287,9 +352,13 @@ pub fn demand_of(
         if job.class != PendingClass::Schedulable || job.tasks == 0 {
             continue;
         }
-        // A job spanning NodeSets counts only its part here, as many nodes as it holds.
+        if d.waits_for_plan(take, job.tasks) {
+            continue;
+        }
+        // A job spanning NodeSets counts only its part here, as many nodes as it holds; a
+        // planned job, the nodes it needs now.
         let job = match take {
-            Take::Part(nodes) => Cow::Owned(part(job, nodes)),
+            Take::Part(nodes) | Take::Now(nodes) => Cow::Owned(part(job, nodes)),
             _ => Cow::Borrowed(job),
         };
         if take == Take::Nobody || max_nodes.is_some_and(|max| job.nodes > max) {
@@ -339,6 +408,28 @@ pub fn demand_of(
     }
     d.open_ended = jobs.uncertain.unseen_new || jobs.uncertain.unread > 0;
     d
+}
+
+impl Demand {
+    /// Counts a job that `take` says waits for Slurm's plan ([`Take::Planned`],
+    /// [`Take::Deferred`]); false for any other.
+    fn waits_for_plan(&mut self, take: Take, tasks: u64) -> bool {
+        let of = match take {
+            Take::Planned(of) => {
+                self.planned_jobs += tasks;
+                of
+            }
+            Take::Deferred { at, nodes, of } => {
+                self.deferred_jobs += tasks;
+                self.deferred_nodes += nodes;
+                self.next_boot = Some(self.next_boot.map_or(at, |t| t.min(at)));
+                of
+            }
+            _ => return false,
+        };
+        self.plan_keeps = self.plan_keeps.max(of);
+        true
+    }
 }
 
 /// `job` on `nodes` of its nodes: the same share of each node.

@@ -14,6 +14,7 @@ pub mod origin;
 pub mod packing;
 pub mod record;
 pub mod text;
+pub mod timing;
 
 /// Base state of a node. Base states are exclusive; DRAIN, MAINTENANCE etc. are [`NodeFlags`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -216,6 +216,9 @@ pub struct Counts {
     /// `Planned`: bumped whenever a record's power state or a pod changes, so the
     /// autoscaler following slurmctld's requests knows to look.
     pub power_changes: u64,
+    /// Bumped whenever a backfill pass plans other starts than the last, so a policy that
+    /// reads the plans knows to look.
+    pub plan_changes: u64,
 }
 
 impl Counts {
@@ -301,6 +304,11 @@ pub struct Cluster {
     /// The last backfill pass's reservation, as slurmrestd shows it (the job's planned
     /// start and scheduled nodes) until the next pass.
     plan: Option<Reservation>,
+    /// The starts the last backfill pass planned for the waiting jobs after the first, by
+    /// job ([`Cluster::planned_start`]): worked out when first read after the pass, which
+    /// ran at `planned_at`.
+    plans: std::cell::RefCell<Option<Vec<(usize, i64)>>>,
+    planned_at: i64,
     pub scale_ups: u64,
     pub scale_downs: u64,
 }
@@ -390,6 +398,8 @@ impl Cluster {
             finished: 0,
             reserved: vec![false; max_nodes as usize],
             plan: None,
+            plans: std::cell::RefCell::new(None),
+            planned_at: start,
             scale_ups: 0,
             scale_downs: 0,
         };

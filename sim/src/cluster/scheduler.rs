@@ -6,7 +6,7 @@
 
 use std::collections::HashSet;
 
-use super::{Cluster, Mode, Reservation};
+use super::{Cluster, Mode, Power, Reservation};
 
 impl Cluster {
     /// The main scheduler: starts jobs in priority order until one does not fit.
@@ -75,6 +75,111 @@ impl Cluster {
         for &i in &reserved {
             self.reserved[i as usize] = false;
         }
+        // The other waiting jobs' starts are worked out when first read (only a policy that
+        // reads them pays for it); each pass may move them.
+        *self.plans.borrow_mut() = None;
+        self.planned_at = now;
+        self.counts.plan_changes += 1;
+    }
+
+    /// When the last backfill pass planned waiting job `j` (an index in [`Cluster::jobs`])
+    /// to start, if it planned it: the first waiting job by its reservation, the others as
+    /// [`Cluster::plan_queue`] plans them.
+    pub fn planned_start(&self, j: usize) -> Option<i64> {
+        if !self.queue.contains(&j) {
+            return None;
+        }
+        match self.plan() {
+            Some(r) if r.job == j => Some(r.start),
+            _ => {
+                let mut plans = self.plans.borrow_mut();
+                let plans = plans.get_or_insert_with(|| {
+                    let head = self.plan().map(|r| (r.job, r.start));
+                    self.plan_queue(self.planned_at, head)
+                });
+                let k = plans.binary_search_by_key(&j, |p| p.0).ok()?;
+                Some(plans[k].1)
+            }
+        }
+    }
+
+    /// The nodes running jobs, each with how many and the time the last reaches its time
+    /// limit (as slurmrestd's `end_time` says).
+    pub fn busy_until(&self) -> Vec<(u32, usize, i64)> {
+        let mut seen = vec![false; self.nodes.len()];
+        let mut out = Vec::new();
+        for &(t, r) in self.by_expected_end.iter().rev() {
+            let Some(run) = &self.running[r] else {
+                continue;
+            };
+            for &i in &run.nodes {
+                if !std::mem::replace(&mut seen[i as usize], true) {
+                    out.push((i, self.nodes[i as usize].jobs.len(), t));
+                }
+            }
+        }
+        out
+    }
+
+    /// The starts the backfill pass plans for the jobs it tests after the first (up to
+    /// `bf_max_job_test`, within `bf_window`), as slurmctld sets each job's `start_time`:
+    /// in priority order, each job takes the nodes that free up first (by the time limits
+    /// of what runs, and of the jobs planned before it) and holds them for its own limit.
+    /// Nodes are counted whole and the first job's start is its reservation's; the
+    /// scheduling itself stays EASY backfill, so only what a policy reads of the plans
+    /// depends on this.
+    pub(super) fn plan_queue(&self, now: i64, head: Option<(usize, i64)>) -> Vec<(usize, i64)> {
+        let mut line = FreeLine::default();
+        let mut seen = vec![false; self.nodes.len()];
+        // A node frees up when the last of its jobs reaches its limit.
+        for &(t, r) in self.by_expected_end.iter().rev() {
+            let Some(run) = &self.running[r] else {
+                continue;
+            };
+            for &i in &run.nodes {
+                let n = &self.nodes[i as usize];
+                if !std::mem::replace(&mut seen[i as usize], true) && !n.draining && !n.drained {
+                    line.add(t.max(now), 1);
+                }
+            }
+        }
+        for &(_, i) in &self.free {
+            let n = &self.nodes[i as usize];
+            if n.jobs.is_empty() && !seen[i as usize] {
+                match n.power {
+                    Power::Up => line.add(now, 1),
+                    Power::Booting { ready_at } => line.add(ready_at, 1),
+                    _ => {}
+                }
+            }
+        }
+        if self.power_saving() {
+            line.add(now, self.off.len() as u32);
+        }
+        line.sort();
+        let mut plans = Vec::new();
+        if let Some((j, start)) = head {
+            let job = &self.jobs[j];
+            if line.take(job.nodes).is_some() {
+                line.give(start + job.limit as i64, job.nodes);
+            }
+        }
+        let tested = self
+            .queue
+            .iter()
+            .filter(|&&j| head.is_none_or(|(h, _)| h != j));
+        for &j in tested.take(self.cfg.bf_max_job_test) {
+            let job = &self.jobs[j];
+            let Some(start) = line.take(job.nodes) else {
+                continue;
+            };
+            let start = start.max(now);
+            line.give(start + job.limit as i64, job.nodes);
+            if start <= now + BF_WINDOW {
+                plans.push((j, start));
+            }
+        }
+        plans
     }
 
     /// Under power saving a backfilled job may wait for a boot before it runs.
@@ -196,5 +301,77 @@ impl Cluster {
             }
         }
         None
+    }
+}
+
+/// `bf_window`: how far ahead backfill plans (slurm.conf's default, one day).
+const BF_WINDOW: i64 = 86_400_000;
+
+/// Whole nodes by the time they free up, for [`Cluster::plan_queue`].
+#[derive(Default)]
+struct FreeLine {
+    /// Nodes that exist, by the time they free up, earliest first once sorted.
+    free: Vec<(i64, u32)>,
+    next: usize,
+    /// Nodes planned jobs free again, by time.
+    back: std::collections::BinaryHeap<std::cmp::Reverse<(i64, u32)>>,
+    total: u64,
+}
+
+impl FreeLine {
+    fn add(&mut self, t: i64, nodes: u32) {
+        if nodes > 0 {
+            self.free.push((t, nodes));
+            self.total += u64::from(nodes);
+        }
+    }
+
+    fn sort(&mut self) {
+        self.free.sort_unstable();
+    }
+
+    /// Takes the `nodes` that free up first: when the last of them does; `None` (taking
+    /// nothing) when there are not that many.
+    fn take(&mut self, nodes: u32) -> Option<i64> {
+        if u64::from(nodes) > self.total {
+            return None;
+        }
+        let (mut left, mut at) = (nodes, i64::MIN);
+        while left > 0 {
+            let front = self.free.get(self.next).copied();
+            let top = self.back.peek().map(|r| r.0);
+            let from_back = match (front, top) {
+                (Some(f), Some(b)) => b.0 < f.0,
+                (None, Some(_)) => true,
+                (Some(_), None) => false,
+                (None, None) => break,
+            };
+            let slot = match (from_back, front, top) {
+                (true, _, Some(b)) => {
+                    self.back.pop();
+                    b
+                }
+                (_, Some(f), _) => {
+                    self.next += 1;
+                    f
+                }
+                _ => break,
+            };
+            let used = slot.1.min(left);
+            left -= used;
+            at = slot.0;
+            if used < slot.1 {
+                // What it does not need stays, at the front.
+                self.back.push(std::cmp::Reverse((slot.0, slot.1 - used)));
+            }
+        }
+        self.total -= u64::from(nodes - left);
+        Some(at)
+    }
+
+    /// `nodes` taken free up again at `t`.
+    fn give(&mut self, t: i64, nodes: u32) {
+        self.back.push(std::cmp::Reverse((t, nodes)));
+        self.total += u64::from(nodes);
     }
 }

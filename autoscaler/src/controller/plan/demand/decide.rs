@@ -100,8 +100,10 @@ pub fn decide(
     };
     let (busy, demand) = (s.busy_nodes, s.demand.nodes);
     let wanted = busy.saturating_add(demand);
-    // Jobs the list may lack could be waiting: never idle on such a list.
-    let active = wanted > 0 || s.demand.open_ended;
+    // Jobs the list may lack could be waiting: never idle on such a list; nor while jobs
+    // Slurm has planned wait for their start.
+    let waiting = s.demand.planned_jobs + s.demand.deferred_jobs > 0;
+    let active = wanted > 0 || s.demand.open_ended || waiting;
     // With nothing to do the recommendation is the idle size; the idle timeout (and the
     // down window) decide when it is acted on.
     let recommend = |need: u64| {
@@ -165,6 +167,11 @@ pub fn decide(
     } else {
         format!("steady at {current}: {why}")
     };
+    // Jobs booted for later: the plan changes when their boot is due.
+    if let Some(at) = s.demand.next_boot {
+        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(at.max(0) as u64);
+        p.revisit = Some(p.revisit.map_or(at, |r| r.min(at)));
+    }
     p.steps = vec![message];
     p
 }

@@ -31,9 +31,10 @@ impl Policy for FollowDemand {
 
     fn inputs(&self, spec: &NodeSetAutoscalerSpec) -> Inputs {
         // A NodeSet may serve several partitions; jobs it could never hold within
-        // maxReplicas are not its demand.
+        // maxReplicas are not its demand. Jobs Slurm has planned are booted for just in time.
         Inputs {
             max_nodes: Some(Bounds::from(spec).max),
+            timed: true,
             ..Inputs::of(spec)
         }
     }
