@@ -635,7 +635,7 @@ pub struct SimulateArgs {
     #[arg(long, value_parser = duration)]
     pub boot_time: Option<Duration>,
     /// Policies to compare: of a NodeSet (default: builtin, keda, keda-desired, power-save,
-    /// slurm-planned, static), or with --pods, ways of sharing the pool (default: builtin,
+    /// slurm-planned, static; builtin-just-in-time when named), or with --pods, ways of sharing the pool (default: builtin,
     /// static, static-best, slurm-first, first-come, oracle). Comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub policies: Vec<String>,
