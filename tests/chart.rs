@@ -899,6 +899,49 @@ fn names_and_priority_classes_follow_the_values() {
     );
 }
 
+/// A site that makes its own ServiceAccounts (`serviceAccount.create=false`) names them: the
+/// chart makes none, each Deployment runs as its component's, and every binding of the
+/// chart's RBAC binds it — not a `<fullname>-<component>` account nobody made.
+#[test]
+fn service_accounts_made_elsewhere_are_run_as_and_bound() {
+    let (_, values) = values_sets().remove(0);
+    let sets = [
+        "serviceAccount.create=false",
+        "serviceAccount.names.exporter=site-exporter",
+        "serviceAccount.names.autoscaler=site-autoscaler",
+    ];
+    let objs = objects(&render("slurm", &with(&values, &sets)));
+    assert!(objs.iter().all(|o| o["kind"] != "ServiceAccount"));
+    for component in ["exporter", "autoscaler"] {
+        let d = find(&objs, "Deployment", &format!("-{component}")).unwrap();
+        assert_eq!(
+            d["spec"]["template"]["spec"]["serviceAccountName"],
+            format!("site-{component}").as_str()
+        );
+    }
+    let bound: Vec<&str> = objs
+        .iter()
+        .filter(|o| o["kind"] == "ClusterRoleBinding" || o["kind"] == "RoleBinding")
+        .flat_map(|b| b["subjects"].as_array().into_iter().flatten())
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    assert!(
+        bound.len() >= 3 && bound.iter().all(|n| n.starts_with("site-")),
+        "{bound:?}"
+    );
+    // Created by the chart, the ServiceAccounts take the names given too.
+    let objs = objects(&render(
+        "slurm",
+        &with(&values, &["serviceAccount.names.exporter=site-exporter"]),
+    ));
+    let accounts: Vec<&str> = objs
+        .iter()
+        .filter(|o| o["kind"] == "ServiceAccount")
+        .filter_map(|o| o["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(accounts, ["site-exporter", "slurmscale-autoscaler"]);
+}
+
 /// The values table of charts/slurmscale/README.md has one row per leaf key of values.yaml
 /// (a key whose default is not a non-empty map: scalars, lists, and maps empty by default),
 /// each with a type, a default and a description; `python3 charts/values-table.py --write`

@@ -184,3 +184,12 @@ topologySpreadConstraints:
 {{- define "slurmscale.probeScheme" -}}
 {{- if and .Values.webConfig.existingSecret .Values.webConfig.tls }}HTTPS{{ else }}HTTP{{ end }}
 {{- end -}}
+
+{{/*
+The ServiceAccount a component runs as: serviceAccount.names.<component> when set (one made
+elsewhere, with serviceAccount.create=false), else <fullname>-<component>.
+*/}}
+{{- define "slurmscale.serviceAccountName" -}}
+{{- $set := index (.root.Values.serviceAccount.names | default dict) .component | default "" -}}
+{{- $set | default (printf "%s-%s" (include "slurmscale.fullname" .root) .component) -}}
+{{- end }}
