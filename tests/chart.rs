@@ -942,6 +942,53 @@ fn service_accounts_made_elsewhere_are_run_as_and_bound() {
     assert_eq!(accounts, ["site-exporter", "slurmscale-autoscaler"]);
 }
 
+/// A site's own volumes reach both components' pods and containers, and its own objects are
+/// installed with the release, each rendered as a template.
+#[test]
+fn extra_volumes_mounts_and_objects_are_added() {
+    let (_, mut values) = values_sets().remove(0);
+    let file = std::env::temp_dir().join(format!("slurmscale-extra-{}.yaml", std::process::id()));
+    let extra = r#"
+extraVolumes:
+  - name: clusters
+    configMap: {name: "{{ .Release.Name }}-clusters"}
+extraVolumeMounts:
+  - {name: clusters, mountPath: /etc/slurmscale/clusters, readOnly: true}
+extraObjects:
+  - apiVersion: v1
+    kind: ConfigMap
+    metadata: {name: "{{ .Release.Name }}-clusters"}
+    data: {clusters.yaml: x}
+"#;
+    std::fs::write(&file, extra).unwrap();
+    values.extend(["-f".to_string(), file.to_string_lossy().into_owned()]);
+    let objs = objects(&render("slurm", &values));
+    let _ = std::fs::remove_file(&file);
+    for component in ["exporter", "autoscaler"] {
+        let pod = &find(&objs, "Deployment", &format!("-{component}")).unwrap()["spec"]["template"]
+            ["spec"];
+        let volume = pod["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == "clusters");
+        assert_eq!(
+            volume.unwrap()["configMap"]["name"],
+            "slurmscale-clusters",
+            "{component}"
+        );
+        let mounts = pod["containers"][0]["volumeMounts"].as_array().unwrap();
+        assert!(
+            mounts
+                .iter()
+                .any(|m| m["name"] == "clusters" && m["mountPath"] == "/etc/slurmscale/clusters"),
+            "{component}: {mounts:?}"
+        );
+    }
+    let config = find(&objs, "ConfigMap", "slurmscale-clusters").expect("the extra object");
+    assert_eq!(config["data"]["clusters.yaml"], "x");
+}
+
 /// The values table of charts/slurmscale/README.md has one row per leaf key of values.yaml
 /// (a key whose default is not a non-empty map: scalars, lists, and maps empty by default),
 /// each with a type, a default and a description; `python3 charts/values-table.py --write`

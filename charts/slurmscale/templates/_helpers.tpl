@@ -155,6 +155,9 @@ topologySpreadConstraints:
     secretName: {{ . }}
     defaultMode: 0440
 {{- end }}
+{{- with .Values.extraVolumes }}
+{{ tpl (toYaml .) $ }}
+{{- end }}
 {{- end -}}
 
 {{- define "slurmscale.volumeMounts" -}}
@@ -170,6 +173,9 @@ topologySpreadConstraints:
 - name: web-config
   mountPath: /etc/slurmscale/web
   readOnly: true
+{{- end }}
+{{- with .Values.extraVolumeMounts }}
+{{ toYaml . }}
 {{- end }}
 {{- end -}}
 
