@@ -37,3 +37,31 @@ fn checked_in_crds_match_the_rust_types() {
         crd::to_yaml(&crd::genericnode()).unwrap(),
     );
 }
+
+/// Every field of the NodeSetAutoscaler CRD says what it is: `kubectl explain
+/// nodesetautoscaler.spec.<field>` shows the Rust doc comment of the field.
+#[test]
+fn every_field_of_our_crd_is_described() {
+    fn walk(schema: &serde_json::Value, path: &str, missing: &mut Vec<String>) {
+        let Some(props) = schema["properties"].as_object() else {
+            return;
+        };
+        for (name, field) in props {
+            let path = format!("{path}.{name}");
+            if field["description"].as_str().is_none_or(str::is_empty) {
+                missing.push(path.clone());
+            }
+            walk(field, &path, missing);
+            walk(&field["items"], &format!("{path}[]"), missing);
+        }
+    }
+    let crd = serde_json::to_value(NodeSetAutoscaler::crd()).unwrap();
+    let mut missing = Vec::new();
+    for version in crd["spec"]["versions"].as_array().unwrap() {
+        walk(&version["schema"]["openAPIV3Schema"], "", &mut missing);
+    }
+    assert!(
+        missing.is_empty(),
+        "fields without a description: {missing:?}"
+    );
+}

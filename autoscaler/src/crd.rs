@@ -22,8 +22,10 @@ pub struct ScaleTargetRef {
     /// e.g. `slinky.slurm.net/v1beta1`.
     #[serde(default = "default_api_version")]
     pub api_version: String,
+    /// e.g. `NodeSet`.
     #[serde(default = "default_kind")]
     pub kind: String,
+    /// The target's name, in the NodeSetAutoscaler's namespace.
     pub name: String,
 }
 
@@ -107,6 +109,7 @@ pub struct ScalingRules {
     )
 )]
 #[serde(rename_all = "camelCase")]
+/// Which target to scale, on which Slurm partitions' work, within which bounds.
 pub struct NodeSetAutoscalerSpec {
     pub scale_target_ref: ScaleTargetRef,
     #[serde(default)]
@@ -114,6 +117,7 @@ pub struct NodeSetAutoscalerSpec {
     /// Replicas while there is work (default 0).
     #[serde(default)]
     pub min_replicas: u32,
+    /// The most replicas it sets; jobs needing more nodes than this are unsatisfiable.
     pub max_replicas: u32,
     /// Replicas once idle for `idleTimeoutSeconds` (default 0: scale to zero). May be below
     /// `minReplicas`.
@@ -235,11 +239,13 @@ pub enum NodeRecords {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeShapeSpec {
+    /// CPUs of one node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<u32>,
     /// A Kubernetes quantity (`128Gi`, `500G`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<String>,
+    /// GPUs of one node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpus: Option<u32>,
 }
@@ -295,9 +301,13 @@ pub struct ColocationSpec {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ColocationStatus {
+    /// Nodes of the pool.
     pub pool_nodes: u32,
+    /// Of those, the nodes Slurm holds.
     pub slurm_nodes: u32,
+    /// Nodes the pending pods need.
     pub kubernetes_need_nodes: u32,
+    /// Nodes Slurm's busy nodes and pending demand need.
     pub slurm_need_nodes: u32,
     /// Slurm nodes drained by us and not yet empty.
     // Always written, empty too: a merge patch that left it out would keep the drains of
@@ -313,6 +323,7 @@ pub struct ColocationStatus {
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LastDecision {
+    /// The replicas it decided.
     pub replicas: u32,
     /// A short machine-readable reason (`ScaleUp`, `ScaleDown`, `Idle`, `Hold`, `Frozen`, ...).
     pub reason: String,
@@ -321,11 +332,14 @@ pub struct LastDecision {
     pub time: Time,
 }
 
+/// What the autoscaler last saw and decided.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeSetAutoscalerStatus {
+    /// The target's replicas when it last looked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_replicas: Option<u32>,
+    /// The replicas it last decided.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub desired_replicas: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -336,6 +350,7 @@ pub struct NodeSetAutoscalerStatus {
     /// stale, partial or failing), `Limited` (demand beyond `maxReplicas`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+    /// The spec's generation the status answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// A colocated pool's share. This and `nodeRecords` are written as `null` when absent,
@@ -363,6 +378,7 @@ pub struct NodeSetAutoscalerStatus {
 pub struct NodeRecordsStatus {
     /// Records wanted (one per ordinal below `maxReplicas`) and those slurmctld has.
     pub wanted: u32,
+    /// Of those, the records slurmctld has.
     pub existing: u32,
     /// Why some are missing, when they cannot be made. Always written (null when all is
     /// well): a merge patch that left it out would keep an old message.
