@@ -513,8 +513,9 @@ fn the_controller_learns_the_replay_s_boot_time() {
 fn backfill_plans_every_waiting_job_after_those_before_it() {
     // 4 one-CPU nodes. A takes 2 until 100; B needs all 4 (reserved from 100, until 150);
     // C needs 2 and D 1, too long to backfill before B: each behind the jobs before it, C
-    // from 150 (B's end), D beside C on the other two, also at 150. Read as a just-in-time policy reads /jobs, every
-    // waiting job shows its start; read otherwise, only B's reservation.
+    // from 150 (B's end), D beside C on the other two, also at 150. Read as a just-in-time
+    // policy reads /jobs, every waiting job shows its start; read otherwise, only B's
+    // reservation.
     let jobs = vec![
         job(0, 100, 100, 2, 1),
         job(1, 50, 50, 4, 1),

@@ -132,15 +132,11 @@ impl Cluster {
         let mut line = FreeLine::default();
         let mut seen = vec![false; self.nodes.len()];
         // A node frees up when the last of its jobs reaches its limit.
-        for &(t, r) in self.by_expected_end.iter().rev() {
-            let Some(run) = &self.running[r] else {
-                continue;
-            };
-            for &i in &run.nodes {
-                let n = &self.nodes[i as usize];
-                if !std::mem::replace(&mut seen[i as usize], true) && !n.draining && !n.drained {
-                    line.add(t.max(now), 1);
-                }
+        for (i, _, t) in self.busy_until() {
+            seen[i as usize] = true;
+            let n = &self.nodes[i as usize];
+            if !n.draining && !n.drained {
+                line.add(t.max(now), 1);
             }
         }
         for &(_, i) in &self.free {
