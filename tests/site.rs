@@ -431,8 +431,10 @@ async fn grows(release: &str) {
     // (more nodes than the NodeSets may have together: 26.05 takes it and leaves it pending,
     // 24.11 refuses it at submit, as the node records give the partition its full size).
     // Each takes its node whole: the chart sets no default memory, so a job gets all of its
-    // node's.
-    let sleep = ["--wrap", "sleep 30"];
+    // node's. They run until cancelled: a job that ended before a slower NodeSet's node came
+    // up would free its node for a job meant for that NodeSet, and the figures compared
+    // below would move while being compared.
+    let sleep = ["--wrap", "sleep 600"];
     let gpu = cluster.submit(&[&["--gres=gpu:1", "-c", "2"][..], &sleep].concat());
     let feature = cluster.submit(&[&["--constraint=fastscratch", "-c", "2"][..], &sleep].concat());
     // (Submitted before the plain job, so it comes first to a charlie node that is up first.)
@@ -460,9 +462,14 @@ async fn grows(release: &str) {
     };
     let want: BTreeMap<&str, i32> = [("alpha", 1), ("bravo", 1), ("charlie", 2)].into();
     let most = std::cell::RefCell::new(BTreeMap::<&str, i32>::new());
-    let ran = std::cell::RefCell::new(std::collections::BTreeSet::<String>::new());
+    let runnable = [
+        (&gpu, "alpha"),
+        (&feature, "charlie"),
+        (&plain, "bravo"),
+        (&excluding, "charlie"),
+    ];
     until(
-        "each runnable job running, on one node of its NodeSet each",
+        "each runnable job running at once, on one node of its NodeSet each",
         Duration::from_secs(180),
         &cluster,
         &a,
@@ -472,18 +479,11 @@ async fn grows(release: &str) {
                 let m = *most.borrow().get(k).unwrap_or(&0);
                 most.borrow_mut().insert(k, m.max(*v));
             }
-            for (job, nodeset) in [
-                (&gpu, "alpha"),
-                (&feature, "charlie"),
-                (&plain, "bravo"),
-                (&excluding, "charlie"),
-            ] {
-                let state = cluster.run("squeue", &["-h", "-j", job, "-o", "%T %N"]);
-                if state.starts_with(&format!("RUNNING {nodeset}-")) {
-                    ran.borrow_mut().insert(job.clone());
-                }
-            }
-            ran.borrow().len() == 4
+            runnable.iter().all(|(job, nodeset)| {
+                cluster
+                    .run("squeue", &["-h", "-j", job, "-o", "%T %N"])
+                    .starts_with(&format!("RUNNING {nodeset}-"))
+            })
         },
     )
     .await;
@@ -539,6 +539,9 @@ async fn grows(release: &str) {
         e.logs()
     );
 
+    for (job, _) in runnable {
+        let _ = cluster.cmd("scancel").arg(job).status();
+    }
     // The jobs end and every NodeSet goes back to zero; the pods' preStop deletes their
     // records and the autoscalers make them again, so the partition `cpu` has its full size
     // (4 records) for the next job. (Submitted while charlie's pods were going, with their
