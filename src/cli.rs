@@ -49,6 +49,10 @@ pub enum Command {
     /// Replay a job trace through the autoscaler and its rivals (KEDA, Slurm power saving,
     /// static) on a simulated partition, and compare node-hours and queue waits.
     Simulate(Box<SimulateArgs>),
+    /// Check an install: each /metrics answers and reports its sources up, and the
+    /// autoscaler's Lease is held (what the chart's `helm test` runs). Exits non-zero on any
+    /// failure.
+    Check(Box<CheckArgs>),
     /// Print the CustomResourceDefinitions generated from slurmscale's types, as YAML.
     Crds {
         #[arg(value_enum)]
@@ -93,7 +97,11 @@ pub struct LogArgs {
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum LogFormat {
+    /// tracing's human-readable lines.
     Text,
+    /// `key=value` lines, as the Prometheus exporters write them.
+    Logfmt,
+    /// One JSON object a line.
     Json,
 }
 
@@ -247,9 +255,11 @@ impl SlurmArgs {
 #[derive(Args, Clone)]
 #[command(next_help_heading = "Kubernetes")]
 pub struct KubeArgs {
-    /// kubeconfig file (one file); without it, the in-cluster service account is used.
+    /// kubeconfig file, or several separated as PATH separates them (as kubectl merges
+    /// them: the first to set a value wins); without it, the in-cluster service account is
+    /// used.
     #[arg(long, env = "KUBECONFIG")]
-    pub kubeconfig: Option<PathBuf>,
+    pub kubeconfig: Option<std::ffi::OsString>,
     /// Do not read Kubernetes at all (no NodeSet or GenericNode metrics).
     #[arg(long, env = "SLURMSCALE_NO_KUBERNETES")]
     pub no_kubernetes: bool,
@@ -262,9 +272,8 @@ impl KubeArgs {
             return Ok(None);
         }
         let config = match &self.kubeconfig {
-            Some(path) => {
-                let kubeconfig = kube::config::Kubeconfig::read_from(path)
-                    .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+            Some(paths) => {
+                let kubeconfig = read_kubeconfigs(paths)?;
                 kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?
             }
             None => kube::Config::incluster().context(
@@ -273,6 +282,27 @@ impl KubeArgs {
         };
         Ok(Some(slurmscale_exporter::k8s::client::client(config)?))
     }
+}
+
+/// The kubeconfig files of a `KUBECONFIG`-style list, merged in order; as kubectl does, a
+/// list skips empty entries and files that do not exist (one path alone must exist).
+fn read_kubeconfigs(paths: &std::ffi::OsStr) -> Result<kube::config::Kubeconfig> {
+    let listed: Vec<PathBuf> = std::env::split_paths(paths)
+        .filter(|p| !p.as_os_str().is_empty())
+        .collect();
+    let several = listed.len() > 1;
+    let mut merged: Option<kube::config::Kubeconfig> = None;
+    for path in listed.into_iter().filter(|p| !several || p.exists()) {
+        let next = kube::config::Kubeconfig::read_from(&path)
+            .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+        merged = Some(match merged {
+            Some(m) => m
+                .merge(next)
+                .with_context(|| format!("merging kubeconfig {}", path.display()))?,
+            None => next,
+        });
+    }
+    merged.with_context(|| format!("no kubeconfig file in the list {}", paths.to_string_lossy()))
 }
 
 /// Where the GenericNode ledger lives (ACK's defaults; Alibaba publishes no schema).
@@ -471,6 +501,26 @@ pub struct ExporterArgs {
     pub kube: KubeArgs,
     #[command(flatten)]
     pub ledger: LedgerArgs,
+}
+
+#[derive(Args)]
+pub struct CheckArgs {
+    /// A /metrics URL of the exporter or of an autoscaler replica (repeatable).
+    #[arg(long)]
+    pub metrics: Vec<String>,
+    /// The autoscaler's Lease, as NAMESPACE/NAME: it must have a holder that renewed it
+    /// within its duration.
+    #[arg(long)]
+    pub lease: Option<String>,
+    /// Accept any certificate from an https /metrics (the check is of the service, not of
+    /// its certificate).
+    #[arg(long)]
+    pub insecure_skip_verify: bool,
+    /// How long each request may take.
+    #[arg(long, default_value = "10s", value_parser = duration)]
+    pub timeout: Duration,
+    #[command(flatten)]
+    pub kube: KubeArgs,
 }
 
 #[derive(Args)]

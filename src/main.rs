@@ -5,6 +5,7 @@
 //! `simulate` run the same code.
 
 mod autoscaler;
+mod check;
 mod cli;
 mod demo;
 mod exporter;
@@ -53,6 +54,7 @@ fn run(mut cli: Cli) -> Result<()> {
         }
         Command::Exporter(args) => runtime()?.block_on(exporter::run(*args)),
         Command::Autoscaler(args) => runtime()?.block_on(autoscaler::run(*args)),
+        Command::Check(args) => runtime()?.block_on(check::run(*args)),
         Command::Demo(args) => runtime()?.block_on(demo::run(args)),
         Command::Simulate(args) => simulate::run(*args),
     }

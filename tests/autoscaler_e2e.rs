@@ -326,6 +326,30 @@ async fn only_the_leader_acts_and_a_standby_takes_over() {
     )
     .await;
     let leader = holder().await;
+    // What the chart's `helm test` asks: the Lease is held, by the leader; one nobody made
+    // is said to be so. (KUBECONFIG as a list, a missing file first, as kubectl takes it.)
+    let kubeconfig = format!(
+        "/nonexistent/kubeconfig:{}",
+        support::kubeconfig_path().display()
+    );
+    let check = |lease: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_slurmscale"))
+            .args(["check", "--lease", &format!("{}/{lease}", s.ns)])
+            .env("KUBECONFIG", &kubeconfig)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (ok, said) = check("slurmscale-autoscaler");
+    assert!(
+        ok && said.contains(&format!(": held by {leader}, renewed ")),
+        "{said}"
+    );
+    let (ok, said) = check("nobody");
+    assert!(!ok && said.contains("no Lease"), "{said}");
     let (mut leading, standing_by, standby_proxy) = if leader == "replica-a" {
         (first, second, &proxy_b)
     } else {

@@ -1408,3 +1408,46 @@ async fn the_processes_work_with_the_charts_own_service_accounts_and_rbac() {
     );
     assert!(ok, "{out}");
 }
+
+/// `image.digest` pins every container of the release, the `helm test` pod's included, by
+/// content; and that pod checks what the release runs: each component's Service and the
+/// autoscaler's Lease, as the account that may read it, over https when the web config says.
+#[test]
+fn the_image_pins_by_digest_and_helm_test_checks_both_components_and_the_lease() {
+    let (_, mut values) = values_sets().remove(0);
+    let digest = format!("sha256:{}", "ab".repeat(32));
+    values.extend(["--set".into(), format!("image.digest={digest}")]);
+    let objs = objects(&render("slurm", &values));
+    let check = find(&objs, "Pod", "-check").expect("the helm test pod");
+    assert_eq!(check["metadata"]["annotations"]["helm.sh/hook"], "test");
+    let images: Vec<&Value> = objs
+        .iter()
+        .filter(|o| o["kind"] == "Deployment")
+        .map(|d| &d["spec"]["template"]["spec"]["containers"][0]["image"])
+        .chain([&check["spec"]["containers"][0]["image"]])
+        .collect();
+    assert_eq!(images.len(), 3);
+    for image in images {
+        assert_eq!(
+            image.as_str(),
+            Some(format!("ghcr.io/slurmscale/slurmscale@{digest}").as_str())
+        );
+    }
+    let ns = check["metadata"]["namespace"].as_str().unwrap();
+    let args: Vec<&str> = check["spec"]["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        args,
+        [
+            "check".to_string(),
+            format!("--metrics=http://slurmscale-exporter.{ns}.svc:9341/metrics"),
+            format!("--metrics=http://slurmscale-autoscaler.{ns}.svc:9342/metrics"),
+            format!("--lease={ns}/slurmscale-autoscaler"),
+        ]
+    );
+    assert_eq!(check["spec"]["serviceAccountName"], "slurmscale-autoscaler");
+}

@@ -54,3 +54,79 @@ async fn the_old_token_variable_works_with_a_warning_and_the_collectors_switch_o
     );
     assert!(!log.contains(&token), "the token was logged");
 }
+
+/// `slurmscale check <what>`: its exit status and what it printed.
+fn check(args: &[&str]) -> (bool, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_slurmscale"))
+        .arg("check")
+        .args(args)
+        .env_remove("KUBECONFIG")
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), said)
+}
+
+/// What `helm test` runs: `slurmscale check` passes on an exporter reading the real Slurm,
+/// and fails, saying which, on one whose Slurm does not answer and on a port nobody serves.
+/// The exporters log in logfmt, as the Prometheus exporters' `--log.format=logfmt` does.
+#[tokio::test]
+async fn check_tells_a_working_exporter_from_a_broken_one_and_logs_are_logfmt() {
+    let cluster = SlurmCluster::get("22.05");
+    let token = mint_hs256(&cluster.jwt_key(), &cluster.user, now(), now() + 3600);
+    let start = |url: &str| {
+        Process::start(
+            &["exporter", "--no-kubernetes", "--interval", "1s"],
+            &[
+                ("SLURM_REST_URL", url),
+                ("SLURM_USER", &cluster.user),
+                ("SLURM_CLUSTER", &cluster.name),
+                ("SLURMSCALE_JWT", &token),
+                ("SLURMSCALE_LOG_FORMAT", "logfmt"),
+            ],
+        )
+    };
+    let good = start(&cluster.url);
+    good.wait_ready(Duration::from_secs(30)).await;
+    let (ok, said) = check(&["--metrics", &good.url("/metrics")]);
+    assert!(ok, "{said}");
+    assert!(said.starts_with("ok    metrics "), "{said}");
+
+    // slurmrestd at a port nobody serves: the exporter answers, and says it reads nothing.
+    let dead = format!("http://127.0.0.1:{}", support::free_port());
+    let broken = start(&dead);
+    let said = std::cell::RefCell::new(String::new());
+    let failed = support::wait_until(Duration::from_secs(30), || async {
+        let (ok, out) = check(&["--metrics", &broken.url("/metrics")]);
+        *said.borrow_mut() = out;
+        !ok && said.borrow().contains("reports down: slurm_exporter_up")
+    })
+    .await;
+    let said = said.into_inner();
+    assert!(failed && said.contains("1 check(s) failed"), "{said}");
+
+    let nobody = format!("http://127.0.0.1:{}/metrics", support::free_port());
+    let (ok, said) = check(&["--metrics", &nobody, "--metrics", &good.url("/metrics")]);
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains(&format!("FAIL  metrics {nobody}: no answer")),
+        "{said}"
+    );
+    assert!(said.contains("ok    metrics "), "{said}");
+
+    for line in good.logs().lines().filter(|l| !l.is_empty()) {
+        assert!(
+            line.starts_with("ts=") && line.contains(" level=") && line.contains(" target="),
+            "not logfmt: {line}"
+        );
+    }
+    assert!(
+        good.logs()
+            .contains("msg=\"serving /metrics, /healthz, /readyz\"")
+    );
+    assert!(!good.logs().contains(&token));
+}

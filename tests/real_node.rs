@@ -716,6 +716,22 @@ async fn the_quick_start_installs_and_runs_on_a_real_node() {
     })
     .await;
     assert!(held, "the autoscaler never held its Lease");
+    // `helm test`: the chart's check pod, on the real node, finds both Services answering
+    // with Slurm and Kubernetes read, and the Lease held (any of them not, and it exits
+    // non-zero). It is deleted once it succeeds, so the release leaves nothing behind.
+    let (ok, said) = helm(&["test", &release, "--namespace", &ns]);
+    let check = format!("{release}-check");
+    let passed = said
+        .lines()
+        .any(|l| l.starts_with("Phase:") && l.trim_end().ends_with("Succeeded"));
+    if !(ok && passed) {
+        let (_, logs) = support::run_tool("kubectl", &["logs", "-n", &ns, &check]);
+        panic!("helm test:\n{said}\n{logs}\n{}", events(&client, &ns).await);
+    }
+    assert!(
+        pods.get_opt(&check).await.unwrap().is_none(),
+        "the check pod stayed after it succeeded"
+    );
     let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
     let spec = v1beta1::NodeSetSpec {
         replicas: Some(3),

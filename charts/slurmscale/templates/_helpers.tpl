@@ -63,8 +63,13 @@ topologySpreadConstraints:
 {{- end }}
 {{- end -}}
 
+{{/* repository@digest when a digest is set (the tag is then only a label), else repository:tag. */}}
 {{- define "slurmscale.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
 {{- end -}}
 
 {{/* The Token slurm-operator keeps (mode slinkyToken), and the Secret it writes it to. */}}
