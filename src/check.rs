@@ -26,9 +26,10 @@ pub async fn run(args: CheckArgs) -> Result<()> {
         report(&format!("metrics {url}"), verdict);
     }
     if let Some(lease) = &args.lease {
-        let verdict = match args.kube.client().await? {
-            Some(client) => held(client, lease).await,
-            None => Err(anyhow::anyhow!("--no-kubernetes: the Lease cannot be read")),
+        let verdict = match args.kube.client().await {
+            Ok(Some(client)) => held(client, lease).await,
+            Ok(None) => Err(anyhow::anyhow!("--no-kubernetes: the Lease cannot be read")),
+            Err(e) => Err(e.context("no way to the API server")),
         };
         failed += usize::from(verdict.is_err());
         report(&format!("lease {lease}"), verdict);
@@ -65,8 +66,13 @@ async fn metrics(http: &reqwest::Client, url: &str) -> Result<String> {
     if !verdicts.down.is_empty() {
         bail!("answers, but reports down: {}", verdicts.down.join(", "));
     }
+    let standby = if verdicts.standby {
+        " (an autoscaler standby: Slurm is read by the leader)"
+    } else {
+        ""
+    };
     Ok(format!(
-        "answers, {} series; {} health gauge(s) all 1",
+        "answers, {} series; {} health gauge(s) all 1{standby}",
         verdicts.series, verdicts.gauges
     ))
 }
@@ -77,30 +83,43 @@ const HEALTH: [&str; 2] = ["slurm_exporter_up", "slurm_exporter_kubernetes_watch
 struct Health {
     /// Series of slurmscale's own families.
     series: usize,
-    /// Health gauges seen.
+    /// Health gauges counted.
     gauges: usize,
     /// Those not at 1, as written (`name{labels}`).
     down: Vec<String>,
+    /// An autoscaler replica that does not lead (`slurmscale_autoscaler_leader 0`): it polls
+    /// no Slurm, so its `slurm_exporter_up` says nothing of Slurm and is not counted.
+    standby: bool,
 }
 
 /// Reads Prometheus' text format for the health gauges and slurmscale's own series.
 fn health(body: &str) -> Health {
+    let samples: Vec<(&str, &str, f64)> = body
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|line| {
+            let (series, value) = line.rsplit_once(' ')?;
+            let name = series.split('{').next().unwrap_or_default();
+            Some((name, series, value.trim().parse().unwrap_or(f64::NAN)))
+        })
+        .collect();
+    let standby = samples
+        .iter()
+        .any(|(name, _, v)| *name == "slurmscale_autoscaler_leader" && *v == 0.0);
     let mut h = Health {
         series: 0,
         gauges: 0,
         down: Vec::new(),
+        standby,
     };
-    for line in body.lines().filter(|l| !l.starts_with('#')) {
-        let Some((series, value)) = line.rsplit_once(' ') else {
-            continue;
-        };
-        let name = series.split('{').next().unwrap_or_default();
+    for (name, series, value) in samples {
         if name.starts_with("slurm_") || name.starts_with("slurmscale_") {
             h.series += 1;
         }
-        if HEALTH.contains(&name) {
+        let counted = HEALTH.contains(&name) && !(standby && name == "slurm_exporter_up");
+        if counted {
             h.gauges += 1;
-            if value.trim().parse::<f64>().ok() != Some(1.0) {
+            if value != 1.0 {
                 h.down.push(series.to_string());
             }
         }
@@ -154,5 +173,11 @@ mod tests {
         let h = health(body);
         assert_eq!((h.series, h.gauges), (4, 3));
         assert_eq!(h.down, ["slurm_exporter_up{cluster=\"b\"}"]);
+        // A standby autoscaler polls no Slurm: its Slurm gauge is not the check's business,
+        // its Kubernetes watches still are.
+        let standby = format!("{body}slurmscale_autoscaler_leader 0\n");
+        let h = health(&standby);
+        assert!(h.standby);
+        assert_eq!((h.gauges, h.down.len()), (1, 0));
     }
 }

@@ -1451,3 +1451,93 @@ fn the_image_pins_by_digest_and_helm_test_checks_both_components_and_the_lease()
     );
     assert_eq!(check["spec"]["serviceAccountName"], "slurmscale-autoscaler");
 }
+
+/// `slurm.clusters`: one release reads several Slurm clusters. The chart renders the CLI's
+/// clusters.yaml into a ConfigMap, both components read it where it is mounted, and no
+/// single-cluster Secret or variable is left; the file rendered is one the binary takes:
+/// an exporter run on it reads the real 22.05 and 24.11 at once.
+#[tokio::test]
+async fn several_clusters_from_one_release_are_read_from_the_rendered_file() {
+    let old = support::SlurmCluster::get("22.05");
+    let new = support::SlurmCluster::get("24.11");
+    let file =
+        std::env::temp_dir().join(format!("slurmscale-clusters-{}.yaml", std::process::id()));
+    let entry = |c: &support::SlurmCluster| {
+        serde_json::json!({"name": c.name, "url": c.url, "user": c.user,
+                           "jwtKeyFile": c.key_file.to_string_lossy()})
+    };
+    let values = serde_json::json!({"slurm": {"clusters": [entry(&old), entry(&new)]}});
+    std::fs::write(&file, values.to_string()).unwrap();
+    let objs = objects(&render(
+        "slurm",
+        &["-f".to_string(), file.to_string_lossy().into_owned()],
+    ));
+    let _ = std::fs::remove_file(&file);
+    assert!(
+        find(&objs, "Secret", "").is_none(),
+        "a Secret for one cluster"
+    );
+    let config = find(&objs, "ConfigMap", "-clusters").expect("the clusters ConfigMap");
+    let rendered = config["data"]["clusters.yaml"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for component in ["exporter", "autoscaler"] {
+        let pod = &find(&objs, "Deployment", &format!("-{component}")).unwrap()["spec"]["template"]
+            ["spec"];
+        let env = pod["containers"][0]["env"].as_array().unwrap();
+        let var = |k: &str| {
+            env.iter()
+                .find(|e| e["name"] == k)
+                .map(|e| e["value"].clone())
+        };
+        assert_eq!(
+            var("SLURMSCALE_CONFIG"),
+            Some("/etc/slurmscale/clusters/clusters.yaml".into())
+        );
+        assert_eq!(var("SLURM_REST_URL"), None, "{component}");
+        let mounts = pod["containers"][0]["volumeMounts"].as_array().unwrap();
+        let mount = mounts
+            .iter()
+            .find(|m| m["mountPath"] == "/etc/slurmscale/clusters");
+        let volume = pod["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| Some(&v["name"]) == mount.map(|m| &m["name"]));
+        assert_eq!(
+            volume.map(|v| &v["configMap"]["name"]),
+            Some(&config["metadata"]["name"]),
+            "{component}: {mounts:?}"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("clusters.yaml");
+    std::fs::write(&path, &rendered).unwrap();
+    let e = support::Process::start(
+        &[
+            "exporter",
+            "--no-kubernetes",
+            "--interval",
+            "1s",
+            "--config",
+        ]
+        .into_iter()
+        .chain([path.to_str().unwrap()])
+        .collect::<Vec<_>>(),
+        &[],
+    );
+    e.wait_ready(Duration::from_secs(30)).await;
+    let both = wait_until(Duration::from_secs(30), || async {
+        let m = e.metrics().await;
+        [&old, &new]
+            .iter()
+            .all(|c| m.get("slurm_exporter_up", &[("cluster", &c.name)]) == Some(1.0))
+    })
+    .await;
+    assert!(
+        both,
+        "the exporter on the chart's file:\n{rendered}\n{}",
+        e.logs()
+    );
+}

@@ -357,3 +357,100 @@ async fn our_types_read_and_write_objects_under_the_official_crds() {
 fn json_quantity(s: &str) -> k8s_openapi::apimachinery::pkg::util::intstr::IntOrString {
     k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::String(s.into())
 }
+
+/// The README's upgrade step for the CRD, run as it is written on a CRD installed as Helm
+/// installs one (created with Helm's field manager), from the CRD of an earlier release
+/// (tests/upgrade/chart-a561874/): it takes the CRD over, the new fields are served and kept,
+/// and an object written under the old CRD still reads. Both CRDs are renamed into a group
+/// of the test's own, so the harness's NodeSetAutoscaler CRD is left alone.
+#[tokio::test]
+async fn the_readmes_crd_upgrade_step_takes_over_a_crd_helm_installed() {
+    let client = kube_client().await;
+    let group = format!("{}.slurmscale.io", unique("upgrade"));
+    let renamed = |text: &str| text.replace("slurmscale.io", &group);
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("old.yaml");
+    let root = support::repo_root();
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
+    std::fs::write(
+        &old,
+        renamed(&read(
+            "tests/upgrade/chart-a561874/crds/nodesetautoscalers.slurmscale.io.yaml",
+        )),
+    )
+    .unwrap();
+    let new_dir = dir.path().join("crds");
+    std::fs::create_dir(&new_dir).unwrap();
+    let crd_file = "nodesetautoscalers.slurmscale.io.yaml";
+    std::fs::write(
+        new_dir.join(crd_file),
+        renamed(&read(&format!("charts/slurmscale/crds/{crd_file}"))),
+    )
+    .unwrap();
+    let name = format!("nodesetautoscalers.{group}");
+    let (ok, said) = support::run_tool(
+        "kubectl",
+        &[
+            "create",
+            "--field-manager=helm",
+            "-f",
+            old.to_str().unwrap(),
+        ],
+    );
+    assert!(ok, "{said}");
+    let resource = |version: &str| {
+        let gvk = GroupVersionKind::gvk(&group, version, "NodeSetAutoscaler");
+        ApiResource::from_gvk_with_plural(&gvk, "nodesetautoscalers")
+    };
+    let ns = namespace(&client, "upgrade").await;
+    let nsas: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &resource("v1alpha1"));
+    wait("the old CRD served", || async {
+        nsas.list(&Default::default()).await.is_ok()
+    })
+    .await;
+    let mut obj = DynamicObject::new("burst", &resource("v1alpha1"));
+    obj.data = json!({"spec": {"scaleTargetRef": {"name": "burst"}, "maxReplicas": 8}});
+    nsas.create(&PostParams::default(), &obj).await.unwrap();
+
+    // The step exactly as README.md writes it, on the renamed CRDs' directory.
+    let readme = read("README.md");
+    let step = readme
+        .lines()
+        .find(|l| l.starts_with("kubectl apply ") && l.ends_with("charts/slurmscale/crds/"))
+        .expect("README.md's CRD upgrade step");
+    let args: Vec<&str> = step.split_whitespace().skip(1).collect();
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| match *a {
+            "charts/slurmscale/crds/" => new_dir.to_string_lossy().into_owned(),
+            a => a.to_string(),
+        })
+        .collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (ok, said) = support::run_tool("kubectl", &args);
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    // Checked before the CRD is deleted, asserted after: a failure leaves nothing behind.
+    let mut kept = None;
+    if ok {
+        // A field the old CRD did not have is kept now (it would have been pruned), and the
+        // object written before the upgrade is still there.
+        let patch = json!({"spec": {"plannedJobs": {"boot": "JustInTime"}}});
+        let read_back = std::cell::RefCell::new(None);
+        wait("the new CRD served", || async {
+            let patched = nsas
+                .patch("burst", &PatchParams::default(), &Patch::Merge(&patch))
+                .await;
+            let spec = patched.ok().map(|o| o.data["spec"].clone());
+            let has = spec.as_ref().is_some_and(|s| !s["plannedJobs"].is_null());
+            *read_back.borrow_mut() = spec;
+            has
+        })
+        .await;
+        kept = read_back.into_inner();
+    }
+    let _ = crds.delete(&name, &Default::default()).await;
+    assert!(ok, "`{step}` on a CRD Helm installed:\n{said}");
+    let spec = kept.expect("the object written under the old CRD");
+    assert_eq!(spec["maxReplicas"], 8);
+    assert_eq!(spec["plannedJobs"]["boot"], "JustInTime");
+}

@@ -563,12 +563,20 @@ async fn scraped_under_the_prometheus_operator(client: &kube::Client, ns: &str, 
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_quick_start_installs_and_runs_on_a_real_node() {
-    let client = kube_client().await;
-    let cluster = SlurmCluster::get(FLAVOR);
-    // The Slurm namespace of a site, here a fresh one the node's token policy covers.
-    let ns = unique("slurm");
+/// `helm <args>` on a thread of its own, so the test's tasks run meanwhile.
+async fn helm_in_background(args: Vec<String>) -> (bool, String) {
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        helm(&args)
+    })
+    .await
+    .unwrap()
+}
+
+/// A namespace the real node's token policy covers, holding Slinky's key Secret as its chart
+/// (1.1) makes it for release `slurm`: slurmctld's key (the harness's is text).
+async fn slurm_namespace(client: &kube::Client, cluster: &SlurmCluster, prefix: &str) -> String {
+    let ns = unique(prefix);
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let labelled: Namespace = serde_json::from_value(json!({"metadata": {"name": ns,
         "labels": {node("HARNESS_NODE_NAMESPACE_LABEL").split_once('=').unwrap().0:
@@ -578,8 +586,6 @@ async fn the_quick_start_installs_and_runs_on_a_real_node() {
         .create(&PostParams::default(), &labelled)
         .await
         .unwrap();
-    // Slinky's key Secret as its chart (1.1) makes it for release `slurm`: slurmctld's key (the
-    // harness's is text).
     let key = std::fs::read_to_string(&cluster.key_file).unwrap();
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
     let secret: Secret = serde_json::from_value(json!({
@@ -591,6 +597,148 @@ async fn the_quick_start_installs_and_runs_on_a_real_node() {
         .create(&PostParams::default(), &secret)
         .await
         .unwrap();
+    ns
+}
+
+/// README.md's upgrade, from the chart of an earlier release (tests/upgrade/, a561874's) to
+/// today's, while a NodeSet scales up, on a release of its own (Slurm cluster `upgrade`, so
+/// the quick start's release leaves its NodeSetAutoscaler alone) signing its tokens with
+/// Slinky's key, as a561874's chart could: the CRD step and `helm upgrade` as the README writes
+/// them, and, once the upgrade is under way, a job that needs a NodeSet grown to 3, one
+/// replica a step, while the rollout replaces the replicas. The NodeSet reaches 3 and never
+/// shrinks on the way, through the leader's change.
+async fn upgrades_while_scaling_up(client: &kube::Client, cluster: &SlurmCluster, sets: &[String]) {
+    let ns = slurm_namespace(client, cluster, "upgrade").await;
+    let release = unique("slurmscale");
+    let helm_at = |verb: &str, chart: &str| {
+        let mut args: Vec<String> = [verb, &release, chart, "--namespace", &ns, "--wait"]
+            .into_iter()
+            .map(String::from)
+            .collect();
+        args.extend(["--timeout", "180s"].map(String::from));
+        let ours = [
+            "slurm.cluster=upgrade",
+            "slurm.auth.mode=jwtKey",
+            "slurm.auth.existingSecret=slurm-auth-jwt",
+            "slurm.auth.secretKey=jwt.key",
+        ];
+        for o in sets.iter().map(String::as_str).chain(ours) {
+            args.extend(["--set".to_string(), o.to_string()]);
+        }
+        args
+    };
+    // The harness made the NodeSetAutoscaler CRD (today's) before: a site upgrading has the
+    // one of its first install, which tests/crd_conformance.rs upgrades. Helm 4 would apply
+    // the old one over it and stop on the conflict.
+    let mut install = helm_at("install", "tests/upgrade/chart-a561874");
+    install.push("--skip-crds".into());
+    let (ok, said) = helm_in_background(install).await;
+    assert!(
+        ok,
+        "helm install of a561874's chart:\n{said}\n{}",
+        events(client, &ns).await
+    );
+    let nodesets: Api<v1beta1::NodeSet> = Api::namespaced(client.clone(), &ns);
+    let spec = v1beta1::NodeSetSpec {
+        replicas: Some(0),
+        ..Default::default()
+    };
+    nodesets
+        .create(
+            &PostParams::default(),
+            &v1beta1::NodeSet::new("upgrade", spec),
+        )
+        .await
+        .unwrap();
+    let nsa: NodeSetAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "slurmscale.io/v1alpha1", "kind": "NodeSetAutoscaler",
+        "metadata": {"name": "upgrade"},
+        "spec": {"scaleTargetRef": {"name": "upgrade"},
+                 "slurm": {"cluster": "upgrade", "partitions": ["elastic"]},
+                 "maxReplicas": 3, "scaleUp": {"maxStep": 1}}
+    }))
+    .unwrap();
+    let autoscalers: Api<NodeSetAutoscaler> = Api::namespaced(client.clone(), &ns);
+    autoscalers
+        .create(&PostParams::default(), &nsa)
+        .await
+        .unwrap();
+    // Every replica count the NodeSet has from now on, sampled.
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(Duration, i32)>::new()));
+    let sampler = {
+        let (nodesets, seen, start) = (nodesets.clone(), seen.clone(), Instant::now());
+        tokio::spawn(async move {
+            loop {
+                let replicas = nodesets
+                    .get("upgrade")
+                    .await
+                    .ok()
+                    .and_then(|n| n.spec.replicas);
+                if let Some(r) = replicas {
+                    seen.lock().unwrap().push((start.elapsed(), r));
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        })
+    };
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let step = readme
+        .lines()
+        .find(|l| l.starts_with("kubectl apply ") && l.ends_with("charts/slurmscale/crds/"))
+        .expect("README.md's CRD upgrade step");
+    let (ok, said) = run_tool(
+        "kubectl",
+        &step.split_whitespace().skip(1).collect::<Vec<_>>(),
+    );
+    assert!(ok, "`{step}`:\n{said}");
+    // A 3-node job of partition `elastic` (its nodes FUTURE records: it waits) is submitted
+    // once `helm upgrade` is under way: whichever replica leads then (the old chart's, or a
+    // new one taking over) starts the scale-up, a node a step.
+    let upgrade = tokio::spawn(helm_in_background(helm_at("upgrade", "charts/slurmscale")));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let job = cluster.submit(&["-p", "elastic", "-N", "3", "--wrap", "sleep 600"]);
+    let (ok, said) = upgrade.await.unwrap();
+    assert!(
+        ok,
+        "helm upgrade to today's chart:\n{said}\n{}",
+        events(client, &ns).await
+    );
+    let upgraded = seen.lock().unwrap().last().map(|(t, _)| *t);
+    let reached = wait_until(Duration::from_secs(90), || async {
+        seen.lock().unwrap().last().is_some_and(|(_, r)| *r == 3)
+    })
+    .await;
+    sampler.abort();
+    let _ = cluster.cmd("scancel").arg(&job).status();
+    let seen = seen.lock().unwrap().clone();
+    let (ok, said) = helm(&["uninstall", &release, "--namespace", &ns, "--wait"]);
+    assert!(ok, "helm uninstall: {said}");
+    let _ = Api::<Namespace>::all(client.clone())
+        .delete(&ns, &Default::default())
+        .await;
+    assert!(
+        reached,
+        "the NodeSet never reached 3 after the upgrade: {seen:?}"
+    );
+    assert!(
+        seen.windows(2).all(|w| w[1].1 >= w[0].1),
+        "the NodeSet shrank during the upgrade: {seen:?}"
+    );
+    let at = seen.iter().find(|(_, r)| *r == 3).map(|(t, _)| *t);
+    eprintln!(
+        "upgrade from a561874's chart: helm upgrade done at {upgraded:?}, NodeSet at 3 at {at:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_quick_start_installs_and_runs_on_a_real_node() {
+    let client = kube_client().await;
+    let cluster = SlurmCluster::get(FLAVOR);
+    // The Slurm namespace of a site, here a fresh one the node's token policy covers, with
+    // Slinky's key Secret.
+    let ns = slurm_namespace(&client, &cluster, "slurm").await;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
     // slurmrestd as a site's: a Service in front of it (the harness's, on the host).
     let restd = restd_service(&client, &ns, &cluster).await;
 
@@ -671,6 +819,8 @@ async fn the_quick_start_installs_and_runs_on_a_real_node() {
     // one into the Secret, the kubelet into the pod's file, and the exporter read it again.
     let token = format!("{release}-jwt-{}", cluster.user);
     let first = secrets.get(&token).await.unwrap().metadata.resource_version;
+    // While the operator's token ages: the README's upgrade, from an earlier release's chart.
+    upgrades_while_scaling_up(&client, &cluster, &overrides(&image, &restd)).await;
     let rotated = wait_until(TOKEN_LIFETIME, || async {
         secrets
             .get(&token)

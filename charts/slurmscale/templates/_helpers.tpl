@@ -90,8 +90,29 @@ topologySpreadConstraints:
 {{- if eq .Values.slurm.auth.mode "slinkyToken" -}}SLURM_JWT{{- else -}}{{ .Values.slurm.auth.secretKey }}{{- end -}}
 {{- end -}}
 
-{{/* Environment shared by both components: where Slurm is and how to authenticate. */}}
+{{/* Environment shared by both components: where Slurm is and how to authenticate (with
+slurm.clusters, the file that says so for each cluster). */}}
 {{- define "slurmscale.slurmEnv" -}}
+{{- if .Values.slurm.clusters -}}
+- name: SLURMSCALE_CONFIG
+  value: /etc/slurmscale/clusters/clusters.yaml
+{{- else -}}
+{{ include "slurmscale.oneCluster" . }}
+{{- end }}
+- name: SLURMSCALE_LOG
+  value: {{ .Values.log.level | quote }}
+- name: SLURMSCALE_LOG_FORMAT
+  value: {{ .Values.log.format | quote }}
+- name: SLURMSCALE_GENERICNODE_GROUP
+  value: {{ .Values.genericNode.group | quote }}
+- name: SLURMSCALE_GENERICNODE_VERSION
+  value: {{ .Values.genericNode.version | quote }}
+- name: SLURMSCALE_GENERICNODE_PLURAL
+  value: {{ .Values.genericNode.plural | quote }}
+{{- end -}}
+
+{{/* One cluster, from slurm.url and slurm.auth. */}}
+{{- define "slurmscale.oneCluster" -}}
 - name: SLURM_REST_URL
   value: {{ required "slurm.url is required (the slurmrestd base URL)" .Values.slurm.url | quote }}
 - name: SLURM_CLUSTER
@@ -125,20 +146,15 @@ topologySpreadConstraints:
 - name: SLURM_CA_FILE
   value: /var/run/secrets/slurm-ca/ca.crt
 {{- end }}
-- name: SLURMSCALE_LOG
-  value: {{ .Values.log.level | quote }}
-- name: SLURMSCALE_LOG_FORMAT
-  value: {{ .Values.log.format | quote }}
-- name: SLURMSCALE_GENERICNODE_GROUP
-  value: {{ .Values.genericNode.group | quote }}
-- name: SLURMSCALE_GENERICNODE_VERSION
-  value: {{ .Values.genericNode.version | quote }}
-- name: SLURMSCALE_GENERICNODE_PLURAL
-  value: {{ .Values.genericNode.plural | quote }}
 {{- end -}}
 
 {{/* The Secret (read-only, for the pod's fsGroup) and, when given, the CA. */}}
 {{- define "slurmscale.volumes" -}}
+{{- if .Values.slurm.clusters -}}
+- name: slurm-clusters
+  configMap:
+    name: {{ include "slurmscale.fullname" . }}-clusters
+{{- else -}}
 - name: slurm-auth
   secret:
     secretName: {{ include "slurmscale.secretName" . }}
@@ -154,6 +170,7 @@ topologySpreadConstraints:
       - key: ca.crt
         path: ca.crt
 {{- end }}
+{{- end }}
 {{- with .Values.webConfig.existingSecret }}
 - name: web-config
   secret:
@@ -166,6 +183,11 @@ topologySpreadConstraints:
 {{- end -}}
 
 {{- define "slurmscale.volumeMounts" -}}
+{{- if .Values.slurm.clusters -}}
+- name: slurm-clusters
+  mountPath: /etc/slurmscale/clusters
+  readOnly: true
+{{- else -}}
 - name: slurm-auth
   mountPath: /var/run/secrets/slurm
   readOnly: true
@@ -173,6 +195,7 @@ topologySpreadConstraints:
 - name: slurm-ca
   mountPath: /var/run/secrets/slurm-ca
   readOnly: true
+{{- end }}
 {{- end }}
 {{- if .Values.webConfig.existingSecret }}
 - name: web-config
