@@ -112,7 +112,9 @@ async fn a_slurmctld_restart_is_no_reason_to_scale_down() {
     for flavor in ["24.11", "22.05"] {
         let cluster = SlurmCluster::get(flavor);
         let s = setup(&cluster, false).await;
-        let a = autoscaler(&cluster, &s.ns, &[]);
+        // Every decision logged (what it saw busy and pending), for a failure to show.
+        let decisions = ["--log", "info,slurmscale_autoscaler::controller::act=debug"];
+        let a = autoscaler(&cluster, &s.ns, &decisions);
         let e = exporter(&cluster, &cluster.key_file);
         a.wait_ready(Duration::from_secs(30)).await;
         e.wait_ready(Duration::from_secs(30)).await;
@@ -204,7 +206,14 @@ async fn a_slurmctld_restart_is_no_reason_to_scale_down() {
         // Some seconds of decisions on fresh data: the running job still holds both nodes.
         let until = Instant::now() + Duration::from_secs(5);
         while Instant::now() < until {
-            assert_eq!(replicas(&s).await, 2, "{flavor}: scaled after the restart");
+            assert_eq!(
+                replicas(&s).await,
+                2,
+                "{flavor}: scaled after the restart\nsqueue:\n{}\nsinfo:\n{}\n{}",
+                cluster.run("squeue", &[]),
+                cluster.run("sinfo", &["-N"]),
+                a.logs()
+            );
             tokio::time::sleep(Duration::from_millis(300)).await;
         }
         cluster.run("scancel", &[&job]);
