@@ -216,6 +216,13 @@ async fn a_slurmctld_restart_is_no_reason_to_scale_down() {
             );
             tokio::time::sleep(Duration::from_millis(300)).await;
         }
+        // Nothing scaled down while the job ran, the restart included; once it ends its nodes
+        // free up one by one, and the NodeSet may go down in steps.
+        assert!(
+            events(&s, "ScaledDown").await.is_empty(),
+            "{flavor}: a scale-down while the job ran\n{}",
+            a.logs()
+        );
         cluster.run("scancel", &[&job]);
         eventually(
             &format!("{flavor}: back to 0 once the job is gone"),
@@ -224,10 +231,6 @@ async fn a_slurmctld_restart_is_no_reason_to_scale_down() {
             async || replicas(&s).await == 0,
         )
         .await;
-        assert!(
-            events(&s, "ScaledDown").await.len() == 1,
-            "{flavor}: one scale-down, after the job ended"
-        );
         s.teardown(&cluster).await;
     }
 }

@@ -78,10 +78,9 @@ slow_day 1 all
 # jobs) drive their partitions for minutes. The third: the tests that stop and start their
 # copy's servers (restarts.rs: slurmctld, the kube-apiserver; slurm_planned.rs: slurmctld
 # while nodes power up, and it waits out SuspendTime) and KEDA's (KEDA's operator and metrics
-# adapter run beside that copy only); then, after them, the load test and Slinky's node
-# model (about 4 min together), taken off the first copy, the longest.
+# adapter run beside that copy only).
 apart=(autoscaler_e2e calibration long_queue)
-alone=(keda restarts slurm_planned load slinky)
+alone=(keda restarts slurm_planned)
 # Tests of the real Slinky slurm-operator (kube.sh operator-start: it manages the first copy's
 # Slurm 26.05). It reconciles every NodeSet in its cluster, its Controller's or not, and
 # rewrites their status within a second (other tests set NodeSet status themselves), and only
