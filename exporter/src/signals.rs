@@ -252,13 +252,44 @@ pub fn partition_signals(
         None => takes.job(j),
     };
     Ok(PartitionSignals {
-        busy_nodes: members.iter().filter(busy).count() as u64,
+        busy_nodes: members.iter().filter(busy).count() as u64
+            + unlisted_busy(jobs, nodes, &listed, own),
         total_nodes: members.len() as u64 + hidden,
         demand: demand_of(jobs, partitions, max_nodes, Some(&room), &take),
         shape,
         shape_source,
         as_of,
     })
+}
+
+/// Nodes of `partitions` (of NodeSet `own`, where named) that a running job is on but `/nodes`
+/// does not list: a slurmctld that restarted shows a node a FUTURE record, left out of
+/// `/nodes`, until its slurmd registers again, while its job runs on. Busy all the same.
+fn unlisted_busy(
+    jobs: &Jobs,
+    nodes: &[Node],
+    partitions: &[&crate::model::Partition],
+    own: Option<&str>,
+) -> u64 {
+    let shown: std::collections::HashSet<&str> = nodes.iter().map(|n| &*n.name).collect();
+    let unlisted: Vec<&str> = jobs
+        .running_on
+        .keys()
+        .map(|n| &**n)
+        .filter(|n| !shown.contains(n))
+        .collect();
+    if unlisted.is_empty() {
+        return 0;
+    }
+    let ours = |n: &str| match own {
+        Some(o) => of_nodeset(n, o),
+        None => partitions.iter().any(|p| {
+            crate::model::text::expand_hostlist(&p.node_list, p.total_nodes as usize)
+                .iter()
+                .any(|h| h == n)
+        }),
+    };
+    unlisted.into_iter().filter(|n| ours(n)).count() as u64
 }
 
 /// When each of `members` is free for new work: idle ones now, busy ones when the last of
@@ -452,6 +483,13 @@ mod tests {
         assert!(!c2.busy());
         s.nodes.data = Some(std::sync::Arc::new(nodes));
         assert_eq!(signals(&s), 1, "c2 still runs its job");
+        // Not listed at all (24.11 shows a FUTURE record, left out of /nodes, until the
+        // slurmd registers again): busy still, as a node of the partition.
+        let listed = s.nodes.data.as_ref().unwrap().clone();
+        let without: Vec<_> = listed.iter().filter(|n| n.name != "c2").cloned().collect();
+        s.nodes.data = Some(std::sync::Arc::new(without));
+        assert_eq!(signals(&s), 1, "c2 runs its job, unlisted");
+        s.nodes.data = Some(listed);
         // Without the job, the same node is idle.
         let mut jobs = (**s.jobs.data.as_ref().unwrap()).clone();
         jobs.running_on.clear();
