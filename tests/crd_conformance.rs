@@ -413,19 +413,7 @@ async fn the_readmes_crd_upgrade_step_takes_over_a_crd_helm_installed() {
     nsas.create(&PostParams::default(), &obj).await.unwrap();
 
     // The step exactly as README.md writes it, on the renamed CRDs' directory.
-    let readme = read("README.md");
-    let step = readme
-        .lines()
-        .find(|l| l.starts_with("kubectl apply ") && l.ends_with("charts/slurmscale/crds/"))
-        .expect("README.md's CRD upgrade step");
-    let args: Vec<&str> = step.split_whitespace().skip(1).collect();
-    let args: Vec<String> = args
-        .iter()
-        .map(|a| match *a {
-            "charts/slurmscale/crds/" => new_dir.to_string_lossy().into_owned(),
-            a => a.to_string(),
-        })
-        .collect();
+    let (step, args) = support::readme_crd_step(&new_dir.to_string_lossy());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (ok, said) = support::run_tool("kubectl", &args);
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());

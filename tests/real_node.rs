@@ -681,15 +681,9 @@ async fn upgrades_while_scaling_up(client: &kube::Client, cluster: &SlurmCluster
             }
         })
     };
-    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
-    let step = readme
-        .lines()
-        .find(|l| l.starts_with("kubectl apply ") && l.ends_with("charts/slurmscale/crds/"))
-        .expect("README.md's CRD upgrade step");
-    let (ok, said) = run_tool(
-        "kubectl",
-        &step.split_whitespace().skip(1).collect::<Vec<_>>(),
-    );
+    let (step, args) = support::readme_crd_step("charts/slurmscale/crds/");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (ok, said) = run_tool("kubectl", &args);
     assert!(ok, "`{step}`:\n{said}");
     // A 3-node job of partition `elastic` (its nodes FUTURE records: it waits) is submitted
     // once `helm upgrade` is under way: whichever replica leads then (the old chart's, or a

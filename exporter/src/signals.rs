@@ -281,14 +281,15 @@ fn unlisted_busy(
     if unlisted.is_empty() {
         return 0;
     }
-    let ours = |n: &str| match own {
-        Some(o) => of_nodeset(n, o),
-        None => partitions.iter().any(|p| {
-            crate::model::text::expand_hostlist(&p.node_list, p.total_nodes as usize)
-                .iter()
-                .any(|h| h == n)
-        }),
+    // The partitions' node lists, expanded once (only here: a restart is rare).
+    let listed: std::collections::HashSet<String> = match own {
+        Some(_) => Default::default(),
+        None => partitions
+            .iter()
+            .flat_map(|p| crate::model::text::expand_hostlist(&p.node_list, p.total_nodes as usize))
+            .collect(),
     };
+    let ours = |n: &str| own.map_or_else(|| listed.contains(n), |o| of_nodeset(n, o));
     unlisted.into_iter().filter(|n| ours(n)).count() as u64
 }
 

@@ -407,16 +407,17 @@ spec:
   failurePolicy: Fail
   reinvocationPolicy: Never
   # A JSON patch (an apply configuration may not add to the atomic lists inside a projected
-  # volume; a policy's variables cannot name the Object types): the volume added to the pod's
-  # (the list made where the pod has none), its mount to each of the pod's first four
-  # containers (likewise), and the ServiceAccount `default` where none is named, as the
+  # volume): the volume appended to the pod's, its mount to each of the pod's first four
+  # containers (an empty list added first where the pod or a container has none: the patch's
+  # operations apply in order), and the ServiceAccount `default` where none is named, as the
   # admission plugin would.
   mutations:
   - patchType: JSONPatch
     jsonPatch:
       expression: >
-        (has(object.spec.volumes) ?
-          [JSONPatch{op: "add", path: "/spec/volumes/-", value: Object.spec.volumes{
+        (has(object.spec.volumes) ? [] :
+          [JSONPatch{op: "add", path: "/spec/volumes", value: []}]) +
+        [JSONPatch{op: "add", path: "/spec/volumes/-", value: Object.spec.volumes{
           name: "kube-api-access",
           projected: Object.spec.volumes.projected{
             defaultMode: 420,
@@ -433,33 +434,14 @@ spec:
                   items: [Object.spec.volumes.projected.sources.downwardAPI.items{
                     path: "namespace",
                     fieldRef: Object.spec.volumes.projected.sources.downwardAPI.items.fieldRef{
-                      apiVersion: "v1", fieldPath: "metadata.namespace"}}]}}]}}}] :
-          [JSONPatch{op: "add", path: "/spec/volumes", value: [Object.spec.volumes{
-          name: "kube-api-access",
-          projected: Object.spec.volumes.projected{
-            defaultMode: 420,
-            sources: [
-              Object.spec.volumes.projected.sources{
-                serviceAccountToken: Object.spec.volumes.projected.sources.serviceAccountToken{
-                  path: "token", expirationSeconds: 3607}},
-              Object.spec.volumes.projected.sources{
-                configMap: Object.spec.volumes.projected.sources.configMap{
-                  name: "kube-root-ca.crt",
-                  items: [Object.spec.volumes.projected.sources.configMap.items{key: "ca.crt", path: "ca.crt"}]}},
-              Object.spec.volumes.projected.sources{
-                downwardAPI: Object.spec.volumes.projected.sources.downwardAPI{
-                  items: [Object.spec.volumes.projected.sources.downwardAPI.items{
-                    path: "namespace",
-                    fieldRef: Object.spec.volumes.projected.sources.downwardAPI.items.fieldRef{
-                      apiVersion: "v1", fieldPath: "metadata.namespace"}}]}}]}}]}]) +
+                      apiVersion: "v1", fieldPath: "metadata.namespace"}}]}}]}}}] +
+        [0, 1, 2, 3].filter(i, i < size(object.spec.containers) &&
+            !has(object.spec.containers[i].volumeMounts)).map(i,
+          JSONPatch{op: "add", path: "/spec/containers/" + string(i) + "/volumeMounts", value: []}) +
         [0, 1, 2, 3].filter(i, i < size(object.spec.containers)).map(i,
-          has(object.spec.containers[i].volumeMounts) ?
-            JSONPatch{op: "add", path: "/spec/containers/" + string(i) + "/volumeMounts/-",
-              value: Object.spec.containers.volumeMounts{name: "kube-api-access",
-              mountPath: "/var/run/secrets/kubernetes.io/serviceaccount", readOnly: true}} :
-            JSONPatch{op: "add", path: "/spec/containers/" + string(i) + "/volumeMounts",
-              value: [Object.spec.containers.volumeMounts{name: "kube-api-access",
-              mountPath: "/var/run/secrets/kubernetes.io/serviceaccount", readOnly: true}]}) +
+          JSONPatch{op: "add", path: "/spec/containers/" + string(i) + "/volumeMounts/-",
+            value: Object.spec.containers.volumeMounts{name: "kube-api-access",
+              mountPath: "/var/run/secrets/kubernetes.io/serviceaccount", readOnly: true}}) +
         (has(object.spec.serviceAccountName) && object.spec.serviceAccountName != "" ? [] :
           [JSONPatch{op: "add", path: "/spec/serviceAccountName", value: "default"}])
 EOF

@@ -35,6 +35,23 @@ pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// README.md's CRD upgrade step as written there (`kubectl apply … charts/slurmscale/crds/`),
+/// and its kubectl arguments with that directory replaced by `crds`.
+pub fn readme_crd_step(crds: &str) -> (String, Vec<String>) {
+    const DIR: &str = "charts/slurmscale/crds/";
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let step = readme
+        .lines()
+        .find(|l| l.starts_with("kubectl apply ") && l.ends_with(DIR))
+        .expect("README.md's CRD upgrade step");
+    let args = step
+        .split_whitespace()
+        .skip(1)
+        .map(|a| if a == DIR { crds } else { a }.to_string())
+        .collect();
+    (step.to_string(), args)
+}
+
 /// The README's YAML block that starts with the comment `# <name>`, as written there.
 pub fn readme_yaml(name: &str) -> serde_json::Value {
     let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
