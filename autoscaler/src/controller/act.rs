@@ -49,7 +49,7 @@ impl Mode {
 }
 
 /// What carrying a plan out did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outcome {
     /// Replicas the target had when last read.
     pub before: u64,
@@ -59,6 +59,9 @@ pub struct Outcome {
     pub acted: bool,
     /// The scale-in waits for pods marked to go to settle: look again then.
     pub again_at: Option<SystemTime>,
+    /// The node and pod writes made now, each with its target (a move made before and not
+    /// yet seen in an observation is not made again, and is not here).
+    pub written: Vec<(Write, String)>,
 }
 
 impl Outcome {
@@ -205,6 +208,7 @@ pub async fn act<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
         replicas: before,
         acted: false,
         again_at: None,
+        written: Vec::new(),
     };
     if mode == Mode::Act {
         if !memory.reload_read {
@@ -276,7 +280,7 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Executor<'_, K, S, P> {
     /// with a 409.
     async fn apply(&self, moved: &mut Moved) -> Result<Outcome> {
         let moves = self.plan.moves();
-        self.move_nodes(&moves, moved).await?;
+        let written = self.move_nodes(&moves, moved).await?;
         let namespace = self.nsa.metadata.namespace.clone().unwrap_or_default();
         let kube = &self.seam.kubernetes;
         if self.plan.replicas < self.obs.target.replicas
@@ -288,6 +292,7 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Executor<'_, K, S, P> {
                 replicas: self.obs.target.replicas,
                 acted: true,
                 again_at: Some(at),
+                written,
             });
         }
         if self.plan.replicas != self.obs.target.replicas {
@@ -308,6 +313,7 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Executor<'_, K, S, P> {
             replicas: self.plan.replicas,
             acted: true,
             again_at: None,
+            written,
         };
         if let Some(up) = outcome.scaled() {
             info!(autoscaler = %super::key(self.nsa), from = outcome.before, to = self.plan.replicas, reason = %self.plan.reason, "{}", self.plan.message());
@@ -319,12 +325,13 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Executor<'_, K, S, P> {
     }
 
     /// The plan's node moves (whichever policy made them), each said in an Event and logged.
-    async fn move_nodes(&self, moves: &[Move], moved: &mut Moved) -> Result<()> {
+    async fn move_nodes(&self, moves: &[Move], moved: &mut Moved) -> Result<Vec<(Write, String)>> {
         let let_go = moved.forget_seen(self.obs, moves);
         if let Err(e) = self.unmark(&let_go).await {
             moved.0.extend(let_go);
             return Err(e);
         }
+        let mut written = Vec::new();
         for m in moves {
             let todo: Vec<String> = (m.targets.iter())
                 .filter(|t| !moved.made(m.write, t))
@@ -359,11 +366,12 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Executor<'_, K, S, P> {
                 .replace("{marked}", &marked.to_string());
             info!(autoscaler = %super::key(self.nsa), "{note}");
             self.say(m.event, note).await;
+            written.extend(todo.iter().map(|t| (m.write, t.clone())));
             moved
                 .0
                 .extend(todo.into_iter().map(|t| ((m.write, t), self.obs.now)));
         }
-        Ok(())
+        Ok(written)
     }
 
     /// Creates the node records the plan lists. A failure is said in an Event (once until it

@@ -1481,6 +1481,67 @@ async fn slurm_planned_refreshes_at_once_for_a_reload_seen_after_taking_the_lead
     assert_eq!(drains(&rig.reconcile().await), 1, "slurmctld restarted");
 }
 
+/// A resume and a reload can cross: the look that first sees the reload may read `/nodes`
+/// from before the resume, showing the record still drained. It is refreshed once it shows
+/// resumed and unheard, a look later; a record resumed after the reload is not.
+#[tokio::test]
+async fn slurm_planned_refreshes_a_record_resumed_just_before_a_reload_seen_a_look_later() {
+    use slurmscale_exporter::model::{Diag, RpcStat};
+    let rig = planned_rig(json!({}), 0);
+    let left = "DOWN+CLOUD+DRAIN+POWERED_DOWN:Pod is terminating";
+    let resumed = "IDLE+CLOUD+POWERED_DOWN+NOT_RESPONDING";
+    // `/nodes` as read at `nodes_at`, `/diag` at `t` after `reconfigures` reconfigures.
+    let look = |nodes_at: u64, t: u64, states: [&str; 4], reconfigures: u64| {
+        let mut snap = planned_snapshot(at(nodes_at), states);
+        let diag = Diag {
+            stats_since: Some(1_000),
+            rpcs: vec![RpcStat {
+                name: "REQUEST_RECONFIGURE".into(),
+                count: reconfigures,
+                total_seconds: 0.0,
+            }],
+            ..Diag::default()
+        };
+        snap.diag
+            .succeed(at(t), Duration::from_millis(5), Some(diag));
+        rig.at(t);
+        rig.slurm(snap);
+    };
+    let slurm_writes = |writes: &[Recorded]| -> Vec<Recorded> {
+        (writes.iter())
+            .filter(|w| matches!(w, Recorded::Drain { .. } | Recorded::Resume { .. }))
+            .cloned()
+            .collect()
+    };
+    let resume = |i: usize| Recorded::Resume {
+        node: format!("elastic-{i}"),
+    };
+    look(0, 0, [left, OFF, OFF, OFF], 0);
+    assert_eq!(slurm_writes(&rig.reconcile().await), [resume(0)]);
+    // slurmctld reconfigured; `/nodes` answered before the RESUME took.
+    look(0, 2, [left, OFF, OFF, OFF], 1);
+    assert!(slurm_writes(&rig.reconcile().await).is_empty());
+    look(4, 4, [resumed, OFF, OFF, OFF], 1);
+    let writes = slurm_writes(&rig.reconcile().await);
+    assert!(
+        matches!(&writes[..], [Recorded::Drain { node, .. }, r] if node == "elastic-0" && *r == resume(0)),
+        "refreshed: {writes:?}"
+    );
+    look(6, 6, [resumed, OFF, OFF, OFF], 1);
+    assert!(slurm_writes(&rig.reconcile().await).is_empty(), "once");
+    // Resumed after the reload: plannable until the next one.
+    look(8, 8, [resumed, left, OFF, OFF], 1);
+    assert_eq!(slurm_writes(&rig.reconcile().await), [resume(1)]);
+    look(10, 10, [resumed, resumed, OFF, OFF], 1);
+    assert!(slurm_writes(&rig.reconcile().await).is_empty());
+    look(12, 12, [resumed, resumed, OFF, OFF], 2);
+    assert_eq!(
+        slurm_writes(&rig.reconcile().await).len(),
+        4,
+        "both, at the next reload"
+    );
+}
+
 #[tokio::test]
 async fn slurm_planned_covers_a_wanted_ordinal_above_a_free_one_and_counts_the_extra_pod() {
     use crate::pool::PodState::Ready;

@@ -158,7 +158,7 @@ pub struct Decision {
     /// requeued; seen on 24.11). Resumed, like the operator's drain, once the pod is gone.
     pub drain: Vec<usize>,
     /// Records to refresh (DRAIN, then RESUME): slurmctld loaded its configuration since
-    /// the last refresh, and they are unheard, with no pod.
+    /// each was last resumed or refreshed, and they are unheard, with no pod.
     pub refresh: Vec<usize>,
     /// Free ordinals below a wanted one that the NodeSet creates first (said in Events and
     /// metrics: pods slurmctld did not ask for).
@@ -168,8 +168,9 @@ pub struct Decision {
 }
 
 /// The decision for `ordinals` (index = ordinal, up to `maxReplicas`), the NodeSet at
-/// `spec_replicas` with `status_replicas` pods; `reloaded`: slurmctld has loaded its
-/// configuration since the records were last refreshed (or no one knows: a new leader).
+/// `spec_replicas` with `status_replicas` pods; `reloaded` (by ordinal): slurmctld has
+/// loaded its configuration since the record was last resumed or refreshed (or may have:
+/// one resumed before this replica led).
 /// `None` status (the operator has not reported) or one that differs from the spec holds
 /// the replicas: the operator is still carrying out the last change, and a second one now
 /// would be planned on a wrong count.
@@ -177,17 +178,18 @@ pub fn decide(
     ordinals: &[Ordinal],
     spec_replicas: u64,
     status_replicas: Option<u64>,
-    reloaded: bool,
+    reloaded: &[bool],
 ) -> Decision {
     let mut d = Decision {
         replicas: spec_replicas,
         ..Decision::default()
     };
-    if reloaded {
-        d.refresh = which(ordinals, |o| {
-            o.pod.is_none() && o.unheard && o.power == Power::Off
-        });
-    }
+    d.refresh = (0..ordinals.len())
+        .filter(|&i| {
+            let o = &ordinals[i];
+            reloaded.get(i) == Some(&true) && o.pod.is_none() && o.unheard && o.power == Power::Off
+        })
+        .collect();
     if !d.refresh.is_empty() {
         d.steps.push(format!(
             "refresh {} resumed record(s) (DRAIN, RESUME): slurmctld loaded its configuration again and plans on them only once refreshed",
@@ -304,7 +306,7 @@ mod tests {
             ord(Power::Up, None),
             ord(Power::Off, None),
         ];
-        let d = decide(&o, 2, Some(2), false);
+        let d = decide(&o, 2, Some(2), &[]);
         assert_eq!((d.replicas, d.extra.clone()), (4, vec![]), "{d:?}");
         assert!(d.retire.is_empty() && d.resume.is_empty());
     }
@@ -318,7 +320,7 @@ mod tests {
             ord(Power::Busy, READY),
             ord(Power::Up, None),
         ];
-        let d = decide(&o, 2, Some(2), false);
+        let d = decide(&o, 2, Some(2), &[]);
         assert_eq!((d.replicas, d.extra.clone()), (4, vec![1]), "{d:?}");
         assert!(
             d.steps.iter().any(|s| s.contains("did not ask for")),
@@ -333,7 +335,7 @@ mod tests {
             ord(Power::Down, READY),
             ord(Power::Idle, READY),
         ];
-        let d = decide(&o, 3, Some(3), false);
+        let d = decide(&o, 3, Some(3), &[]);
         assert_eq!((d.replicas, d.retire.clone()), (2, vec![1]), "{d:?}");
     }
 
@@ -341,17 +343,17 @@ mod tests {
     fn nothing_moves_while_the_nodeset_is_still_changing_or_a_pod_is_starting() {
         let o = [ord(Power::Up, None), ord(Power::Down, READY)];
         assert_eq!(
-            decide(&o, 2, Some(1), false).replicas,
+            decide(&o, 2, Some(1), &[]).replicas,
             2,
             "status behind spec"
         );
-        assert_eq!(decide(&o, 2, None, false).replicas, 2, "no status");
+        assert_eq!(decide(&o, 2, None, &[]).replicas, 2, "no status");
         // A retirement waits for the starting pod (the operator would remove it first).
         let o = [
             ord(Power::Down, READY),
             ord(Power::Idle, Some(PodState::Starting)),
         ];
-        let d = decide(&o, 2, Some(2), false);
+        let d = decide(&o, 2, Some(2), &[]);
         assert_eq!((d.replicas, d.retire.clone()), (2, vec![]), "{d:?}");
         // Meanwhile its record is drained, once, so slurmctld plans nothing on it while its
         // pod lingers.
@@ -363,14 +365,14 @@ mod tests {
             },
             o[1],
         ];
-        assert!(decide(&drained, 2, Some(2), false).drain.is_empty());
+        assert!(decide(&drained, 2, Some(2), &[]).drain.is_empty());
         // A power-up and a power-down together: the power-up first.
         let o = [
             ord(Power::Down, READY),
             ord(Power::Idle, READY),
             ord(Power::Up, None),
         ];
-        let d = decide(&o, 2, Some(2), false);
+        let d = decide(&o, 2, Some(2), &[]);
         assert_eq!((d.replicas, d.retire.clone()), (3, vec![]), "{d:?}");
     }
 
@@ -397,7 +399,7 @@ mod tests {
             // Down for a reason of an administrator's: left alone.
             ord(Power::Failed, None),
         ];
-        let d = decide(&o, 0, Some(0), false);
+        let d = decide(&o, 0, Some(0), &[]);
         assert_eq!(d.resume, vec![0, 2], "{d:?}");
         assert_eq!(d.replicas, 0);
     }
@@ -419,12 +421,16 @@ mod tests {
             ord(Power::Up, None),
             unheard,
         ];
-        let d = decide(&o, 1, Some(1), true);
+        let all = [true; 5];
+        let d = decide(&o, 1, Some(1), &all);
         assert_eq!(d.refresh, vec![0, 4], "{d:?}");
         assert_eq!(d.replicas, 4, "a power-up goes on beside it: {d:?}");
-        assert!(decide(&o, 1, Some(1), false).refresh.is_empty());
+        assert!(decide(&o, 1, Some(1), &[]).refresh.is_empty());
+        // Only those resumed before the reload.
+        let first = [true, true, true, true, false];
+        assert_eq!(decide(&o, 1, Some(1), &first).refresh, vec![0]);
         // And while the NodeSet is still changing, as resumes do.
-        assert_eq!(decide(&o, 1, Some(0), true).refresh, vec![0, 4]);
+        assert_eq!(decide(&o, 1, Some(0), &all).refresh, vec![0, 4]);
     }
 
     #[test]

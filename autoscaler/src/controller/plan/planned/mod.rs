@@ -1,8 +1,9 @@
 //! The policy of a NodeSet that follows slurmctld's own plan (power-ups and power-downs):
 //! the pure decision is [`decide::decide`]; here, what it reads, how the
-//! decision becomes a plan with its effects, the configuration it last refreshed for, and
-//! its records' power states in the metrics.
+//! decision becomes a plan with its effects, the configuration each record was last resumed
+//! under, and its records' power states in the metrics.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -32,8 +33,11 @@ use observe::PlannedView;
 /// A NodeSet following exactly the nodes slurmctld powers up and down ([`decide`]).
 #[derive(Default)]
 pub(super) struct FollowSlurm {
-    /// The configuration generation the records were last refreshed for.
-    refreshed_for: Option<(i64, u64)>,
+    /// Each record this replica resumed or refreshed, by name, and the configuration
+    /// generation slurmctld ran then: a reload since leaves it to be refreshed. Per record,
+    /// because the reload and a resume can cross: a record resumed just before a reload may
+    /// show unheard only in a later look than the one that saw the reload.
+    resumed_under: HashMap<String, (i64, u64)>,
     /// The generation this replica first saw: another one later is a reload it saw happen.
     first_seen: Option<(i64, u64)>,
 }
@@ -100,14 +104,21 @@ impl Policy for FollowSlurm {
         plan
     }
 
-    /// Refreshed: until slurmctld reloads again.
-    fn acted(&mut self, plan: &Plan, _outcome: &Outcome, _now: SystemTime) {
+    /// Resumed or refreshed: schedulable until slurmctld reloads again.
+    fn acted(&mut self, plan: &Plan, outcome: &Outcome, _now: SystemTime) {
         let Some(moves) = plan.effects::<PlannedMoves>() else {
             return;
         };
         self.first_seen = self.first_seen.or(moves.generation);
-        if let Some((_, generation)) = moves.refresh.as_ref() {
-            self.refreshed_for = Some(*generation);
+        let Some(generation) = moves.generation else {
+            return;
+        };
+        // What was written, not what the plan lists: a plan made on `/nodes` read before
+        // an earlier resume lists it again, and the executor does not make it twice.
+        for (_, name) in
+            (outcome.written.iter()).filter(|(w, _)| matches!(w, Write::Resume | Write::Refresh(_)))
+        {
+            self.resumed_under.insert(name.clone(), generation);
         }
     }
 
@@ -157,20 +168,25 @@ impl FollowSlurm {
         }
         // A refresh of a record slurmctld plans on is not harmless: a job it allocates the
         // record to in between is requeued by the DRAIN (22.05, 24.11), and waits minutes to start
-        // again. So records are refreshed at once only after a reload seen here; a replica
-        // that cannot know what happened before it led waits for evidence: a schedulable job
-        // left waiting.
+        // again. So a record is refreshed at once only after a reload seen since this replica
+        // resumed it; one resumed before this replica led waits for a reload seen here or
+        // for evidence: a schedulable job left waiting.
         let generation = view.config_generation;
         let stuck = (signals.demand.oldest_submit)
             .is_some_and(|t| unix_seconds(obs.now) - t as f64 >= STUCK_AFTER_SECS);
-        let reloaded = generation.is_some_and(|g| {
-            self.refreshed_for != Some(g) && (self.first_seen.is_some_and(|f| f != g) || stuck)
-        });
+        let reloaded: Vec<bool> = (0..view.ordinals.len())
+            .map(|i| {
+                generation.is_some_and(|g| match self.resumed_under.get(&records.wanted.name(i)) {
+                    Some(&then) => then != g,
+                    None => self.first_seen.is_some_and(|f| f != g) || stuck,
+                })
+            })
+            .collect();
         let d = decide::decide(
             &view.ordinals,
             current,
             obs.target.status_replicas,
-            reloaded,
+            &reloaded,
         );
         let name = |i: &usize| records.wanted.name(*i);
         let reason = match d.replicas.cmp(&current) {
@@ -193,9 +209,7 @@ impl FollowSlurm {
             effects: Some(Arc::new(PlannedMoves {
                 resume: d.resume.iter().map(name).collect(),
                 drain: d.drain.iter().map(name).collect(),
-                refresh: generation
-                    .filter(|_| reloaded)
-                    .map(|g| (d.refresh.iter().map(name).collect(), g)),
+                refresh: d.refresh.iter().map(name).collect(),
                 retire: view.pod_names(&d.retire),
                 unrequested: d.extra.len() as u64,
                 generation,
@@ -219,14 +233,13 @@ pub(super) struct PlannedMoves {
     /// Slurm nodes to drain while their pod waits to be retired.
     drain: Vec<String>,
     /// Slurm nodes to refresh, DRAIN then RESUME (records slurmctld stopped planning on when
-    /// it loaded its configuration again), and the configuration generation
-    /// ([`slurmscale_exporter::model::Diag::config_generation`]) they are refreshed for:
-    /// `None` when nothing is to be refreshed now.
-    refresh: Option<(Vec<String>, (i64, u64))>,
+    /// it loaded its configuration again).
+    refresh: Vec<String>,
     /// Pods this plan adds that Slurm did not ask for (free ordinals below a wanted one,
     /// which the NodeSet creates first).
     unrequested: u64,
-    /// The configuration generation the plan was made on.
+    /// The configuration generation the plan was made on
+    /// ([`slurmscale_exporter::model::Diag::config_generation`]).
     generation: Option<(i64, u64)>,
 }
 
@@ -235,10 +248,10 @@ pub(super) struct PlannedMoves {
 impl Effects for PlannedMoves {
     fn moves(&self) -> Vec<Move> {
         let mut moves = Vec::new();
-        if let Some((nodes, _)) = self.refresh.as_ref().filter(|(n, _)| !n.is_empty()) {
+        if !self.refresh.is_empty() {
             let refresh = Write::Refresh("refresh after slurmctld loaded its configuration");
             let note = "refreshed {targets} (DRAIN, RESUME): slurmctld loaded its configuration again, after which it plans on a resumed record only once refreshed";
-            moves.push(Move::new(refresh, nodes.clone(), "Refresh", note));
+            moves.push(Move::new(refresh, self.refresh.clone(), "Refresh", note));
         }
         let drain = Write::Drain("retiring: its pod goes once no other pod is starting");
         let drained = "drained {targets} until its pod is retired: slurmctld powered it down, and would otherwise plan on it while the pod lingers";
