@@ -71,29 +71,31 @@ SLURMSCALE_IMAGE_PROFILE=test-image tests/harness/image.sh >/dev/null
 
 phase "start real servers"
 slow_day 1 all
-# Three copies of the harness side by side, so the suite takes the time of its longest third
+# Four copies of the harness side by side, so the suite takes the time of its longest part
 # instead of the sum; the tests mostly wait on real time (SuspendTime, slurmctld's 30-second
-# checks, poll intervals). The second copy: the autoscaler's end-to-end tests, the
-# calibration replay and the long queue (which waits for slurmctld's 30-second count of its
-# jobs) drive their partitions for minutes. The third: the tests that stop and start their
-# copy's servers (restarts.rs: slurmctld, the kube-apiserver; slurm_planned.rs: slurmctld
-# while nodes power up, and it waits out SuspendTime) and KEDA's (KEDA's operator and metrics
-# adapter run beside that copy only).
-apart=(autoscaler_e2e calibration long_queue)
-alone=(keda restarts slurm_planned)
-# Tests of the real Slinky slurm-operator (kube.sh operator-start: it manages the first copy's
-# Slurm 26.05). It reconciles every NodeSet in its cluster, its Controller's or not, and
-# rewrites their status within a second (other tests set NodeSet status themselves), and only
-# one can run on the machine (it dials 127.0.0.1:6820): so it runs on the first copy only,
-# after the rest of that copy's tests, and only while these run. The real node (kube.sh
-# node-start: a kubelet, containerd, kube-proxy and CoreDNS; one a machine, its bridge and
-# rules being the host's) runs beside it for real_node.rs: the README's install and Slinky's
-# own slurmd pods. And two sites (kube.sh site-start: Slinky's chart with a site's values, and
-# a Slurm 26.05 and a 24.11 on the slurm.conf the operator renders for them) for site.rs,
-# which runs beside the other two (its own namespaces, Slurms and Leases; mostly waiting on
-# jobs and pods): this copy is the longest of the three.
+# checks, poll intervals, pods).
+# * The first copy (the default ports): the real Slinky slurm-operator's tests (kube.sh
+#   operator-start: it manages this copy's Slurm 26.05). The operator reconciles every NodeSet
+#   in its cluster, its Controller's or not, and rewrites their status within a second (other
+#   tests set NodeSet status themselves), and only one can run on the machine (it dials
+#   127.0.0.1:6820): so nothing else runs on this copy. The real node (kube.sh node-start: a
+#   kubelet, containerd, kube-proxy and CoreDNS; one a machine, its bridge and rules being the
+#   host's; Slinky's slurmd pods listen on 6818, this copy's slurmd port) for real_node.rs:
+#   the README's install and Slinky's own slurmd pods. And two sites (kube.sh site-start:
+#   Slinky's chart with a site's values, and a Slurm 26.05 and a 24.11 on the slurm.conf the
+#   operator renders for them) for site.rs, which runs beside the other two (its own
+#   namespaces, Slurms and Leases; mostly waiting on jobs and pods).
+# * The second: the autoscaler's end-to-end tests, the calibration replay and the long queue
+#   (which waits for slurmctld's 30-second count of its jobs) drive their partitions for
+#   minutes.
+# * The third: the tests that stop and start their copy's servers (restarts.rs: slurmctld, the
+#   kube-apiserver; slurm_planned.rs: slurmctld while nodes power up, and it waits out
+#   SuspendTime) and KEDA's (KEDA's operator and metrics adapter run beside that copy only).
+# * The fourth: everything else.
 with_operator=(operator real_node site)
 beside_operator=(site)
+apart=(autoscaler_e2e calibration long_queue)
+alone=(keda restarts slurm_planned)
 # Their ports stay below the kernel's ephemeral range (32768 and up here), where an outgoing
 # connection could hold a port a slurmd is about to bind.
 run=${SLURMSCALE_RUN:-/tmp/slurmscale-harness}
@@ -101,10 +103,15 @@ second=(env "SLURMSCALE_RUN=$run-2" SLURMSCALE_PORT_BASE_2205=19800
   SLURMSCALE_PORT_BASE_2411=20800 SLURMSCALE_PORT_BASE_2605=22800 SLURMSCALE_KUBE_PORT_BASE=21000)
 third=(env "SLURMSCALE_RUN=$run-3" SLURMSCALE_PORT_BASE_2205=25800
   SLURMSCALE_PORT_BASE_2411=26800 SLURMSCALE_PORT_BASE_2605=28800 SLURMSCALE_KUBE_PORT_BASE=27000)
-trap 'tests/harness/down.sh; "${second[@]}" tests/harness/down.sh; "${third[@]}" tests/harness/down.sh; release_core "$busy_pid"' EXIT
-tests/harness/up.sh
+fourth=(env "SLURMSCALE_RUN=$run-4" SLURMSCALE_PORT_BASE_2205=23800
+  SLURMSCALE_PORT_BASE_2411=24800 SLURMSCALE_PORT_BASE_2605=12800 SLURMSCALE_KUBE_PORT_BASE=29000)
+trap 'tests/harness/down.sh; "${second[@]}" tests/harness/down.sh; "${third[@]}" tests/harness/down.sh; "${fourth[@]}" tests/harness/down.sh; release_core "$busy_pid"' EXIT
+# The operator's copy needs Slurm 26.05 and Kubernetes only.
+tests/harness/slurm.sh 26.05 start
+tests/harness/kube.sh start
 "${second[@]}" tests/harness/up.sh
 "${third[@]}" env SLURMSCALE_KUBE_WITH=keda tests/harness/up.sh
+"${fourth[@]}" tests/harness/up.sh
 
 phase "tests"
 shopt -s nullglob
@@ -113,23 +120,17 @@ for f in tests/*.rs exporter/tests/*.rs autoscaler/tests/*.rs; do
   name=$(basename "$f" .rs)
   [[ " ${apart[*]} ${alone[*]} ${with_operator[*]} " == *" $name "* ]] || rest+=(--test "$name")
 done
-apart_log=$(mktemp) alone_log=$(mktemp)
-"${second[@]}" cargo test --locked --no-fail-fast "${apart[@]/#/--test=}" >"$apart_log" 2>&1 &
-apart_pid=$!
-"${third[@]}" cargo test --locked --no-fail-fast "${alone[@]/#/--test=}" >"$alone_log" 2>&1 &
-alone_pid=$!
-status=0
-cargo test --workspace --locked --no-fail-fast --lib --bins "${rest[@]}" || status=1
-cargo test --workspace --locked --doc || status=1
 operator_tests=() beside_tests=()
 for name in "${with_operator[@]}"; do
   if [[ " ${beside_operator[*]} " == *" $name "* ]]; then
     beside_tests+=(--test "$name")
-  elif [ -f "tests/$name.rs" ]; then
+  else
     operator_tests+=(--test "$name")
   fi
 done
-if [ ${#operator_tests[@]} -gt 0 ]; then
+operator_log=$(mktemp) apart_log=$(mktemp) alone_log=$(mktemp)
+(
+  status=0
   if tests/harness/kube.sh operator-start && tests/harness/kube.sh node-start &&
     tests/harness/kube.sh site-start; then
     beside_log=$(mktemp)
@@ -137,14 +138,26 @@ if [ ${#operator_tests[@]} -gt 0 ]; then
     beside_pid=$!
     cargo test --locked --no-fail-fast "${operator_tests[@]}" || status=1
     wait "$beside_pid" || status=1
-    say "beside them (${beside_operator[*]}):"
+    echo "beside them (${beside_operator[*]}):"
     cat "$beside_log" && rm -f "$beside_log"
   else
     status=1
   fi
   tests/harness/kube.sh node-stop || status=1
   tests/harness/kube.sh operator-stop || status=1
-fi
+  exit $status
+) >"$operator_log" 2>&1 &
+operator_pid=$!
+"${second[@]}" cargo test --locked --no-fail-fast "${apart[@]/#/--test=}" >"$apart_log" 2>&1 &
+apart_pid=$!
+"${third[@]}" cargo test --locked --no-fail-fast "${alone[@]/#/--test=}" >"$alone_log" 2>&1 &
+alone_pid=$!
+status=0
+"${fourth[@]}" cargo test --workspace --locked --no-fail-fast --lib --bins "${rest[@]}" || status=1
+cargo test --workspace --locked --doc || status=1
+wait "$operator_pid" || status=1
+say "the first copy's tests, of the real slurm-operator (${with_operator[*]}):"
+cat "$operator_log" && rm -f "$operator_log"
 wait "$apart_pid" || status=1
 say "the second copy's tests (${apart[*]}):"
 cat "$apart_log" && rm -f "$apart_log"
