@@ -84,18 +84,23 @@ slow_day 1 all
 #   the README's install and Slinky's own slurmd pods. And two sites (kube.sh site-start:
 #   Slinky's chart with a site's values, and a Slurm 26.05 and a 24.11 on the slurm.conf the
 #   operator renders for them) for site.rs, which runs beside the other two (its own
-#   namespaces, Slurms and Leases; mostly waiting on jobs and pods).
-# * The second: the autoscaler's end-to-end tests, the calibration replay and the long queue
-#   (which waits for slurmctld's 30-second count of its jobs) drive their partitions for
-#   minutes.
+#   namespaces, Slurms and Leases; mostly waiting on jobs and pods). Once they are done and
+#   the operator and the node are stopped, the calibration replay (on this copy's 24.11): it
+#   compares real slurmctld's waits with the simulator's to the second, and the operator's
+#   real pods beside it made them drift.
+# * The second: the autoscaler's end-to-end tests and the long queue (which waits for
+#   slurmctld's 30-second count of its jobs) drive their partitions for minutes.
 # * The third: the tests that stop and start their copy's servers (restarts.rs: slurmctld, the
 #   kube-apiserver; slurm_planned.rs: slurmctld while nodes power up, and it waits out
-#   SuspendTime) and KEDA's (KEDA's operator and metrics adapter run beside that copy only).
+#   SuspendTime) and KEDA's (KEDA's operator and metrics adapter run beside that copy only);
+#   then the load (100,000 jobs), after them, as it loads the machine.
 # * The fourth: everything else.
 with_operator=(operator real_node site)
 beside_operator=(site)
-apart=(autoscaler_e2e calibration long_queue)
+after_operator=(calibration)
+apart=(autoscaler_e2e long_queue)
 alone=(keda restarts slurm_planned)
+after_alone=(load)
 # Their ports stay below the kernel's ephemeral range (32768 and up here), where an outgoing
 # connection could hold a port a slurmd is about to bind.
 run=${SLURMSCALE_RUN:-/tmp/slurmscale-harness}
@@ -106,19 +111,30 @@ third=(env "SLURMSCALE_RUN=$run-3" SLURMSCALE_PORT_BASE_2205=25800
 fourth=(env "SLURMSCALE_RUN=$run-4" SLURMSCALE_PORT_BASE_2205=23800
   SLURMSCALE_PORT_BASE_2411=24800 SLURMSCALE_PORT_BASE_2605=12800 SLURMSCALE_KUBE_PORT_BASE=29000)
 trap 'tests/harness/down.sh; "${second[@]}" tests/harness/down.sh; "${third[@]}" tests/harness/down.sh; "${fourth[@]}" tests/harness/down.sh; release_core "$busy_pid"' EXIT
-# The operator's copy needs Slurm 26.05 and Kubernetes only.
+# The operator's copy needs no Slurm 22.05.
 tests/harness/slurm.sh 26.05 start
+tests/harness/slurm.sh 24.11 start
 tests/harness/kube.sh start
 "${second[@]}" tests/harness/up.sh
 "${third[@]}" env SLURMSCALE_KUBE_WITH=keda tests/harness/up.sh
 "${fourth[@]}" tests/harness/up.sh
+
+# The release procedure itself (release/release.sh), up to the push: both architectures'
+# binaries (the test-image profile: the release's code without LTO) and images, SBOMs,
+# checksums, pushed with the chart to a registry on loopback; tests/release.rs pulls them
+# back, installs the chart from there and runs the arm64 binary under qemu.
+phase "rehearse the release (linux/amd64 and linux/arm64) to a loopback registry"
+"${fourth[@]}" tests/harness/registry.sh start
+"${fourth[@]}" release/release.sh --registry "$("${fourth[@]}" tests/harness/registry.sh env | cut -d= -f2)" \
+  --plain-http --profile test-image --out "$run-4/release"
 
 phase "tests"
 shopt -s nullglob
 rest=()
 for f in tests/*.rs exporter/tests/*.rs autoscaler/tests/*.rs; do
   name=$(basename "$f" .rs)
-  [[ " ${apart[*]} ${alone[*]} ${with_operator[*]} " == *" $name "* ]] || rest+=(--test "$name")
+  [[ " ${apart[*]} ${alone[*]} ${after_alone[*]} ${with_operator[*]} ${after_operator[*]} " == *" $name "* ]] ||
+    rest+=(--test "$name")
 done
 operator_tests=() beside_tests=()
 for name in "${with_operator[@]}"; do
@@ -145,24 +161,30 @@ operator_log=$(mktemp) apart_log=$(mktemp) alone_log=$(mktemp)
   fi
   tests/harness/kube.sh node-stop || status=1
   tests/harness/kube.sh operator-stop || status=1
+  cargo test --locked --no-fail-fast "${after_operator[@]/#/--test=}" || status=1
   exit $status
 ) >"$operator_log" 2>&1 &
 operator_pid=$!
 "${second[@]}" cargo test --locked --no-fail-fast "${apart[@]/#/--test=}" >"$apart_log" 2>&1 &
 apart_pid=$!
-"${third[@]}" cargo test --locked --no-fail-fast "${alone[@]/#/--test=}" >"$alone_log" 2>&1 &
+(
+  status=0
+  "${third[@]}" cargo test --locked --no-fail-fast "${alone[@]/#/--test=}" || status=1
+  "${third[@]}" cargo test --locked --no-fail-fast "${after_alone[@]/#/--test=}" || status=1
+  exit $status
+) >"$alone_log" 2>&1 &
 alone_pid=$!
 status=0
 "${fourth[@]}" cargo test --workspace --locked --no-fail-fast --lib --bins "${rest[@]}" || status=1
 cargo test --workspace --locked --doc || status=1
 wait "$operator_pid" || status=1
-say "the first copy's tests, of the real slurm-operator (${with_operator[*]}):"
+say "the first copy's tests, of the real slurm-operator (${with_operator[*]}), then ${after_operator[*]}:"
 cat "$operator_log" && rm -f "$operator_log"
 wait "$apart_pid" || status=1
 say "the second copy's tests (${apart[*]}):"
 cat "$apart_log" && rm -f "$apart_log"
 wait "$alone_pid" || status=1
-say "the third copy's tests (${alone[*]}):"
+say "the third copy's tests (${alone[*]}, then ${after_alone[*]}):"
 cat "$alone_log" && rm -f "$alone_log"
 [ "$status" = 0 ] || die "tests failed (output above)"
 phase ""

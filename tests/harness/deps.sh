@@ -25,6 +25,10 @@ packages=(
   # on this kind of machine's cgroups); the image ships Debian's CA bundle. The real node
   # (node.sh) runs its pods with the same runc and Debian's CNI plugins.
   buildah podman runc ca-certificates containernetworking-plugins
+  # a release rehearsed (release/release.sh): the arm64 binary cross-built with Debian's
+  # cross compiler and C library, pushed to a loopback registry (registry.sh), and run under
+  # qemu's user-mode emulation (tests/release.rs)
+  gcc-aarch64-linux-gnu libc6-dev-arm64-cross docker-registry qemu-user-static
 )
 
 # tools.sh fetches kubectl, helm and tsc with npm; a NodeSource nodejs brings its own npm,

@@ -391,17 +391,22 @@ pub struct Process {
 impl Process {
     /// Runs `slurmscale <args>` with `envs`, listening on a fresh port (`--listen` is added).
     pub fn start(args: &[&str], envs: &[(&str, &str)]) -> Self {
-        let port = free_port();
-        let log = std::env::temp_dir().join(format!("{}.log", unique("slurmscale")));
-        let stderr = std::fs::File::create(&log).expect("log file");
-        let listen = format!("127.0.0.1:{port}");
         // SLURMSCALE_BENCH_BIN: another build of slurmscale, for a bench to measure beside
         // this one in the same minute (an older commit's, say).
         let bin = std::env::var_os("SLURMSCALE_BENCH_BIN").map_or_else(
             || PathBuf::from(env!("CARGO_BIN_EXE_slurmscale")),
             PathBuf::from,
         );
-        let mut cmd = Command::new(bin);
+        Self::start_command(Command::new(bin), args, envs)
+    }
+
+    /// `start`, of `cmd` (another slurmscale binary, or one run under an emulator with its
+    /// leading arguments) with `args` after what it has.
+    pub fn start_command(mut cmd: Command, args: &[&str], envs: &[(&str, &str)]) -> Self {
+        let port = free_port();
+        let log = std::env::temp_dir().join(format!("{}.log", unique("slurmscale")));
+        let stderr = std::fs::File::create(&log).expect("log file");
+        let listen = format!("127.0.0.1:{port}");
         cmd.args(args)
             .args(["--listen", &listen])
             .stdout(std::process::Stdio::null())
