@@ -24,6 +24,7 @@ case ${1:-} in
     fi
     rm -rf "$run_dir"
     mkdir -p "$run_dir/data"
+    # A fixed secret: the registry would make up one and warn that it did.
     cat >"$run_dir/config.yml" <<EOF
 version: 0.1
 log:
@@ -35,11 +36,11 @@ storage:
     enabled: true
 http:
   addr: 127.0.0.1:$port
+  secret: slurmscale-harness
 EOF
     /usr/bin/docker-registry serve "$run_dir/config.yml" >"$run_dir/registry.log" 2>&1 &
     echo $! >"$pidfile"
-    wait_for 20 curl -sf "http://127.0.0.1:$port/v2/" ||
-      die "registry did not answer on 127.0.0.1:$port: $(tail -n 5 "$run_dir/registry.log")"
+    wait_for 20 "the registry on 127.0.0.1:$port" curl -sf "http://127.0.0.1:$port/v2/"
     echo "SLURMSCALE_REGISTRY=127.0.0.1:$port" >"$run_dir/env"
     say "registry up: http://127.0.0.1:$port (env: $run_dir/env)"
     ;;
