@@ -94,7 +94,7 @@ say "pushed $image ($digest): linux/amd64 and linux/arm64"
 # The chart, its default image the one just pushed.
 staged=$(mktemp -d)
 trap 'rm -rf "$staged"' EXIT
-cp -r $chart "$staged/"
+cp -rL $chart "$staged/" # its dashboards are a link to the repository's
 repo=$registry/slurmscale
 sed -i "/^image:/,/^[^ #]/s|^  repository: .*|  repository: $repo|" "$staged/slurmscale/values.yaml"
 grep -q "^  repository: $repo$" "$staged/slurmscale/values.yaml" ||
