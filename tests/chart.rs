@@ -250,6 +250,90 @@ fn the_autoscaler_alone_serves_the_exporter_metrics_when_asked() {
     );
 }
 
+/// `exporter.slurmUser`: the exporter reads as its own Slurm user while the autoscaler keeps
+/// `slurm.user` — signing for it with the same key (jwtKey), or from a second Token that
+/// slurm-operator keeps for it (slinkyToken); a given token (mode token) cannot, and says so.
+#[test]
+fn the_exporter_reads_as_its_own_slurm_user_when_given_one() {
+    let (_, values) = values_sets().remove(0);
+    let env = |d: &Value, name: &str| -> Option<String> {
+        (d["spec"]["template"]["spec"]["containers"][0]["env"]
+            .as_array()?
+            .iter())
+        .find(|e| e["name"] == name)
+        .and_then(|e| e["value"].as_str().map(str::to_string))
+    };
+    let secret = |d: &Value| -> Option<String> {
+        (d["spec"]["template"]["spec"]["volumes"].as_array()?.iter())
+            .find(|v| v["name"] == "slurm-auth")
+            .and_then(|v| v["secret"]["secretName"].as_str().map(str::to_string))
+    };
+    let with = |extra: &[&str]| {
+        let mut v = values.clone();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        objects(&render("slurm", &v))
+    };
+
+    let objs = with(&["--set", "exporter.slurmUser=reader"]);
+    let (e, a) = (
+        find(&objs, "Deployment", "-exporter").unwrap(),
+        find(&objs, "Deployment", "-autoscaler").unwrap(),
+    );
+    assert_eq!(env(e, "SLURM_USER").as_deref(), Some("reader"));
+    assert_eq!(env(a, "SLURM_USER").as_deref(), Some("slurm"));
+    assert!(
+        env(e, "SLURM_JWT_KEY_FILE").is_some(),
+        "the exporter signs its own tokens"
+    );
+    assert_eq!(secret(e), secret(a), "with the same key");
+
+    let objs = with(&[
+        "--set",
+        "slurm.auth.mode=slinkyToken",
+        "--set",
+        "exporter.slurmUser=reader",
+    ]);
+    let tokens: Vec<(&str, &str)> = (objs.iter())
+        .filter(|o| o["kind"] == "Token")
+        .map(|t| {
+            (
+                t["metadata"]["name"].as_str().unwrap(),
+                t["spec"]["username"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        tokens,
+        [("slurmscale", "slurm"), ("slurmscale-exporter", "reader")],
+        "a Token per user"
+    );
+    let (e, a) = (
+        find(&objs, "Deployment", "-exporter").unwrap(),
+        find(&objs, "Deployment", "-autoscaler").unwrap(),
+    );
+    assert_eq!(secret(e).as_deref(), Some("slurmscale-exporter-jwt-reader"));
+    assert_eq!(secret(a).as_deref(), Some("slurmscale-jwt-slurm"));
+    assert_eq!(env(e, "SLURM_USER").as_deref(), Some("reader"));
+
+    let mut token = values.clone();
+    token.extend(
+        [
+            "--set",
+            "slurm.auth.mode=token",
+            "--set",
+            "exporter.slurmUser=reader",
+        ]
+        .map(String::from),
+    );
+    let mut args = vec!["template", "slurmscale", "charts/slurmscale"];
+    args.extend(token.iter().map(String::as_str));
+    let (ok, _, all) = helm(&args);
+    assert!(
+        !ok && all.contains("a token given in mode token is one user's"),
+        "{all}"
+    );
+}
+
 #[test]
 fn the_rbac_grants_least_privilege() {
     let (_, values) = values_sets().remove(0);

@@ -1,7 +1,9 @@
 //! The command line as a site uses it, against the real Slurm 22.05: the token in the
 //! variable Slurm's own commands read still works but is called deprecated (never echoed),
 //! the metrics page moves with `--web.telemetry-path`, and `--no-collector.node` drops the
-//! per-node series a 10,000-node cluster would be mostly made of.
+//! per-node series a 10,000-node cluster would be mostly made of; `slurmscale check` tells a
+//! working exporter from a broken one; and on all three real Slurms the exporter reads
+//! everything as a user with no privileges.
 
 mod support;
 
@@ -129,4 +131,81 @@ async fn check_tells_a_working_exporter_from_a_broken_one_and_logs_are_logfmt() 
             .contains("msg=\"serving /metrics, /healthz, /readyz\"")
     );
     assert!(!good.logs().contains(&token));
+}
+
+/// The exporter needs no administrator (docs/security.md, "Least privilege"): signing for a
+/// user neither slurmctld nor slurmdbd made one (`nobody`, in no association), it reads every
+/// endpoint of each real Slurm that it reads as SlurmUser, each answering well.
+#[tokio::test]
+async fn the_exporter_reads_everything_as_a_user_without_privileges() {
+    let checks = SlurmCluster::all().into_iter().map(|cluster| async move {
+        let key = cluster.key_file.to_string_lossy().into_owned();
+        let start = |user: &str| {
+            Process::start(
+                &[
+                    "exporter",
+                    "--no-kubernetes",
+                    "--interval",
+                    "2s",
+                    "--jwt-key-file",
+                    &key,
+                ],
+                &[
+                    ("SLURM_REST_URL", &cluster.url),
+                    ("SLURM_USER", user),
+                    ("SLURM_CLUSTER", &cluster.name),
+                ],
+            )
+        };
+        let (admin, reader) = (start(&cluster.user), start("nobody"));
+        admin.wait_ready(Duration::from_secs(60)).await;
+        reader.wait_ready(Duration::from_secs(60)).await;
+        // Two collections at least, so every endpoint (accounting's among them) was asked.
+        support::wait_until(Duration::from_secs(60), || async {
+            let mut done = true;
+            for p in [&admin, &reader] {
+                let n = p
+                    .metrics()
+                    .await
+                    .get("slurm_exporter_collections_total", &[]);
+                done &= n.is_some_and(|n| n >= 2.0);
+            }
+            done
+        })
+        .await;
+        // Each endpoint read, and whether its last answer was good.
+        let endpoints = |m: &support::Metrics| -> Vec<(String, f64)> {
+            let mut e: Vec<(String, f64)> = (m.0.iter())
+                .filter(|(n, _, _)| n == "slurm_exporter_endpoint_up")
+                .flat_map(|(_, l, v)| {
+                    l.iter()
+                        .filter(|(k, _)| k == "endpoint")
+                        .map(|(_, e)| (e.clone(), *v))
+                })
+                .collect();
+            e.sort_by(|x, y| x.0.cmp(&y.0));
+            e
+        };
+        let (a, r) = (admin.metrics().await, reader.metrics().await);
+        let flavor = &cluster.flavor;
+        let all_up =
+            |e: &[(String, f64)]| e.iter().map(|(n, _)| (n.clone(), 1.0)).collect::<Vec<_>>();
+        assert_eq!(
+            endpoints(&a),
+            all_up(&endpoints(&a)),
+            "{flavor}: SlurmUser's"
+        );
+        assert_eq!(
+            endpoints(&r),
+            all_up(&endpoints(&a)),
+            "{flavor}: what nobody reads\n{}",
+            reader.logs()
+        );
+        assert_eq!(r.get("slurm_exporter_up", &[]), Some(1.0), "{flavor}");
+        assert!(
+            r.get("slurm_nodes", &[]).is_some_and(|n| n > 0.0),
+            "{flavor}"
+        );
+    });
+    futures::future::join_all(checks).await;
 }

@@ -968,7 +968,10 @@ async fn the_job_list_follows_changes_without_full_fetches(flavor: &str) {
     let resyncs = (since.elapsed().as_secs() / 30) as f64;
     assert!(
         requests(&m, "full") <= full + 2.0 * resyncs + 1.0,
-        "Slurm {flavor}: the whole list was read again to follow the workload:\n{}",
+        "Slurm {flavor}: the whole list was read again to follow the workload: {} full reads in {:?} (at most {}):\n{}",
+        requests(&m, "full"),
+        since.elapsed(),
+        full + 2.0 * resyncs + 1.0,
         exporter.logs()
     );
     assert!(

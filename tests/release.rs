@@ -217,9 +217,11 @@ async fn the_chart_installs_from_the_registry_with_the_pushed_image() {
     ]);
     assert!(ok, "helm show chart: {said}");
     assert!(said.contains(&format!("appVersion: {VERSION}")), "{said}");
+    // The release named after its namespace: the chart's ClusterRoles are named after the
+    // release, and other tests install theirs on the same Kubernetes.
     let (ok, said) = helm(&[
         "install",
-        "slurmscale",
+        &ns,
         &chart,
         "--version",
         VERSION,
@@ -262,7 +264,7 @@ async fn the_chart_installs_from_the_registry_with_the_pushed_image() {
         ],
         "both components on the pushed image"
     );
-    let (ok, said) = helm(&["uninstall", "slurmscale", "--namespace", &ns, "--wait"]);
+    let (ok, said) = helm(&["uninstall", &ns, "--namespace", &ns, "--wait"]);
     assert!(ok, "helm uninstall: {said}");
 }
 

@@ -111,10 +111,7 @@ third=(env "SLURMSCALE_RUN=$run-3" SLURMSCALE_PORT_BASE_2205=25800
 fourth=(env "SLURMSCALE_RUN=$run-4" SLURMSCALE_PORT_BASE_2205=23800
   SLURMSCALE_PORT_BASE_2411=24800 SLURMSCALE_PORT_BASE_2605=12800 SLURMSCALE_KUBE_PORT_BASE=29000)
 trap 'tests/harness/down.sh; "${second[@]}" tests/harness/down.sh; "${third[@]}" tests/harness/down.sh; "${fourth[@]}" tests/harness/down.sh; release_core "$busy_pid"' EXIT
-# The operator's copy needs no Slurm 22.05.
-tests/harness/slurm.sh 26.05 start
-tests/harness/slurm.sh 24.11 start
-tests/harness/kube.sh start
+tests/harness/up.sh
 "${second[@]}" tests/harness/up.sh
 "${third[@]}" env SLURMSCALE_KUBE_WITH=keda tests/harness/up.sh
 "${fourth[@]}" tests/harness/up.sh

@@ -74,7 +74,27 @@ topologySpreadConstraints:
 
 {{/* The Token slurm-operator keeps (mode slinkyToken), and the Secret it writes it to. */}}
 {{- define "slurmscale.tokenName" -}}
-{{- include "slurmscale.fullname" . -}}
+{{- .Values.slurm.tokenName | default (include "slurmscale.fullname" .) -}}
+{{- end -}}
+
+{{/*
+The context the exporter's Slurm credentials are rendered in: the release's, with slurm.user
+replaced by exporter.slurmUser when that is set (and, in mode slinkyToken, a Token of its own).
+Only these two modes can: a token given in mode token is one user's.
+*/}}
+{{- define "slurmscale.exporterValues" -}}
+{{- $v := deepCopy .Values -}}
+{{- with .Values.exporter.slurmUser -}}
+{{- if $.Values.slurm.clusters -}}
+{{- fail "exporter.slurmUser does not apply with slurm.clusters: give each cluster's entry the user and credentials the exporter reads with" -}}
+{{- end -}}
+{{- if eq $.Values.slurm.auth.mode "token" -}}
+{{- fail "exporter.slurmUser needs slurm.auth.mode jwtKey or slinkyToken: a token given in mode token is one user's" -}}
+{{- end -}}
+{{- $_ := set $v.slurm "user" . -}}
+{{- $_ := set $v.slurm "tokenName" (printf "%s-exporter" (include "slurmscale.fullname" $)) -}}
+{{- end -}}
+{{- toYaml $v -}}
 {{- end -}}
 
 {{- define "slurmscale.secretName" -}}
