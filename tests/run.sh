@@ -83,11 +83,11 @@ slow_day 1 all
 #   host's; Slinky's slurmd pods listen on 6818, this copy's slurmd port) for real_node.rs:
 #   the README's install and Slinky's own slurmd pods. And two sites (kube.sh site-start:
 #   Slinky's chart with a site's values, and a Slurm 26.05 and a 24.11 on the slurm.conf the
-#   operator renders for them) for site.rs, which runs beside the other two (its own
-#   namespaces, Slurms and Leases; mostly waiting on jobs and pods). Once they are done and
-#   the operator and the node are stopped, the calibration replay (on this copy's 24.11): it
-#   compares real slurmctld's waits with the simulator's to the second, and the operator's
-#   real pods beside it made them drift.
+#   operator renders for them) for site.rs. One after the other: their pods must come up
+#   within Slurm's timeouts, and beside each other on a busy machine they once did not. Once
+#   they are done and the operator and the node are stopped, the calibration replay (on this
+#   copy's 24.11): it compares real slurmctld's waits with the simulator's to the second, and
+#   the operator's real pods beside it made them drift.
 # * The second: the autoscaler's end-to-end tests and the long queue (which waits for
 #   slurmctld's 30-second count of its jobs) drive their partitions for minutes.
 # * The third: the tests that stop and start their copy's servers (restarts.rs: slurmctld, the
@@ -96,7 +96,6 @@ slow_day 1 all
 #   then the load (100,000 jobs), after them, as it loads the machine.
 # * The fourth: everything else.
 with_operator=(operator real_node site)
-beside_operator=(site)
 after_operator=(calibration)
 apart=(autoscaler_e2e long_queue)
 alone=(keda restarts slurm_planned)
@@ -133,26 +132,12 @@ for f in tests/*.rs exporter/tests/*.rs autoscaler/tests/*.rs; do
   [[ " ${apart[*]} ${alone[*]} ${after_alone[*]} ${with_operator[*]} ${after_operator[*]} " == *" $name "* ]] ||
     rest+=(--test "$name")
 done
-operator_tests=() beside_tests=()
-for name in "${with_operator[@]}"; do
-  if [[ " ${beside_operator[*]} " == *" $name "* ]]; then
-    beside_tests+=(--test "$name")
-  else
-    operator_tests+=(--test "$name")
-  fi
-done
 operator_log=$(mktemp) apart_log=$(mktemp) alone_log=$(mktemp)
 (
   status=0
   if tests/harness/kube.sh operator-start && tests/harness/kube.sh node-start &&
     tests/harness/kube.sh site-start; then
-    beside_log=$(mktemp)
-    cargo test --locked --no-fail-fast "${beside_tests[@]}" >"$beside_log" 2>&1 &
-    beside_pid=$!
-    cargo test --locked --no-fail-fast "${operator_tests[@]}" || status=1
-    wait "$beside_pid" || status=1
-    echo "beside them (${beside_operator[*]}):"
-    cat "$beside_log" && rm -f "$beside_log"
+    cargo test --locked --no-fail-fast "${with_operator[@]/#/--test=}" || status=1
   else
     status=1
   fi
