@@ -212,12 +212,19 @@ async fn until(
                 .collect()
         })
         .unwrap_or_default();
+    // What the site's pods did (the harness's stand-in for their kubelet): pods up, down,
+    // replaced, records deleted.
+    let pods_log = support::run_dir().join(format!("kube/log/operator-pods-{}.log", c.flavor));
+    let pods = std::fs::read_to_string(&pods_log).unwrap_or_default();
+    let pods: Vec<&str> = pods.lines().rev().take(40).collect();
     panic!(
-        "{what}: not within {within:?}\nsqueue:\n{}\nsinfo:\n{}\nautoscalers:\n{}\nautoscaler logs:\n{}",
+        "{what}: not within {within:?}\nsqueue:\n{}\nsinfo:\n{}\nautoscalers:\n{}\nautoscaler logs:\n{}\nthe pods ({}, last 40 lines):\n{}",
         c.run("squeue", &["-o", "%i %P %T %r %N %C %b %f"]),
         c.run("sinfo", &["-N", "-a"]),
         statuses.join("\n"),
-        a.logs()
+        a.logs(),
+        pods_log.display(),
+        pods.into_iter().rev().collect::<Vec<_>>().join("\n")
     );
 }
 
