@@ -139,24 +139,7 @@ async fn check_tells_a_working_exporter_from_a_broken_one_and_logs_are_logfmt() 
 #[tokio::test]
 async fn the_exporter_reads_everything_as_a_user_without_privileges() {
     let checks = SlurmCluster::all().into_iter().map(|cluster| async move {
-        let key = cluster.key_file.to_string_lossy().into_owned();
-        let start = |user: &str| {
-            Process::start(
-                &[
-                    "exporter",
-                    "--no-kubernetes",
-                    "--interval",
-                    "2s",
-                    "--jwt-key-file",
-                    &key,
-                ],
-                &[
-                    ("SLURM_REST_URL", &cluster.url),
-                    ("SLURM_USER", user),
-                    ("SLURM_CLUSTER", &cluster.name),
-                ],
-            )
-        };
+        let start = |user: &str| support::slurm_exporter(Process::command(), &cluster, user);
         let (admin, reader) = (start(&cluster.user), start("nobody"));
         admin.wait_ready(Duration::from_secs(60)).await;
         reader.wait_ready(Duration::from_secs(60)).await;

@@ -15,7 +15,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
-use support::{Process, SlurmCluster};
+use support::SlurmCluster;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -163,23 +163,7 @@ async fn the_arm64_binary_from_the_pushed_image_serves_metrics_under_emulation()
     cmd.arg("-L")
         .arg(&root)
         .arg(root.join("usr/local/bin/slurmscale"));
-    let key = cluster.key_file.to_string_lossy().into_owned();
-    let exporter = Process::start_command(
-        cmd,
-        &[
-            "exporter",
-            "--no-kubernetes",
-            "--interval",
-            "2s",
-            "--jwt-key-file",
-            &key,
-        ],
-        &[
-            ("SLURM_REST_URL", &cluster.url),
-            ("SLURM_USER", &cluster.user),
-            ("SLURM_CLUSTER", &cluster.name),
-        ],
-    );
+    let exporter = support::slurm_exporter(cmd, &cluster, &cluster.user);
     exporter.wait_ready(Duration::from_secs(90)).await;
     let m = exporter.metrics().await;
     assert_eq!(

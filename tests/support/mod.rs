@@ -391,13 +391,17 @@ pub struct Process {
 impl Process {
     /// Runs `slurmscale <args>` with `envs`, listening on a fresh port (`--listen` is added).
     pub fn start(args: &[&str], envs: &[(&str, &str)]) -> Self {
-        // SLURMSCALE_BENCH_BIN: another build of slurmscale, for a bench to measure beside
-        // this one in the same minute (an older commit's, say).
+        Self::start_command(Self::command(), args, envs)
+    }
+
+    /// The slurmscale this run tests. SLURMSCALE_BENCH_BIN: another build of slurmscale,
+    /// for a bench to measure beside this one in the same minute (an older commit's, say).
+    pub fn command() -> Command {
         let bin = std::env::var_os("SLURMSCALE_BENCH_BIN").map_or_else(
             || PathBuf::from(env!("CARGO_BIN_EXE_slurmscale")),
             PathBuf::from,
         );
-        Self::start_command(Command::new(bin), args, envs)
+        Command::new(bin)
     }
 
     /// `start`, of `cmd` (another slurmscale binary, or one run under an emulator with its
@@ -493,6 +497,29 @@ pub fn exporter(cluster: &SlurmCluster, kubeconfig: &Path) -> Process {
         &[
             ("SLURM_REST_URL", &cluster.url),
             ("SLURM_USER", &cluster.user),
+            ("SLURM_CLUSTER", &cluster.name),
+        ],
+    )
+}
+
+/// `slurmscale exporter` run by `cmd` ([`Process::command`], or a build under an emulator)
+/// against `cluster` alone, no Kubernetes, polling every 2 s and signing its tokens for
+/// `user` with the cluster's key.
+pub fn slurm_exporter(cmd: Command, cluster: &SlurmCluster, user: &str) -> Process {
+    let key = cluster.key_file.to_string_lossy().into_owned();
+    Process::start_command(
+        cmd,
+        &[
+            "exporter",
+            "--no-kubernetes",
+            "--interval",
+            "2s",
+            "--jwt-key-file",
+            &key,
+        ],
+        &[
+            ("SLURM_REST_URL", &cluster.url),
+            ("SLURM_USER", user),
             ("SLURM_CLUSTER", &cluster.name),
         ],
     )

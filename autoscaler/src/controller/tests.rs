@@ -1355,13 +1355,27 @@ async fn a_new_leader_makes_the_reload_its_predecessor_left_pending() {
     }
 }
 
+/// slurmctld's `/diag` since its statistics began at `since`, after `reconfigures`
+/// `REQUEST_RECONFIGURE` calls: what says which configuration it runs.
+fn diag_after(since: i64, reconfigures: u64) -> slurmscale_exporter::model::Diag {
+    use slurmscale_exporter::model::{Diag, RpcStat};
+    Diag {
+        stats_since: Some(since),
+        rpcs: vec![RpcStat {
+            name: "REQUEST_RECONFIGURE".into(),
+            count: reconfigures,
+            total_seconds: 0.0,
+        }],
+        ..Diag::default()
+    }
+}
+
 /// Resumed records are refreshed (DRAIN, RESUME) once each time slurmctld reloads, at once
 /// when the reload happened while this replica led. One that took the lead after an unknown
 /// past refreshes them only once a schedulable job has waited a minute: a refresh of records
 /// slurmctld still plans on requeues a job allocated to them in between (seen on 22.05).
 #[tokio::test]
 async fn slurm_planned_refreshes_resumed_records_once_each_time_slurmctld_reloads() {
-    use slurmscale_exporter::model::{Diag, RpcStat};
     let rig = planned_rig(json!({}), 0);
     // Ordinals 0 and 2 were resumed after their pods went (not heard from since).
     let resumed = "IDLE+CLOUD+POWERED_DOWN+NOT_RESPONDING";
@@ -1380,15 +1394,7 @@ async fn slurm_planned_refreshes_resumed_records_once_each_time_slurmctld_reload
             jobs.succeed(at(t), Duration::from_millis(5), Some(data));
             snap.jobs = jobs;
         }
-        let diag = Diag {
-            stats_since: Some(since),
-            rpcs: vec![RpcStat {
-                name: "REQUEST_RECONFIGURE".into(),
-                count: reconfigures,
-                total_seconds: 0.0,
-            }],
-            ..Diag::default()
-        };
+        let diag = diag_after(since, reconfigures);
         snap.diag
             .succeed(at(t), Duration::from_millis(5), Some(diag));
         rig.at(t);
@@ -1486,22 +1492,13 @@ async fn slurm_planned_refreshes_at_once_for_a_reload_seen_after_taking_the_lead
 /// resumed and unheard, a look later; a record resumed after the reload is not.
 #[tokio::test]
 async fn slurm_planned_refreshes_a_record_resumed_just_before_a_reload_seen_a_look_later() {
-    use slurmscale_exporter::model::{Diag, RpcStat};
     let rig = planned_rig(json!({}), 0);
     let left = "DOWN+CLOUD+DRAIN+POWERED_DOWN:Pod is terminating";
     let resumed = "IDLE+CLOUD+POWERED_DOWN+NOT_RESPONDING";
     // `/nodes` as read at `nodes_at`, `/diag` at `t` after `reconfigures` reconfigures.
     let look = |nodes_at: u64, t: u64, states: [&str; 4], reconfigures: u64| {
         let mut snap = planned_snapshot(at(nodes_at), states);
-        let diag = Diag {
-            stats_since: Some(1_000),
-            rpcs: vec![RpcStat {
-                name: "REQUEST_RECONFIGURE".into(),
-                count: reconfigures,
-                total_seconds: 0.0,
-            }],
-            ..Diag::default()
-        };
+        let diag = diag_after(1_000, reconfigures);
         snap.diag
             .succeed(at(t), Duration::from_millis(5), Some(diag));
         rig.at(t);
