@@ -271,6 +271,14 @@ fn unlisted_busy(
     partitions: &[&crate::model::Partition],
     own: Option<&str>,
 ) -> u64 {
+    // Every poll of every autoscaler passes here: no allocation while each node a job runs on
+    // is listed (node names are unique), which is all the time but after a restart.
+    let listed_running = (nodes.iter())
+        .filter(|n| jobs.running_on.contains_key(n.name.as_str()))
+        .count();
+    if listed_running == jobs.running_on.len() {
+        return 0;
+    }
     let shown: std::collections::HashSet<&str> = nodes.iter().map(|n| &*n.name).collect();
     let unlisted: Vec<&str> = jobs
         .running_on
@@ -278,9 +286,6 @@ fn unlisted_busy(
         .map(|n| &**n)
         .filter(|n| !shown.contains(n))
         .collect();
-    if unlisted.is_empty() {
-        return 0;
-    }
     // The partitions' node lists, expanded once (only here: a restart is rare).
     let listed: std::collections::HashSet<String> = match own {
         Some(_) => Default::default(),
