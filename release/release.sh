@@ -60,6 +60,7 @@ say "release $version ($revision) to $registry"
 
 # Each architecture: its binary and image, built under its own local name, then the tarball
 # and the SBOM. The binary in the tarball is the one in the image.
+# The target each SBOM describes.
 declare -A triples=([amd64]=x86_64-unknown-linux-gnu [arm64]=aarch64-unknown-linux-gnu)
 local_images=()
 for arch in amd64 arm64; do
@@ -67,11 +68,10 @@ for arch in amd64 arm64; do
   SLURMSCALE_IMAGE=$local_image SLURMSCALE_IMAGE_ARCH=$arch SLURMSCALE_IMAGE_PROFILE=$profile \
     tests/harness/image.sh >/dev/null
   local_images+=("$local_image")
-  bin=$CARGO_TARGET_DIR/$profile/slurmscale
-  [ $arch = amd64 ] || bin=$CARGO_TARGET_DIR/${triples[$arch]}/$profile/slurmscale
   name=slurmscale-$version-linux-$arch
   mkdir -p "$out/$name"
-  cp "$bin" LICENSE README.md CHANGELOG.md "$out/$name/"
+  # From the build context image.sh just laid out for this image (the next one replaces it).
+  cp "$CARGO_TARGET_DIR/image-context/rootfs/usr/local/bin/slurmscale" LICENSE README.md CHANGELOG.md "$out/$name/"
   tar -C "$out" --sort=name --owner=0 --group=0 --numeric-owner \
     --mtime="@$(git log -1 --format=%ct)" -czf "$out/$name.tar.gz" "$name"
   rm -rf "$out/$name"
