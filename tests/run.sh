@@ -100,6 +100,15 @@ after_operator=(calibration)
 apart=(autoscaler_e2e long_queue)
 alone=(keda restarts slurm_planned)
 after_alone=(load)
+# * Beside them all, the release procedure itself (release/release.sh) up to the push: both
+#   architectures' binaries (the test-image profile: the release's code without LTO) and
+#   images, SBOMs, checksums, pushed with the chart to the fourth copy's registry on loopback;
+#   then release.rs pulls them back, installs the chart from there on the fourth copy's
+#   Kubernetes and runs the arm64 binary under qemu. It is mostly compiling (the arm64 build:
+#   about 2 minutes after a change to the libraries, 8 on a fresh machine) while the tests
+#   mostly wait, so it runs at the lowest CPU priority, on the cycles the tests leave idle,
+#   instead of before them.
+after_release=(release)
 # Their ports stay below the kernel's ephemeral range (32768 and up here), where an outgoing
 # connection could hold a port a slurmd is about to bind.
 run=${SLURMSCALE_RUN:-/tmp/slurmscale-harness}
@@ -115,24 +124,24 @@ tests/harness/up.sh
 "${third[@]}" env SLURMSCALE_KUBE_WITH=keda tests/harness/up.sh
 "${fourth[@]}" tests/harness/up.sh
 
-# The release procedure itself (release/release.sh), up to the push: both architectures'
-# binaries (the test-image profile: the release's code without LTO) and images, SBOMs,
-# checksums, pushed with the chart to a registry on loopback; tests/release.rs pulls them
-# back, installs the chart from there and runs the arm64 binary under qemu.
-phase "rehearse the release (linux/amd64 and linux/arm64) to a loopback registry"
 "${fourth[@]}" tests/harness/registry.sh start
-"${fourth[@]}" release/release.sh --registry "$("${fourth[@]}" tests/harness/registry.sh env | cut -d= -f2)" \
-  --plain-http --profile test-image --out "$run-4/release"
 
-phase "tests"
+phase "tests (with the release rehearsed beside them)"
 shopt -s nullglob
 rest=()
 for f in tests/*.rs exporter/tests/*.rs autoscaler/tests/*.rs; do
   name=$(basename "$f" .rs)
-  [[ " ${apart[*]} ${alone[*]} ${after_alone[*]} ${with_operator[*]} ${after_operator[*]} " == *" $name "* ]] ||
+  [[ " ${apart[*]} ${alone[*]} ${after_alone[*]} ${with_operator[*]} ${after_operator[*]} ${after_release[*]} " == *" $name "* ]] ||
     rest+=(--test "$name")
 done
-operator_log=$(mktemp) apart_log=$(mktemp) alone_log=$(mktemp)
+operator_log=$(mktemp) apart_log=$(mktemp) alone_log=$(mktemp) release_log=$(mktemp)
+(
+  registry=$("${fourth[@]}" tests/harness/registry.sh env | cut -d= -f2)
+  "${fourth[@]}" nice -n 19 release/release.sh --registry "$registry" --plain-http \
+    --profile test-image --out "$run-4/release" &&
+    "${fourth[@]}" cargo test --locked --no-fail-fast "${after_release[@]/#/--test=}"
+) >"$release_log" 2>&1 &
+release_pid=$!
 (
   status=0
   if tests/harness/kube.sh operator-start && tests/harness/kube.sh node-start &&
@@ -168,6 +177,9 @@ cat "$apart_log" && rm -f "$apart_log"
 wait "$alone_pid" || status=1
 say "the third copy's tests (${alone[*]}, then ${after_alone[*]}):"
 cat "$alone_log" && rm -f "$alone_log"
+wait "$release_pid" || status=1
+say "the release rehearsal (release/release.sh to the fourth copy's registry), then ${after_release[*]}:"
+cat "$release_log" && rm -f "$release_log"
 [ "$status" = 0 ] || die "tests failed (output above)"
 phase ""
 say "all tests passed"
