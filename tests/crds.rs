@@ -8,7 +8,10 @@ use slurmscale_autoscaler::crd::NodeSetAutoscaler;
 use slurmscale_exporter::k8s::crd;
 
 fn check(path: &str, rendered: String) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(path);
+    // The checkout this `cargo test` runs in (a shared target dir may hold a build from another).
+    let root = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
+    let path = root.join(path);
     if std::env::var_os("SLURMSCALE_UPDATE_CRDS").is_some() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, &rendered).unwrap();

@@ -4,8 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
+/// The package's directory as the running `cargo test` says: a target dir shared by two
+/// checkouts may hold this binary built from the other, with the other's path compiled in.
 fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
 }
 
 /// Every file of the repository (not build output, not git's own).

@@ -112,8 +112,12 @@ async fn a_slurmctld_restart_is_no_reason_to_scale_down() {
     for flavor in ["24.11", "22.05"] {
         let cluster = SlurmCluster::get(flavor);
         let s = setup(&cluster, false).await;
-        // Every decision logged (what it saw busy and pending), for a failure to show.
-        let decisions = ["--log", "info,slurmscale_autoscaler::controller::act=debug"];
+        // Every decision logged (what it saw busy and pending), and how its job list followed
+        // the restart, for a failure to show.
+        let decisions = [
+            "--log",
+            "info,slurmscale_autoscaler::controller::act=debug,slurmscale_exporter::collect::jobs=debug",
+        ];
         let a = autoscaler(&cluster, &s.ns, &decisions);
         let e = exporter(&cluster, &cluster.key_file);
         a.wait_ready(Duration::from_secs(30)).await;
@@ -220,7 +224,9 @@ async fn a_slurmctld_restart_is_no_reason_to_scale_down() {
         // free up one by one, and the NodeSet may go down in steps.
         assert!(
             events(&s, "ScaledDown").await.is_empty(),
-            "{flavor}: a scale-down while the job ran\n{}",
+            "{flavor}: a scale-down while the job ran\nsqueue:\n{}\nsinfo:\n{}\n{}",
+            cluster.run("squeue", &["-o", "%i %T %N"]),
+            cluster.run("sinfo", &["-N"]),
             a.logs()
         );
         cluster.run("scancel", &[&job]);

@@ -295,7 +295,12 @@ mod tests {
     /// The example in the repo loads: three clusters, each with its own credentials.
     #[test]
     fn the_example_config_loads() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/config/clusters.yaml");
+        // The checkout this `cargo test` runs in (a shared target dir may hold a build from another).
+        let dir = std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(
+            || env!("CARGO_MANIFEST_DIR").into(),
+            std::path::PathBuf::from,
+        );
+        let path = dir.join("../examples/config/clusters.yaml");
         let (clusters, interval) = load(&path).unwrap();
         assert_eq!(interval, Some(Duration::from_secs(30)));
         let names: Vec<&str> = clusters.iter().map(|c| c.name.as_str()).collect();

@@ -31,8 +31,11 @@ pub fn run_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/tmp/slurmscale-harness"))
 }
 
+/// The package's directory as the running `cargo test` says: a target dir shared by two
+/// checkouts may hold this binary built from the other, with the other's path compiled in.
 pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
 }
 
 /// README.md's CRD upgrade step as written there (`kubectl apply … charts/slurmscale/crds/`),

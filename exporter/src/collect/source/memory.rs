@@ -70,6 +70,11 @@ pub struct World {
     /// Ids whose record the next `/job/{id}` does not show (listed all the same), as if
     /// the search for new ids passed them before they were given out.
     pub late: BTreeSet<u64>,
+    /// Requests answered so far (`/diag` through the source included).
+    pub requests: usize,
+    /// A job is submitted just before each of these requests (by their index in
+    /// [`World::requests`]) is answered: any point of an interleaving, chosen by a test.
+    pub submit_before: BTreeSet<usize>,
 }
 
 /// A slurmctld behind slurmrestd, with `/jobs/state/` (v0.0.40 on) or without (v0.0.38).
@@ -201,6 +206,17 @@ impl Slurmctld {
         self.with(|w| std::mem::take(&mut w.asked))
     }
 
+    /// Counts a request about to be answered; submits a job first where the test asked.
+    fn request(&self) {
+        let submit = self.with(|w| {
+            w.requests += 1;
+            w.submit_before.remove(&(w.requests - 1))
+        });
+        if submit {
+            self.submit("cpu");
+        }
+    }
+
     fn table<'a>(jobs: impl Iterator<Item = (&'a u64, &'a Job)>) -> JobTable {
         let mut t = JobTable::default();
         for (id, j) in jobs {
@@ -240,6 +256,7 @@ impl JobSource for Slurmctld {
     /// Accounting knows every id from `accounted_from` on: a job slurmctld still has in
     /// its state, one it has forgotten as completed.
     fn accounted(&self, ids: &[u64]) -> impl Future<Output = Result<Vec<StateEntry>>> + Send {
+        self.request();
         let known = self.with(|w| {
             w.asked.push("accounting");
             let from = w.accounted_from.ok_or_else(|| crate::Error::Http {
@@ -269,6 +286,7 @@ impl JobSource for Slurmctld {
     }
 
     fn job(&self, id: u64) -> impl Future<Output = Result<Option<JobTable>>> + Send {
+        self.request();
         let arrives = self.with(|w| {
             let now = w.submit_on_search > 0 && id == w.last_id + 1;
             w.submit_on_search -= usize::from(now);
@@ -293,6 +311,7 @@ impl JobSource for Slurmctld {
         &self,
         only: &[u64],
     ) -> impl Future<Output = Result<Option<Vec<StateEntry>>>> + Send {
+        self.request();
         if only.is_empty() {
             for _ in 0..self.with(|w| std::mem::take(&mut w.submit_on_listing)) {
                 self.submit("cpu");
@@ -316,6 +335,7 @@ impl JobSource for Slurmctld {
     }
 
     fn diag(&self) -> impl Future<Output = Result<Option<Diag>>> + Send {
+        self.request();
         std::future::ready(Ok(Some(Slurmctld::diag(self))))
     }
 
@@ -324,6 +344,7 @@ impl JobSource for Slurmctld {
         &self,
         since: Option<i64>,
     ) -> impl Future<Output = Result<Outcome<JobTable>>> + Send {
+        self.request();
         let outcome = self.with(|w| {
             w.asked.push("jobs");
             if since.is_some_and(|s| s >= w.last_update) {

@@ -635,3 +635,59 @@ async fn accounting_back_after_the_recheck_makes_a_long_list_read_id_by_id_again
     assert_eq!(effort.full_fetches, 0);
     assert_eq!(pending(&jobs), 21);
 }
+
+/// Jobs keep coming while a long list is read id by id without accounting (one a step, as
+/// a site's users submit), and one more comes just before some request of the read — each
+/// request in turn, every interleaving the read can meet: once exact, the list holds every
+/// live job, none lost between two looks.
+#[tokio::test]
+async fn a_job_coming_before_any_request_of_a_read_id_by_id_is_never_lost() {
+    async fn run(before: &[usize], held_count: bool) -> usize {
+        let slurm = long_queue(true, 40);
+        slurm.with(|w| {
+            w.accounted_from = None;
+            w.submit_before.extend(before.iter().copied());
+        });
+        if held_count {
+            slurm.count_now();
+        }
+        let mut t = bounded(10);
+        for i in 0..40 {
+            if i < 15 {
+                slurm.submit("cpu");
+            }
+            if held_count && i % 10 == 9 {
+                slurm.count_now();
+            }
+            // Steps of a read or two while the list is read, then ordinary ones.
+            let interval = if t.has_table { STEP } else { Duration::ZERO };
+            t.step(&slurm, Some(&slurm.diag()), interval).await.unwrap();
+        }
+        if held_count {
+            slurm.count_now();
+        }
+        // A step is exact as of its `/diag`: a job that came during it shows in the next.
+        let mut jobs = t.build();
+        for _ in 0..50 {
+            jobs = step(&mut t, &slurm).await.0;
+            if t.has_table && jobs.uncertain.exact() && pending(&jobs) == slurm.live().0 {
+                return slurm.with(|w| w.requests);
+            }
+        }
+        panic!(
+            "a job coming before request {before:?} (slurmctld's count held: {held_count}) was \
+             lost: {} of {} pending jobs listed, {:?}",
+            pending(&jobs),
+            slurm.live().0,
+            jobs.uncertain
+        );
+    }
+    for held_count in [false, true] {
+        let requests = run(&[], held_count).await;
+        for k in 0..requests + 10 {
+            for d in 1..6 {
+                run(&[k, k + d], held_count).await;
+            }
+        }
+    }
+}
