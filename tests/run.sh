@@ -62,7 +62,11 @@ cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 phase "build tests"
-cargo test --workspace --locked --no-run
+# What it built, by name (tests/harness/test-binaries.py), for tests/harness/run-tests.sh.
+tests_list=$(mktemp)
+cargo test --workspace --locked --no-run --message-format=json-render-diagnostics |
+  tests/harness/test-binaries.py >"$tests_list"
+[ -s "$tests_list" ] || die "the test build listed no test binary"
 
 # The binary and the image tests/image.rs runs (rebuilt only when they changed): the
 # release build without link-time optimisation, which only a release needs.
@@ -118,7 +122,7 @@ third=(env "SLURMSCALE_RUN=$run-3" SLURMSCALE_PORT_BASE_2205=25800
   SLURMSCALE_PORT_BASE_2411=26800 SLURMSCALE_PORT_BASE_2605=28800 SLURMSCALE_KUBE_PORT_BASE=27000)
 fourth=(env "SLURMSCALE_RUN=$run-4" SLURMSCALE_PORT_BASE_2205=23800
   SLURMSCALE_PORT_BASE_2411=24800 SLURMSCALE_PORT_BASE_2605=12800 SLURMSCALE_KUBE_PORT_BASE=29000)
-trap 'tests/harness/down.sh; "${second[@]}" tests/harness/down.sh; "${third[@]}" tests/harness/down.sh; "${fourth[@]}" tests/harness/down.sh; release_core "$busy_pid"' EXIT
+trap 'tests/harness/down.sh; "${second[@]}" tests/harness/down.sh; "${third[@]}" tests/harness/down.sh; "${fourth[@]}" tests/harness/down.sh; release_core "$busy_pid"; rm -f "$tests_list"' EXIT
 tests/harness/up.sh
 "${second[@]}" tests/harness/up.sh
 "${third[@]}" env SLURMSCALE_KUBE_WITH=keda tests/harness/up.sh
@@ -127,48 +131,45 @@ tests/harness/up.sh
 "${fourth[@]}" tests/harness/registry.sh start
 
 phase "tests (with the release rehearsed beside them)"
-shopt -s nullglob
+# Every test binary but those named above (the unit tests' too) runs on the fourth copy.
 rest=()
-for f in tests/*.rs exporter/tests/*.rs autoscaler/tests/*.rs; do
-  name=$(basename "$f" .rs)
+while IFS=$'\t' read -r name _; do
   [[ " ${apart[*]} ${alone[*]} ${after_alone[*]} ${with_operator[*]} ${after_operator[*]} ${after_release[*]} " == *" $name "* ]] ||
-    rest+=(--test "$name")
-done
+    rest+=("$name")
+done <"$tests_list"
 operator_log=$(mktemp) apart_log=$(mktemp) alone_log=$(mktemp) release_log=$(mktemp)
 (
   registry=$("${fourth[@]}" tests/harness/registry.sh env | cut -d= -f2)
-  # A target dir of its own: cargo locks the one it builds in, and the tests' cargo would
-  # wait on this build, which runs on idle cycles only.
-  "${fourth[@]}" CARGO_TARGET_DIR="$CARGO_TARGET_DIR-release" nice -n 19 release/release.sh \
-    --registry "$registry" --plain-http --profile test-image --out "$run-4/release" &&
-    "${fourth[@]}" cargo test --locked --no-fail-fast "${after_release[@]/#/--test=}"
+  "${fourth[@]}" nice -n 19 release/release.sh --registry "$registry" --plain-http \
+    --profile test-image --out "$run-4/release" &&
+    "${fourth[@]}" tests/harness/run-tests.sh "$tests_list" "${after_release[@]}"
 ) >"$release_log" 2>&1 &
 release_pid=$!
 (
   status=0
   if tests/harness/kube.sh operator-start && tests/harness/kube.sh node-start &&
     tests/harness/kube.sh site-start; then
-    cargo test --locked --no-fail-fast "${with_operator[@]/#/--test=}" || status=1
+    tests/harness/run-tests.sh "$tests_list" "${with_operator[@]}" || status=1
   else
     status=1
   fi
   tests/harness/kube.sh node-stop || status=1
   tests/harness/kube.sh operator-stop || status=1
-  cargo test --locked --no-fail-fast "${after_operator[@]/#/--test=}" || status=1
+  tests/harness/run-tests.sh "$tests_list" "${after_operator[@]}" || status=1
   exit $status
 ) >"$operator_log" 2>&1 &
 operator_pid=$!
-"${second[@]}" cargo test --locked --no-fail-fast "${apart[@]/#/--test=}" >"$apart_log" 2>&1 &
+"${second[@]}" tests/harness/run-tests.sh "$tests_list" "${apart[@]}" >"$apart_log" 2>&1 &
 apart_pid=$!
 (
   status=0
-  "${third[@]}" cargo test --locked --no-fail-fast "${alone[@]/#/--test=}" || status=1
-  "${third[@]}" cargo test --locked --no-fail-fast "${after_alone[@]/#/--test=}" || status=1
+  "${third[@]}" tests/harness/run-tests.sh "$tests_list" "${alone[@]}" || status=1
+  "${third[@]}" tests/harness/run-tests.sh "$tests_list" "${after_alone[@]}" || status=1
   exit $status
 ) >"$alone_log" 2>&1 &
 alone_pid=$!
 status=0
-"${fourth[@]}" cargo test --workspace --locked --no-fail-fast --lib --bins "${rest[@]}" || status=1
+"${fourth[@]}" tests/harness/run-tests.sh "$tests_list" "${rest[@]}" || status=1
 cargo test --workspace --locked --doc || status=1
 wait "$operator_pid" || status=1
 say "the first copy's tests, of the real slurm-operator (${with_operator[*]}), then ${after_operator[*]}:"
