@@ -483,6 +483,9 @@ async fn without_accounting(cluster: &SlurmCluster, key: &str, submit: &dyn Fn(&
         &[
             "exporter",
             "--no-kubernetes",
+            // How the list was read and followed, step by step, for a failure to show.
+            "--log",
+            "info,slurmscale_exporter::collect::jobs=debug",
             "--interval",
             "2s",
             "--jwt-key-file",
