@@ -335,9 +335,13 @@ async fn slurmrestd_down_then_back() {
     );
 
     cluster.harness(&["restd-stop"]);
+    // Until a ping has failed too: slurmrestd may stop between a collection's ping and its
+    // other requests, and that ping's answer stands until the next.
     let down = wait_until(Duration::from_secs(20), || async {
         let m = exporter.metrics().await;
-        errors_of(&m, "jobs", "connect") > 0.0 && m.get("slurm_exporter_up", &[]) == Some(0.0)
+        errors_of(&m, "jobs", "connect") > 0.0
+            && m.get("slurm_exporter_up", &[]) == Some(0.0)
+            && m.get("slurm_exporter_endpoint_up", &[("endpoint", "ping")]) == Some(0.0)
     })
     .await;
     let logs = exporter.logs();

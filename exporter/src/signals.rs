@@ -251,10 +251,24 @@ pub fn partition_signals(
         Some(t) => *t,
         None => takes.job(j),
     };
+    // However its nodes show, a job running in the partition holds as many as it was given:
+    // never fewer busy than the widest one. The node-by-node count above can miss them (a
+    // restarted slurmctld shows nodes idle, unknown or not at all, and a job record may not
+    // name its nodes while they are rebuilt), and a miss there would scale running work away.
+    // Only where the partition is the NodeSet's alone: a job in a partition several NodeSets
+    // share may be on another's nodes.
+    let widest = (listed.iter())
+        .filter(|_| own.is_none())
+        .filter_map(|p| jobs.partitions.get(&*p.name))
+        .map(|c| c.running_nodes_max)
+        .max()
+        .unwrap_or(0);
+    let total_nodes = members.len() as u64 + hidden;
+    let counted =
+        members.iter().filter(busy).count() as u64 + unlisted_busy(jobs, nodes, &listed, own);
     Ok(PartitionSignals {
-        busy_nodes: members.iter().filter(busy).count() as u64
-            + unlisted_busy(jobs, nodes, &listed, own),
-        total_nodes: members.len() as u64 + hidden,
+        busy_nodes: counted.max(widest.min(total_nodes)),
+        total_nodes,
         demand: demand_of(jobs, partitions, max_nodes, Some(&room), &take),
         shape,
         shape_source,
@@ -496,9 +510,18 @@ mod tests {
         s.nodes.data = Some(std::sync::Arc::new(without));
         assert_eq!(signals(&s), 1, "c2 runs its job, unlisted");
         s.nodes.data = Some(listed);
-        // Without the job, the same node is idle.
+        // The job's record names no node (or none the partition lists): the job still holds
+        // one of the partition's nodes, and the NodeSet keeps it.
         let mut jobs = (**s.jobs.data.as_ref().unwrap()).clone();
         jobs.running_on.clear();
+        s.jobs.data = Some(std::sync::Arc::new(jobs.clone()));
+        assert_eq!(
+            signals(&s),
+            1,
+            "a job runs in the partition, its nodes not named"
+        );
+        // Without the job, the same node is idle.
+        jobs.partitions.get_mut("cpu").unwrap().running_nodes_max = 0;
         s.jobs.data = Some(std::sync::Arc::new(jobs));
         assert_eq!(signals(&s), 0);
     }

@@ -241,6 +241,7 @@ impl JobCounts {
         self.cpus_alloc = self.cpus_alloc.saturating_add(cpus);
         self.gpus_alloc = self.gpus_alloc.saturating_add(gpus);
         self.nodes_alloc = self.nodes_alloc.saturating_add(nodes);
+        self.running_nodes_max = self.running_nodes_max.max(nodes);
     }
 
     /// A pending job: held or not, its reason (one `Arc` shared by every count it lands

@@ -516,6 +516,9 @@ pub struct JobCounts {
     pub cpus_alloc: u64,
     pub gpus_alloc: u64,
     pub nodes_alloc: u64,
+    /// The widest running job's nodes: at least this many of the partition's nodes are busy,
+    /// whatever the node list or the job's own node list says.
+    pub running_nodes_max: u64,
     /// Node counts over pending job records: min/max, all and without held ones.
     pub pending_nodes_max: Option<u64>,
     pub pending_nodes_min: Option<u64>,
