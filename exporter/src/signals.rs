@@ -251,29 +251,32 @@ pub fn partition_signals(
         Some(t) => *t,
         None => takes.job(j),
     };
-    // However its nodes show, a job running in the partition holds as many as it was given:
-    // never fewer busy than the widest one. The node-by-node count above can miss them (a
-    // restarted slurmctld shows nodes idle, unknown or not at all, and a job record may not
-    // name its nodes while they are rebuilt), and a miss there would scale running work away.
-    // Only where the partition is the NodeSet's alone: a job in a partition several NodeSets
-    // share may be on another's nodes.
-    let widest = (listed.iter())
-        .filter(|_| own.is_none())
-        .filter_map(|p| jobs.partitions.get(&*p.name))
-        .map(|c| c.running_nodes_max)
-        .max()
-        .unwrap_or(0);
     let total_nodes = members.len() as u64 + hidden;
     let counted =
         members.iter().filter(busy).count() as u64 + unlisted_busy(jobs, nodes, &listed, own);
     Ok(PartitionSignals {
-        busy_nodes: counted.max(widest.min(total_nodes)),
+        busy_nodes: counted.max(widest_running(jobs, &listed, own).min(total_nodes)),
         total_nodes,
         demand: demand_of(jobs, partitions, max_nodes, Some(&room), &take),
         shape,
         shape_source,
         as_of,
     })
+}
+
+/// However its nodes show, a job running in a partition holds as many as it was given: the
+/// busy nodes are never fewer than the widest one's. The node-by-node count can miss them (a
+/// restarted slurmctld shows nodes idle, unknown or not at all, and a job record may not name
+/// its nodes while they are rebuilt), and a miss there would scale running work away. Only
+/// where the partitions are the NodeSet's alone (`own` unnamed): a job in a partition several
+/// NodeSets share may be on another's nodes.
+fn widest_running(jobs: &Jobs, partitions: &[&crate::model::Partition], own: Option<&str>) -> u64 {
+    (partitions.iter())
+        .filter(|_| own.is_none())
+        .filter_map(|p| jobs.partitions.get(&*p.name))
+        .map(|c| c.running_nodes_max)
+        .max()
+        .unwrap_or(0)
 }
 
 /// Nodes of `partitions` (of NodeSet `own`, where named) that a running job is on but `/nodes`
