@@ -271,8 +271,10 @@ pub fn partition_signals(
 /// where the partitions are the NodeSet's alone (`own` unnamed): a job in a partition several
 /// NodeSets share may be on another's nodes.
 fn widest_running(jobs: &Jobs, partitions: &[&crate::model::Partition], own: Option<&str>) -> u64 {
+    if own.is_some() {
+        return 0;
+    }
     (partitions.iter())
-        .filter(|_| own.is_none())
         .filter_map(|p| jobs.partitions.get(&*p.name))
         .map(|c| c.running_nodes_max)
         .max()

@@ -6,7 +6,7 @@
 #   tests/harness/run-tests.sh LIST NAME...     (NAME: `golden`, `slurmscale_exporter (lib)`)
 #
 # tests/run.sh's four parts run their tests this way instead of each starting a cargo, which
-# checks the whole workspace again while the others wait on its lock (20 to 60 s each).
+# checks the whole workspace again while the others wait on its lock (20 to 66 s each).
 source "$(dirname "$0")/common.sh"
 list=${1:?usage: $0 LIST NAME...}
 shift
