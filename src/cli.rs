@@ -685,8 +685,9 @@ pub struct SimulateArgs {
     #[arg(long, value_parser = duration)]
     pub boot_time: Option<Duration>,
     /// Policies to compare: of a NodeSet (default: builtin, keda, keda-desired, power-save,
-    /// slurm-planned, static; builtin-just-in-time when named), or with --pods, ways of sharing the pool (default: builtin,
-    /// static, static-best, slurm-first, first-come, oracle). Comma-separated.
+    /// slurm-planned, static; builtin-just-in-time and slurm-planned-just-in-time when
+    /// named), or with --pods, ways of sharing the pool (default: builtin, static,
+    /// static-best, slurm-first, first-come, oracle). Comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub policies: Vec<String>,
     /// A Kubernetes pod log to replay with the jobs on one pool shared by Slurm and

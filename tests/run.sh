@@ -93,7 +93,9 @@ slow_day 1 all
 #   copy's 24.11): it compares real slurmctld's waits with the simulator's to the second, and
 #   the operator's real pods beside it made them drift.
 # * The second: the autoscaler's end-to-end tests and the long queue (which waits for
-#   slurmctld's 30-second count of its jobs) drive their partitions for minutes.
+#   slurmctld's 30-second count of its jobs) drive their partitions for minutes; then booting
+#   just in time for slurmctld's plan (a slurm-planned NodeSet waiting out a job's limit;
+#   its stand-in operator must not meet the real one of the first copy).
 # * The third: the tests that stop and start their copy's servers (restarts.rs: slurmctld, the
 #   kube-apiserver; slurm_planned.rs: slurmctld while nodes power up, and it waits out
 #   SuspendTime) and KEDA's (KEDA's operator and metrics adapter run beside that copy only);
@@ -101,7 +103,7 @@ slow_day 1 all
 # * The fourth: everything else.
 with_operator=(operator real_node site)
 after_operator=(calibration)
-apart=(autoscaler_e2e long_queue)
+apart=(autoscaler_e2e long_queue just_in_time)
 alone=(keda restarts slurm_planned)
 after_alone=(load)
 # * Beside them all, the release procedure itself (release/release.sh) up to the push: both

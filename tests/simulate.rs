@@ -58,7 +58,22 @@ fn json_rows_carry_every_policy_with_the_documented_keys() {
     );
     for r in rows {
         assert_eq!(r["jobs"], 10);
-        assert_eq!(r.as_object().unwrap().len(), 14, "{r}");
+        // A NodeSet following slurmctld's power requests also says which jobs waited a boot.
+        let planned = r["policy"] == "slurm-planned";
+        assert_eq!(
+            r.as_object().unwrap().len(),
+            14 + usize::from(planned),
+            "{r}"
+        );
+        if planned {
+            let waits = &r["boot_waits"];
+            assert!(
+                waits["jobs"].as_u64().unwrap() > 0,
+                "from zero, a job waits: {r}"
+            );
+            assert!(waits["p95_s"].as_f64().unwrap() >= 90.0, "one boot: {r}");
+            assert_eq!(waits["early_power_ups"], 0, "not booting just in time: {r}");
+        }
         let idle_waiting = r["idle_waiting_node_hours"].as_f64().unwrap();
         assert!(
             idle_waiting <= r["idle_node_hours"].as_f64().unwrap(),

@@ -181,11 +181,14 @@ pub struct NodeSetAutoscalerSpec {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PlannedJobs {
-    /// `AtSubmit` (default): at once, as for any pending job. `JustInTime`: only where new
-    /// nodes start the job sooner than Slurm's plan, and then one boot time (and
-    /// `marginSeconds`) before they can — not while the nodes it also needs are still busy;
-    /// no boot where the plan starts it as soon. Until a boot time is known (learned or
-    /// `bootTimeSeconds`), as `AtSubmit`.
+    /// `AtSubmit` (default): at once, as for any pending job (in mode `SlurmPlanned`, when
+    /// slurmctld starts it and powers its nodes up). `JustInTime`: only where new nodes
+    /// start the job sooner than Slurm's plan, and then one boot time (and `marginSeconds`)
+    /// before they can — not while the nodes it also needs are still busy; no boot where
+    /// the plan starts it as soon. In mode `SlurmPlanned`: the powered-down records
+    /// slurmctld plans a job on are powered up one boot time (and `marginSeconds`) before
+    /// its planned start (the partition's `SuspendTime` must be longer). Until a boot time
+    /// is known (learned or `bootTimeSeconds`), as `AtSubmit`.
     #[serde(default)]
     pub boot: PlannedBoot,
     /// How long before the job can start a node booted for it is to be ready (default 30,

@@ -90,6 +90,10 @@ pub enum Recorded {
     Resume {
         node: String,
     },
+    /// A powered-down record told to power up.
+    PowerUp {
+        node: String,
+    },
     /// A Slurm node record, as `scontrol create` takes it.
     Create {
         conf: String,
@@ -352,6 +356,13 @@ impl SlurmNodes for Fake {
         self.world()
             .writes
             .push(Recorded::Resume { node: node.into() });
+        Ok(())
+    }
+
+    async fn power_up(&self, _: &str, _: ApiVersion, node: &str) -> Result<()> {
+        self.world()
+            .writes
+            .push(Recorded::PowerUp { node: node.into() });
         Ok(())
     }
 

@@ -80,6 +80,9 @@ pub enum Write {
     /// DRAIN Slurm nodes with this reason, then RESUME them (only where slurmctld plans on
     /// none of them: the DRAIN requeues a job allocated there meanwhile).
     Refresh(&'static str),
+    /// POWER_UP Slurm nodes (powered-down CLOUD records): slurmctld asks for them as it
+    /// does for a job it starts on them, and powers them down again after `SuspendTime` idle.
+    PowerUp,
     /// Mark the target's pods on these Kubernetes nodes to go first on the next scale-in.
     MarkPodsOn,
     /// Mark these pods of the target, by name, to go first on the next scale-in.
@@ -89,7 +92,10 @@ pub enum Write {
 impl Write {
     /// A write to Slurm's nodes (the others are to Kubernetes' pods).
     pub fn is_slurm(self) -> bool {
-        matches!(self, Self::Drain(_) | Self::Resume | Self::Refresh(_))
+        matches!(
+            self,
+            Self::Drain(_) | Self::Resume | Self::Refresh(_) | Self::PowerUp
+        )
     }
 
     /// A deletion cost set on pods, for the next scale-in.

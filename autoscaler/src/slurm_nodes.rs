@@ -1,4 +1,4 @@
-//! Draining and resuming Slurm nodes, creating the records of a NodeSet's nodes
+//! Draining, resuming and powering up Slurm nodes, creating the records of a NodeSet's nodes
 //! ([`crate::records`]) and the one reconfigure some Slurm releases need after that — the
 //! only Slurm writes slurmscale makes — behind the
 //! [`SlurmNodes`] trait, so the controller's colocated path runs on an in-memory Slurm in
@@ -46,6 +46,15 @@ pub trait SlurmNodes: Send + Sync + 'static {
 
     /// RESUME `node` of `cluster`.
     fn resume(
+        &self,
+        cluster: &str,
+        version: ApiVersion,
+        node: &str,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// POWER_UP `node` of `cluster`: a powered-down CLOUD record slurmctld then powers up
+    /// (its `ResumeProgram`, `POWERING_UP`) as for a job it allocated there.
+    fn power_up(
         &self,
         cluster: &str,
         version: ApiVersion,
@@ -123,6 +132,13 @@ impl SlurmNodes for SlurmNodeWriters {
             .await
     }
 
+    async fn power_up(&self, cluster: &str, version: ApiVersion, node: &str) -> Result<()> {
+        let writer = self.get(cluster)?;
+        self.leadership
+            .fence("Slurm node power-up", writer.power_up(version, node))
+            .await
+    }
+
     async fn create(&self, cluster: &str, version: ApiVersion, record: &Record) -> Result<()> {
         let writer = self.get(cluster)?;
         self.leadership
@@ -193,6 +209,20 @@ impl SlurmNodeWriter {
             Err(e) if e.to_string().contains("Invalid node state specified") => Ok(()),
             other => other,
         }
+    }
+
+    /// POWER_UP. slurmctld accepts it on a node already up or powering up, and leaves it so.
+    pub async fn power_up(&self, version: ApiVersion, node: &str) -> Result<()> {
+        if !version.updates_nodes() {
+            return self
+                .scontrol(&[&format!("nodename={node}"), "state=power_up"])
+                .await;
+        }
+        let body = json!({"state": ["POWER_UP"]});
+        Ok(self
+            .client
+            .post_json(version, &format!("node/{node}"), &body)
+            .await?)
     }
 
     /// Creates a node record: REST `new/node` where the API has it (v0.0.44, Slurm 25.11

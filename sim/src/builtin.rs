@@ -5,7 +5,8 @@
 //! Nothing of the decision is re-implemented here. On a [`Mode::Planned`] partition it runs
 //! `mode: SlurmPlanned` (the `slurm-planned` row): the controller reads slurmctld's power
 //! requests from `/nodes` and the NodeSet's pods by name, and its writes — replicas, the
-//! pods marked to go, RESUMEs — are carried out here, with slurm-operator's pod order.
+//! pods marked to go, RESUMEs, power-ups ahead of a planned start — are carried out here,
+//! with slurm-operator's pod order.
 //!
 //! It runs on the replay's [`Driver`]: the NodeSet and its slurmctld are the [`World`] it is
 //! shown and whose writes land in, and [`Polls`] (every event watched) skips the 2 s polls
@@ -45,6 +46,8 @@ pub struct Builtin {
     /// What the controller is shown of the NodeSet and slurmctld.
     nodeset: NodeSet,
     desired: u32,
+    /// Booting just in time for Slurm's plan: it looks again when the plans move.
+    just_in_time: bool,
 }
 
 /// The NodeSet's pod selector in a slurm-planned replay.
@@ -124,6 +127,7 @@ impl Builtin {
                 },
             },
             desired: cluster.replicas(),
+            just_in_time: spec.planned_jobs.boot == PlannedBoot::JustInTime,
         }
     }
 
@@ -222,6 +226,11 @@ impl World for OnCluster<'_> {
                     cluster.resume_record(i, now);
                 }
             }
+            Recorded::PowerUp { node } => {
+                if let Some(i) = slot(node) {
+                    cluster.power_up_record(i, now);
+                }
+            }
             Recorded::MarkPods { pods } => marked.extend(pods.iter().filter_map(|p| slot(p))),
             Recorded::UnmarkPods { pods } => {
                 for i in pods.iter().filter_map(|p| slot(p)) {
@@ -277,9 +286,11 @@ impl Scaler for Builtin {
 
     fn look(&mut self, now: i64, cluster: &mut Cluster) -> Option<u32> {
         let inputs = match self.nodeset.planned {
-            // slurmctld decides: only its requests and the pods move the controller.
+            // slurmctld decides: only its requests and the pods move the controller, and
+            // booting just in time, its plans.
             Some(_) => Counts {
                 power_changes: cluster.counts.power_changes,
+                plan_changes: cluster.counts.plan_changes * u64::from(self.just_in_time),
                 ..Counts::default()
             },
             // A policy that reads the plans looks again after each backfill pass.

@@ -222,6 +222,7 @@ impl PoolWorld {
             }
             Recorded::Create { .. }
             | Recorded::Reconfigure
+            | Recorded::PowerUp { .. }
             | Recorded::MarkPods { .. }
             | Recorded::UnmarkPods { .. }
             | Recorded::Event { .. } => {}

@@ -70,18 +70,22 @@ pub enum Policy {
     KedaDesired,
     PowerSave,
     SlurmPlanned,
+    /// `slurm-planned` booting just in time for slurmctld's plan (records powered up one
+    /// boot ahead of a planned start). Not among the policies replayed by default.
+    SlurmPlannedJustInTime,
     Static,
 }
 
 impl Policy {
-    /// Every policy: the default replays all but `builtin-just-in-time`.
-    pub const ALL: [Policy; 7] = [
+    /// Every policy: the default replays all but the two just-in-time ones.
+    pub const ALL: [Policy; 8] = [
         Self::Builtin,
         Self::BuiltinJustInTime,
         Self::Keda,
         Self::KedaDesired,
         Self::PowerSave,
         Self::SlurmPlanned,
+        Self::SlurmPlannedJustInTime,
         Self::Static,
     ];
 
@@ -89,7 +93,12 @@ impl Policy {
     pub fn defaults() -> impl Iterator<Item = Policy> {
         Self::ALL
             .into_iter()
-            .filter(|p| *p != Self::BuiltinJustInTime)
+            .filter(|p| !matches!(p, Self::BuiltinJustInTime | Self::SlurmPlannedJustInTime))
+    }
+
+    /// A NodeSet that follows slurmctld's power requests (`mode: SlurmPlanned`).
+    pub fn follows_slurmctld(self) -> bool {
+        matches!(self, Self::SlurmPlanned | Self::SlurmPlannedJustInTime)
     }
 
     pub fn as_str(self) -> &'static str {
@@ -100,6 +109,7 @@ impl Policy {
             Self::KedaDesired => "keda-desired",
             Self::PowerSave => "power-save",
             Self::SlurmPlanned => "slurm-planned",
+            Self::SlurmPlannedJustInTime => "slurm-planned-just-in-time",
             Self::Static => "static",
         }
     }
@@ -177,6 +187,10 @@ pub struct Stats {
     pub bounded_slowdown_mean: f64,
     pub scale_ups: u64,
     pub scale_downs: u64,
+    /// Following slurmctld's power requests: records powered up ahead of a planned start,
+    /// and the waits of the jobs that waited for a node to boot after their start (sorted).
+    pub early_power_ups: u64,
+    pub boot_waits: Vec<i64>,
     /// Start times, by job (the order of the jobs given); `None` for a job the policy
     /// never gave nodes to.
     pub starts: Vec<Option<i64>>,

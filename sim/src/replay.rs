@@ -82,7 +82,7 @@ impl Policy {
             },
             // slurmctld plans on the NodeSet's absent nodes (CLOUD records) and the
             // autoscaler carries out its power-ups and power-downs.
-            Policy::SlurmPlanned => Mode::Planned(Requests {
+            Policy::SlurmPlanned | Policy::SlurmPlannedJustInTime => Mode::Planned(Requests {
                 suspend_after: opts.suspend_time,
                 interval: POWER_SAVE_INTERVAL,
                 check_every: PERIODIC_CHECK,
@@ -107,7 +107,7 @@ impl Policy {
                 cluster,
                 opts.every_poll,
             )),
-            Policy::BuiltinJustInTime => {
+            Policy::BuiltinJustInTime | Policy::SlurmPlannedJustInTime => {
                 let mut spec = opts.autoscaler.clone();
                 spec.planned_jobs.boot = PlannedBoot::JustInTime;
                 Box::new(builtin::Builtin::new(&spec, cluster, opts.every_poll))
@@ -375,6 +375,9 @@ impl Replay {
         );
         self.stats.scale_ups = self.cluster.scale_ups;
         self.stats.scale_downs = self.cluster.scale_downs;
+        self.stats.early_power_ups = self.cluster.early_power_ups;
+        self.stats.boot_waits = std::mem::take(&mut self.cluster.boot_waits);
+        self.stats.boot_waits.sort_unstable();
         let width = self.timeline.width as f64;
         for p in &mut self.timeline.points {
             p.provisioned /= width;

@@ -38,6 +38,21 @@ pub struct Row {
     /// where a plan moves earlier than the boot, or a wide job waits longer).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub later_than_builtin: Option<Later>,
+    /// Following slurmctld's power requests: the jobs that waited for a node to boot after
+    /// slurmctld started them (late boots), and the records powered up ahead of a plan.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub boot_waits: Option<BootWaits>,
+}
+
+/// Jobs that waited in CONFIGURING for powered-down nodes to boot, and how long.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct BootWaits {
+    pub jobs: u64,
+    pub p50_s: f64,
+    pub p95_s: f64,
+    pub max_s: f64,
+    /// Records powered up one boot ahead of the start slurmctld planned on them.
+    pub early_power_ups: u64,
 }
 
 /// Jobs one run started later than another, and by how much.
@@ -94,6 +109,7 @@ impl Row {
             scale_downs: s.scale_downs,
             not_replayed: BTreeMap::new(),
             later_than_builtin: None,
+            boot_waits: None,
             utilization: if s.node_seconds > 0.0 {
                 s.cpu_seconds / (s.node_seconds * f64::from(node_cpus))
             } else {
@@ -110,6 +126,13 @@ pub fn rows(runs: &[Run], node_cpus: u32) -> Vec<Row> {
             later_than_builtin: at_submit
                 .filter(|_| r.policy == Policy::BuiltinJustInTime)
                 .map(|base| Later::of(&r.stats, &base.stats)),
+            boot_waits: r.policy.follows_slurmctld().then(|| BootWaits {
+                jobs: r.stats.boot_waits.len() as u64,
+                p50_s: quantile(&r.stats.boot_waits, 0.50),
+                p95_s: quantile(&r.stats.boot_waits, 0.95),
+                max_s: r.stats.boot_waits.last().copied().unwrap_or(0) as f64,
+                early_power_ups: r.stats.early_power_ups,
+            }),
             ..Row::new(r.policy.as_str(), &r.stats, node_cpus)
         })
         .collect()
@@ -166,6 +189,18 @@ pub fn table(rows: &[Row]) -> String {
         );
     }
     for r in rows {
+        if let Some(b) = r.boot_waits {
+            let _ = writeln!(
+                out,
+                "{}: {} jobs waited for a node to boot after slurmctld started them (p50 {}, p95 {}, max {}); {} records powered up ahead of a planned start",
+                r.policy,
+                b.jobs,
+                human(b.p50_s),
+                human(b.p95_s),
+                human(b.max_s),
+                b.early_power_ups
+            );
+        }
         if let Some(l) = r.later_than_builtin {
             let _ = writeln!(
                 out,

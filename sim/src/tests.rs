@@ -303,6 +303,42 @@ fn slurm_planned_runs_the_controller_on_slurmctld_s_requests() {
     assert!((1..4).all(|i| c.node_view(i).unwrap().power == cluster::PowerFlag::PoweredDown));
 }
 
+/// Booting just in time on a slurm-planned NodeSet: job B (4 nodes) waits behind A (2 nodes,
+/// running to its limit at 1,120); slurmctld reserves A's two records and the two powered
+/// down ones for B at 1,120. With `plannedJobs.boot: JustInTime` (boot 90 s, margin 30 s)
+/// the autoscaler powers those two up at 1,000, so B starts at 1,120 on four nodes that are
+/// up; without, slurmctld powers them up at 1,120 and B waits for them until the check at
+/// 1,230. A waits one boot either way (no plan: it fit at once).
+#[test]
+fn slurm_planned_just_in_time_powers_up_the_reservation_one_lead_ahead() {
+    let run = |just_in_time: bool| {
+        let jobs: Vec<TraceJob> = vec![job(1, 1000, 1000, 2, 16), job(200, 100, 100, 4, 16)];
+        let planned = Mode::Planned(cluster::Requests {
+            suspend_after: 600,
+            interval: 10,
+            check_every: 30,
+        });
+        let mut c = Cluster::new(CPU16, 4, planned, SchedConfig::default(), jobs.into(), 1);
+        let mut opts = Options::new(CPU16, 4);
+        opts.autoscaler.boot_time_seconds = Some(90);
+        if just_in_time {
+            opts.autoscaler.planned_jobs.boot = slurmscale_autoscaler::crd::PlannedBoot::JustInTime;
+        }
+        let mut scaler = builtin::Builtin::new(&opts.autoscaler, &c, false);
+        let mut now = 0;
+        while !c.done() {
+            let next = [c.next_event(), scaler.wake()].into_iter().flatten();
+            now = next.filter(|&t| t > now).min().expect("something is due");
+            c.advance(now);
+            scaler.look(now, &mut c);
+            c.check();
+        }
+        (starts(&c), c.boot_waits.clone(), c.early_power_ups)
+    };
+    assert_eq!(run(false), (vec![120, 1230], vec![119, 110], 0));
+    assert_eq!(run(true), (vec![120, 1120], vec![119], 2));
+}
+
 #[test]
 fn power_saving_prefers_nodes_that_are_up() {
     // The first job's node is up when the second comes: the second shares it, no boot.

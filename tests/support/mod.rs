@@ -10,6 +10,7 @@ pub mod elastic;
 pub mod fault;
 pub mod kube_fault;
 pub mod load;
+pub mod planned;
 pub mod prometheus;
 pub mod secrets;
 

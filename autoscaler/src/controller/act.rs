@@ -100,9 +100,10 @@ impl Announced {
 }
 
 /// How long a mark has before the scale-in that relies on it: slurm-operator's pod cache
-/// follows the API server within milliseconds; a second is far beyond that, and less than
-/// the autoscaler's poll (2 s), so the scale-in comes at the next reconcile.
-pub const MARKS_SETTLE: Duration = Duration::from_secs(1);
+/// follows the API server within milliseconds when idle, but a second was once too little on
+/// a loaded machine (the real operator removed an unmarked pod). Two seconds is the
+/// autoscaler's poll, so the scale-in still comes at the next reconcile.
+pub const MARKS_SETTLE: Duration = Duration::from_secs(2);
 
 /// Missing node records are asked for again no sooner than this: slurmctld 22.05 answers
 /// `scontrol create` with success even when it refuses, so only later polls tell, and
@@ -356,6 +357,12 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Executor<'_, K, S, P> {
                     for node in &todo {
                         self.drain(node, why).await?;
                         self.resume(node).await?;
+                    }
+                }
+                Write::PowerUp => {
+                    let (cluster, version) = self.slurm()?;
+                    for node in &todo {
+                        self.seam.slurm.power_up(&cluster, version, node).await?;
                     }
                 }
                 Write::MarkPodsOn => marked = self.mark_to_go(PodsBy::Node(&todo)).await?,

@@ -120,6 +120,11 @@ pub struct Reading<'a> {
     /// The node records the target's pods need, where the spec keeps them.
     pub records: Option<&'a RecordsView>,
     pub pool: &'a dyn PoolReader,
+    /// When the observation is made.
+    pub now: SystemTime,
+    /// Seconds from asking for a node to a planned job starting on it, where the spec boots
+    /// for Slurm's plan just in time (`spec.plannedJobs`) and a boot time is known.
+    pub lead: Option<i64>,
 }
 
 impl<'a> Reading<'a> {

@@ -119,6 +119,8 @@ pub async fn observe<K: Kubernetes, S: SlurmNodes, P: PoolReader>(
             partitions: &partitions,
             records: records.as_ref(),
             pool: &ctl.seam.pool,
+            now,
+            lead,
         })
         .await?;
     Ok(Observation {

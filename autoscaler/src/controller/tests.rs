@@ -797,7 +797,7 @@ async fn a_pod_wanting_room_drains_a_node_then_its_pod_goes_first_and_replicas_d
     );
     assert_eq!(
         rig.on.controller.next_revisit(),
-        Some(at(3)),
+        Some(at(4)),
         "the controller asks to look again once the mark has settled"
     );
     // At once again (our own status write wakes the loop): still too soon, nothing new.
@@ -805,7 +805,7 @@ async fn a_pod_wanting_room_drains_a_node_then_its_pod_goes_first_and_replicas_d
         rig.reconcile().await.is_empty(),
         "nothing before the mark settles"
     );
-    rig.at(3);
+    rig.at(4);
     rig.slurm(drained_s2());
     let writes = rig.reconcile().await;
     assert_eq!(scales(&writes), [3]);
@@ -1029,14 +1029,14 @@ async fn a_release_given_up_before_its_scale_in_takes_its_mark_back() {
         (1, 0),
         "{writes:?}"
     );
-    rig.at(73);
-    rig.slurm(drained_s2(73));
+    rig.at(74);
+    rig.slurm(drained_s2(74));
     assert_eq!(scales(&rig.reconcile().await), [3]);
     // The pod goes; the plan no longer asks for its mark, which the scale-in spent.
     rig.fake
         .with(|w| w.pods.get_mut(SELECTOR).unwrap().remove("k2"));
-    rig.at(74);
-    rig.slurm(drained_s2(74));
+    rig.at(75);
+    rig.slurm(drained_s2(75));
     let writes = rig.reconcile().await;
     assert!(
         !writes
@@ -1089,7 +1089,7 @@ async fn a_pool_whose_scale_changed_meanwhile_plans_its_release_again() {
     );
     // Someone scaled the NodeSet to 5 between our read and our patch, a reconcile later.
     rig.fake.with(|w| w.races.push_back(5));
-    rig.at(1);
+    rig.at(2);
     let writes = [writes, rig.reconcile().await].concat();
     // The fifth replica has no pod on a pool node: lowering to 4 would remove that pending
     // pod (the operator removes unbound pods first) and keep k2's. One fewer than the pods
@@ -1211,7 +1211,7 @@ async fn slurm_planned_keeps_cloud_records_and_follows_exactly_the_nodes_slurmct
     let going = "IDLE+CLOUD+POWERING_DOWN";
     rig.slurm(planned_snapshot(at(6), ["MIXED+CLOUD", going, OFF, OFF]));
     let mut writes = rig.reconcile().await;
-    rig.at(7);
+    rig.at(8);
     writes.extend(rig.reconcile().await);
     let retired: Vec<&Recorded> = writes
         .iter()
@@ -1237,10 +1237,10 @@ async fn slurm_planned_keeps_cloud_records_and_follows_exactly_the_nodes_slurmct
     // is resumed, so slurmctld plans on it again. A record an administrator took down is
     // left alone.
     set_pods(&rig, &[(0, Ready)]);
-    rig.at(8);
+    rig.at(9);
     let left = "DOWN+CLOUD+DRAIN+POWERED_DOWN:Pod is terminating";
     let theirs = "DOWN+CLOUD+POWERED_DOWN:bad DIMM";
-    rig.slurm(planned_snapshot(at(8), ["MIXED+CLOUD", left, theirs, OFF]));
+    rig.slurm(planned_snapshot(at(9), ["MIXED+CLOUD", left, theirs, OFF]));
     let writes = rig.reconcile().await;
     assert!(scales(&writes).is_empty());
     assert!(
@@ -1267,13 +1267,146 @@ async fn slurm_planned_keeps_cloud_records_and_follows_exactly_the_nodes_slurmct
             .filter(|w| matches!(w, Recorded::Resume { .. }))
             .count()
     };
-    rig.at(9);
+    rig.at(10);
     let writes = rig.reconcile().await;
     assert_eq!(resumes(&writes), 0, "{writes:?}");
     assert!(events(&writes).is_empty(), "{writes:?}");
-    rig.at(10);
-    rig.slurm(planned_snapshot(at(10), ["MIXED+CLOUD", left, theirs, OFF]));
+    rig.at(11);
+    rig.slurm(planned_snapshot(at(11), ["MIXED+CLOUD", left, theirs, OFF]));
     assert_eq!(resumes(&rig.reconcile().await), 1);
+}
+
+/// Booting just in time for slurmctld's plan: a 4-node job planned to start at 600 s on two
+/// busy records and two powered-down ones. With a boot time of 60 s and a margin of 30 s the
+/// two powered-down records are powered up at 510 s, not at submit; slurmctld's own power-up
+/// request then scales the NodeSet as for any allocation. The power-up is said, counted,
+/// sent once, and the controller asks to look again when the next one is due.
+#[tokio::test]
+async fn slurm_planned_powers_up_planned_records_one_boot_ahead_of_their_start() {
+    use crate::pool::PodState::Ready;
+    let spec =
+        json!({"bootTimeSeconds": 60, "plannedJobs": {"boot": "JustInTime", "marginSeconds": 30}});
+    let rig = planned_rig(spec, 2);
+    set_pods(&rig, &[(0, Ready), (1, Ready)]);
+    let look = |t: u64, states: [&str; 4]| {
+        let mut snap = planned_snapshot(at(t), states);
+        let mut jobs = (*snap.jobs.data.clone().unwrap()).clone();
+        let mut job = snapshot(at(t), NODESET, vec![], &[4])
+            .jobs
+            .data
+            .unwrap()
+            .pending[0]
+            .clone();
+        job.planned_start = Some(slurmscale_exporter::model::PlannedStart {
+            start: at(600)
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap()
+                .as_secs() as i64,
+            nodes: (0..4)
+                .map(|i| Arc::from(format!("{NODESET}-{i}")))
+                .collect(),
+        });
+        jobs.pending = vec![job];
+        snap.jobs
+            .succeed(at(t), Duration::from_millis(5), Some(jobs));
+        rig.slurm(snap);
+    };
+    let busy = "MIXED+CLOUD";
+    let power_ups = |writes: &[Recorded]| -> Vec<String> {
+        writes
+            .iter()
+            .filter_map(|w| match w {
+                Recorded::PowerUp { node } => Some(node.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    // At submit, and until one lead (90 s) before the start: nothing is powered up.
+    rig.at(100);
+    look(100, [busy, busy, OFF, OFF]);
+    let writes = rig.reconcile().await;
+    assert!(power_ups(&writes).is_empty(), "{writes:?}");
+    assert!(scales(&writes).is_empty(), "{writes:?}");
+    assert_eq!(
+        rig.on.controller.next_revisit(),
+        Some(at(510)),
+        "looks again when due"
+    );
+    rig.at(509);
+    look(509, [busy, busy, OFF, OFF]);
+    assert!(power_ups(&rig.reconcile().await).is_empty());
+    // Due: the two powered-down records, not the busy ones; said in an Event.
+    rig.at(510);
+    look(510, [busy, busy, OFF, OFF]);
+    let writes = rig.reconcile().await;
+    assert_eq!(power_ups(&writes), ["elastic-2", "elastic-3"], "{writes:?}");
+    assert!(
+        scales(&writes).is_empty(),
+        "slurmctld asks for the pods: {writes:?}"
+    );
+    let said = events(&writes);
+    assert!(
+        said.iter().any(|(r, n)| *r == "PowerUp"
+            && n.contains("elastic-2, elastic-3")
+            && n.contains("job 1 (slurmctld plans its start in 90 s)")),
+        "{said:?}"
+    );
+    // Nodes not read again yet: not sent twice.
+    rig.at(511);
+    assert!(power_ups(&rig.reconcile().await).is_empty());
+    // slurmctld asks for them: the NodeSet grows as for any power-up.
+    rig.at(512);
+    let up = "IDLE+CLOUD+NOT_RESPONDING+POWERING_UP";
+    look(512, [busy, busy, up, up]);
+    let writes = rig.reconcile().await;
+    assert!(power_ups(&writes).is_empty(), "{writes:?}");
+    assert_eq!(scales(&writes), [4]);
+    let text = {
+        let m = rig.on.controller.metrics.lock().unwrap();
+        let (_, family) = (crate::metrics::FAMILIES.iter())
+            .find(|(n, _)| *n == "policy")
+            .unwrap();
+        crate::metrics::fixtures::render_of(*family, &m)
+    };
+    assert!(
+        text.lines().any(
+            |l| l.starts_with("slurmscale_slurm_planned_early_power_ups_total{")
+                && l.ends_with("} 2")
+        ),
+        "{text}"
+    );
+}
+
+/// Without `plannedJobs.boot: JustInTime`, a planned record is left for slurmctld to power
+/// up when it starts the job (the default), and no plan is read.
+#[tokio::test]
+async fn slurm_planned_powers_up_nothing_ahead_by_default() {
+    let rig = planned_rig(json!({"bootTimeSeconds": 60}), 0);
+    let mut snap = planned_snapshot(at(590), [OFF; 4]);
+    let mut jobs = (*snap.jobs.data.clone().unwrap()).clone();
+    let mut job = snapshot(at(0), NODESET, vec![], &[2])
+        .jobs
+        .data
+        .unwrap()
+        .pending[0]
+        .clone();
+    job.planned_start = Some(slurmscale_exporter::model::PlannedStart {
+        start: at(600)
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64,
+        nodes: vec![Arc::from(format!("{NODESET}-0"))],
+    });
+    jobs.pending = vec![job];
+    snap.jobs
+        .succeed(at(590), Duration::from_millis(5), Some(jobs));
+    rig.at(590);
+    rig.slurm(snap);
+    let writes = rig.reconcile().await;
+    assert!(
+        !writes.iter().any(|w| matches!(w, Recorded::PowerUp { .. })),
+        "{writes:?}"
+    );
 }
 
 /// Slurm 24.11.5 allocates no CLOUD record created after a dynamic node was deleted, and
@@ -1608,8 +1741,8 @@ async fn slurm_planned_moves_nothing_on_stale_data_or_while_the_nodeset_changes(
             .any(|w| matches!(w, Recorded::MarkPods { .. }))
     );
     assert!(scales(&writes).is_empty());
-    rig.at(101);
-    rig.slurm(planned_snapshot(at(101), ["MIXED+CLOUD", going, OFF, OFF]));
+    rig.at(102);
+    rig.slurm(planned_snapshot(at(102), ["MIXED+CLOUD", going, OFF, OFF]));
     assert_eq!(scales(&rig.reconcile().await), [1]);
 }
 

@@ -311,6 +311,11 @@ pub struct Cluster {
     planned_at: i64,
     pub scale_ups: u64,
     pub scale_downs: u64,
+    /// `Planned`: records the autoscaler powered up ahead of a planned start.
+    pub early_power_ups: u64,
+    /// `Planned`: how long each job that waited for a powered-down node to boot waited in
+    /// CONFIGURING, from its allocation to its run (seconds).
+    pub boot_waits: Vec<i64>,
 }
 
 impl Cluster {
@@ -402,6 +407,8 @@ impl Cluster {
             planned_at: start,
             scale_ups: 0,
             scale_downs: 0,
+            early_power_ups: 0,
+            boot_waits: Vec::new(),
         };
         match mode {
             Mode::Static => {

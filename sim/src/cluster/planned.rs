@@ -78,6 +78,28 @@ impl Cluster {
         self.schedule(now);
     }
 
+    /// `Planned`: POWER_UP on slot `i`'s powered-down record (the autoscaler booting for a
+    /// start slurmctld planned there): slurmctld asks for it at its next power-save pass, as
+    /// for a node it allocated, and it takes jobs meanwhile (they wait for it in
+    /// CONFIGURING). A record drained, not powered down, or already asked for is left as it is.
+    pub fn power_up_record(&mut self, i: u32, now: i64) {
+        let Mode::Planned(r) = self.mode else {
+            return;
+        };
+        if !self.off.remove(&i) {
+            return;
+        }
+        let n = &mut self.nodes[i as usize];
+        n.power = Power::Asked { posted: false };
+        if n.free_cpus > 0 {
+            self.free.insert((n.free_cpus, i));
+        }
+        // The write comes after this instant's pass (if one was due): the next one posts it.
+        self.requests.push(Reverse((grid(now + 1, r.interval), i)));
+        self.early_power_ups += 1;
+        self.power_touch(i);
+    }
+
     /// `Planned`: slot `i`'s pod is ready and its slurmd registers: the node is up
     /// (slurm-operator lifts its own scale-in DRAIN from a pod it keeps), and jobs
     /// allocated to it run once all their nodes are up, at slurmctld's next check.
@@ -111,10 +133,11 @@ impl Cluster {
             let up = |k: &u32| self.nodes[*k as usize].power == Power::Up;
             let waiting = self.outcomes[j].end == 0;
             if waiting
-                && self.running[j]
-                    .as_ref()
-                    .is_some_and(|r| r.nodes.iter().all(up))
+                && let Some(r) = self.running[j].as_ref()
+                && r.nodes.iter().all(up)
             {
+                let allocated = r.expected_end - self.jobs[j].limit as i64;
+                self.boot_waits.push(start - allocated);
                 self.run(j, start);
             }
         }

@@ -547,6 +547,7 @@ impl World for AtPoll<'_> {
             | Recorded::UnmarkPodsOn { .. }) => self.sim.apply_to_pool(w),
             Recorded::Create { .. }
             | Recorded::Reconfigure
+            | Recorded::PowerUp { .. }
             | Recorded::MarkPods { .. }
             | Recorded::UnmarkPods { .. }
             | Recorded::Event { .. } => {}

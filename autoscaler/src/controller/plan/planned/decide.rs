@@ -109,6 +109,9 @@ pub struct Ordinal {
     /// DRAIN or DOWN, whoever set it.
     pub drained: bool,
     pub pod: Option<PodState>,
+    /// The earliest start slurmctld plans for a pending job on the record, and the job (read
+    /// only when booting just in time).
+    pub planned: Option<(i64, u64)>,
 }
 
 impl Ordinal {
@@ -130,6 +133,7 @@ impl Ordinal {
             }),
             drained: node.is_some_and(|n| n.state.drain() || n.state.base == NodeBase::Down),
             pod,
+            planned: None,
         }
     }
 }
@@ -272,6 +276,47 @@ pub fn decide(
     d
 }
 
+/// Booting just in time for slurmctld's plan: the records to power up now, and when the
+/// next one is due.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Ahead {
+    /// Powered-down records, free of pods and drains, that a pending job is planned on
+    /// within one lead: powered up now, so the node is up when the job starts instead of
+    /// the job waiting a boot then.
+    pub power_up: Vec<usize>,
+    /// The jobs they are for, each with its planned start: `(job, start)`, earliest first.
+    pub jobs: Vec<(u64, i64)>,
+    /// When the next such record is one lead from its planned start (unix seconds).
+    pub next: Option<i64>,
+}
+
+/// Which of `ordinals` to power up at `now` (unix seconds) for a new node to be up `lead`
+/// seconds later, leaving out `skip` (records being refreshed). slurmctld powers up on its
+/// own a record it allocates; this only brings a planned one forward, and never takes a
+/// node away: a plan that moves later leaves the node idle until `SuspendTime`.
+pub fn ahead(ordinals: &[Ordinal], now: i64, lead: i64, skip: &[usize]) -> Ahead {
+    let mut a = Ahead::default();
+    for (i, o) in ordinals.iter().enumerate() {
+        let Some((start, job)) = o.planned else {
+            continue;
+        };
+        if o.power != Power::Off || o.pod.is_some() || o.drained || skip.contains(&i) {
+            continue;
+        }
+        let due = start - lead;
+        if due <= now {
+            a.power_up.push(i);
+            if !a.jobs.contains(&(job, start)) {
+                a.jobs.push((job, start));
+            }
+        } else {
+            a.next = Some(a.next.map_or(due, |n| n.min(due)));
+        }
+    }
+    a.jobs.sort_by_key(|&(job, start)| (start, job));
+    a
+}
+
 /// The ordinals `pick` accepts, lowest first.
 fn which(ordinals: &[Ordinal], pick: impl Fn(&Ordinal) -> bool) -> Vec<usize> {
     (0..ordinals.len())
@@ -291,7 +336,51 @@ mod tests {
             unheard: false,
             drained: false,
             pod,
+            planned: None,
         }
+    }
+
+    #[test]
+    fn planned_records_power_up_one_lead_before_their_start_and_no_sooner() {
+        let planned = |power, pod, start| Ordinal {
+            planned: Some((start, 7)),
+            ..ord(power, pod)
+        };
+        let o = [
+            // Busy until the job's start: slurmctld frees it then.
+            planned(Power::Busy, READY, 1_000),
+            // Powered down, planned on at 1,000: due at 1,000 - 120.
+            planned(Power::Off, None, 1_000),
+            planned(Power::Off, None, 1_000),
+            // Another job's, later.
+            Ordinal {
+                planned: Some((2_000, 8)),
+                ..ord(Power::Off, None)
+            },
+            // Planned on but drained by someone, or its pod still going: left alone.
+            Ordinal {
+                drained: true,
+                ..planned(Power::Off, None, 1_000)
+            },
+            planned(Power::Off, Some(PodState::Terminating), 1_000),
+            // Not planned on.
+            ord(Power::Off, None),
+        ];
+        let early = ahead(&o, 800, 120, &[]);
+        assert_eq!((early.power_up.clone(), early.next), (vec![], Some(880)));
+        let due = ahead(&o, 880, 120, &[]);
+        assert_eq!(due.power_up, vec![1, 2], "{due:?}");
+        assert_eq!(
+            (due.jobs.clone(), due.next),
+            (vec![(7, 1_000)], Some(1_880))
+        );
+        // Late (the plan came within a lead of its start): at once.
+        assert_eq!(ahead(&o, 990, 120, &[]).power_up, vec![1, 2]);
+        // A record being refreshed is powered up a look later.
+        assert_eq!(ahead(&o, 880, 120, &[1]).power_up, vec![2]);
+        // Once slurmctld asks for them (POWERING_UP), not again.
+        let asked = [planned(Power::Up, None, 1_000)];
+        assert_eq!(ahead(&asked, 990, 120, &[]), Ahead::default());
     }
 
     const READY: Option<PodState> = Some(PodState::Ready);
@@ -384,6 +473,7 @@ mod tests {
             unheard: false,
             drained: true,
             pod: None,
+            planned: None,
         };
         let o = [
             drained,

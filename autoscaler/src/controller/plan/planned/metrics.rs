@@ -15,6 +15,10 @@ pub(super) struct PlannedRow {
     pub records: BTreeMap<&'static str, u64>,
     /// Pods added that slurmctld did not ask for (free ordinals below a wanted one).
     pub unrequested_pods: u64,
+    /// Records powered up ahead of the start slurmctld plans on them (booting just in time).
+    pub early_power_ups: u64,
+    /// When the next planned record is due to be powered up (unix seconds), if one is.
+    pub next_power_up: Option<i64>,
 }
 
 impl PolicyRow for PlannedRow {
@@ -34,6 +38,20 @@ impl PolicyRow for PlannedRow {
         &l,
         p.unrequested_pods as f64,
     );
+        out.counter(
+            "slurmscale_slurm_planned_early_power_ups_total",
+            "Records of a slurm-planned NodeSet powered up one boot ahead of the start slurmctld plans on them (spec.plannedJobs.boot: JustInTime).",
+            &l,
+            p.early_power_ups as f64,
+        );
+        if let Some(t) = p.next_power_up {
+            out.gauge(
+                "slurmscale_slurm_planned_next_power_up_timestamp_seconds",
+                "When the next record slurmctld plans a pending job on is to be powered up, one boot ahead of that start (unix seconds); absent when none waits.",
+                &l,
+                t as f64,
+            );
+        }
     }
 }
 
@@ -49,6 +67,8 @@ mod tests {
         let row = super::PlannedRow {
             records: BTreeMap::from([("off", 2), ("up", 1), ("busy", 1)]),
             unrequested_pods: 1,
+            early_power_ups: 2,
+            next_power_up: Some(1_767_225_600),
         };
         fixtures::assert_text(
             &fixtures::render_policy("slurm/gpu", row),
@@ -61,6 +81,12 @@ mod tests {
             # HELP slurmscale_slurm_planned_unrequested_pods_total Pods a slurm-planned NodeSet added that slurmctld did not ask for: free ordinals below a wanted one, which a NodeSet creates first.
             # TYPE slurmscale_slurm_planned_unrequested_pods_total counter
             slurmscale_slurm_planned_unrequested_pods_total{cluster="lab",namespace="slurm",autoscaler="gpu",target="slurm-worker-gpu"} 1
+            # HELP slurmscale_slurm_planned_early_power_ups_total Records of a slurm-planned NodeSet powered up one boot ahead of the start slurmctld plans on them (spec.plannedJobs.boot: JustInTime).
+            # TYPE slurmscale_slurm_planned_early_power_ups_total counter
+            slurmscale_slurm_planned_early_power_ups_total{cluster="lab",namespace="slurm",autoscaler="gpu",target="slurm-worker-gpu"} 2
+            # HELP slurmscale_slurm_planned_next_power_up_timestamp_seconds When the next record slurmctld plans a pending job on is to be powered up, one boot ahead of that start (unix seconds); absent when none waits.
+            # TYPE slurmscale_slurm_planned_next_power_up_timestamp_seconds gauge
+            slurmscale_slurm_planned_next_power_up_timestamp_seconds{cluster="lab",namespace="slurm",autoscaler="gpu",target="slurm-worker-gpu"} 1767225600
             "#,
         );
     }

@@ -122,7 +122,8 @@ impl Policy for FollowSlurm {
         }
     }
 
-    /// Records by power state, and the pods added that slurmctld did not ask for.
+    /// Records by power state, the pods added that slurmctld did not ask for, and the
+    /// records powered up ahead of a planned start.
     fn metrics(&self, obs: &Observation, plan: &Plan, outcome: &Outcome, row: &mut Row) {
         let Some(view) = obs.input::<PlannedView>() else {
             return;
@@ -138,6 +139,9 @@ impl Policy for FollowSlurm {
         if outcome.scaled() == Some(true) {
             p.unrequested_pods += plan.effects().map_or(0, |m: &PlannedMoves| m.unrequested);
         }
+        let written = |w: Write| outcome.written.iter().filter(|(x, _)| *x == w).count();
+        p.early_power_ups += written(Write::PowerUp) as u64;
+        p.next_power_up = plan.effects().and_then(|m: &PlannedMoves| m.next_power_up);
         row.policy = Some(Arc::new(p));
     }
 }
@@ -189,6 +193,10 @@ impl FollowSlurm {
             &reloaded,
         );
         let name = |i: &usize| records.wanted.name(*i);
+        let now = unix_seconds(obs.now) as i64;
+        let early = (view.lead)
+            .map(|lead| decide::ahead(&view.ordinals, now, lead, &d.refresh))
+            .unwrap_or_default();
         let reason = match d.replicas.cmp(&current) {
             std::cmp::Ordering::Greater => Reason::ScaleUp,
             std::cmp::Ordering::Less => Reason::ScaleDown,
@@ -196,6 +204,15 @@ impl FollowSlurm {
             _ => Reason::Steady,
         };
         let mut steps = d.steps;
+        let power_up: Vec<String> = early.power_up.iter().map(name).collect();
+        let for_jobs = planned_jobs(&early.jobs, now);
+        if !power_up.is_empty() {
+            steps.push(format!(
+                "power up {} planned record(s) one boot ahead ({}s with the margin) of {for_jobs}",
+                power_up.len(),
+                view.lead.unwrap_or_default(),
+            ));
+        }
         if steps.is_empty() {
             steps.push(format!(
                 "{current} pod(s) cover what slurmctld has powered up"
@@ -206,7 +223,13 @@ impl FollowSlurm {
             recommendation: d.replicas,
             reason,
             steps,
+            revisit: early
+                .next
+                .map(|t| SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(t.max(0) as u64)),
             effects: Some(Arc::new(PlannedMoves {
+                power_up,
+                for_jobs,
+                next_power_up: early.next,
                 resume: d.resume.iter().map(name).collect(),
                 drain: d.drain.iter().map(name).collect(),
                 refresh: d.refresh.iter().map(name).collect(),
@@ -222,9 +245,31 @@ impl FollowSlurm {
     }
 }
 
+/// The jobs records are powered up for, as steps and Events say them: `job 12 (slurmctld
+/// plans its start in 95 s)`.
+fn planned_jobs(jobs: &[(u64, i64)], now: i64) -> String {
+    const SHOWN: usize = 3;
+    let mut said: Vec<String> = (jobs.iter().take(SHOWN))
+        .map(|&(job, start)| match start - now {
+            s if s > 0 => format!("job {job} (slurmctld plans its start in {s} s)"),
+            s => format!("job {job} (its planned start passed {} s ago)", -s),
+        })
+        .collect();
+    if jobs.len() > SHOWN {
+        said.push(format!("{} more job(s)", jobs.len() - SHOWN));
+    }
+    said.join(", ")
+}
+
 /// What following slurmctld's plan does besides replicas.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(super) struct PlannedMoves {
+    /// Powered-down records to power up ahead of the job slurmctld plans on them.
+    power_up: Vec<String>,
+    /// The jobs they are for, as said.
+    for_jobs: String,
+    /// When the next planned record is due to be powered up (unix seconds).
+    next_power_up: Option<i64>,
     /// NodeSet pods, by name, to go first on this plan's scale-in: the pods of the nodes
     /// slurmctld powers down.
     retire: Vec<String>,
@@ -258,6 +303,18 @@ impl Effects for PlannedMoves {
         moves.extend(Move::each(drain, &self.drain, "Drain", drained));
         let resumed = "resumed {targets}: its pod is gone, so slurmctld may plan on it again";
         moves.extend(Move::each(Write::Resume, &self.resume, "Resume", resumed));
+        if !self.power_up.is_empty() {
+            let note = format!(
+                "powered up {{targets}} one boot ahead of {}: slurmctld planned them for it, and the node is to be up when it starts rather than the job waiting a boot then",
+                self.for_jobs
+            );
+            moves.push(Move::new(
+                Write::PowerUp,
+                self.power_up.clone(),
+                "PowerUp",
+                &note,
+            ));
+        }
         if !self.retire.is_empty() {
             let note = "pod(s) {targets} go first: slurmctld powers their nodes down";
             moves.push(Move::new(

@@ -1,10 +1,13 @@
 //! What a slurm-planned NodeSet reads for itself: each ordinal's node record (by the name its
 //! pod registers) and pod, and what says its partition cannot be followed (records `/nodes`
-//! hides, a partition that never suspends).
+//! hides, a partition that never suspends); booting just in time, also the earliest start
+//! slurmctld plans for a pending job on each record.
 
 use std::sync::Arc;
 
-use slurmscale_exporter::model::Node;
+use slurmscale_exporter::metrics::unix_seconds;
+use slurmscale_exporter::model::timing::STALE_AFTER_SECONDS;
+use slurmscale_exporter::model::{Jobs, Node};
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
 use super::decide::Ordinal;
@@ -27,6 +30,32 @@ pub struct PlannedView {
     pub never_suspends: Option<String>,
     /// Which configuration slurmctld runs on (`/diag`: moves when it reloads).
     pub config_generation: Option<(i64, u64)>,
+    /// Booting just in time for Slurm's plan: seconds from a power-up to a job starting on
+    /// the node (boot time and margin); `None`, slurmctld powers nodes up as it allocates.
+    pub lead: Option<i64>,
+}
+
+/// The earliest start slurmctld plans for a pending job on each ordinal's record (unix
+/// seconds, by index = ordinal), and the job: only plans it renewed lately.
+fn planned_starts(jobs: &Jobs, records: &RecordsView, now: i64) -> Vec<Option<(i64, u64)>> {
+    let mut earliest: Vec<Option<(i64, u64)>> = vec![None; records.wanted.len()];
+    let fresh = jobs.pending.iter().filter_map(|j| {
+        let plan = j.planned_start.as_ref()?;
+        (plan.start >= now - STALE_AFTER_SECONDS).then_some((j.id, plan))
+    });
+    for (id, plan) in fresh {
+        for name in &plan.nodes {
+            if let Some(slot) = records
+                .wanted
+                .ordinal(name)
+                .and_then(|o| earliest.get_mut(o))
+                && slot.is_none_or(|(t, _)| plan.start < t)
+            {
+                *slot = Some((plan.start, id));
+            }
+        }
+    }
+    earliest
 }
 
 /// The view, once `/nodes` has answered and the records are known.
@@ -65,10 +94,20 @@ async fn read(
             records[o] = Some(n);
         }
     }
+    // Plans are read only where they are acted on.
+    let now = unix_seconds(reading.now) as i64;
+    let plans = match (reading.lead, snap.jobs.data.as_deref()) {
+        (Some(_), Some(jobs)) => planned_starts(jobs, view, now),
+        _ => vec![None; view.wanted.len()],
+    };
     let ordinals = records
         .iter()
         .zip(&pods)
-        .map(|(record, pod)| Ordinal::of(*record, *pod))
+        .zip(plans)
+        .map(|((record, pod), planned)| Ordinal {
+            planned,
+            ..Ordinal::of(*record, *pod)
+        })
         .collect();
     let hidden = (0..view.wanted.len())
         .filter(|&o| view.existing[o] && records[o].is_none())
@@ -87,6 +126,7 @@ async fn read(
         hidden,
         never_suspends,
         config_generation: snap.diag.data.as_ref().and_then(|d| d.config_generation()),
+        lead: reading.lead,
     }))
 }
 
