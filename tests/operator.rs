@@ -340,12 +340,31 @@ async fn the_real_operator_removes_the_pod_we_mark_to_go_first() {
             })
             .count()
     };
-    let up = support::wait_until(Duration::from_secs(60), || async {
+    let settled = async || {
         running(&pods).await == all
             && ready().await == 3
             && all
                 .iter()
                 .all(|n| cluster.node_record(n).contains("State=IDLE"))
+    };
+    // And still so a few seconds later: the operator may replace a pod whose slurmd has not
+    // registered yet (seen: "Slurm node is not registered but pod is healthy"), and a pod
+    // just made Ready again can still be unready in its cache, which ranks it first.
+    let uids = async || {
+        let list = pods.list(&ListParams::default().labels(SLURMD_PODS)).await;
+        let mut uids: Vec<String> = (list.map(|l| l.items).unwrap_or_default().iter())
+            .filter_map(|p| p.metadata.uid.clone())
+            .collect();
+        uids.sort();
+        uids
+    };
+    let up = support::wait_until(Duration::from_secs(60), || async {
+        let before = uids().await;
+        if !settled().await {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        settled().await && uids().await == before
     })
     .await;
     assert!(
