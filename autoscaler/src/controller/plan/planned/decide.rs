@@ -296,6 +296,16 @@ pub struct Ahead {
 /// node away: a plan that moves later leaves the node idle until `SuspendTime`.
 pub fn ahead(ordinals: &[Ordinal], now: i64, lead: i64, skip: &[usize]) -> Ahead {
     let mut a = Ahead::default();
+    // A pod slurmctld let go waits to be retired until no pod is starting (the NodeSet would
+    // remove a starting one first): a power-up ahead would hold it up, and on a NodeSet of
+    // thousands of nodes keep it from ever going. Retirements first; the next look, once it
+    // is gone, powers up what is due.
+    let live = |o: &Ordinal| matches!(o.pod, Some(PodState::Starting | PodState::Ready));
+    let retiring =
+        |o: &Ordinal| live(o) && matches!(o.power, Power::Down | Power::Off | Power::Failed);
+    if ordinals.iter().any(retiring) {
+        return a;
+    }
     for (i, o) in ordinals.iter().enumerate() {
         let Some((start, job)) = o.planned else {
             continue;
@@ -381,6 +391,10 @@ mod tests {
         // Once slurmctld asks for them (POWERING_UP), not again.
         let asked = [planned(Power::Up, None, 1_000)];
         assert_eq!(ahead(&asked, 990, 120, &[]), Ahead::default());
+        // Not while a pod slurmctld let go waits to be retired: it goes first.
+        let mut retiring = o.to_vec();
+        retiring.push(ord(Power::Down, READY));
+        assert_eq!(ahead(&retiring, 880, 120, &[]), Ahead::default());
     }
 
     const READY: Option<PodState> = Some(PodState::Ready);
