@@ -18,7 +18,7 @@ use std::time::{Duration, Instant, SystemTime};
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
 use support::SlurmCluster;
-use support::planned::{NODESET, Planned, name, ran_or_runs};
+use support::planned::{NODESET, Planned, name, powered_down, ran_or_runs};
 
 /// How long a pod takes here from slurmctld's power-up to its slurmd starting.
 const BOOT: Duration = Duration::from_secs(4);
@@ -43,11 +43,6 @@ fn plan(c: &SlurmCluster, job: &str) -> Option<(i64, String)> {
     let nodes = j["scheduled_nodes"].as_str().unwrap_or_default();
     let start = j["start_time"]["number"].as_i64()?;
     (!nodes.is_empty() && start > 0).then(|| (start, nodes.to_string()))
-}
-
-fn powered_down(c: &SlurmCluster, i: usize) -> bool {
-    let (state, _) = support::elastic::node_state(c, &name(i));
-    state.split('+').any(|w| w == "POWERED_DOWN") && !state.contains("POWERING_UP")
 }
 
 async fn boots_planned_records_one_lead_ahead(flavor: &str) {

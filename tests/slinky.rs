@@ -42,21 +42,7 @@ const JOB_RUNS: Duration = Duration::from_secs(90);
 /// The partition as a fresh Slinky install has it: no job, no pod, no record, and no
 /// NodeSetAutoscaler of this Slurm left by an earlier test to make records.
 async fn reset(cluster: &SlurmCluster) {
-    let client = kube_client().await;
-    let nsas: Api<NodeSetAutoscaler> = Api::all(client.clone());
-    for n in nsas
-        .list(&Default::default())
-        .await
-        .map(|l| l.items)
-        .unwrap_or_default()
-    {
-        let ns = n.metadata.namespace.clone().unwrap_or_default();
-        if ns.starts_with("slinky-") && n.spec.slurm.cluster.as_deref() == Some(&cluster.name) {
-            let _ = Api::<NodeSetAutoscaler>::namespaced(client.clone(), &ns)
-                .delete("slinky", &Default::default())
-                .await;
-        }
-    }
+    support::elastic::delete_autoscalers(cluster, "slinky-", "slinky").await;
     let c = cluster.clone();
     tokio::task::spawn_blocking(move || support::elastic::reset_slinky(&c))
         .await

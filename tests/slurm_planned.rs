@@ -30,7 +30,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use support::planned::{
-    MAX, Made, NODESET, PLANNED_SCALE, Planned, name, ran_or_runs, reset, setup,
+    MAX, Made, NODESET, PLANNED_SCALE, Planned, name, powered_down, ran_or_runs, reset, setup,
 };
 use support::{Process, SlurmCluster, kube_client, namespace};
 
@@ -208,10 +208,6 @@ async fn a_waiting_big_job_holds_no_node_up_until_it_starts() {
     let p = Planned::start("24.11").await;
     let (cluster, a) = (&p.cluster, &p.a);
     let replicas = async || p.replicas().await;
-    let powered_down = |i: usize| {
-        let (st, _) = support::elastic::node_state(cluster, &name(i));
-        st.split('+').any(|w| w == "POWERED_DOWN")
-    };
 
     // Long enough to watch the others wait behind it on any machine (the watch below looks
     // every half second, and each look runs four Slurm commands and a Kubernetes read).
@@ -272,7 +268,7 @@ async fn a_waiting_big_job_holds_no_node_up_until_it_starts() {
             p.pods()
         );
         assert!(
-            powered_down(2) && powered_down(3),
+            powered_down(cluster, 2) && powered_down(cluster, 3),
             "a record powered up while the big job waits: {:?} {:?}",
             support::elastic::node_state(cluster, &name(2)),
             support::elastic::node_state(cluster, &name(3))

@@ -220,6 +220,11 @@ impl From<&NodeSetAutoscalerSpec> for Bounds {
 /// The Slurm side of a decision, or why there is none.
 pub type Signals = Result<PartitionSignals, Untrusted>;
 
+/// Unix seconds as a time to look again at ([`Plan::revisit`]).
+pub fn unix_time(t: i64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(t.max(0) as u64)
+}
+
 /// No change at all: the data cannot be trusted.
 pub fn frozen(current: u64, why: impl std::fmt::Display) -> Plan {
     Plan {

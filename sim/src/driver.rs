@@ -10,7 +10,7 @@
 //! at no later time ([`Polls`]); the demo reconciles at every one.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use slurmscale_autoscaler::fakes::{Fake, OnFake, Recorded};
 use slurmscale_exporter::snapshot::ClusterSnapshot;
@@ -37,7 +37,7 @@ pub struct Driver {
 
 /// Unix seconds as the controller's clock reads them.
 pub fn clock(t: i64) -> SystemTime {
-    SystemTime::UNIX_EPOCH + Duration::from_secs(t.max(0) as u64)
+    slurmscale_autoscaler::plan::unix_time(t)
 }
 
 /// The first poll at or after `t`.

@@ -25,6 +25,27 @@ pub async fn reset_elastic(cluster: &SlurmCluster) {
         .unwrap();
 }
 
+/// Deletes the NodeSetAutoscalers named `name` that an earlier test left in a namespace
+/// starting with `prefix` and reading `cluster`'s Slurm, so none makes records or acts on
+/// the partition the next test starts from.
+pub async fn delete_autoscalers(cluster: &SlurmCluster, prefix: &str, name: &str) {
+    let client = kube_client().await;
+    let nsas: Api<NodeSetAutoscaler> = Api::all(client.clone());
+    for n in nsas
+        .list(&Default::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+    {
+        let ns = n.metadata.namespace.clone().unwrap_or_default();
+        if ns.starts_with(prefix) && n.spec.slurm.cluster.as_deref() == Some(&cluster.name) {
+            let _ = Api::<NodeSetAutoscaler>::namespaced(client.clone(), &ns)
+                .delete(name, &Default::default())
+                .await;
+        }
+    }
+}
+
 /// The test's operator: follows the NodeSet's replicas with elastic slurmds.
 pub fn operate(
     client: kube::Client,

@@ -40,26 +40,18 @@ pub fn name(i: usize) -> String {
 /// The partition as a fresh install has it: no job, no pod's slurmd, no record, and no
 /// NodeSetAutoscaler of this Slurm left by an earlier run to make records or act on them.
 pub async fn reset(cluster: &SlurmCluster) {
-    let client = kube_client().await;
-    let nsas: Api<NodeSetAutoscaler> = Api::all(client.clone());
-    for n in nsas
-        .list(&Default::default())
-        .await
-        .map(|l| l.items)
-        .unwrap_or_default()
-    {
-        let ns = n.metadata.namespace.clone().unwrap_or_default();
-        if ns.starts_with("planned-") && n.spec.slurm.cluster.as_deref() == Some(&cluster.name) {
-            let _ = Api::<NodeSetAutoscaler>::namespaced(client.clone(), &ns)
-                .delete(NODESET, &Default::default())
-                .await;
-        }
-    }
+    super::elastic::delete_autoscalers(cluster, "planned-", NODESET).await;
     let _ = std::fs::remove_file(&cluster.wake_file);
     let c = cluster.clone();
     tokio::task::spawn_blocking(move || super::elastic::reset_planned(&c))
         .await
         .unwrap();
+}
+
+/// Record `i` is powered down and not asked to come up.
+pub fn powered_down(c: &SlurmCluster, i: usize) -> bool {
+    let (state, _) = super::elastic::node_state(c, &name(i));
+    state.split('+').any(|w| w == "POWERED_DOWN") && !state.contains("POWERING_UP")
 }
 
 /// The job runs (past CONFIGURING: its nodes are up) or has completed.

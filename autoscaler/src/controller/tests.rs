@@ -1276,6 +1276,31 @@ async fn slurm_planned_keeps_cloud_records_and_follows_exactly_the_nodes_slurmct
     assert_eq!(resumes(&rig.reconcile().await), 1);
 }
 
+/// The four records with these states at `t`, and one pending job slurmctld plans to start
+/// at `start` on the records of `ordinals`.
+fn planned_job_snapshot(
+    t: u64,
+    states: [&str; 4],
+    start: u64,
+    ordinals: std::ops::Range<usize>,
+) -> ClusterSnapshot {
+    let mut snap = planned_snapshot(at(t), states);
+    let pending = snapshot(at(t), NODESET, vec![], &[ordinals.len() as u64]);
+    let mut jobs = (*pending.jobs.data.unwrap()).clone();
+    jobs.pending[0].planned_start = Some(slurmscale_exporter::model::PlannedStart {
+        start: at(start)
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64,
+        nodes: ordinals
+            .map(|i| Arc::from(format!("{NODESET}-{i}")))
+            .collect(),
+    });
+    snap.jobs
+        .succeed(at(t), Duration::from_millis(5), Some(jobs));
+    snap
+}
+
 /// Booting just in time for slurmctld's plan: a 4-node job planned to start at 600 s on two
 /// busy records and two powered-down ones. With a boot time of 60 s and a margin of 30 s the
 /// two powered-down records are powered up at 510 s, not at submit; slurmctld's own power-up
@@ -1288,29 +1313,7 @@ async fn slurm_planned_powers_up_planned_records_one_boot_ahead_of_their_start()
         json!({"bootTimeSeconds": 60, "plannedJobs": {"boot": "JustInTime", "marginSeconds": 30}});
     let rig = planned_rig(spec, 2);
     set_pods(&rig, &[(0, Ready), (1, Ready)]);
-    let look = |t: u64, states: [&str; 4]| {
-        let mut snap = planned_snapshot(at(t), states);
-        let mut jobs = (*snap.jobs.data.clone().unwrap()).clone();
-        let mut job = snapshot(at(t), NODESET, vec![], &[4])
-            .jobs
-            .data
-            .unwrap()
-            .pending[0]
-            .clone();
-        job.planned_start = Some(slurmscale_exporter::model::PlannedStart {
-            start: at(600)
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .unwrap()
-                .as_secs() as i64,
-            nodes: (0..4)
-                .map(|i| Arc::from(format!("{NODESET}-{i}")))
-                .collect(),
-        });
-        jobs.pending = vec![job];
-        snap.jobs
-            .succeed(at(t), Duration::from_millis(5), Some(jobs));
-        rig.slurm(snap);
-    };
+    let look = |t: u64, states: [&str; 4]| rig.slurm(planned_job_snapshot(t, states, 600, 0..4));
     let busy = "MIXED+CLOUD";
     let power_ups = |writes: &[Recorded]| -> Vec<String> {
         writes
@@ -1382,26 +1385,8 @@ async fn slurm_planned_powers_up_planned_records_one_boot_ahead_of_their_start()
 #[tokio::test]
 async fn slurm_planned_powers_up_nothing_ahead_by_default() {
     let rig = planned_rig(json!({"bootTimeSeconds": 60}), 0);
-    let mut snap = planned_snapshot(at(590), [OFF; 4]);
-    let mut jobs = (*snap.jobs.data.clone().unwrap()).clone();
-    let mut job = snapshot(at(0), NODESET, vec![], &[2])
-        .jobs
-        .data
-        .unwrap()
-        .pending[0]
-        .clone();
-    job.planned_start = Some(slurmscale_exporter::model::PlannedStart {
-        start: at(600)
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap()
-            .as_secs() as i64,
-        nodes: vec![Arc::from(format!("{NODESET}-0"))],
-    });
-    jobs.pending = vec![job];
-    snap.jobs
-        .succeed(at(590), Duration::from_millis(5), Some(jobs));
     rig.at(590);
-    rig.slurm(snap);
+    rig.slurm(planned_job_snapshot(590, [OFF; 4], 600, 0..1));
     let writes = rig.reconcile().await;
     assert!(
         !writes.iter().any(|w| matches!(w, Recorded::PowerUp { .. })),

@@ -169,7 +169,7 @@ pub fn decide(
     };
     // Jobs booted for later: the plan changes when their boot is due.
     if let Some(at) = s.demand.next_boot {
-        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(at.max(0) as u64);
+        let at = crate::plan::unix_time(at);
         p.revisit = Some(p.revisit.map_or(at, |r| r.min(at)));
     }
     p.steps = vec![message];

@@ -136,6 +136,17 @@ impl Ordinal {
             planned: None,
         }
     }
+
+    /// Its pod exists and is not going (starting or ready).
+    fn live(&self) -> bool {
+        matches!(self.pod, Some(PodState::Starting | PodState::Ready))
+    }
+
+    /// Its pod is live but slurmctld no longer wants the node (powering down, powered down
+    /// or failed): the pod is to be retired.
+    fn going(&self) -> bool {
+        self.live() && matches!(self.power, Power::Down | Power::Off | Power::Failed)
+    }
 }
 
 /// Whether a DRAIN or DOWN reason was left by scaling rather than set by a person: the
@@ -200,7 +211,6 @@ pub fn decide(
             d.refresh.len()
         ));
     }
-    let live = |o: &Ordinal| matches!(o.pod, Some(PodState::Starting | PodState::Ready));
     d.resume = which(ordinals, |o| {
         o.pod.is_none() && o.left_drained && matches!(o.power, Power::Failed | Power::Off)
     });
@@ -217,7 +227,7 @@ pub fn decide(
         ));
         return d;
     }
-    let pods = ordinals.iter().filter(|o| live(o)).count() as u64;
+    let pods = ordinals.iter().filter(|o| o.live()).count() as u64;
     // An ordinal whose pod is still terminating is not free yet: its request waits.
     let wanted = which(ordinals, |o| o.power == Power::Up && o.pod.is_none());
     if let Some(&top) = wanted.last() {
@@ -246,9 +256,7 @@ pub fn decide(
         // would fill instead: it waits for the next look.
         return d;
     }
-    let going = which(ordinals, |o| {
-        live(o) && matches!(o.power, Power::Down | Power::Off | Power::Failed)
-    });
+    let going = which(ordinals, Ordinal::going);
     if going.is_empty() {
         return d;
     }
@@ -300,10 +308,7 @@ pub fn ahead(ordinals: &[Ordinal], now: i64, lead: i64, skip: &[usize]) -> Ahead
     // remove a starting one first): a power-up ahead would hold it up, and on a NodeSet of
     // thousands of nodes keep it from ever going. Retirements first; the next look, once it
     // is gone, powers up what is due.
-    let live = |o: &Ordinal| matches!(o.pod, Some(PodState::Starting | PodState::Ready));
-    let retiring =
-        |o: &Ordinal| live(o) && matches!(o.power, Power::Down | Power::Off | Power::Failed);
-    if ordinals.iter().any(retiring) {
+    if ordinals.iter().any(Ordinal::going) {
         return a;
     }
     for (i, o) in ordinals.iter().enumerate() {

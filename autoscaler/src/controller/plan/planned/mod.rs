@@ -23,7 +23,7 @@ use crate::controller::{Observation, Outcome};
 use crate::crd::NodeSetAutoscalerSpec;
 use crate::error::Result;
 use crate::metrics::Row;
-use crate::plan::{Bounds, frozen};
+use crate::plan::{Bounds, frozen, unix_time};
 use crate::plan::{Effects, Move, Plan, Reason, Write};
 use crate::records;
 use decide::Power;
@@ -223,9 +223,7 @@ impl FollowSlurm {
             recommendation: d.replicas,
             reason,
             steps,
-            revisit: early
-                .next
-                .map(|t| SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(t.max(0) as u64)),
+            revisit: early.next.map(unix_time),
             effects: Some(Arc::new(PlannedMoves {
                 power_up,
                 for_jobs,
