@@ -612,6 +612,8 @@ fn shared_options(
     max_nodes: u32,
     split: u32,
 ) -> Result<slurmscale_sim::shared::SharedOptions> {
+    // A manifest's colocation is run as written (without shares: Kubernetes first); one
+    // without colocation gets the default, shares at --split.
     use slurmscale_sim::shared;
     let mut opts = shared::SharedOptions::new(shape, max_nodes, split);
     opts.sched.boot = boot_seconds(args);
@@ -619,7 +621,7 @@ fn shared_options(
     if let Some(path) = &args.autoscaler {
         let mut spec = autoscaler_spec(path)?.spec;
         if spec.colocation.is_none() {
-            spec.colocation = shared::default_spec(max_nodes).colocation;
+            spec.colocation = shared::default_spec(max_nodes, split).colocation;
         }
         opts.autoscaler = spec;
     }

@@ -370,12 +370,38 @@ fn the_rbac_grants_least_privilege() {
             assert!(
                 resources.iter().all(|r| matches!(
                     *r,
-                    "nodesets/scale" | "nodesetautoscalers/status" | "pods" | "events"
+                    "nodesets/scale"
+                        | "nodesetautoscalers/status"
+                        | "pods"
+                        | "events"
+                        | "nodes"
+                        | "pods/eviction"
                 )),
                 "autoscaler writes {resources:?}"
             );
         }
     }
+    // Nodes and evictions only for shares, when the value asks for them.
+    let reclaims = |objs: &[Value]| {
+        let role = find(objs, "ClusterRole", "-autoscaler").expect("autoscaler ClusterRole");
+        let rules = role["rules"].as_array().unwrap().clone();
+        rules
+            .into_iter()
+            .filter(|r| {
+                r["verbs"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|v| v == "patch" || v == "create")
+            })
+            .flat_map(|r| r["resources"].as_array().unwrap().clone())
+            .filter(|r| r == "nodes" || r == "pods/eviction")
+            .count()
+    };
+    assert_eq!(reclaims(&objs), 0, "no node patch or eviction by default");
+    let mut reclaiming = values.clone();
+    reclaiming.extend(["--set".into(), "autoscaler.reclaimNodes=true".into()]);
+    assert_eq!(reclaims(&objects(&render("slurm", &reclaiming))), 2);
     let lease = find(&objs, "Role", "-leader-election").expect("leader-election Role");
     assert_eq!(lease["metadata"]["namespace"], "slurm");
     assert_eq!(lease["rules"][0]["resources"][0], "leases");
@@ -414,6 +440,7 @@ fn monitoring_objects_dashboards_and_our_crd_come_along() {
         "SlurmscaleAutoscalerAbsent",
         "SlurmscaleAutoscalerFrozen",
         "SlurmscaleScaleErrors",
+        "SlurmscaleColocationBelowShare",
         "NodeSetBelowDesired",
     ] {
         assert!(alerts.contains(&a), "{a} missing from {alerts:?}");

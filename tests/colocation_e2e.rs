@@ -150,6 +150,30 @@ impl Pool {
             .unwrap();
     }
 
+    /// A pod of 6 CPUs bound to `slurm_node`'s Kubernetes node, which Slurm's reclaim may
+    /// evict (label `borrow: yes`); gone at once when deleted (no kubelet here to wait for).
+    async fn borrowing_pod(&self, name: &str, slurm_node: &str) {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": {"borrow": "yes"}},
+            "spec": {"nodeName": self.k8s_node(slurm_node), "terminationGracePeriodSeconds": 0,
+                "containers": [{"name": "web", "image": "web",
+                    "resources": {"requests": {"cpu": "6", "memory": "1Gi"}}}]},
+        }))
+        .unwrap();
+        self.pods
+            .create(&PostParams::default(), &pod)
+            .await
+            .unwrap();
+        // Running and ready, as its kubelet would report it: a budget guards only such pods
+        // (the Eviction API lets a pending one go whatever its budget says).
+        let status = json!({"status": {"phase": "Running", "conditions": [
+            {"type": "Ready", "status": "True"}, {"type": "PodScheduled", "status": "True"}]}});
+        self.pods
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(status))
+            .await
+            .unwrap();
+    }
+
     /// A pod the scheduler could not place: 6 CPUs, which no pool node has free.
     async fn unschedulable_pod(&self, name: &str, node_selector: Value) {
         self.unschedulable_pod_with(name, json!({"nodeSelector": node_selector}))
@@ -867,4 +891,210 @@ async fn the_documented_packing_profile_packs_pool_pods_on_the_real_kube_schedul
         1,
         "the example's profile packs the three pods onto one node: {packed_nodes:?}"
     );
+}
+
+/// How long a side below its share waits for borrowed nodes in [`shares_hold_for_both_sides`].
+const RECLAIM: u64 = 20;
+
+/// Shares on Slurm 24.11's c1-c4: Slurm's share is 3 of the 4 nodes, Kubernetes' the fourth.
+/// Kubernetes gets the node beyond Slurm's share, then borrows one of Slurm's idle nodes;
+/// Slurm's work rises to three nodes and the borrowed node comes back: reserved (tainted) at
+/// once, its borrowing pod evicted after the reclaim time — but a PodDisruptionBudget that
+/// allows no disruption is waited for and said, never forced; once it allows, the pod goes,
+/// Slurm's pod lands and the job runs. Then a new pod waits, and Slurm keeps its share.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shares_hold_for_both_sides() {
+    let cluster = SlurmCluster::get("24.11");
+    let _turn = turn(&cluster).await;
+    let pool = setup(&cluster, |_| json!({}), false).await;
+    let client = kube_client().await;
+    let shares = json!({"spec": {"colocation": {"minSlurmNodes": 0, "shares": {
+        "slurm": 3, "reclaimSeconds": RECLAIM, "evictablePods": {"borrow": "yes"},
+    }}}});
+    pool.autoscalers
+        .patch("cpu", &PatchParams::default(), &Patch::Merge(shares))
+        .await
+        .unwrap();
+    let p = colocated_autoscaler(&cluster, &pool.ns, &[]);
+    let drained = || {
+        NODES
+            .iter()
+            .filter(|n| drained_by_us(&cluster, n))
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+    };
+
+    // Kubernetes takes an idle node (Slurm holds 4, one beyond its share), then borrows a
+    // second (Slurm has no work for its three): each drained, handed over, its pod placed.
+    let mut k8s_nodes = Vec::new();
+    for (i, web) in ["web1", "web2"].into_iter().enumerate() {
+        pool.unschedulable_pod(web, json!({})).await;
+        pool.eventually(
+            &format!("a node drained for {web}"),
+            STARTS_AND_ACTS,
+            &p,
+            async || drained().len() == i + 1,
+        )
+        .await;
+        let node = drained()
+            .into_iter()
+            .find(|n| !k8s_nodes.contains(n))
+            .unwrap();
+        let replicas = 3 - i as i32;
+        pool.eventually(&format!("{node} handed over"), ACTS, &p, async || {
+            pool.replicas().await == replicas && pool.marked_to_go(&node).await
+        })
+        .await;
+        pool.pods
+            .delete(
+                &format!("slurmd-{node}"),
+                &DeleteParams::default().grace_period(0),
+            )
+            .await
+            .unwrap();
+        pool.set_nodeset_replicas_status(replicas as u32).await;
+        pool.pods
+            .delete(web, &DeleteParams::default().grace_period(0))
+            .await
+            .unwrap();
+        pool.borrowing_pod(web, &node).await;
+        pool.ledger(&node, "0", "6").await;
+        k8s_nodes.push(node);
+    }
+
+    // Slurm's work rises to three nodes: it is owed one. A PodDisruptionBudget keeps every
+    // borrowing pod for now.
+    let pdbs: Api<k8s_openapi::api::policy::v1::PodDisruptionBudget> =
+        Api::namespaced(client.clone(), &pool.ns);
+    let pdb = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"minAvailable": 2, "selector": {"matchLabels": {"borrow": "yes"}}},
+    }))
+    .unwrap();
+    pdbs.create(&PostParams::default(), &pdb).await.unwrap();
+    let job = cluster.submit(&["-p", "cpu", "-N3", "--exclusive", "--wrap", "sleep 600"]);
+    let reserved = async || {
+        let mut on = Vec::new();
+        for n in &k8s_nodes {
+            let node = pool.nodes.get(&pool.k8s_node(n)).await.unwrap();
+            let taints = node.spec.and_then(|s| s.taints).unwrap_or_default();
+            if taints
+                .iter()
+                .any(|t| t.key == "slurmscale.io/reserved-for-slurm" && t.effect == "NoSchedule")
+            {
+                on.push(n.clone());
+            }
+        }
+        on
+    };
+    pool.eventually(
+        "one borrowed node reserved for Slurm, replicas 3",
+        ACTS,
+        &p,
+        async || reserved().await.len() == 1 && pool.replicas().await == 3,
+    )
+    .await;
+    let since = Instant::now();
+    let node = reserved().await.remove(0);
+    // Said in the status and the metrics: the shares, what Kubernetes borrows, the node
+    // reserved, Slurm below its share.
+    pool.eventually(
+        "the shares in the status and metrics",
+        ACTS,
+        &p,
+        async || {
+            let nsa = pool.autoscalers.get("cpu").await.unwrap();
+            let shares = nsa.status.and_then(|s| s.colocation).and_then(|c| c.shares);
+            let said = shares.is_some_and(|s| {
+                (
+                    s.slurm_share_nodes,
+                    s.kubernetes_share_nodes,
+                    s.kubernetes_borrowed_nodes,
+                ) == (3, 1, 1)
+                    && s.reserved == [pool.k8s_node(&node)]
+                    && s.slurm_below_share_since.is_some()
+            });
+            let m = p.metrics().await;
+            let l = [("namespace", pool.ns.as_str()), ("autoscaler", "cpu")];
+            let slurm = [l[0], l[1], ("owner", "slurm")];
+            said && m.get("slurmscale_colocation_reserved_nodes", &l) == Some(1.0)
+                && m.get("slurmscale_colocation_share_nodes", &slurm) == Some(3.0)
+                && m.get("slurmscale_colocation_below_share_seconds", &slurm)
+                    .is_some_and(|s| s > 0.0)
+        },
+    )
+    .await;
+    let web = if node == k8s_nodes[0] { "web1" } else { "web2" };
+    let blocked = async || support::event_notes(&client, &pool.ns, "EvictionBlocked").await;
+    pool.eventually(
+        "the blocked eviction said",
+        Duration::from_secs(RECLAIM) + ACTS,
+        &p,
+        async || {
+            (blocked().await.iter()).any(|n| n.contains(web) && n.contains("PodDisruptionBudget"))
+        },
+    )
+    .await;
+    assert!(
+        since.elapsed() >= Duration::from_secs(RECLAIM - 3),
+        "evicted {:?} after the reservation, before the reclaim time ({RECLAIM} s)",
+        since.elapsed()
+    );
+    pool.stays(
+        "the pod kept while its budget allows no disruption",
+        Duration::from_secs(3),
+        &p,
+        async || pool.pods.get(web).await.is_ok(),
+    )
+    .await;
+    assert!(!job_running(&cluster, &job));
+
+    // The budget allows it: the pod is evicted; the node empties (the ledger says so), Slurm's
+    // pod lands, the reservation is lifted and our old drain there too, and the job runs.
+    pdbs.delete("web", &DeleteParams::default()).await.unwrap();
+    pool.eventually("the borrowing pod evicted", ACTS, &p, async || {
+        pool.pods.get(web).await.is_err()
+    })
+    .await;
+    let evicted = support::event_notes(&client, &pool.ns, "Evict").await;
+    assert!(
+        evicted.iter().any(|n| n.contains(&pool.k8s_node(&node))),
+        "{evicted:?}"
+    );
+    pool.ledger(&node, "0", "0").await;
+    pool.add_slurmd_pod(&node).await;
+    pool.set_nodeset_replicas_status(3).await;
+    pool.eventually(
+        "the reservation and our drain lifted, the job running",
+        ACTS,
+        &p,
+        async || {
+            reserved().await.is_empty()
+                && !drained_by_us(&cluster, &node)
+                && job_running(&cluster, &job)
+        },
+    )
+    .await;
+
+    // Both sides hold their shares: a new pod waits, and no Slurm node is drained for it.
+    pool.unschedulable_pod("web3", json!({})).await;
+    pool.stays(
+        "Slurm keeps its share",
+        Duration::from_secs(6),
+        &p,
+        async || {
+            drained()
+                .iter()
+                .all(|n| k8s_nodes.contains(n) && *n != node)
+                && pool.replicas().await == 3
+        },
+    )
+    .await;
+    assert!(
+        pool.status().await.contains("Slurm keeps its share"),
+        "{}",
+        pool.status().await
+    );
+    let _ = cluster.cmd("scancel").arg(&job).status();
+    pool.cleanup().await;
 }

@@ -7,9 +7,11 @@
 //! them up at the start and the job would wait a boot then.
 //!
 //! A boot is made to take [`BOOT`]: the stand-in operator (`support::planned`) holds the pods
-//! that long after slurmctld asks for them. The lead is kept under the harness partition's
-//! `SuspendTime` (10 s), or slurmctld would power the nodes down again before the start; a
-//! site's `SuspendTime` (600 s by default) must likewise exceed its boot time and margin.
+//! that long after slurmctld asks for them. A node that is up and idle for the harness
+//! partition's `SuspendTime` (10 s, which `scontrol` cannot change) is powered down again, so
+//! the margin — the time a booted node waits for the start — stays well under it while the
+//! lead is long enough for a loaded machine's poll, POWER_UP and power-save pass; a site's
+//! `SuspendTime` (600 s by default) must likewise exceed its margin.
 
 mod support;
 
@@ -21,10 +23,10 @@ use support::SlurmCluster;
 use support::planned::{NODESET, Planned, name, powered_down, ran_or_runs};
 
 /// How long a pod takes here from slurmctld's power-up to its slurmd starting.
-const BOOT: Duration = Duration::from_secs(4);
+const BOOT: Duration = Duration::from_secs(10);
 /// The spec's boot time and margin: a power-up `LEAD` seconds before the planned start.
-const BOOT_TIME: i64 = 4;
-const MARGIN: i64 = 2;
+const BOOT_TIME: i64 = 10;
+const MARGIN: i64 = 4;
 const LEAD: i64 = BOOT_TIME + MARGIN;
 
 fn unix_now() -> i64 {

@@ -252,30 +252,43 @@ async fn a_waiting_big_job_holds_no_node_up_until_it_starts() {
         "--wrap",
         "sleep 1",
     ]);
-    let state = |job: &str| {
-        cluster
-            .run("squeue", &["-h", "-j", job, "-o", "%T"])
-            .trim()
-            .to_string()
+    // The three jobs' states from one squeue call, read after the look's other checks: the
+    // first job still running then means it ran through all of them (it cannot end and
+    // the others move between two separate reads).
+    let states = || {
+        let shown = cluster.run(
+            "squeue",
+            &["-h", "-j", &format!("{busy},{big},{long}"), "-o", "%i %T"],
+        );
+        let of = |job: &str| {
+            (shown.lines())
+                .find_map(|l| l.strip_prefix(&format!("{job} ")))
+                .unwrap_or_default()
+                .trim()
+                .to_string()
+        };
+        (of(&busy), of(&big), of(&long))
     };
     // While the first job runs, the other two wait and nothing else comes up.
     let mut looks = 0;
-    while state(&busy) == "RUNNING" {
+    loop {
+        let pods = replicas().await;
+        let down = (powered_down(cluster, 2), powered_down(cluster, 3));
+        let (first, waiting_big, waiting_long) = states();
+        if first != "RUNNING" {
+            break;
+        }
+        assert_eq!(pods, 2, "a pod while the big job waits: {:?}", p.pods());
         assert_eq!(
-            replicas().await,
-            2,
-            "a pod while the big job waits: {:?}",
-            p.pods()
-        );
-        assert!(
-            powered_down(cluster, 2) && powered_down(cluster, 3),
+            down,
+            (true, true),
             "a record powered up while the big job waits: {:?} {:?}",
             support::elastic::node_state(cluster, &name(2)),
             support::elastic::node_state(cluster, &name(3))
         );
         assert_eq!(
-            (state(&big), state(&long)),
-            ("PENDING".into(), "PENDING".into())
+            (waiting_big.as_str(), waiting_long.as_str()),
+            ("PENDING", "PENDING")
         );
         looks += 1;
         tokio::time::sleep(Duration::from_millis(500)).await;

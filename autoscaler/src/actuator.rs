@@ -273,6 +273,21 @@ impl Actuator {
     }
 }
 
+/// What an eviction round did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Evicted {
+    /// Pods the API server accepted an eviction for.
+    pub evicted: usize,
+    /// Pods a PodDisruptionBudget keeps for now (`namespace/name`): asked again later, never
+    /// deleted around it.
+    pub blocked: Vec<String>,
+}
+
+/// The taint that reserves a node for the NodeSet's pods.
+fn reservation() -> Value {
+    json!({"key": crate::pool::RESERVED_TAINT, "effect": "NoSchedule"})
+}
+
 /// Everything the controller reads and writes of its targets in Kubernetes (the pool's reads
 /// are [`crate::pool::PoolReader`]'s, Slurm's writes [`crate::slurm_nodes::SlurmNodes`]').
 /// [`Actuator`] does it through the API server; the demo, `simulate` and the unit tests
@@ -326,6 +341,17 @@ pub trait Kubernetes: Send + Sync + 'static {
         reason: &str,
         note: String,
     ) -> impl Future<Output = ()> + Send;
+
+    /// Puts our reservation taint on Kubernetes node `node` (`on`) or takes it off.
+    fn reserve_node(&self, node: &str, on: bool) -> impl Future<Output = Result<()>> + Send;
+
+    /// Evicts the pods on Kubernetes node `node` that carry all the labels `evictable` (none
+    /// when it is empty), lowest priority first, through the Eviction API.
+    fn evict_pods_on(
+        &self,
+        node: &str,
+        evictable: &BTreeMap<String, String>,
+    ) -> impl Future<Output = Result<Evicted>> + Send;
 }
 
 impl Actuator {
@@ -364,6 +390,77 @@ impl Actuator {
 }
 
 impl Kubernetes for Actuator {
+    /// A merge patch of the Node's taints, at the version read: a taint someone else adds
+    /// meanwhile fails it (409) rather than being lost, and the next look tries again.
+    async fn reserve_node(&self, node: &str, on: bool) -> Result<()> {
+        let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(self.client.clone());
+        let n = self.read_within("node read", nodes.get(node)).await?;
+        let mut taints: Vec<Value> = (n.spec.and_then(|s| s.taints).unwrap_or_default())
+            .into_iter()
+            .map(|t| serde_json::to_value(t).unwrap_or_default())
+            .collect();
+        let ours = |t: &Value| t["key"] == crate::pool::RESERVED_TAINT;
+        let had = taints.iter().any(ours);
+        if had == on {
+            return Ok(());
+        }
+        taints.retain(|t| !ours(t));
+        if on {
+            taints.push(reservation());
+        }
+        let patch = json!({
+            "metadata": {"resourceVersion": n.metadata.resource_version},
+            "spec": {"taints": taints},
+        });
+        let (params, patch) = (PatchParams::default(), Patch::Merge(patch));
+        self.write_within("node taint", nodes.patch(node, &params, &patch))
+            .await?;
+        Ok(())
+    }
+
+    async fn evict_pods_on(
+        &self,
+        node: &str,
+        evictable: &BTreeMap<String, String>,
+    ) -> Result<Evicted> {
+        let mut done = Evicted::default();
+        if evictable.is_empty() {
+            return Ok(done);
+        }
+        let labels: Vec<String> = evictable.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let lp = ListParams::default()
+            .fields(&format!("spec.nodeName={node}"))
+            .labels(&labels.join(","));
+        let all: Api<Pod> = Api::all(self.client.clone());
+        let mut pods: Vec<Pod> = (self.read_within("pod list", all.list(&lp)).await?.items)
+            .into_iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .filter(|p| {
+                let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+                !matches!(phase, Some("Succeeded" | "Failed"))
+            })
+            .collect();
+        pods.sort_by_key(|p| p.spec.as_ref().and_then(|s| s.priority).unwrap_or(0));
+        for pod in pods {
+            let ns = pod.metadata.namespace.clone().unwrap_or_default();
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            let api: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
+            let params = kube::api::EvictParams::default();
+            match self
+                .write_within("pod eviction", api.evict(&name, &params))
+                .await
+            {
+                Ok(_) => done.evicted += 1,
+                Err(Error::Kube(kube::Error::Api(s))) if s.code == 429 => {
+                    done.blocked.push(format!("{ns}/{name}"));
+                }
+                Err(Error::Kube(kube::Error::Api(s))) if s.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(done)
+    }
+
     /// Reads the target and its scale.
     async fn read(&self, namespace: &str, target: &ScaleTargetRef) -> Result<Target> {
         let resource = self.resource(target).await?;

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+pub use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -298,6 +299,59 @@ pub struct ColocationSpec {
     /// unschedulable pod that fits a pool node).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub pod_selector: BTreeMap<String, String>,
+    /// Each side's nominal share of the pool, kept for it whatever the other side asks
+    /// (default: none, Kubernetes first — Slurm keeps only `minSlurmNodes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shares: Option<SharesSpec>,
+}
+
+/// A pool split by nominal shares, as Kueue's cohorts split quota: each side is guaranteed
+/// its share while it has work for it, borrows what the other leaves idle, and gives
+/// borrowed nodes back within `reclaimSeconds` when the other side wants its share again.
+/// With two sides, one's lending limit is the other's borrowing limit, so only borrowing
+/// limits are set.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SharesSpec {
+    /// Slurm's nominal share: a node count (`40`) or a part of the pool (`"50%"`, rounded
+    /// down); Kubernetes' share is the rest of the pool.
+    pub slurm: IntOrString,
+    /// The most nodes Slurm may hold beyond its share (default: all the rest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm_borrowing_limit: Option<u32>,
+    /// The most nodes Kubernetes may hold beyond its share (default: all the rest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes_borrowing_limit: Option<u32>,
+    /// A side below its share with work waiting gets borrowed nodes back within this long
+    /// (default 600). Nodes Slurm borrowed are drained at once and handed over as their
+    /// jobs end (no job is killed or requeued); nodes Kubernetes borrowed are tainted at
+    /// once (no new pod lands there) and their pods that `evictablePods` selects are evicted
+    /// once this time has passed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reclaim_seconds: Option<u32>,
+    /// Pods on a node Kubernetes borrowed that may be evicted (Eviction API: their
+    /// PodDisruptionBudgets and grace periods kept, lowest priority first) when Slurm
+    /// reclaims it (default: none — the node comes back as its pods end).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub evictable_pods: BTreeMap<String, String>,
+}
+
+impl SharesSpec {
+    /// Slurm's nominal share of a pool of `pool` nodes; a percentage that does not parse is
+    /// the error message.
+    pub fn slurm_nodes(&self, pool: u64) -> Result<u64, String> {
+        match &self.slurm {
+            IntOrString::Int(n) => Ok(u64::try_from(*n).unwrap_or(0).min(pool)),
+            IntOrString::String(s) => {
+                let pct = s
+                    .strip_suffix('%')
+                    .and_then(|p| p.trim().parse::<f64>().ok())
+                    .filter(|p| (0.0..=100.0).contains(p))
+                    .ok_or_else(|| format!("shares.slurm {s:?} is neither a node count nor a percentage from 0% to 100%"))?;
+                Ok(((pool as f64) * pct / 100.0).floor() as u64)
+            }
+        }
+    }
 }
 
 /// What the colocation planner last saw and did.
@@ -320,6 +374,35 @@ pub struct ColocationStatus {
     /// The steps of the last plan, in words.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub last_plan: Vec<String>,
+    /// Under `spec.colocation.shares`: each side's share and what it borrows.
+    // Written as `null` when absent, so a merge patch removes it once shares are.
+    #[serde(default)]
+    pub shares: Option<SharesStatus>,
+}
+
+/// Each side's nominal share, what it holds beyond it, and who waits for one.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SharesStatus {
+    /// Slurm's nominal share, in nodes.
+    pub slurm_share_nodes: u32,
+    /// Kubernetes' nominal share (the rest of the pool), in nodes.
+    pub kubernetes_share_nodes: u32,
+    /// Nodes Slurm holds beyond its share: borrowed from Kubernetes.
+    pub slurm_borrowed_nodes: u32,
+    /// Nodes Kubernetes holds beyond its share: borrowed from Slurm.
+    pub kubernetes_borrowed_nodes: u32,
+    /// Nodes reserved for Slurm (tainted) while their pods end or are evicted.
+    // Always written, empty too (as `draining`).
+    #[serde(default)]
+    pub reserved: Vec<String>,
+    /// Since when Slurm, or Kubernetes, has had work and held less than its share; past
+    /// `reclaimSeconds` the `BelowShare` condition is True.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm_below_share_since: Option<Time>,
+    /// Since when Kubernetes has had work and held less than its share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes_below_share_since: Option<Time>,
 }
 
 /// One decision, as reported.

@@ -58,6 +58,8 @@ pub struct World {
     pub status: BTreeMap<String, NodeSetAutoscalerStatus>,
     /// Every write, in order.
     pub writes: Vec<Recorded>,
+    /// Per Kubernetes node: pods an eviction there would evict.
+    pub evictable: BTreeMap<String, usize>,
 }
 
 /// A scale target.
@@ -115,6 +117,15 @@ pub enum Recorded {
     /// These pods, by name, lost that deletion cost.
     UnmarkPods {
         pods: Vec<String>,
+    },
+    /// A Kubernetes node got (`on`) or lost our reservation taint.
+    Reserve {
+        node: String,
+        on: bool,
+    },
+    /// The evictable pods on a Kubernetes node were evicted.
+    EvictPodsOn {
+        node: String,
     },
     Event {
         /// The autoscaler's name.
@@ -211,6 +222,43 @@ fn api_error(code: u16, reason: &str, message: String) -> Error {
 }
 
 impl Kubernetes for Fake {
+    /// Also on the node's taints in the ledger, when there is one.
+    async fn reserve_node(&self, node: &str, on: bool) -> Result<()> {
+        let mut w = self.world();
+        let taints = (w.ledger.as_mut())
+            .and_then(|l| std::sync::Arc::make_mut(&mut l.capacity).get_mut(node))
+            .map(|c| &mut c.taints);
+        if let Some(taints) = taints {
+            taints.retain(|t| t.key != crate::pool::RESERVED_TAINT);
+            if on {
+                taints.push(slurmscale_exporter::k8s::ledger::Taint {
+                    key: crate::pool::RESERVED_TAINT.into(),
+                    value: String::new(),
+                    effect: "NoSchedule".into(),
+                });
+            }
+        }
+        w.writes.push(Recorded::Reserve {
+            node: node.into(),
+            on,
+        });
+        Ok(())
+    }
+
+    async fn evict_pods_on(
+        &self,
+        node: &str,
+        evictable: &BTreeMap<String, String>,
+    ) -> Result<crate::actuator::Evicted> {
+        let mut w = self.world();
+        let n = w.evictable.remove(node).unwrap_or(0);
+        w.writes.push(Recorded::EvictPodsOn { node: node.into() });
+        Ok(crate::actuator::Evicted {
+            evicted: if evictable.is_empty() { 0 } else { n },
+            blocked: Vec::new(),
+        })
+    }
+
     async fn read(&self, _: &str, target: &ScaleTargetRef) -> Result<Target> {
         let w = self.world();
         let t = w

@@ -66,7 +66,7 @@ pub struct Move {
     pub event: &'static str,
     /// The Event's note: `{targets}` stands for the targets written (a target already
     /// written in the same reconcile is not written again), `{marked}` for the number of
-    /// pods marked.
+    /// pods marked or evicted (`{pods}` too).
     pub note: String,
 }
 
@@ -87,6 +87,14 @@ pub enum Write {
     MarkPodsOn,
     /// Mark these pods of the target, by name, to go first on the next scale-in.
     MarkPods,
+    /// Reserve these Kubernetes nodes for the NodeSet's pods: our taint, which they
+    /// tolerate, keeps new pods off.
+    Reserve,
+    /// Lift that reservation.
+    Unreserve,
+    /// Evict the pods `shares.evictablePods` selects on these Kubernetes nodes (Eviction
+    /// API: PodDisruptionBudgets kept, lowest priority first).
+    EvictPodsOn,
 }
 
 impl Write {

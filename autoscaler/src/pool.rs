@@ -17,6 +17,11 @@ use slurmscale_exporter::k8s::watch::{KubeSnapshot, KubeSource};
 use slurmscale_exporter::quantity;
 
 use crate::actuator::POD_DELETION_COST;
+
+/// The taint (`NoSchedule`) a colocated autoscaler with shares puts on a node it reserves
+/// for the NodeSet's pods, so that no other pod lands there meanwhile; the NodeSet's pods
+/// must tolerate it.
+pub const RESERVED_TAINT: &str = "slurmscale.io/reserved-for-slurm";
 use crate::error::Result;
 
 /// The resource name of GPUs in requests, allocatable and the ledger.

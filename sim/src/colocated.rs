@@ -13,8 +13,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use slurmscale_autoscaler::fakes::{self, Recorded};
-use slurmscale_autoscaler::pool::{GPU, NodeSetPod, PendingPod, Placement};
-use slurmscale_exporter::k8s::ledger::{Capacity, LedgerNode, Owner};
+use slurmscale_autoscaler::pool::{GPU, NodeSetPod, PendingPod, Placement, RESERVED_TAINT};
+use slurmscale_exporter::k8s::ledger::{Capacity, LedgerNode, Owner, Taint};
 use slurmscale_exporter::k8s::watch::KubeSnapshot;
 
 use super::cluster::{Cluster, Slot};
@@ -58,6 +58,11 @@ pub struct PoolWorld {
     pub drains: u64,
     /// Slots whose holder changed since [`PoolWorld::take_changed`].
     changed: Vec<u32>,
+    /// Slots the autoscaler reserved for the NodeSet's pods (tainted: no new pod lands
+    /// there, and a new NodeSet pod takes an empty one first).
+    pub reserved: BTreeSet<u32>,
+    /// Bumped whenever `reserved` changes, so a reader shows the taints again.
+    pub reserved_version: u64,
 }
 
 impl PoolWorld {
@@ -96,6 +101,8 @@ impl PoolWorld {
             to_slurm: 0,
             drains: 0,
             changed: Vec::new(),
+            reserved: BTreeSet::new(),
+            reserved_version: 0,
         }
     }
 
@@ -119,7 +126,7 @@ impl PoolWorld {
 
     pub fn hand_to_kube(&mut self, i: u32) {
         self.holder[i as usize] = Holder::Kube;
-        self.kube.set_usable(i, true);
+        self.kube.set_usable(i, !self.reserved.contains(&i));
         self.to_kubernetes += 1;
         self.changed.push(i);
     }
@@ -184,7 +191,10 @@ impl PoolWorld {
         self.collect_released(cluster);
         self.kube.schedule(now);
         while self.nodeset.unplaced > 0 {
-            let Some(i) = self.kube.first_empty() else {
+            // A node reserved for the NodeSet first: its taint keeps other pods off.
+            let reserved = (self.reserved.iter().copied())
+                .find(|&i| self.holder[i as usize] == Holder::Kube && self.kube.empty(i));
+            let Some(i) = reserved.or_else(|| self.kube.first_empty()) else {
                 break;
             };
             self.nodeset.unplaced -= 1;
@@ -220,12 +230,43 @@ impl PoolWorld {
                     self.nodeset.marked.remove(&i);
                 }
             }
+            Recorded::Reserve { node, on } => {
+                if let Some(i) = slot_of_k8s(node) {
+                    let changed = if *on {
+                        self.reserved.insert(i)
+                    } else {
+                        self.reserved.remove(&i)
+                    };
+                    if self.holder[i as usize] == Holder::Kube {
+                        self.kube.set_usable(i, !*on);
+                    }
+                    self.reserved_version += u64::from(changed);
+                }
+            }
+            Recorded::EvictPodsOn { node } => {
+                if let Some(i) = slot_of_k8s(node) {
+                    self.kube.evict(i, now);
+                }
+            }
             Recorded::Create { .. }
             | Recorded::Reconfigure
             | Recorded::PowerUp { .. }
             | Recorded::MarkPods { .. }
             | Recorded::UnmarkPods { .. }
             | Recorded::Event { .. } => {}
+        }
+    }
+
+    /// Kubernetes node `k8s_node`'s taints as the API server shows them: ours while it is
+    /// reserved.
+    pub fn show_reservation(&self, taints: &mut Vec<Taint>, k8s_node: &str) {
+        taints.retain(|t| t.key != RESERVED_TAINT);
+        if slot_of_k8s(k8s_node).is_some_and(|i| self.reserved.contains(&i)) {
+            taints.push(Taint {
+                key: RESERVED_TAINT.into(),
+                value: String::new(),
+                effect: "NoSchedule".into(),
+            });
         }
     }
 

@@ -105,6 +105,11 @@ impl Announced {
 /// autoscaler's poll, so the scale-in still comes at the next reconcile.
 pub const MARKS_SETTLE: Duration = Duration::from_secs(2);
 
+/// Evictions on a node are asked for again at most this often while the plan wants the node
+/// emptied: a pod a PodDisruptionBudget keeps is retried, and the node is not listed again on
+/// every reconcile before the ledger shows it empty.
+const EVICT_AGAIN: Duration = Duration::from_secs(10);
+
 /// Missing node records are asked for again no sooner than this: slurmctld 22.05 answers
 /// `scontrol create` with success even when it refuses, so only later polls tell, and
 /// asking at every poll would only repeat the same refusal.
@@ -151,6 +156,8 @@ impl Moved {
         self.0.retain(|(write, target), at| {
             let keep = *at == obs.now
                 || (write.is_slurm() && obs.slurm_nodes_at.is_none_or(|seen| seen <= *at))
+                || (*write == Write::EvictPodsOn
+                    && obs.now.duration_since(*at).unwrap_or_default() < EVICT_AGAIN)
                 || (write.is_mark() && asked(*write, target));
             if !keep && write.is_mark() {
                 let_go.push(((*write, target.clone()), *at));
@@ -367,10 +374,39 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Executor<'_, K, S, P> {
                 }
                 Write::MarkPodsOn => marked = self.mark_to_go(PodsBy::Node(&todo)).await?,
                 Write::MarkPods => marked = self.mark_to_go(PodsBy::Name(&todo)).await?,
+                Write::Reserve | Write::Unreserve => {
+                    for node in &todo {
+                        let on = m.write == Write::Reserve;
+                        self.seam.kubernetes.reserve_node(node, on).await?;
+                    }
+                }
+                Write::EvictPodsOn => {
+                    for node in &todo {
+                        let e = self.evict(node).await?;
+                        marked += e.evicted;
+                        if !e.blocked.is_empty() {
+                            let note = format!(
+                                "cannot evict {} from {node} yet: a PodDisruptionBudget allows no disruption now; asked again at the next look",
+                                e.blocked.join(", ")
+                            );
+                            warn!(autoscaler = %super::key(self.nsa), "{note}");
+                            self.say("EvictionBlocked", note).await;
+                        }
+                    }
+                }
+            }
+            if m.write == Write::EvictPodsOn && marked == 0 {
+                // Nothing left to evict (the ledger has yet to show the node empty), or only
+                // pods a budget keeps, said above: no Event for it.
+                moved
+                    .0
+                    .extend(todo.into_iter().map(|t| ((m.write, t), self.obs.now)));
+                continue;
             }
             let note = (m.note)
                 .replace("{targets}", &todo.join(", "))
-                .replace("{marked}", &marked.to_string());
+                .replace("{marked}", &marked.to_string())
+                .replace("{pods}", &marked.to_string());
             info!(autoscaler = %super::key(self.nsa), "{note}");
             self.say(m.event, note).await;
             written.extend(todo.iter().map(|t| (m.write, t.clone())));
@@ -512,6 +548,16 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Executor<'_, K, S, P> {
             .kubernetes
             .mark_pods_to_go(&namespace, selector, pods)
             .await
+    }
+
+    /// Evicts the pods `shares.evictablePods` selects on Kubernetes node `node`.
+    async fn evict(&self, node: &str) -> Result<crate::actuator::Evicted> {
+        let col = self.nsa.spec.colocation.as_ref();
+        let evictable = col
+            .and_then(|c| c.shares.as_ref())
+            .map(|s| s.evictable_pods.clone())
+            .unwrap_or_default();
+        self.seam.kubernetes.evict_pods_on(node, &evictable).await
     }
 
     /// Takes back marks the plan let go before a scale-in spent them, saying so.

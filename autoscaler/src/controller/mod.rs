@@ -22,7 +22,7 @@ mod boot;
 mod observation;
 mod observe;
 mod plan;
-mod report;
+pub(crate) mod report;
 #[cfg(test)]
 mod tests;
 

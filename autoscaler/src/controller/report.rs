@@ -283,6 +283,6 @@ fn condition(
 }
 
 /// A status timestamp from the clock's reading.
-pub(super) fn time(t: SystemTime) -> Time {
+pub(crate) fn time(t: SystemTime) -> Time {
     Time(Timestamp::try_from(t).unwrap_or(Timestamp::UNIX_EPOCH))
 }

@@ -44,8 +44,38 @@ pub fn client(mut config: kube::Config) -> Result<kube::Client, kube::Error> {
     Ok(ClientBuilder::try_from(config)?
         .with_layer(&CountPushback)
         .with_layer(&BufferLayer::new(1024))
-        .with_layer(&RetryLayer::new(RetryPolicy::server_retry()))
+        .with_layer(&RetryLayer::new(Retry(RetryPolicy::server_retry())))
         .build())
+}
+
+/// kube's policy, but an eviction is never retried: its 429 is a PodDisruptionBudget
+/// saying "not now", which the caller reports and asks again later, not throttling to sit out
+/// (kube's policy would repeat it for up to 15 tries, holding the caller meanwhile).
+#[derive(Clone)]
+struct Retry(RetryPolicy);
+
+impl<Res> tower::retry::Policy<http::Request<Body>, http::Response<Res>, tower::BoxError>
+    for Retry
+{
+    type Future = tokio::time::Sleep;
+
+    fn retry(
+        &mut self,
+        req: &mut http::Request<Body>,
+        result: &mut Result<http::Response<Res>, tower::BoxError>,
+    ) -> Option<Self::Future> {
+        if req.uri().path().ends_with("/eviction") {
+            return None;
+        }
+        self.0.retry(req, result)
+    }
+
+    fn clone_request(&mut self, req: &http::Request<Body>) -> Option<http::Request<Body>> {
+        <RetryPolicy as tower::retry::Policy<_, http::Response<Res>, _>>::clone_request(
+            &mut self.0,
+            req,
+        )
+    }
 }
 
 /// Counts the responses whose status is one of [`PUSHBACK_CODES`].

@@ -544,7 +544,9 @@ impl World for AtPoll<'_> {
             | Recorded::Drain { .. }
             | Recorded::Resume { .. }
             | Recorded::MarkPodsOn { .. }
-            | Recorded::UnmarkPodsOn { .. }) => self.sim.apply_to_pool(w),
+            | Recorded::UnmarkPodsOn { .. }
+            | Recorded::Reserve { .. }
+            | Recorded::EvictPodsOn { .. }) => self.sim.apply_to_pool(w),
             Recorded::Create { .. }
             | Recorded::Reconfigure
             | Recorded::PowerUp { .. }

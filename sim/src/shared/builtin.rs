@@ -20,6 +20,7 @@ use crate::view::{CLUSTER, PARTITION, SlurmView, replay_controller};
 /// What a poll of `builtin` looks at to decide whether to plan at all.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Inputs {
+    reserved: u64,
     busy: u64,
     pending: u64,
     pending_job_nodes: u64,
@@ -49,6 +50,8 @@ struct Shown {
     capacity: Arc<BTreeMap<String, Capacity>>,
     ledger_cursor: Option<u64>,
     pending: Option<u64>,
+    /// The reservations the capacity's taints show.
+    reserved: u64,
 }
 
 /// The pool at one reconcile: the world the controller runs in.
@@ -70,6 +73,7 @@ impl Autoscaler {
                 capacity: Arc::new(capacity),
                 ledger_cursor: None,
                 pending: None,
+                reserved: 0,
             },
         }
     }
@@ -79,6 +83,7 @@ impl Autoscaler {
     pub(super) fn inputs(pool: &Pool) -> Inputs {
         let c = pool.cluster.counts;
         Inputs {
+            reserved: pool.world.reserved_version,
             busy: u64::from(c.busy),
             pending: u64::from(c.pending),
             pending_job_nodes: c.pending_job_nodes,
@@ -144,6 +149,13 @@ impl World for OnPool<'_> {
             let ledger = Arc::make_mut(&mut shown.ledger);
             for i in slots {
                 pool.world.set_kube_held(&mut ledger[i as usize], i);
+            }
+        }
+        if shown.reserved != pool.world.reserved_version {
+            shown.reserved = pool.world.reserved_version;
+            let capacity = Arc::make_mut(&mut shown.capacity);
+            for (name, cap) in capacity.iter_mut() {
+                pool.world.show_reservation(&mut cap.taints, name);
             }
         }
         let kube = KubeSnapshot {

@@ -93,19 +93,25 @@ impl SharedOptions {
             nodes,
             sched: SchedConfig::default(),
             split,
-            autoscaler: default_spec(nodes),
+            autoscaler: default_spec(nodes, split),
             bucket: 0,
             scoring: Scoring::default(),
         }
     }
 }
 
-/// The colocated NodeSetAutoscaler `builtin` runs when none is given: the CRD's defaults.
-pub fn default_spec(nodes: u32) -> NodeSetAutoscalerSpec {
+/// The label every replayed pod carries, so `evictablePods` can name them all.
+pub const POD_LABEL: (&str, &str) = ("simulate.slurmscale.io/pod-log", "replayed");
+
+/// The colocated NodeSetAutoscaler `builtin` runs when none is given: the CRD's defaults
+/// but for shares — Slurm's share is the `split` the `static` row holds, and every replayed
+/// pod may be evicted when Slurm reclaims its share — so every replay compares `builtin`
+/// with the split it was given.
+pub fn default_spec(nodes: u32, split: u32) -> NodeSetAutoscalerSpec {
     serde_json::from_value(serde_json::json!({
         "scaleTargetRef": {"name": PARTITION},
         "maxReplicas": nodes,
-        "colocation": {},
+        "colocation": {"shares": {"slurm": split, "evictablePods": {POD_LABEL.0: POD_LABEL.1}}},
     }))
     .expect("the default colocated spec is valid")
 }
@@ -581,11 +587,37 @@ mod tests {
             "{}",
             s.pod_seconds_lost
         );
-        // The real planner preempts nothing: the job waits for pods to end instead.
-        let b = run_sharing(Sharing::Builtin, jobs, pods, &opts)
+        // The real planner without shares (Kubernetes first) preempts nothing: the job waits
+        // for pods to end instead.
+        let mut first = opts.clone();
+        first.autoscaler.colocation.as_mut().unwrap().shares = None;
+        let b = run_sharing(Sharing::Builtin, jobs, pods, &first)
             .unwrap()
             .stats;
         assert_eq!((b.evictions, b.pod_seconds_lost), (0, 0.0));
+    }
+
+    #[test]
+    fn under_shares_a_job_gets_slurms_share_back_within_the_reclaim_time() {
+        // Slurm's share is two of four nodes. Four ten-hour pods come first: two run on
+        // Kubernetes' share, two borrow Slurm's idle nodes (drained, handed over). An hour
+        // in, a two-node job comes: both borrowed nodes are reserved at once and their pods
+        // evicted one reclaim time (600 s) less a boot later, so the job waits about that.
+        let jobs: Arc<[TraceJob]> = vec![job("two", HOUR, HOUR as u64, 2)].into();
+        let pods: Arc<[PodRequest]> = (0..4)
+            .map(|i| pod(&format!("web-{i}"), 0, 10 * HOUR as u64))
+            .collect::<Vec<_>>()
+            .into();
+        let opts = SharedOptions::new(shape(), 4, 2);
+        let s = run_sharing(Sharing::Builtin, jobs, pods, &opts)
+            .unwrap()
+            .stats;
+        assert_eq!(s.evictions, 2, "{s:?}");
+        assert_eq!(s.jobs_killed, 0);
+        assert!((500..=800).contains(&s.job_waits[0]), "{:?}", s.job_waits);
+        // Each evicted pod had run about 1 h 10 min, lost.
+        let lost = s.pod_seconds_lost / 2.0;
+        assert!((HOUR as f64..HOUR as f64 + 900.0).contains(&lost), "{lost}");
     }
 
     #[test]

@@ -40,6 +40,10 @@ pub(super) struct FollowSlurm {
     resumed_under: HashMap<String, (i64, u64)>,
     /// The generation this replica first saw: another one later is a reload it saw happen.
     first_seen: Option<(i64, u64)>,
+    /// Records this replica powered up ahead, and when (unix seconds): slurmctld may show
+    /// one still powered down for a pass or two after the request, and asking again would
+    /// count and announce the same power-up twice.
+    powered_up: HashMap<String, i64>,
 }
 
 /// How long a schedulable job of the partition waits, while resumed records sit idle, before
@@ -105,10 +109,15 @@ impl Policy for FollowSlurm {
     }
 
     /// Resumed or refreshed: schedulable until slurmctld reloads again.
-    fn acted(&mut self, plan: &Plan, outcome: &Outcome, _now: SystemTime) {
+    fn acted(&mut self, plan: &Plan, outcome: &Outcome, now: SystemTime) {
         let Some(moves) = plan.effects::<PlannedMoves>() else {
             return;
         };
+        let at = unix_seconds(now) as i64;
+        self.powered_up.retain(|_, then| at - *then < 3600);
+        for (_, name) in outcome.written.iter().filter(|(w, _)| *w == Write::PowerUp) {
+            self.powered_up.insert(name.clone(), at);
+        }
         self.first_seen = self.first_seen.or(moves.generation);
         let Some(generation) = moves.generation else {
             return;
@@ -195,7 +204,13 @@ impl FollowSlurm {
         let name = |i: &usize| records.wanted.name(*i);
         let now = unix_seconds(obs.now) as i64;
         let early = (view.lead)
-            .map(|lead| decide::ahead(&view.ordinals, now, lead, &d.refresh))
+            .map(|lead| {
+                // Asked within a lead: coming up (or failing, which slurmctld handles).
+                let asked = (0..view.ordinals.len())
+                    .filter(|i| (self.powered_up.get(&name(i))).is_some_and(|&at| now - at < lead));
+                let skip: Vec<usize> = d.refresh.iter().copied().chain(asked).collect();
+                decide::ahead(&view.ordinals, now, lead, &skip)
+            })
             .unwrap_or_default();
         let reason = match d.replicas.cmp(&current) {
             std::cmp::Ordering::Greater => Reason::ScaleUp,

@@ -16,6 +16,19 @@ pub(super) struct ColocationRow {
     pub slurm_need: u64,
     /// NodeSet pods no node has room for.
     pub unschedulable_pods: u64,
+    /// Under shares.
+    pub shares: Option<SharesRow>,
+}
+
+/// A pool split by shares: each side's share, the nodes reserved for Slurm, and how long each
+/// side with work has held less than its share, beside the reclaim time it should not pass.
+#[derive(Clone, Debug, Default)]
+pub(super) struct SharesRow {
+    /// Slurm's, Kubernetes'.
+    pub share: [u64; 2],
+    pub reserved: u64,
+    pub below_share_seconds: [f64; 2],
+    pub reclaim_seconds: u64,
 }
 
 impl PolicyRow for ColocationRow {
@@ -58,12 +71,79 @@ impl PolicyRow for ColocationRow {
         &l,
         c.unschedulable_pods as f64,
     );
+        if let Some(s) = &c.shares {
+            s.collect(out, l);
+        }
+    }
+}
+
+impl SharesRow {
+    fn collect(&self, out: &mut Out, l: [(&'static str, &str); 3]) {
+        for (i, owner) in ["slurm", "kubernetes"].into_iter().enumerate() {
+            let lo = [l[0], l[1], l[2], ("owner", owner)];
+            out.gauge(
+                "slurmscale_colocation_share_nodes",
+                "Each side's nominal share of the pool (spec.colocation.shares), in nodes.",
+                &lo,
+                self.share[i] as f64,
+            );
+        }
+        for (i, owner) in ["slurm", "kubernetes"].into_iter().enumerate() {
+            let lo = [l[0], l[1], l[2], ("owner", owner)];
+            out.gauge(
+                "slurmscale_colocation_below_share_seconds",
+                "How long each side has had work and held less than its share (0: not now).",
+                &lo,
+                self.below_share_seconds[i],
+            );
+        }
+        out.gauge(
+            "slurmscale_colocation_reserved_nodes",
+            "Pool nodes reserved for Slurm (tainted) while their pods end or are evicted.",
+            &l,
+            self.reserved as f64,
+        );
+        out.gauge(
+            "slurmscale_colocation_reclaim_seconds",
+            "The reclaim time: a side below its share with work gets its nodes back within it.",
+            &l,
+            self.reclaim_seconds as f64,
+        );
     }
 }
 
 #[cfg(test)]
 mod tests {
     use crate::metrics::fixtures;
+
+    /// Under shares: Slurm's share 3, Kubernetes' 1, one node reserved, Slurm short of its
+    /// share for 90 s of a 600-s reclaim time.
+    #[test]
+    fn renders_the_shares() {
+        let row = super::ColocationRow {
+            pool: 4,
+            slurm: 2,
+            shares: Some(super::SharesRow {
+                share: [3, 1],
+                reserved: 1,
+                below_share_seconds: [90.0, 0.0],
+                reclaim_seconds: 600,
+            }),
+            ..Default::default()
+        };
+        let text = fixtures::render_policy("slurm/pool", row);
+        let l = r#"cluster="lab",namespace="slurm",autoscaler="pool",target="slurm-worker-pool""#;
+        for line in [
+            format!(r#"slurmscale_colocation_share_nodes{{{l},owner="slurm"}} 3"#),
+            format!(r#"slurmscale_colocation_share_nodes{{{l},owner="kubernetes"}} 1"#),
+            format!(r#"slurmscale_colocation_below_share_seconds{{{l},owner="slurm"}} 90"#),
+            format!(r#"slurmscale_colocation_below_share_seconds{{{l},owner="kubernetes"}} 0"#),
+            format!("slurmscale_colocation_reserved_nodes{{{l}}} 1"),
+            format!("slurmscale_colocation_reclaim_seconds{{{l}}} 600"),
+        ] {
+            assert!(text.lines().any(|t| t == line), "{line} not in\n{text}");
+        }
+    }
 
     /// The colocated fixture autoscaler (`pool`): four nodes, three Slurm's, one of them
     /// draining for Kubernetes, one NodeSet pod waiting for room; Kubernetes holds what of
@@ -77,6 +157,7 @@ mod tests {
             kubernetes_need: 2,
             slurm_need: 1,
             unschedulable_pods: 1,
+            shares: None,
         };
         fixtures::assert_text(
             &fixtures::render_policy("slurm/pool", row),

@@ -16,7 +16,7 @@ use super::{OwnCondition, Policy, PolicyStatus};
 use crate::controller::observation::Inputs;
 use crate::controller::observation::{OwnInput, Reading};
 use crate::controller::{Observation, Outcome};
-use crate::crd::{ColocationStatus, NodeSetAutoscalerSpec, count, replicas};
+use crate::crd::{ColocationStatus, NodeSetAutoscalerSpec, SharesStatus, count, replicas};
 use crate::error::Result;
 use crate::metrics::Row;
 use crate::plan::Plan;
@@ -63,8 +63,13 @@ impl Policy for SharePool {
                 ..Plan::default()
             };
         };
+        let mut bounds = ColocationBounds::from(col);
+        if let Some(shares) = &mut bounds.shares {
+            let boot = obs.boot.seconds.unwrap_or(0.0).max(0.0);
+            shares.boot = std::time::Duration::from_secs_f64(boot);
+        }
         let mut plan = planner::plan(
-            &ColocationBounds::from(col),
+            &bounds,
             &pool.nodes,
             &pool.pods,
             &obs.signals,
@@ -125,8 +130,25 @@ impl Policy for SharePool {
             reason,
             message,
         };
+        let mut conditions = vec![frozen, reclaiming];
+        let shares = PoolMoves::of(plan).shares.map(|s| {
+            conditions.push(self.below_share(&s, obs.now));
+            let since =
+                |i: usize| self.history.below_share_since[i].map(crate::controller::report::time);
+            SharesStatus {
+                slurm_share_nodes: replicas(s.slurm),
+                kubernetes_share_nodes: replicas(s.kubernetes),
+                slurm_borrowed_nodes: replicas(s.slurm_holds.saturating_sub(s.slurm)),
+                kubernetes_borrowed_nodes: replicas(
+                    s.kubernetes_holds.saturating_sub(s.kubernetes),
+                ),
+                reserved: PoolMoves::of(plan).reserved.clone(),
+                slurm_below_share_since: since(0),
+                kubernetes_below_share_since: since(1),
+            }
+        });
         PolicyStatus {
-            conditions: vec![frozen, reclaiming],
+            conditions,
             colocation: Some(ColocationStatus {
                 pool_nodes: count(pool.nodes.len()),
                 slurm_nodes: count(held(pool)),
@@ -134,6 +156,7 @@ impl Policy for SharePool {
                 slurm_need_nodes: replicas(needs.slurm),
                 draining,
                 last_plan: plan.steps.clone(),
+                shares,
             }),
         }
     }
@@ -143,7 +166,14 @@ impl Policy for SharePool {
             return;
         };
         let needs = PoolMoves::of(plan).needs;
+        let shares = PoolMoves::of(plan).shares.map(|s| metrics::SharesRow {
+            share: [s.slurm, s.kubernetes],
+            reserved: PoolMoves::of(plan).reserved.len() as u64,
+            below_share_seconds: [0, 1].map(|i| self.below_share_for(i, obs.now).as_secs_f64()),
+            reclaim_seconds: s.reclaim_seconds,
+        });
         row.policy = Some(Arc::new(ColocationRow {
+            shares,
             pool: pool.nodes.len() as u64,
             slurm: held(pool) as u64,
             draining: draining(pool, plan).len() as u64,
@@ -151,6 +181,51 @@ impl Policy for SharePool {
             slurm_need: needs.slurm,
             unschedulable_pods: pool.unschedulable_nodeset_pods,
         }));
+    }
+}
+
+impl SharePool {
+    /// How long side `i` (0 Slurm, 1 Kubernetes) has had work and held less than its share.
+    fn below_share_for(&self, i: usize, now: SystemTime) -> std::time::Duration {
+        self.history.below_share_since[i]
+            .and_then(|t| now.duration_since(t).ok())
+            .unwrap_or_default()
+    }
+
+    /// `BelowShare`: a side with work has held less than its share for longer than the
+    /// reclaim time — the promise of shares, broken.
+    fn below_share(&self, s: &planner::ShareState, now: SystemTime) -> OwnCondition {
+        let reclaim = std::time::Duration::from_secs(s.reclaim_seconds);
+        let late: Vec<String> = [
+            ("Slurm", s.slurm, s.slurm_owed),
+            ("Kubernetes", s.kubernetes, s.kubernetes_owed),
+        ]
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| self.below_share_for(*i, now) > reclaim)
+        .map(|(i, (side, share, owed))| {
+            format!(
+                "{side} has waited {}s for {owed} node(s) of its share of {share}",
+                self.below_share_for(i, now).as_secs()
+            )
+        })
+        .collect();
+        if late.is_empty() {
+            OwnCondition {
+                kind: "BelowShare",
+                holds: false,
+                reason: "SharesMet",
+                message: "no side with work has waited longer than the reclaim time for its share"
+                    .into(),
+            }
+        } else {
+            OwnCondition {
+                kind: "BelowShare",
+                holds: true,
+                reason: "ReclaimLate",
+                message: format!("{} (reclaim time {}s)", late.join("; "), s.reclaim_seconds),
+            }
+        }
     }
 }
 

@@ -15,13 +15,16 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
 mod placement;
+mod shares;
 
 use crate::pool::PendingPod;
 use placement::{PodPlacement, place_pods};
+pub use shares::{ReservedSince, Shares};
 
 use crate::crd::ColocationSpec;
 use crate::plan::{Effects, Move, Plan, Reason, Signals, Write};
 pub use slurmscale_exporter::k8s::ledger::Taint;
+use slurmscale_exporter::signals::PartitionSignals;
 
 /// One node of the pool.
 #[derive(Clone, Debug, PartialEq)]
@@ -70,6 +73,8 @@ pub struct ColocationBounds {
     pub cooldown: Duration,
     /// Give idle Slurm nodes back (down to `min_slurm`) even without Kubernetes demand.
     pub release_idle: bool,
+    /// Each side's nominal share (`None`: Kubernetes first).
+    pub shares: Option<Shares>,
 }
 
 /// A colocated pool's moves: the effects of its plans.
@@ -82,8 +87,31 @@ pub struct PoolMoves {
     /// Kubernetes nodes whose NodeSet pod is to go first on the next scale-in (drained and
     /// empty: slurm-operator then removes exactly those).
     pub release: Vec<String>,
+    /// Kubernetes nodes to reserve for Slurm (tainted: no new pod lands there), and whose
+    /// reservation is lifted.
+    pub reserve: Vec<String>,
+    pub unreserve: Vec<String>,
+    /// Reserved nodes whose evictable pods are evicted: the reclaim time has passed.
+    pub evict: Vec<String>,
+    /// Every node reserved for Slurm once this plan is carried out.
+    pub reserved: Vec<String>,
     /// What each side needs, for the pool's status and metrics.
     pub needs: Needs,
+    /// Under shares: each side's share and what it is owed.
+    pub shares: Option<ShareState>,
+}
+
+/// Each side's nominal share of the pool (nodes), what it holds, and the nodes it is owed:
+/// it has work for them and holds fewer than its share.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShareState {
+    pub slurm: u64,
+    pub kubernetes: u64,
+    pub slurm_holds: u64,
+    pub kubernetes_holds: u64,
+    pub slurm_owed: u64,
+    pub kubernetes_owed: u64,
+    pub reclaim_seconds: u64,
 }
 
 /// Nodes each side of a colocated pool needs now.
@@ -102,6 +130,11 @@ impl PoolMoves {
             drain: Vec::new(),
             resume: Vec::new(),
             release: Vec::new(),
+            reserve: Vec::new(),
+            unreserve: Vec::new(),
+            evict: Vec::new(),
+            reserved: Vec::new(),
+            shares: None,
             needs: Needs {
                 kubernetes: 0,
                 slurm: 0,
@@ -111,7 +144,8 @@ impl PoolMoves {
     }
 }
 
-/// Drains and resumes, then the pods of released nodes marked to go.
+/// Drains and resumes, reservations for Slurm and the evictions they come to, then the pods
+/// of released nodes marked to go.
 impl Effects for PoolMoves {
     fn moves(&self) -> Vec<Move> {
         let drain = Write::Drain("capacity for Kubernetes");
@@ -119,6 +153,28 @@ impl Effects for PoolMoves {
         let mut moves = Move::each(drain, &self.drain, "Drain", drained);
         let resumed = "resumed {targets}: Slurm has demand again";
         moves.extend(Move::each(Write::Resume, &self.resume, "Resume", resumed));
+        let reserved = "reserved {targets} for Slurm, below its share: no new pod lands there";
+        moves.extend(Move::each(
+            Write::Reserve,
+            &self.reserve,
+            "Reserve",
+            reserved,
+        ));
+        let evicted =
+            "evicted {pods} pod(s) from {targets}, reserved for Slurm past the reclaim time";
+        moves.extend(Move::each(
+            Write::EvictPodsOn,
+            &self.evict,
+            "Evict",
+            evicted,
+        ));
+        let lifted = "lifted the reservation of {targets}";
+        moves.extend(Move::each(
+            Write::Unreserve,
+            &self.unreserve,
+            "Unreserve",
+            lifted,
+        ));
         if !self.release.is_empty() {
             let note = "handing {targets} to Kubernetes ({marked} pod(s) marked to go first)";
             let release = self.release.clone();
@@ -133,6 +189,11 @@ impl Effects for PoolMoves {
 pub struct ColocationHistory {
     pub last_reclaim: Option<SystemTime>,
     pub last_giveback: Option<SystemTime>,
+    /// When each node reserved for Slurm was first reserved, for the reclaim time (a
+    /// restart starts the clocks again: later evictions, never earlier).
+    pub reserved_since: ReservedSince,
+    /// Since when Slurm, and Kubernetes, has had work and held less than its share.
+    pub below_share_since: [Option<SystemTime>; 2],
 }
 
 impl ColocationHistory {
@@ -145,6 +206,19 @@ impl ColocationHistory {
         if !moves.resume.is_empty() || plan.replicas > current {
             self.last_giveback = Some(now);
         }
+        if !plan.frozen {
+            let owed = moves
+                .shares
+                .map_or([0, 0], |s| [s.slurm_owed, s.kubernetes_owed]);
+            for (since, owed) in self.below_share_since.iter_mut().zip(owed) {
+                *since = (owed > 0).then(|| since.unwrap_or(now));
+            }
+            let reserved = &moves.reserved;
+            self.reserved_since.retain(|n, _| reserved.contains(n));
+            for n in reserved {
+                self.reserved_since.entry(n.clone()).or_insert(now);
+            }
+        }
     }
 }
 
@@ -156,6 +230,10 @@ impl From<&ColocationSpec> for ColocationBounds {
             max_slurm: c.max_slurm_nodes.map_or(u64::MAX, u64::from),
             cooldown: Duration::from_secs(c.cooldown_seconds.unwrap_or(300).into()),
             release_idle: c.release_idle_slurm_nodes,
+            shares: c.shares.clone().map(|spec| Shares {
+                spec,
+                boot: Duration::ZERO,
+            }),
         }
     }
 }
@@ -243,15 +321,9 @@ pub fn plan(
         recommendation: replicas,
         ..Plan::default()
     };
-    let s = match (ledger, slurm) {
-        (Ok(()), Ok(s)) => s,
-        (Err(why), _) => {
-            return frozen(
-                p,
-                format!("no rebalancing: the GenericNode ledger cannot be trusted ({why})"),
-            );
-        }
-        (_, Err(why)) => return frozen(p, format!("no rebalancing: {why}")),
+    let (s, nominal) = match trusted(bounds, pool, slurm, ledger) {
+        Ok(t) => t,
+        Err(why) => return frozen(p, format!("no rebalancing: {why}")),
     };
     let sides = Sides::of(pool);
     // The rule every scaler follows while the job list catches up with Slurm: grow Slurm to
@@ -271,9 +343,27 @@ pub fn plan(
     let cooled = |t: Option<SystemTime>| {
         t.is_none_or(|t| now.duration_since(t).unwrap_or_default() >= bounds.cooldown)
     };
-    if wanted > 0 {
-        if cooled(history.last_giveback) {
-            reclaim(&mut p, &mut moves, bounds, &sides, (&placed, wanted));
+    // Under shares: what Slurm is owed (its need within its share, beyond what serves it)
+    // comes first, and a side below its share does not wait out the cooldown.
+    let (owed, kubernetes_owed) = nominal.map_or((0, false), |(sh, n)| {
+        let at = (history, now);
+        shares::apply(&mut p, &mut moves, (sh, n), (&sides, pool), slurm_need, at)
+    });
+    let budget = nominal.map_or((u64::MAX, u64::MAX), |(sh, n)| {
+        shares::drain_budget(sh, n, &sides, slurm_need)
+    });
+    if owed > 0 {
+        // Slurm's guarantee is being met: nothing goes the other way in the same plan.
+    } else if wanted > 0 {
+        if cooled(history.last_giveback) || kubernetes_owed {
+            reclaim(
+                &mut p,
+                &mut moves,
+                bounds,
+                &sides,
+                (&placed, wanted),
+                budget,
+            );
         } else {
             p.steps.push(format!(
                 "Kubernetes could use {wanted} node(s), but capacity went to Slurm less than {}s ago",
@@ -288,7 +378,8 @@ pub fn plan(
         if cooled(history.last_reclaim) {
             let max_slurm = bounds
                 .max_slurm
-                .min((pool.len() as u64).saturating_sub(bounds.min_kubernetes));
+                .min((pool.len() as u64).saturating_sub(bounds.min_kubernetes))
+                .min(nominal.map_or(u64::MAX, |(sh, n)| shares::slurm_cap(sh, n)));
             give_back(&mut p, &mut moves, &sides, max_slurm);
         } else {
             p.steps.push(format!(
@@ -306,6 +397,34 @@ pub fn plan(
             needs.kubernetes
         ));
     }
+    finish(p, moves, replicas)
+}
+
+/// The shares and Slurm's nominal share of this pool, in nodes.
+type Nominal<'a> = (&'a Shares, u64);
+
+/// What the planner may act on — the ledger and Slurm's data trusted, the shares readable —
+/// or why not.
+fn trusted<'a>(
+    bounds: &'a ColocationBounds,
+    pool: &[PoolNode],
+    slurm: &'a Signals,
+    ledger: Result<(), &str>,
+) -> Result<(&'a PartitionSignals, Option<Nominal<'a>>), String> {
+    let s = match (ledger, slurm) {
+        (Ok(()), Ok(s)) => s,
+        (Err(why), _) => return Err(format!("the GenericNode ledger cannot be trusted ({why})")),
+        (_, Err(why)) => return Err(why.to_string()),
+    };
+    let nominal = match &bounds.shares {
+        Some(sh) => Some((sh, sh.slurm(pool.len() as u64)?)),
+        None => None,
+    };
+    Ok((s, nominal))
+}
+
+/// The plan with its moves, its reason `Rebalance` when anything moves.
+fn finish(mut p: Plan, moves: PoolMoves, replicas: u64) -> Plan {
     p.effects = Some(std::sync::Arc::new(moves));
     p.reason = if p.changes(replicas) {
         Reason::Rebalance
@@ -334,6 +453,7 @@ fn reclaim(
     bounds: &ColocationBounds,
     sides: &Sides,
     (placed, wanted): (&PodPlacement, u64),
+    (budget, busy_budget): (u64, u64),
 ) {
     let replicas = p.replicas;
     // Never below Slurm's guarantee, even if it was raised after these drains began.
@@ -354,7 +474,9 @@ fn reclaim(
     let bound = (sides.serving.len() + sides.ours_empty.len() + sides.ours_busy.len()) as u64;
     p.replicas = replicas.min(bound).saturating_sub(m.release.len() as u64);
     let short = wanted.saturating_sub(m.release.len() as u64 + sides.ours_busy.len() as u64);
-    let allowed = (sides.serving.len() as u64).saturating_sub(bounds.min_slurm);
+    let allowed = (sides.serving.len() as u64)
+        .saturating_sub(bounds.min_slurm)
+        .min(budget);
     let for_pods = placed
         .taken
         .iter()
@@ -366,11 +488,18 @@ fn reclaim(
         .copied()
         .filter(|n| n.slurm.as_ref().is_some_and(|s| !s.busy));
     let mut picked: Vec<&PoolNode> = Vec::new();
+    let mut busy = 0;
     for n in for_pods.chain(idle) {
         if picked.len() as u64 >= short.min(allowed) {
             break;
         }
+        let runs_jobs = n.slurm.as_ref().is_some_and(|s| s.busy);
+        // Under shares, nodes running jobs only beyond Slurm's share.
+        if runs_jobs && busy >= busy_budget {
+            continue;
+        }
         if !picked.iter().any(|m| std::ptr::eq(*m, n)) {
+            busy += u64::from(runs_jobs);
             picked.push(n);
         }
     }
@@ -391,9 +520,13 @@ fn reclaim(
         m.drain.push(n.slurm_node.clone());
     }
     if (picked.len() as u64) < short {
+        let keeps = if bounds.shares.is_some() {
+            "its share, and the idle nodes its work needs".to_string()
+        } else {
+            format!("its guaranteed {}", bounds.min_slurm)
+        };
         p.steps.push(format!(
-            "Kubernetes needs {short} more node(s); Slurm keeps its guaranteed {}",
-            bounds.min_slurm
+            "Kubernetes needs {short} more node(s); Slurm keeps {keeps}"
         ));
     }
 }
@@ -426,6 +559,7 @@ fn give_back(p: &mut Plan, m: &mut PoolMoves, sides: &Sides, max_slurm: u64) {
 mod tests {
     use super::placement::kubernetes_need;
     use super::*;
+    use crate::crd::{IntOrString, SharesSpec};
     use crate::pool::{Placement, Requirement, Toleration};
     use proptest::prelude::*;
     use slurmscale_exporter::model::demand::Demand;
@@ -477,6 +611,7 @@ mod tests {
             max_slurm: 10,
             cooldown: Duration::from_secs(60),
             release_idle: false,
+            shares: None,
         }
     }
 
@@ -572,6 +707,7 @@ mod tests {
             max_slurm: 2,
             cooldown: Duration::ZERO,
             release_idle: false,
+            shares: None,
         };
         let p = plan(
             &bounds,
@@ -834,6 +970,219 @@ mod tests {
         assert!(PoolMoves::of(&plan_for(&idle(0), &releasing)).drain == ["s1"]);
     }
 
+    /// Slurm's share of 2 of the pool, pods evictable, a 600-s reclaim time and 60-s boots.
+    fn shared(slurm: i32, evictable: bool) -> ColocationBounds {
+        let spec = SharesSpec {
+            slurm: IntOrString::Int(slurm),
+            slurm_borrowing_limit: None,
+            kubernetes_borrowing_limit: None,
+            reclaim_seconds: None,
+            evictable_pods: if evictable {
+                BTreeMap::from([("borrow".to_string(), "yes".to_string())])
+            } else {
+                BTreeMap::new()
+            },
+        };
+        ColocationBounds {
+            min_slurm: 0,
+            min_kubernetes: 0,
+            shares: Some(Shares {
+                spec,
+                boot: Duration::from_secs(60),
+            }),
+            ..bounds()
+        }
+    }
+
+    fn reserved(mut n: PoolNode, k8s_cpu: f64) -> PoolNode {
+        n.taints.push(Taint {
+            key: crate::pool::RESERVED_TAINT.into(),
+            value: String::new(),
+            effect: "NoSchedule".into(),
+        });
+        n.k8s_cpu = k8s_cpu;
+        n
+    }
+
+    #[test]
+    fn under_shares_slurm_below_its_share_with_work_gets_nodes_back_though_pods_wait() {
+        // Slurm serves on k0 and has work for two more; its share is 2. Kubernetes holds
+        // k1–k3 (k3 empty) and has pods waiting: without shares Slurm would get nothing.
+        let mut pool = vec![
+            node(0, slurm_node(true)),
+            node(1, None),
+            node(2, None),
+            node(3, None),
+        ];
+        pool[3].k8s_cpu = 0.0;
+        let history = ColocationHistory::default();
+        let go = |b: &ColocationBounds, pool: &[PoolNode], h: &ColocationHistory, at| {
+            plan(b, pool, &pods(2), &signals(1, 2), Ok(()), 1, h, at)
+        };
+        let p = go(&shared(2, true), &pool, &history, t(0));
+        assert_eq!(p.replicas, 2, "{:?}", p.steps);
+        let m = PoolMoves::of(&p);
+        assert_eq!(
+            (&m.reserve, &m.reserved, &m.drain, &m.evict),
+            (
+                &vec!["k3".to_string()],
+                &vec!["k3".to_string()],
+                &vec![],
+                &vec![]
+            ),
+            "the empty node is reserved for the new pod"
+        );
+        let without = go(&bounds(), &pool, &history, t(0));
+        assert_eq!(without.replicas, 1, "Kubernetes first: {:?}", without.steps);
+
+        // k3 is reserved but a pod still runs there: evicted one reclaim time less a boot
+        // after the reservation, not before, and only where the site allows evictions.
+        pool[3] = reserved(pool[3].clone(), 2.0);
+        let mut history = ColocationHistory::default();
+        history.record(&p, 1, t(0));
+        assert_eq!(history.reserved_since.get("k3"), Some(&t(0)));
+        let evicts =
+            |b: &ColocationBounds, at| PoolMoves::of(&go(b, &pool, &history, at)).evict.clone();
+        assert_eq!(evicts(&shared(2, true), t(539)), Vec::<String>::new());
+        assert_eq!(evicts(&shared(2, true), t(540)), ["k3"]);
+        assert_eq!(
+            evicts(&shared(2, false), t(5_000)),
+            Vec::<String>::new(),
+            "no pod is evictable"
+        );
+    }
+
+    #[test]
+    fn under_shares_kubernetes_drains_only_what_slurm_holds_beyond_its_share_or_leaves_idle() {
+        // Slurm runs jobs on k0–k2 with a share of 2; pods need two nodes.
+        let pool = vec![
+            node(0, slurm_node(true)),
+            node(1, slurm_node(true)),
+            node(2, slurm_node(true)),
+            node(3, None),
+        ];
+        let p = plan(
+            &shared(2, true),
+            &pool,
+            &pods(2),
+            &signals(3, 0),
+            Ok(()),
+            3,
+            &ColocationHistory::default(),
+            t(0),
+        );
+        assert_eq!(
+            PoolMoves::of(&p).drain.len(),
+            1,
+            "only the one it borrowed: {:?}",
+            p.steps
+        );
+        let p = plan(
+            &bounds(),
+            &pool,
+            &pods(2),
+            &signals(3, 0),
+            Ok(()),
+            3,
+            &ColocationHistory::default(),
+            t(0),
+        );
+        assert_eq!(
+            PoolMoves::of(&p).drain.len(),
+            2,
+            "Kubernetes first: {:?}",
+            p.steps
+        );
+        // Idle nodes within its share that its work does not need are lent.
+        let idle = vec![
+            node(0, slurm_node(true)),
+            node(1, slurm_node(false)),
+            node(2, None),
+        ];
+        let p = plan(
+            &shared(2, true),
+            &idle,
+            &pods(1),
+            &signals(1, 0),
+            Ok(()),
+            2,
+            &ColocationHistory::default(),
+            t(0),
+        );
+        assert_eq!(PoolMoves::of(&p).drain, ["s1"], "{:?}", p.steps);
+        // Within the cooldown after a give-back, Kubernetes below its share still drains.
+        let gave = ColocationHistory {
+            last_giveback: Some(t(0)),
+            ..Default::default()
+        };
+        let p = plan(
+            &shared(2, true),
+            &pool,
+            &pods(2),
+            &signals(3, 0),
+            Ok(()),
+            3,
+            &gave,
+            t(1),
+        );
+        assert_eq!(PoolMoves::of(&p).drain.len(), 1, "{:?}", p.steps);
+    }
+
+    #[test]
+    fn under_shares_reservations_nobody_waits_for_are_lifted() {
+        // k1 got its NodeSet pod (Slurm holds it, still tainted); k2 is reserved, but
+        // Slurm's work now fits what it holds.
+        let pool = vec![
+            node(0, slurm_node(true)),
+            reserved(node(1, slurm_node(true)), 0.0),
+            reserved(node(2, None), 0.0),
+        ];
+        let p = plan(
+            &shared(2, true),
+            &pool,
+            &[],
+            &signals(2, 0),
+            Ok(()),
+            2,
+            &ColocationHistory::default(),
+            t(0),
+        );
+        let mut lifted = PoolMoves::of(&p).unreserve.clone();
+        lifted.sort();
+        assert_eq!(lifted, ["k1", "k2"], "{:?}", p.steps);
+        assert!(PoolMoves::of(&p).reserved.is_empty());
+    }
+
+    #[test]
+    fn a_share_that_is_not_a_count_or_percentage_freezes_the_pool() {
+        let mut b = shared(2, true);
+        b.shares.as_mut().unwrap().spec.slurm = IntOrString::String("half".into());
+        let pool = vec![node(0, slurm_node(true)), node(1, None)];
+        let p = plan(
+            &b,
+            &pool,
+            &pods(1),
+            &signals(1, 0),
+            Ok(()),
+            1,
+            &ColocationHistory::default(),
+            t(0),
+        );
+        assert!(p.frozen && p.message().contains("half"), "{:?}", p.steps);
+        b.shares.as_mut().unwrap().spec.slurm = IntOrString::String("50%".into());
+        let p = plan(
+            &b,
+            &pool,
+            &pods(1),
+            &signals(1, 0),
+            Ok(()),
+            1,
+            &ColocationHistory::default(),
+            t(0),
+        );
+        assert!(!p.frozen);
+    }
+
     #[test]
     fn someone_elses_drain_is_never_touched_and_untrusted_data_plans_nothing() {
         let mut theirs = slurm_node(false);
@@ -904,7 +1253,7 @@ mod tests {
             release_idle in any::<bool>(),
         ) {
             let held = pool.iter().filter(|n| n.slurm.is_some()).count() as u64;
-            let b = ColocationBounds { min_slurm, min_kubernetes: min_k8s, max_slurm: 10, cooldown: Duration::from_secs(60), release_idle };
+            let b = ColocationBounds { min_slurm, min_kubernetes: min_k8s, max_slurm: 10, cooldown: Duration::from_secs(60), release_idle, shares: None };
             let p = plan(&b, &pool, &pods(n_pods), &signals(busy, demand), Ok(()), held, &ColocationHistory::default(), t(0));
             // Never below Slurm's guarantee by our doing, never above what Kubernetes must keep.
             if held >= min_slurm {
@@ -931,10 +1280,10 @@ mod tests {
         fn nothing_moves_back_within_the_cooldown(pool in any_pool(), n_pods in 0usize..8, busy in 0u64..6, demand in 0u64..6, since in 0u64..59) {
             let held = pool.iter().filter(|n| n.slurm.is_some()).count() as u64;
             let b = bounds();
-            let after_reclaim = ColocationHistory { last_reclaim: Some(t(0)), last_giveback: None };
+            let after_reclaim = ColocationHistory { last_reclaim: Some(t(0)), ..Default::default() };
             let p = plan(&b, &pool, &pods(n_pods), &signals(busy, demand), Ok(()), held, &after_reclaim, t(since));
             prop_assert!(PoolMoves::of(&p).resume.is_empty() && p.replicas <= held, "gave back {since}s after a reclaim: {p:?}");
-            let after_giveback = ColocationHistory { last_reclaim: None, last_giveback: Some(t(0)) };
+            let after_giveback = ColocationHistory { last_giveback: Some(t(0)), ..Default::default() };
             let p = plan(&b, &pool, &pods(n_pods), &signals(busy, demand), Ok(()), held, &after_giveback, t(since));
             prop_assert!(PoolMoves::of(&p).drain.is_empty(), "reclaimed {since}s after a give-back: {p:?}");
         }
