@@ -416,8 +416,13 @@ fn trusted<'a>(
         (Err(why), _) => return Err(format!("the GenericNode ledger cannot be trusted ({why})")),
         (_, Err(why)) => return Err(why.to_string()),
     };
+    // `maxSlurmNodes` and `minKubernetesNodes` still bound the split: Slurm is never owed
+    // more than they let it hold.
+    let most = bounds
+        .max_slurm
+        .min((pool.len() as u64).saturating_sub(bounds.min_kubernetes));
     let nominal = match &bounds.shares {
-        Some(sh) => Some((sh, sh.slurm(pool.len() as u64)?)),
+        Some(sh) => Some((sh, sh.slurm(pool.len() as u64)?.min(most))),
         None => None,
     };
     Ok((s, nominal))
@@ -1151,6 +1156,50 @@ mod tests {
         lifted.sort();
         assert_eq!(lifted, ["k1", "k2"], "{:?}", p.steps);
         assert!(PoolMoves::of(&p).reserved.is_empty());
+    }
+
+    #[test]
+    fn under_shares_the_old_bounds_still_hold() {
+        // Slurm's share is 3 of 4, but maxSlurmNodes is 2: it is owed no more than 2.
+        let pool = vec![
+            node(0, slurm_node(true)),
+            node(1, None),
+            node(2, None),
+            node(3, None),
+        ];
+        let mut b = shared(3, true);
+        b.max_slurm = 2;
+        let p = plan(
+            &b,
+            &pool,
+            &[],
+            &signals(1, 3),
+            Ok(()),
+            1,
+            &ColocationHistory::default(),
+            t(0),
+        );
+        assert_eq!(p.replicas, 2, "{:?}", p.steps);
+        assert_eq!(PoolMoves::of(&p).shares.map(|s| s.slurm), Some(2));
+        // minSlurmNodes: pods never drain Slurm below it, even beyond Slurm's share.
+        let held = vec![
+            node(0, slurm_node(false)),
+            node(1, slurm_node(false)),
+            node(2, None),
+        ];
+        let mut b = shared(0, true);
+        b.min_slurm = 2;
+        let p = plan(
+            &b,
+            &held,
+            &pods(2),
+            &signals(0, 0),
+            Ok(()),
+            2,
+            &ColocationHistory::default(),
+            t(0),
+        );
+        assert!(PoolMoves::of(&p).drain.is_empty(), "{:?}", p.steps);
     }
 
     #[test]
