@@ -77,6 +77,15 @@ pub struct ColocationBounds {
     pub shares: Option<Shares>,
 }
 
+impl ColocationBounds {
+    /// The most of a pool of `pool` nodes Slurm may hold: `maxSlurmNodes`, and all but
+    /// `minKubernetesNodes`.
+    fn most_slurm(&self, pool: usize) -> u64 {
+        self.max_slurm
+            .min((pool as u64).saturating_sub(self.min_kubernetes))
+    }
+}
+
 /// A colocated pool's moves: the effects of its plans.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PoolMoves {
@@ -377,8 +386,7 @@ pub fn plan(
         // Nobody in Kubernetes needs the pool: our drains go back to Slurm, then Slurm grows.
         if cooled(history.last_reclaim) {
             let max_slurm = bounds
-                .max_slurm
-                .min((pool.len() as u64).saturating_sub(bounds.min_kubernetes))
+                .most_slurm(pool.len())
                 .min(nominal.map_or(u64::MAX, |(sh, n)| shares::slurm_cap(sh, n)));
             give_back(&mut p, &mut moves, &sides, max_slurm);
         } else {
@@ -418,11 +426,12 @@ fn trusted<'a>(
     };
     // `maxSlurmNodes` and `minKubernetesNodes` still bound the split: Slurm is never owed
     // more than they let it hold.
-    let most = bounds
-        .max_slurm
-        .min((pool.len() as u64).saturating_sub(bounds.min_kubernetes));
     let nominal = match &bounds.shares {
-        Some(sh) => Some((sh, sh.slurm(pool.len() as u64)?.min(most))),
+        Some(sh) => Some((
+            sh,
+            sh.slurm(pool.len() as u64)?
+                .min(bounds.most_slurm(pool.len())),
+        )),
         None => None,
     };
     Ok((s, nominal))
