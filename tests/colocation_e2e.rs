@@ -1098,3 +1098,157 @@ async fn shares_hold_for_both_sides() {
     let _ = cluster.cmd("scancel").arg(&job).status();
     pool.cleanup().await;
 }
+
+/// `requeueAfterSeconds` in the requeue test: short, so the test is.
+const REQUEUE: u64 = 10;
+
+/// The longest between two full reads of the job list, and a look.
+const FULL_READ: Duration = Duration::from_secs(90);
+
+async fn full_job_list_reads(p: &Process) -> f64 {
+    let full = [("request", "full")];
+    let m = p.metrics().await;
+    m.get("slurm_exporter_job_list_requests_total", &full)
+        .unwrap_or(0.0)
+}
+
+/// A job on `node` with a time limit of `minutes`, and `extra` options.
+fn sbatch_with(cluster: &SlurmCluster, node: &str, minutes: u32, extra: &[&str]) -> String {
+    let minutes = minutes.to_string();
+    let mut args = vec![
+        "-p",
+        "cpu",
+        "-w",
+        node,
+        "-N1",
+        "-n",
+        "1",
+        "--mem=100",
+        "--time",
+        &minutes,
+    ];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--wrap", "sleep 600"]);
+    cluster.submit(&args)
+}
+
+fn restarts(cluster: &SlurmCluster, job: &str) -> String {
+    let shown = cluster.run("scontrol", &["-o", "show", "job", job]);
+    let field = shown
+        .split_whitespace()
+        .find(|w| w.starts_with("Restarts="));
+    field.unwrap_or("Restarts=?").to_string()
+}
+
+/// With `requeueAfterSeconds` set, Kubernetes below its share takes back a node Slurm
+/// borrowed before the job there ends: the node is drained at once, its job requeued by
+/// slurmctld (the node set DOWN) once the drain is that old — not before — and the node
+/// handed over. A job Slurm may not requeue (`--no-requeue`) is waited for, and Slurm keeps
+/// its share.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn borrowed_nodes_come_back_by_requeue_past_the_requeue_time() {
+    let cluster = SlurmCluster::get("24.11");
+    let _turn = turn(&cluster).await;
+    let pool = setup(&cluster, |_| json!({}), false).await;
+    let client = kube_client().await;
+    let shares = json!({"spec": {"colocation": {"minSlurmNodes": 0, "shares": {
+        "slurm": 2, "requeueAfterSeconds": REQUEUE,
+    }}}});
+    pool.autoscalers
+        .patch("cpu", &PatchParams::default(), &Patch::Merge(shares))
+        .await
+        .unwrap();
+    // A job on each node, c1's ending first (so it is the one drained first), c2's not
+    // requeueable; Slurm holds all four, two beyond its share.
+    let jobs = [
+        sbatch_with(&cluster, "c1", 10, &[]),
+        sbatch_with(&cluster, "c2", 20, &["--no-requeue"]),
+        sbatch_with(&cluster, "c3", 30, &[]),
+        sbatch_with(&cluster, "c4", 40, &[]),
+    ];
+    let p = colocated_autoscaler(&cluster, &pool.ns, &[]);
+    // Running, and in the autoscaler's job list: a node whose job it has yet to list ranks
+    // last, which would make the first drain another node than c1.
+    pool.eventually("all four jobs running", STARTS_AND_ACTS, &p, async || {
+        jobs.iter().all(|j| job_running(&cluster, j))
+    })
+    .await;
+    // The autoscaler's job list reads node lists whole at a full `/jobs`: one made after
+    // the jobs run lets it rank c1 (ending first) first and know which jobs may be requeued.
+    p.wait_ready(STARTS_AND_ACTS).await;
+    let full_reads = full_job_list_reads(&p).await;
+    pool.eventually("a full job list read", FULL_READ, &p, async || {
+        full_job_list_reads(&p).await > full_reads
+    })
+    .await;
+
+    pool.unschedulable_pod("web1", json!({})).await;
+    pool.eventually("c1 drained for web1", ACTS, &p, async || {
+        drained_by_us(&cluster, "c1")
+    })
+    .await;
+    let drained_at = Instant::now();
+    pool.eventually(
+        "c1's job requeued",
+        Duration::from_secs(REQUEUE) + ACTS,
+        &p,
+        async || restarts(&cluster, &jobs[0]) == "Restarts=1",
+    )
+    .await;
+    // The drain was seen by the autoscaler a look after it was made, at the earliest.
+    assert!(
+        drained_at.elapsed() >= Duration::from_secs(REQUEUE - 2),
+        "requeued {:?} after the drain, before requeueAfterSeconds ({REQUEUE} s)",
+        drained_at.elapsed()
+    );
+    assert!(!job_running(&cluster, &jobs[0]));
+    let said = support::event_notes(&client, &pool.ns, "Requeue").await;
+    assert!(said.iter().any(|n| n.contains("c1")), "{said:?}");
+    pool.eventually("c1 handed over", ACTS, &p, async || {
+        pool.replicas().await == 3 && pool.marked_to_go("c1").await
+    })
+    .await;
+    // Its user gives up on it (pinned to c1, it would wait for c1 to come back).
+    let _ = cluster.cmd("scancel").arg(&jobs[0]).status();
+    pool.pods
+        .delete("slurmd-c1", &DeleteParams::default().grace_period(0))
+        .await
+        .unwrap();
+    pool.set_nodeset_replicas_status(3).await;
+    pool.pods
+        .delete("web1", &DeleteParams::default().grace_period(0))
+        .await
+        .unwrap();
+    pool.borrowing_pod("web1", "c1").await;
+    pool.ledger("c1", "0", "6").await;
+
+    // The next pod: c2 is drained, but its job may not be requeued: it runs on.
+    pool.unschedulable_pod("web2", json!({})).await;
+    pool.eventually("c2 drained for web2", ACTS, &p, async || {
+        drained_by_us(&cluster, "c2")
+    })
+    .await;
+    let full_reads = full_job_list_reads(&p).await;
+    pool.eventually("a full job list read", FULL_READ, &p, async || {
+        full_job_list_reads(&p).await > full_reads
+    })
+    .await;
+    pool.stays(
+        "c2's job running, c3 and c4 serving Slurm",
+        Duration::from_secs(REQUEUE + 3),
+        &p,
+        async || {
+            job_running(&cluster, &jobs[1])
+                && !drained_by_us(&cluster, "c3")
+                && !drained_by_us(&cluster, "c4")
+        },
+    )
+    .await;
+    assert_eq!(restarts(&cluster, &jobs[1]), "Restarts=0");
+    let said = support::event_notes(&client, &pool.ns, "Requeue").await;
+    assert!(!said.iter().any(|n| n.contains("c2")), "{said:?}");
+    for j in &jobs {
+        let _ = cluster.cmd("scancel").arg(j).status();
+    }
+    pool.cleanup().await;
+}

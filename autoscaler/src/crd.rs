@@ -324,11 +324,17 @@ pub struct SharesSpec {
     pub kubernetes_borrowing_limit: Option<u32>,
     /// A side below its share with work waiting gets borrowed nodes back within this long
     /// (default 600). Nodes Slurm borrowed are drained at once and handed over as their
-    /// jobs end (no job is killed or requeued); nodes Kubernetes borrowed are tainted at
+    /// jobs end (no job is killed, nor requeued unless `requeueAfterSeconds` says); nodes Kubernetes borrowed are tainted at
     /// once (no new pod lands there) and their pods that `evictablePods` selects are evicted
     /// once this time has passed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reclaim_seconds: Option<u32>,
+    /// Off by default. Set, the jobs still running on a node Slurm borrowed this long after
+    /// it was drained for Kubernetes, below its share with pods waiting, are requeued — only
+    /// where Slurm may requeue every one of them (`--requeue`, `JobRequeue=1`); the others
+    /// are waited for. Their run so far is lost; they start again from the queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requeue_after_seconds: Option<u32>,
     /// Pods on a node Kubernetes borrowed that may be evicted (Eviction API: their
     /// PodDisruptionBudgets and grace periods kept, lowest priority first) when Slurm
     /// reclaims it (default: none — the node comes back as its pods end).

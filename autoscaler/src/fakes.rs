@@ -92,6 +92,11 @@ pub enum Recorded {
     Resume {
         node: String,
     },
+    /// Set DOWN: its jobs requeued.
+    Down {
+        node: String,
+        reason: String,
+    },
     /// A powered-down record told to power up.
     PowerUp {
         node: String,
@@ -394,6 +399,14 @@ fn merge_status(old: &mut NodeSetAutoscalerStatus, patch: &NodeSetAutoscalerStat
 impl SlurmNodes for Fake {
     async fn drain(&self, _: &str, _: ApiVersion, node: &str, why: &str) -> Result<()> {
         self.world().writes.push(Recorded::Drain {
+            node: node.into(),
+            reason: drain_reason(why),
+        });
+        Ok(())
+    }
+
+    async fn down(&self, _: &str, _: ApiVersion, node: &str, why: &str) -> Result<()> {
+        self.world().writes.push(Recorded::Down {
             node: node.into(),
             reason: drain_reason(why),
         });

@@ -77,6 +77,9 @@ pub enum Write {
     Drain(&'static str),
     /// RESUME Slurm nodes.
     Resume,
+    /// DOWN Slurm nodes with this reason: slurmctld requeues their jobs (planned only where
+    /// every job there may be requeued).
+    Requeue(&'static str),
     /// DRAIN Slurm nodes with this reason, then RESUME them (only where slurmctld plans on
     /// none of them: the DRAIN requeues a job allocated there meanwhile).
     Refresh(&'static str),
@@ -102,7 +105,7 @@ impl Write {
     pub fn is_slurm(self) -> bool {
         matches!(
             self,
-            Self::Drain(_) | Self::Resume | Self::Refresh(_) | Self::PowerUp
+            Self::Drain(_) | Self::Resume | Self::Requeue(_) | Self::Refresh(_) | Self::PowerUp
         )
     }
 

@@ -1,4 +1,4 @@
-//! Draining, resuming and powering up Slurm nodes, creating the records of a NodeSet's nodes
+//! Draining, resuming, downing (to requeue) and powering up Slurm nodes, creating the records of a NodeSet's nodes
 //! ([`crate::records`]) and the one reconfigure some Slurm releases need after that — the
 //! only Slurm writes slurmscale makes — behind the
 //! [`SlurmNodes`] trait, so the controller's colocated path runs on an in-memory Slurm in
@@ -37,6 +37,17 @@ pub struct Scontrol {
 pub trait SlurmNodes: Send + Sync + 'static {
     /// DRAIN `node` of `cluster` (spoken to in `version`) with the reason `slurmscale: <why>`.
     fn drain(
+        &self,
+        cluster: &str,
+        version: ApiVersion,
+        node: &str,
+        why: &str,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// DOWN `node` of `cluster` with the reason `slurmscale: <why>`: slurmctld requeues the
+    /// batch jobs running there that may be requeued and kills the others, so callers only
+    /// ask it of nodes whose every job may be requeued.
+    fn down(
         &self,
         cluster: &str,
         version: ApiVersion,
@@ -125,6 +136,13 @@ impl SlurmNodes for SlurmNodeWriters {
             .await
     }
 
+    async fn down(&self, cluster: &str, version: ApiVersion, node: &str, why: &str) -> Result<()> {
+        let writer = self.get(cluster)?;
+        self.leadership
+            .fence("Slurm node down", writer.down(version, node, why))
+            .await
+    }
+
     async fn resume(&self, cluster: &str, version: ApiVersion, node: &str) -> Result<()> {
         let writer = self.get(cluster)?;
         self.leadership
@@ -170,17 +188,32 @@ impl SlurmNodeWriter {
 
     /// DRAIN with `slurmscale: <why>`.
     pub async fn drain(&self, version: ApiVersion, node: &str, why: &str) -> Result<()> {
+        self.set_with_reason(version, node, "DRAIN", why).await
+    }
+
+    /// DOWN with `slurmscale: <why>` (the DRAIN flag stays where it was set).
+    pub async fn down(&self, version: ApiVersion, node: &str, why: &str) -> Result<()> {
+        self.set_with_reason(version, node, "DOWN", why).await
+    }
+
+    async fn set_with_reason(
+        &self,
+        version: ApiVersion,
+        node: &str,
+        state: &str,
+        why: &str,
+    ) -> Result<()> {
         let reason = drain_reason(why);
         if !version.updates_nodes() {
             return self
                 .scontrol(&[
                     &format!("nodename={node}"),
-                    "state=drain",
+                    &format!("state={}", state.to_ascii_lowercase()),
                     &format!("reason={reason}"),
                 ])
                 .await;
         }
-        let body = json!({"state": ["DRAIN"], "reason": reason});
+        let body = json!({"state": [state], "reason": reason});
         Ok(self
             .client
             .post_json(version, &format!("node/{node}"), &body)

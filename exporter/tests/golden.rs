@@ -734,3 +734,41 @@ fn package_dir() -> PathBuf {
     std::env::var_os("CARGO_MANIFEST_DIR")
         .map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), PathBuf::from)
 }
+
+/// What the autoscaler's `requeueAfterSeconds` asks before it sets a node DOWN: may Slurm
+/// requeue every job running there? Read from real 22.05, 24.11 and 26.05 answers, where
+/// every running job is a batch job that may be (`JobRequeue=1`); then the same answers with
+/// c1's own job made `--no-requeue` and g1's an `srun` job (not batch): those nodes are not.
+#[test]
+fn a_node_may_be_requeued_only_where_every_job_running_there_may_be() {
+    let goldens = [
+        (ApiVersion::V0038, Source::Recorded),
+        (ApiVersion::V0042, Source::Recorded),
+        (ApiVersion::V0045, Source::Slurm2605),
+    ];
+    for (version, source) in goldens {
+        let g = Golden { version, source };
+        let raw = read(g, "jobs");
+        let requeueable = |bytes: &[u8]| {
+            let jobs = version.decode_jobs(bytes, false).expect("jobs decode").data;
+            ["c1", "c2", "g1"].map(|n| jobs.running_on.get(n).map(|w| w.requeueable))
+        };
+        assert_eq!(requeueable(&raw), [Some(true); 3], "{version}");
+        let mut v: serde_json::Value = serde_json::from_slice(&raw).unwrap();
+        for job in v["jobs"].as_array_mut().unwrap() {
+            let nodes = job["nodes"].as_str().unwrap_or_default().to_string();
+            if nodes == "c1" {
+                job["requeue"] = false.into();
+            }
+            if nodes == "g1" {
+                job["batch_flag"] = false.into();
+            }
+        }
+        let changed = serde_json::to_vec(&v).unwrap();
+        assert_eq!(
+            requeueable(&changed),
+            [Some(false), Some(true), Some(false)],
+            "{version}"
+        );
+    }
+}

@@ -24,7 +24,7 @@ for f in sorted(out.glob("*/0.*-c*.json")):
     share, cooldown = name.split("-c")
     for r in json.loads(f.read_text()):
         rows.setdefault((pairing, share, r["policy"]), []).append(r)
-keys = ["stranded_node_hours", "slurm_wait_p95_s", "pod_wait_p95_s", "evictions", "pod_hours_lost", "jobs_killed"]
+keys = ["stranded_node_hours", "slurm_wait_p95_s", "pod_wait_p95_s", "evictions", "pod_hours_lost", "jobs_killed", "jobs_requeued", "job_hours_lost", "starved_jobs"]
 print("| pairing | share | policy | runs | " + " | ".join(keys) + " |")
 print("|" + "---|" * (4 + len(keys)))
 for (pairing, share, policy), rs in sorted(rows.items()):

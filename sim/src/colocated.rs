@@ -221,6 +221,11 @@ impl PoolWorld {
                     cluster.drain(i, false, now);
                 }
             }
+            Recorded::Down { node, .. } => {
+                if let Some(i) = self.slot_of(node) {
+                    cluster.requeue_on(i, now);
+                }
+            }
             Recorded::MarkPodsOn { nodes } => {
                 let slots = nodes.iter().filter_map(|n| slot_of_k8s(n));
                 self.nodeset.marked.extend(slots);

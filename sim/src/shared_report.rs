@@ -41,6 +41,8 @@ pub struct SharedRow {
     /// those nodes to pods could at most have used.
     pub lendable_node_hours: f64,
     pub jobs_killed: u64,
+    pub jobs_requeued: u64,
+    /// Node-hours of the runs requeued jobs lost.
     pub job_hours_lost: f64,
     /// Jobs and pods never placed when the replay stopped.
     pub starved_jobs: usize,
@@ -85,7 +87,8 @@ impl SharedRow {
             pod_hours_lost: hours(s.pod_seconds_lost),
             lendable_node_hours: hours(s.lendable_node_seconds),
             jobs_killed: s.jobs_killed,
-            job_hours_lost: 0.0,
+            jobs_requeued: s.jobs_requeued,
+            job_hours_lost: hours(s.job_node_seconds_lost),
             starved_jobs: s.starved_jobs,
             starved_pods: s.starved_pods,
             gap_closed: None,
@@ -128,7 +131,7 @@ pub fn table(rows: &[SharedRow]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<17} {:>10} {:>10} {:>10} {:>9} {:>7} {:>7} {:>7} {:>8} {:>7} {:>7} {:>7} {:>7} {:>6} {:>11} {:>6} {:>9} {:>6}",
+        "{:<17} {:>10} {:>10} {:>10} {:>9} {:>7} {:>7} {:>7} {:>8} {:>7} {:>7} {:>7} {:>7} {:>6} {:>11} {:>6} {:>9} {:>7} {:>9} {:>6}",
         "policy",
         "stranded",
         "slurm",
@@ -146,12 +149,14 @@ pub fn table(rows: &[SharedRow]) -> String {
         "handovers",
         "evict",
         "pod-h lost",
+        "requeue",
+        "job-h lost",
         "gap"
     );
     for r in rows {
         let _ = writeln!(
             out,
-            "{:<17} {:>10.1} {:>10.1} {:>10.1} {:>9.1} {:>7} {:>7} {:>7} {:>8.2} {:>7} {:>7} {:>7} {:>7.2} {:>6} {:>5}/{:<5} {:>6} {:>9.1} {:>6}",
+            "{:<17} {:>10.1} {:>10.1} {:>10.1} {:>9.1} {:>7} {:>7} {:>7} {:>8.2} {:>7} {:>7} {:>7} {:>7.2} {:>6} {:>5}/{:<5} {:>6} {:>9.1} {:>7} {:>9.1} {:>6}",
             r.policy,
             r.stranded_node_hours,
             r.slurm_node_hours,
@@ -170,6 +175,8 @@ pub fn table(rows: &[SharedRow]) -> String {
             r.handovers_to_slurm,
             r.evictions,
             r.pod_hours_lost,
+            r.jobs_requeued,
+            r.job_hours_lost,
             r.gap_closed
                 .map_or("-".to_string(), |g| format!("{:.0}%", g * 100.0)),
         );

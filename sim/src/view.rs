@@ -245,6 +245,8 @@ impl SlurmView {
                     NodeWork {
                         jobs: count,
                         free_at,
+                        // Traces do not say; Slurm's default (`JobRequeue=1`) allows it.
+                        requeueable: true,
                     },
                 );
             }
@@ -445,6 +447,7 @@ fn running_on(cluster: &Cluster, names: &[Arc<str>]) -> BTreeMap<Arc<str>, NodeW
             let work = NodeWork {
                 jobs: jobs as u64,
                 free_at: Some(t),
+                requeueable: true,
             };
             (names[i as usize].clone(), work)
         })

@@ -360,6 +360,12 @@ impl<K: Kubernetes, S: SlurmNodes, P: PoolReader> Executor<'_, K, S, P> {
                         self.resume(node).await?;
                     }
                 }
+                Write::Requeue(why) => {
+                    let (cluster, version) = self.slurm()?;
+                    for node in &todo {
+                        self.seam.slurm.down(&cluster, version, node, why).await?;
+                    }
+                }
                 Write::Refresh(why) => {
                     for node in &todo {
                         self.drain(node, why).await?;

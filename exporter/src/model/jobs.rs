@@ -155,9 +155,11 @@ impl JobsBuilder {
             let work = self.jobs.running_on.entry(name).or_insert(NodeWork {
                 jobs: 0,
                 free_at: end,
+                requeueable: true,
             });
             work.jobs += 1;
             work.free_at = work.free_at.zip(end).map(|(a, b)| a.max(b));
+            work.requeueable &= r.requeue;
         }
     }
 

@@ -592,6 +592,8 @@ pub struct NodeWork {
     /// When the last of them reaches its end time (unix seconds); `None` when one of them
     /// has none (no time limit) — the node frees at no known time.
     pub free_at: Option<i64>,
+    /// Slurm may requeue every one of them.
+    pub requeueable: bool,
 }
 
 /// Scheduler statistics from `/diag`. Durations in seconds, counters as Slurm counts them

@@ -62,6 +62,9 @@ pub struct Job<S> {
     pub mcs_label: S,
     /// The `EXTERNAL_JOB` flag (v0.0.43 on): a placeholder for work run elsewhere.
     pub external: bool,
+    /// Slurm may requeue it: a batch job with `requeue` (`--requeue`, or `JobRequeue=1`, the
+    /// default); absent reads as not.
+    pub requeue: bool,
 }
 
 /// A job as a wire module reads it, borrowing from the response bytes.
@@ -117,6 +120,7 @@ impl<S> Job<S> {
             wckey: text(&self.wckey, Text::Shared),
             mcs_label: text(&self.mcs_label, Text::Shared),
             external: self.external,
+            requeue: self.requeue,
         }
     }
 }

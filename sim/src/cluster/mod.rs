@@ -313,6 +313,9 @@ pub struct Cluster {
     pub scale_downs: u64,
     /// `Planned`: records the autoscaler powered up ahead of a planned start.
     pub early_power_ups: u64,
+    /// Pools: jobs requeued ([`Cluster::requeue_on`]) and the node-seconds of their runs lost.
+    pub requeued: u64,
+    pub lost_node_seconds: f64,
     /// `Planned`: how long each job that waited for a powered-down node to boot waited in
     /// CONFIGURING, from its allocation to its run (seconds).
     pub boot_waits: Vec<i64>,
@@ -408,6 +411,8 @@ impl Cluster {
             scale_ups: 0,
             scale_downs: 0,
             early_power_ups: 0,
+            requeued: 0,
+            lost_node_seconds: 0.0,
             boot_waits: Vec::new(),
         };
         match mode {
@@ -519,8 +524,11 @@ impl Cluster {
                 break;
             }
             self.ends.pop();
-            self.end(j, now);
-            changed = true;
+            // Not a requeued job's old end (its new run, if any, has another).
+            if self.outcomes[j].end == t {
+                self.end(j, now);
+                changed = true;
+            }
         }
         while let Some(job) = self.jobs.get(self.next_submit) {
             if job.submit > now {
@@ -693,11 +701,17 @@ impl Cluster {
     }
 
     fn end(&mut self, j: usize, now: i64) {
+        if self.release(j, now) {
+            self.finished += 1;
+        }
+    }
+
+    /// Frees what job `j` holds (its run ended or it was requeued); whether it held anything.
+    fn release(&mut self, j: usize, now: i64) -> bool {
         let Some(run) = self.running[j].take() else {
-            return;
+            return false;
         };
         self.by_expected_end.remove(&(run.expected_end, j));
-        self.finished += 1;
         let job = &self.jobs[j];
         let (cpus, mem, gpus) = (
             job.cpus_per_node,
@@ -734,6 +748,7 @@ impl Cluster {
                 self.free.insert((n.free_cpus, i));
             }
         }
+        true
     }
 
     /// A node is asked for: it boots (or, for a static partition, is simply there).

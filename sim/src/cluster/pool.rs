@@ -2,7 +2,7 @@
 //! node slots it holds is decided outside, as its pods land on and leave the pool's nodes,
 //! and the autoscaler drains and resumes its Slurm nodes by name.
 
-use super::{Cluster, Power};
+use super::{Cluster, JobTimes, Power};
 
 impl Cluster {
     /// Pools: slot `i` holds a NodeSet pod from the start, its node up at once.
@@ -64,5 +64,31 @@ impl Cluster {
         if !on {
             self.schedule(now);
         }
+    }
+
+    /// Slot `i`'s Slurm node set DOWN (the autoscaler's requeue): slurmctld requeues every
+    /// job running there; each waits again from the queue, its run so far lost on all its
+    /// nodes. The node stays drained, now empty.
+    pub fn requeue_on(&mut self, i: u32, now: i64) {
+        for j in self.nodes[i as usize].jobs.clone() {
+            let started = self.outcomes[j].end > 0;
+            let ran = if started {
+                (now - self.outcomes[j].start).max(0)
+            } else {
+                0
+            };
+            if !self.release(j, now) {
+                continue;
+            }
+            let job = &self.jobs[j];
+            self.lost_node_seconds += ran as f64 * f64::from(job.nodes);
+            self.requeued += 1;
+            self.counts.pending += 1;
+            self.counts.pending_job_nodes += u64::from(job.nodes);
+            self.outcomes[j] = JobTimes::default();
+            self.queue.insert(j);
+            self.dirty.get_or_insert(now);
+        }
+        self.schedule(now);
     }
 }

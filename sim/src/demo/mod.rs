@@ -543,6 +543,7 @@ impl World for AtPoll<'_> {
             w @ (Recorded::Scale { .. }
             | Recorded::Drain { .. }
             | Recorded::Resume { .. }
+            | Recorded::Down { .. }
             | Recorded::MarkPodsOn { .. }
             | Recorded::UnmarkPodsOn { .. }
             | Recorded::Reserve { .. }

@@ -151,6 +151,9 @@ pub struct SharedStats {
     /// to pods until the start could have used.
     pub lendable_node_seconds: f64,
     pub jobs_killed: u64,
+    /// Jobs requeued (`requeueAfterSeconds`) and the node-seconds of their runs lost.
+    pub jobs_requeued: u64,
+    pub job_node_seconds_lost: f64,
     /// Work never placed when the replay stopped.
     pub starved_jobs: usize,
     pub starved_pods: usize,
@@ -249,6 +252,8 @@ pub fn run_sharing(
     stats.to_kubernetes = pool.world.to_kubernetes;
     stats.to_slurm = pool.world.to_slurm;
     stats.pod_seconds_lost = pool.world.kube.lost_seconds;
+    stats.jobs_requeued = pool.cluster.requeued;
+    stats.job_node_seconds_lost = pool.cluster.lost_node_seconds;
     Ok(SharedRun {
         sharing,
         stats,
@@ -618,6 +623,51 @@ mod tests {
         // Each evicted pod had run about 1 h 10 min, lost.
         let lost = s.pod_seconds_lost / 2.0;
         assert!((HOUR as f64..HOUR as f64 + 900.0).contains(&lost), "{lost}");
+    }
+
+    #[test]
+    fn with_requeue_after_kubernetes_gets_its_share_back_from_long_jobs_and_the_runs_are_lost() {
+        // Slurm's share is two of four nodes. Four ten-hour jobs come first and borrow all
+        // four; an hour in, two pods come. The two borrowed nodes are drained at once; by
+        // default the pods wait for the jobs' nine hours left, with `requeueAfterSeconds`
+        // 600 their jobs are requeued ten minutes after the drains, their hour and ten
+        // minutes of run lost, and the pods start then.
+        let jobs: Arc<[TraceJob]> = (0..4)
+            .map(|i| job(&format!("long-{i}"), 0, 10 * HOUR as u64, 1))
+            .collect::<Vec<_>>()
+            .into();
+        let pods: Arc<[PodRequest]> = (0..2)
+            .map(|i| pod(&format!("web-{i}"), HOUR, HOUR as u64))
+            .collect::<Vec<_>>()
+            .into();
+        let mut opts = SharedOptions::new(shape(), 4, 2);
+        let default = run_sharing(Sharing::Builtin, jobs.clone(), pods.clone(), &opts)
+            .unwrap()
+            .stats;
+        assert_eq!(default.jobs_requeued, 0, "off by default");
+        assert!(
+            default.pod_waits.iter().all(|&w| w >= 8 * HOUR),
+            "{:?}",
+            default.pod_waits
+        );
+        let shares = opts.autoscaler.colocation.as_mut().unwrap();
+        shares.shares.as_mut().unwrap().requeue_after_seconds = Some(600);
+        let s = run_sharing(Sharing::Builtin, jobs, pods, &opts)
+            .unwrap()
+            .stats;
+        assert_eq!(
+            (s.jobs_requeued, s.jobs_killed, s.starved_jobs),
+            (2, 0, 0),
+            "{s:?}"
+        );
+        assert!(
+            s.pod_waits.iter().all(|&w| (600..=900).contains(&w)),
+            "{:?}",
+            s.pod_waits
+        );
+        let lost = s.job_node_seconds_lost / 2.0;
+        let ran = (HOUR + 600) as f64;
+        assert!((ran..ran + 300.0).contains(&lost), "{lost}");
     }
 
     #[test]

@@ -100,6 +100,8 @@ wire_struct! {
         wckey: Str<'a>,
         mcs_label: Str<'a>,
         flags: Words<'a>,
+        requeue: Flag,
+        batch_flag: Flag,
     }
 }
 
@@ -159,6 +161,8 @@ impl<'a> Job<'a> {
                 .flags
                 .iter()
                 .any(|f| f.eq_ignore_ascii_case("EXTERNAL_JOB")),
+            // slurmctld requeues batch jobs only (an `srun` job is killed instead).
+            requeue: self.requeue.0 && self.batch_flag.0,
         }
     }
 }

@@ -206,6 +206,7 @@ fn slurm_node(n: &Node, work: NodeWork, partition: &str) -> SlurmNode {
     SlurmNode {
         running_jobs: work.jobs,
         free_at: work.free_at,
+        requeueable: work.requeueable,
         in_partition: n.partitions.iter().any(|p| **p == *partition),
         busy: n.busy(),
         alloc_cpus: n.alloc_cpus,

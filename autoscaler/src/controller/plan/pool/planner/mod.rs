@@ -58,6 +58,8 @@ pub struct SlurmNode {
     /// `None`: not known, e.g. no limit).
     pub running_jobs: u64,
     pub free_at: Option<i64>,
+    /// Slurm may requeue every job running there.
+    pub requeueable: bool,
     /// DRAIN with our reason prefix.
     pub drained_by_us: bool,
     /// DRAIN (or DOWN) set by someone else: not ours to touch.
@@ -93,6 +95,10 @@ pub struct PoolMoves {
     pub drain: Vec<String>,
     /// Slurm nodes we drained earlier, to resume: Slurm has demand again.
     pub resume: Vec<String>,
+    /// Slurm nodes we drained whose jobs are to be requeued (`requeueAfterSeconds`).
+    pub requeue: Vec<String>,
+    /// Every Slurm node drained by us once this plan is carried out, for the requeue time.
+    pub drained: Vec<String>,
     /// Kubernetes nodes whose NodeSet pod is to go first on the next scale-in (drained and
     /// empty: slurm-operator then removes exactly those).
     pub release: Vec<String>,
@@ -138,6 +144,8 @@ impl PoolMoves {
         static NONE: PoolMoves = PoolMoves {
             drain: Vec::new(),
             resume: Vec::new(),
+            requeue: Vec::new(),
+            drained: Vec::new(),
             release: Vec::new(),
             reserve: Vec::new(),
             unreserve: Vec::new(),
@@ -160,6 +168,9 @@ impl Effects for PoolMoves {
         let drain = Write::Drain("capacity for Kubernetes");
         let drained = "drained {targets} for Kubernetes (reason prefix slurmscale:)";
         let mut moves = Move::each(drain, &self.drain, "Drain", drained);
+        let requeue = Write::Requeue("jobs requeued for Kubernetes");
+        let requeued = "set {targets} DOWN to requeue its jobs: drained for Kubernetes, below its share, longer than requeueAfterSeconds";
+        moves.extend(Move::each(requeue, &self.requeue, "Requeue", requeued));
         let resumed = "resumed {targets}: Slurm has demand again";
         moves.extend(Move::each(Write::Resume, &self.resume, "Resume", resumed));
         let reserved = "reserved {targets} for Slurm, below its share: no new pod lands there";
@@ -203,6 +214,9 @@ pub struct ColocationHistory {
     pub reserved_since: ReservedSince,
     /// Since when Slurm, and Kubernetes, has had work and held less than its share.
     pub below_share_since: [Option<SystemTime>; 2],
+    /// When each Slurm node we drained was first seen drained, for the requeue time (a
+    /// restart starts the clocks again: later requeues, never earlier).
+    pub drained_since: shares::DrainedSince,
 }
 
 impl ColocationHistory {
@@ -226,6 +240,11 @@ impl ColocationHistory {
             self.reserved_since.retain(|n, _| reserved.contains(n));
             for n in reserved {
                 self.reserved_since.entry(n.clone()).or_insert(now);
+            }
+            let drained = &moves.drained;
+            self.drained_since.retain(|n, _| drained.contains(n));
+            for n in drained {
+                self.drained_since.entry(n.clone()).or_insert(now);
             }
         }
     }
@@ -277,11 +296,13 @@ impl<'a> Sides<'a> {
                     .is_some_and(|s| s.in_partition && !s.unavailable)
             })
             .collect();
+        // A busy node whose jobs the job list has yet to show (a job that just started)
+        // ranks as one running a job of unknown end, not as one running none.
         candidates.sort_by_key(|n| {
             n.slurm.as_ref().map(|s| {
                 (
                     s.busy,
-                    s.running_jobs,
+                    s.running_jobs.max(u64::from(s.busy)),
                     s.free_at.unwrap_or(i64::MAX),
                     s.alloc_cpus,
                 )
@@ -373,6 +394,9 @@ pub fn plan(
                 (&placed, wanted),
                 budget,
             );
+            if let Some((sh, _)) = nominal {
+                shares::requeue(&mut p, &mut moves, sh, &sides, &history.drained_since, now);
+            }
         } else {
             p.steps.push(format!(
                 "Kubernetes could use {wanted} node(s), but capacity went to Slurm less than {}s ago",
@@ -405,6 +429,11 @@ pub fn plan(
             needs.kubernetes
         ));
     }
+    let ours = sides.ours_empty.iter().chain(&sides.ours_busy);
+    moves.drained = (ours.map(|n| n.slurm_node.clone()))
+        .filter(|n| !moves.resume.contains(n))
+        .chain(moves.drain.iter().cloned())
+        .collect();
     finish(p, moves, replicas)
 }
 
@@ -871,6 +900,20 @@ mod tests {
         assert_eq!(drained(1), ["s3"]);
         assert_eq!(drained(2), ["s3", "s2"]);
         assert_eq!(drained(3), ["s3", "s2", "s1"]);
+        // Allocated, its job not listed yet (it just started): last, not first.
+        let mut pool = pool;
+        pool[4] = node(4, busy(0, None, 1));
+        let p = plan(
+            &bounds(),
+            &pool,
+            &pods(1),
+            &signals(5, 0),
+            Ok(()),
+            5,
+            &ColocationHistory::default(),
+            t(0),
+        );
+        assert_eq!(PoolMoves::of(&p).drain, ["s3"], "{:?}", p.steps);
     }
 
     #[test]
@@ -991,6 +1034,7 @@ mod tests {
             slurm_borrowing_limit: None,
             kubernetes_borrowing_limit: None,
             reclaim_seconds: None,
+            requeue_after_seconds: None,
             evictable_pods: if evictable {
                 BTreeMap::from([("borrow".to_string(), "yes".to_string())])
             } else {
@@ -1064,6 +1108,80 @@ mod tests {
             Vec::<String>::new(),
             "no pod is evictable"
         );
+    }
+
+    #[test]
+    fn under_shares_jobs_on_a_borrowed_drain_are_requeued_only_past_the_requeue_time() {
+        // Slurm's share is 2; it serves on k0–k1 and still runs jobs on s2, which it borrowed
+        // and we drained for Kubernetes (which holds k3, one below its share, pods waiting).
+        let drained = SlurmNode {
+            drained_by_us: true,
+            requeueable: true,
+            ..slurm_node(true).unwrap()
+        };
+        let mut pool = vec![
+            node(0, slurm_node(true)),
+            node(1, slurm_node(true)),
+            node(2, Some(drained)),
+            node(3, None),
+        ];
+        let requeue_after = |secs: Option<u32>, slurm: i32| {
+            let mut b = shared(slurm, true);
+            b.shares.as_mut().unwrap().spec.requeue_after_seconds = secs;
+            b
+        };
+        let history = ColocationHistory {
+            drained_since: BTreeMap::from([("s2".to_string(), t(0))]),
+            ..Default::default()
+        };
+        let go = |b: &ColocationBounds, pool: &[PoolNode], at| {
+            plan(b, pool, &pods(2), &signals(3, 0), Ok(()), 3, &history, at)
+        };
+        let on = requeue_after(Some(300), 2);
+        let early = go(&on, &pool, t(299));
+        assert!(
+            PoolMoves::of(&early).requeue.is_empty(),
+            "{:?}",
+            early.steps
+        );
+        assert_eq!(
+            early.revisit,
+            Some(t(300)),
+            "looked at again when it is due"
+        );
+        let due = go(&on, &pool, t(300));
+        assert_eq!(PoolMoves::of(&due).requeue, ["s2"], "{:?}", due.steps);
+        assert!(
+            due.steps.iter().any(|s| s.contains("requeuing")),
+            "{:?}",
+            due.steps
+        );
+        let off = go(&requeue_after(None, 2), &pool, t(5_000));
+        assert!(PoolMoves::of(&off).requeue.is_empty(), "off by default");
+        let within = go(&requeue_after(Some(300), 3), &pool, t(5_000));
+        assert!(
+            PoolMoves::of(&within).requeue.is_empty(),
+            "s2 is within Slurm's share of 3: {:?}",
+            within.steps
+        );
+        pool[2].slurm.as_mut().unwrap().requeueable = false;
+        let kept = go(&on, &pool, t(5_000));
+        assert!(
+            PoolMoves::of(&kept).requeue.is_empty(),
+            "a job that may not be requeued is waited for"
+        );
+        // The clock starts when the drain is first planned.
+        let mut h = ColocationHistory::default();
+        let drain = Plan {
+            effects: Some(std::sync::Arc::new(PoolMoves {
+                drained: vec!["s2".into()],
+                ..Default::default()
+            })),
+            ..Plan::default()
+        };
+        h.record(&drain, 3, t(7));
+        h.record(&drain, 3, t(9));
+        assert_eq!(h.drained_since.get("s2"), Some(&t(7)));
     }
 
     #[test]
@@ -1292,6 +1410,7 @@ mod tests {
                             free_at: busy.then_some(1_800_000_000 + i as i64 * 60),
                             drained_by_us: ours && !theirs,
                             unavailable: theirs,
+                            requeueable: i % 2 == 0,
                         }),
                     )
                 })
@@ -1331,6 +1450,32 @@ mod tests {
             for r in &PoolMoves::of(&p).resume {
                 let n = pool.iter().find(|n| &n.slurm_node == r);
                 prop_assert!(n.is_some_and(|n| n.slurm.as_ref().is_some_and(|s| s.drained_by_us)), "resumed {r}, a drain that is not ours");
+            }
+        }
+
+        #[test]
+        fn requeues_only_our_borrowed_drains_whose_jobs_may_be_requeued_past_the_time(
+            pool in any_pool(),
+            n_pods in 0usize..8,
+            busy in 0u64..6,
+            share in 0i32..6,
+            after in proptest::option::of(0u32..120),
+            since in 0u64..240,
+        ) {
+            let held = pool.iter().filter(|n| n.slurm.is_some()).count() as u64;
+            let mut b = shared(share, true);
+            b.shares.as_mut().unwrap().spec.requeue_after_seconds = after;
+            let history = ColocationHistory {
+                drained_since: pool.iter().map(|n| (n.slurm_node.clone(), t(0))).collect(),
+                ..Default::default()
+            };
+            let p = plan(&b, &pool, &pods(n_pods), &signals(busy, 0), Ok(()), held, &history, t(since));
+            let requeued = &PoolMoves::of(&p).requeue;
+            prop_assert!(requeued.is_empty() || after.is_some_and(|a| since >= u64::from(a)), "{p:?}");
+            prop_assert!(held.saturating_sub(requeued.len() as u64) >= (share as u64).min(held), "below its share: {p:?}");
+            for r in requeued {
+                let n = pool.iter().find(|n| &n.slurm_node == r);
+                prop_assert!(n.is_some_and(|n| n.slurm.as_ref().is_some_and(|s| s.drained_by_us && s.busy && s.requeueable && !s.unavailable)), "requeued {r}: {p:?}");
             }
         }
 

@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
-use super::{ColocationHistory, PoolMoves, PoolNode, ShareState, Sides};
+use super::{ColocationHistory, PoolMoves, PoolNode, ShareState, Sides, SlurmNode};
 use crate::crd::SharesSpec;
 use crate::plan::Plan;
 use crate::pool::RESERVED_TAINT;
@@ -108,6 +108,67 @@ pub fn slurm_cap(shares: &Shares, nominal: u64) -> u64 {
 
 /// When each reserved node was first seen reserved, for the reclaim time.
 pub type ReservedSince = BTreeMap<String, SystemTime>;
+
+/// When each Slurm node we drained was first seen drained, for the requeue time.
+pub type DrainedSince = BTreeMap<String, SystemTime>;
+
+/// Kubernetes below its share, with pods waiting, takes back what Slurm borrowed sooner than
+/// its jobs end where the site allows it (`requeueAfterSeconds`): the jobs on our drains past
+/// that time are requeued — on as many nodes as Kubernetes is owed beyond the drains already
+/// empty, never leaving Slurm below its share, only where every job may be requeued, those
+/// that would hold their node longest first. A node already DOWN counts as on its way.
+pub fn requeue(
+    p: &mut Plan,
+    m: &mut PoolMoves,
+    shares: &Shares,
+    sides: &Sides,
+    since: &DrainedSince,
+    now: SystemTime,
+) {
+    let (Some(after), Some(state)) = (shares.spec.requeue_after_seconds, m.shares) else {
+        return;
+    };
+    let after = Duration::from_secs(after.into());
+    let owed = (state.kubernetes_owed).saturating_sub(sides.ours_empty.len() as u64);
+    let mut budget = owed.min(state.slurm_holds.saturating_sub(state.slurm));
+    let mut busy: Vec<(&PoolNode, &SlurmNode)> = (sides.ours_busy.iter())
+        .filter_map(|n| Some((*n, n.slurm.as_ref()?)))
+        .collect();
+    // On their way first; then the nodes whose jobs hold them longest (no limit: longest).
+    busy.sort_by_key(|(n, s)| {
+        let end = s.free_at.unwrap_or(i64::MAX);
+        (!s.unavailable, std::cmp::Reverse(end), n.slurm_node.clone())
+    });
+    for (n, s) in busy {
+        if budget == 0 {
+            break;
+        }
+        if s.unavailable {
+            budget -= 1;
+            continue;
+        }
+        if !s.requeueable {
+            continue;
+        }
+        let waited = since.get(&n.slurm_node).map_or(Duration::ZERO, |t| {
+            now.duration_since(*t).unwrap_or_default()
+        });
+        if waited < after {
+            let due = now + (after - waited);
+            p.revisit = Some(p.revisit.map_or(due, |r| r.min(due)));
+            continue;
+        }
+        budget -= 1;
+        m.requeue.push(n.slurm_node.clone());
+        p.steps.push(format!(
+            "requeuing the {} job(s) on {}: drained for Kubernetes {}s ago, which is below its share with pods waiting (requeueAfterSeconds {})",
+            s.running_jobs,
+            n.slurm_node,
+            waited.as_secs(),
+            after.as_secs()
+        ));
+    }
+}
 
 /// Slurm's guarantee: with Slurm owed `owed` nodes beyond those it serves with (its need
 /// within its share), our drains are resumed, replicas rise, and nodes are reserved and
