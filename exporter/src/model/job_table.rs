@@ -266,4 +266,25 @@ mod tests {
         table.compact();
         assert_eq!(table.build(false, &OriginRules::default()).pending.len(), 0);
     }
+
+    /// A job seen to start by its state alone holds nodes the table does not know: said, so
+    /// that nothing takes a node's listed jobs for all it runs until its record is read.
+    #[test]
+    fn a_job_started_by_its_state_alone_is_running_somewhere_unknown() {
+        let mut table = JobTable::default();
+        table.upsert(&pending(1, "cpu", "Resources"));
+        table.set_state(1, JobState::Running);
+        let jobs = table.build(false, &OriginRules::default());
+        assert_eq!(jobs.cluster.state(JobState::Running), 1);
+        assert_eq!((jobs.running_unplaced, jobs.running_on.len()), (1, 0));
+        table.upsert(&JobRecord {
+            state: Some(JobState::Running),
+            node_list: "c1",
+            requeue: true,
+            ..pending(1, "cpu", "None")
+        });
+        let jobs = table.build(false, &OriginRules::default());
+        assert_eq!(jobs.running_unplaced, 0);
+        assert!(jobs.running_on["c1"].requeueable);
+    }
 }

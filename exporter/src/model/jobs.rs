@@ -150,6 +150,9 @@ impl JobsBuilder {
             *self.running_array_tasks.entry(array).or_default() += 1;
         }
         let end = r.end_time.filter(|t| *t > 0);
+        if r.node_list.is_empty() {
+            self.jobs.running_unplaced += 1;
+        }
         for node in expand_hostlist(r.node_list, nodes.max(1) as usize) {
             let name = Self::intern(&mut self.names, &node);
             let work = self.jobs.running_on.entry(name).or_insert(NodeWork {

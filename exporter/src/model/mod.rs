@@ -558,6 +558,10 @@ pub struct Jobs {
     pub by_owner: BTreeMap<(Arc<str>, Arc<str>), BTreeMap<JobState, u64>>,
     /// Per node: the running jobs there, for choosing which nodes to drain.
     pub running_on: BTreeMap<Arc<str>, NodeWork>,
+    /// Running jobs whose nodes the list does not show yet: seen to start by their state
+    /// alone (`/jobs/state/`), their allocation comes with the next full read. Until then
+    /// `running_on` may miss a job on any busy node.
+    pub running_unplaced: u64,
     /// How far `pending` may be behind slurmctld (none after a full `/jobs`).
     pub uncertain: Uncertainty,
     /// Admin comments that looked like a pod list but were not one (their jobs count as

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use kube::ResourceExt;
 use slurmscale_exporter::k8s::ledger::Owner;
 use slurmscale_exporter::k8s::watch::KubeSnapshot;
-use slurmscale_exporter::model::{Node, NodeBase, NodeFlags, NodeWork};
+use slurmscale_exporter::model::{Jobs, Node, NodeBase, NodeFlags, NodeWork};
 use slurmscale_exporter::snapshot::ClusterSnapshot;
 
 use super::planner::{PoolNode, SlurmNode};
@@ -161,13 +161,7 @@ fn pool_nodes(
         .iter()
         .map(|n| (n.name.as_str(), n))
         .collect();
-    let running_on = snap.jobs.data.as_ref().map(|j| &j.running_on);
-    let work = |n: &str| {
-        running_on
-            .and_then(|r| r.get(n))
-            .copied()
-            .unwrap_or_default()
-    };
+    let work = |n: &str| node_work(snap.jobs.data.as_deref(), n);
     kube.ledger
         .iter()
         .filter(|l| l.cluster == pool)
@@ -199,6 +193,19 @@ fn pool_nodes(
         .collect()
 }
 
+/// The jobs running on node `n` as the job list shows them. Its jobs may be requeued only if
+/// the list shows every job running anywhere: a job it has seen start but not where, or has
+/// yet to see at all, may run on that node and be one Slurm would kill, not requeue.
+fn node_work(jobs: Option<&Jobs>, n: &str) -> NodeWork {
+    let Some(jobs) = jobs else {
+        return NodeWork::default();
+    };
+    let whole = jobs.running_unplaced == 0 && !jobs.uncertain.unseen_new;
+    let mut w = jobs.running_on.get(n).copied().unwrap_or_default();
+    w.requeueable &= whole;
+    w
+}
+
 /// A pool node as Slurm has it. Our drains carry our reason prefix; anyone else's drain,
 /// and a node down, failing or not responding, is not ours to touch.
 fn slurm_node(n: &Node, work: NodeWork, partition: &str) -> SlurmNode {
@@ -217,5 +224,31 @@ fn slurm_node(n: &Node, work: NodeWork, partition: &str) -> SlurmNode {
                 NodeBase::Down | NodeBase::Error | NodeBase::Future
             )
             || n.state.flags.contains(NodeFlags::NOT_RESPONDING),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_nodes_jobs_may_be_requeued_only_while_the_list_shows_every_running_job() {
+        let mut jobs = Jobs::default();
+        let work = NodeWork {
+            jobs: 1,
+            free_at: Some(1_800_000_000),
+            requeueable: true,
+        };
+        jobs.running_on.insert("c1".into(), work);
+        assert_eq!(node_work(Some(&jobs), "c1"), work);
+        assert_eq!(node_work(Some(&jobs), "c2"), NodeWork::default());
+        assert_eq!(node_work(None, "c1"), NodeWork::default());
+        // A job seen to start, its nodes not read yet; a new job not found yet.
+        jobs.running_unplaced = 1;
+        assert!(!node_work(Some(&jobs), "c1").requeueable);
+        jobs.running_unplaced = 0;
+        jobs.uncertain.unseen_new = true;
+        let w = node_work(Some(&jobs), "c1");
+        assert_eq!((w.jobs, w.requeueable), (1, false));
     }
 }
