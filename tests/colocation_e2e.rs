@@ -102,6 +102,31 @@ struct Pool {
     nodeset: &'static str,
 }
 
+/// A test that fails leaves no autoscaler object behind: the next test's autoscaler watches
+/// every namespace and would act on it, on the same Slurm nodes, and fail that test too. Its
+/// jobs are cancelled and drains lifted as well.
+impl Drop for Pool {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        let autoscalers = self.autoscalers.clone();
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime for the clean-up");
+            rt.block_on(async {
+                let params = DeleteParams::default();
+                let gone = autoscalers.delete("cpu", &params);
+                let _ = tokio::time::timeout(Duration::from_secs(10), gone).await;
+            });
+        })
+        .join();
+        reset_cpu(&self.cluster);
+    }
+}
+
 impl Pool {
     fn k8s_node(&self, slurm_node: &str) -> String {
         format!("{}-{slurm_node}", self.name)
