@@ -199,6 +199,19 @@ impl Pool {
             .unwrap();
     }
 
+    /// The hand-over of `slurm_node` carried out as the others would: slurm-operator removes
+    /// its NodeSet pod (`replicas` left), the scheduler binds the waiting pod `web` there as
+    /// a borrowing pod, and the ledger shows it.
+    async fn borrows(&self, slurm_node: &str, web: &str, replicas: u32) {
+        let now = DeleteParams::default().grace_period(0);
+        let slurmd = format!("slurmd-{slurm_node}");
+        self.pods.delete(&slurmd, &now).await.unwrap();
+        self.set_nodeset_replicas_status(replicas).await;
+        self.pods.delete(web, &now).await.unwrap();
+        self.borrowing_pod(web, slurm_node).await;
+        self.ledger(slurm_node, "0", "6").await;
+    }
+
     /// A pod the scheduler could not place: 6 CPUs, which no pool node has free.
     async fn unschedulable_pod(&self, name: &str, node_selector: Value) {
         self.unschedulable_pod_with(name, json!({"nodeSelector": node_selector}))
@@ -970,20 +983,7 @@ async fn shares_hold_for_both_sides() {
             pool.replicas().await == replicas && pool.marked_to_go(&node).await
         })
         .await;
-        pool.pods
-            .delete(
-                &format!("slurmd-{node}"),
-                &DeleteParams::default().grace_period(0),
-            )
-            .await
-            .unwrap();
-        pool.set_nodeset_replicas_status(replicas as u32).await;
-        pool.pods
-            .delete(web, &DeleteParams::default().grace_period(0))
-            .await
-            .unwrap();
-        pool.borrowing_pod(web, &node).await;
-        pool.ledger(&node, "0", "6").await;
+        pool.borrows(&node, web, replicas as u32).await;
         k8s_nodes.push(node);
     }
 
@@ -1235,17 +1235,7 @@ async fn borrowed_nodes_come_back_by_requeue_past_the_requeue_time() {
     .await;
     // Its user gives up on it (pinned to c1, it would wait for c1 to come back).
     let _ = cluster.cmd("scancel").arg(&jobs[0]).status();
-    pool.pods
-        .delete("slurmd-c1", &DeleteParams::default().grace_period(0))
-        .await
-        .unwrap();
-    pool.set_nodeset_replicas_status(3).await;
-    pool.pods
-        .delete("web1", &DeleteParams::default().grace_period(0))
-        .await
-        .unwrap();
-    pool.borrowing_pod("web1", "c1").await;
-    pool.ledger("c1", "0", "6").await;
+    pool.borrows("c1", "web1", 3).await;
 
     // The next pod: c2 is drained, but its job may not be requeued: it runs on.
     pool.unschedulable_pod("web2", json!({})).await;
