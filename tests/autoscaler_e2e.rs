@@ -4,6 +4,7 @@
 
 mod support;
 
+use std::cell::Cell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -541,16 +542,19 @@ async fn the_leader_serves_the_exporters_metrics_when_asked() {
     );
     a.wait_ready(Duration::from_secs(30)).await;
     b.wait_ready(Duration::from_secs(30)).await;
-    let leads =
-        async |p: &Process| p.metrics().await.get("slurmscale_autoscaler_leader", &[]) == Some(1.0);
+    // Each page is judged by what it says of itself: on a loaded machine a renewal can run
+    // late past the 6-s lease and leadership move between two looks, which is no fault.
+    let role = async |p: &Process| {
+        let m = p.metrics().await;
+        (m.get("slurmscale_autoscaler_leader", &[]), m)
+    };
     eventually(
         "a leader is elected",
         Duration::from_secs(20),
         &a,
-        async || leads(&a).await || leads(&b).await,
+        async || role(&a).await.0 == Some(1.0) || role(&b).await.0 == Some(1.0),
     )
     .await;
-    let (leader, standby) = if leads(&a).await { (&a, &b) } else { (&b, &a) };
     let exporter = support::exporter(&cluster, &support::kubeconfig_path());
     exporter.wait_ready(Duration::from_secs(30)).await;
     let same = [
@@ -563,26 +567,35 @@ async fn the_leader_serves_the_exporters_metrics_when_asked() {
             vec![("namespace", s.ns.as_str()), ("nodeset", "elastic")],
         ),
     ];
+    let (leader_matched, standby_seen) = (Cell::new(false), Cell::new(false));
     eventually(
-        "the leader's page carries the exporter's numbers",
+        "the leader's page carries the exporter's numbers and the standby's no Slurm data",
         Duration::from_secs(20),
-        leader,
+        &a,
         async || {
-            let (mine, theirs) = (leader.metrics().await, exporter.metrics().await);
-            same.iter().all(|(name, labels)| {
-                let got = mine.get(name, labels);
-                got.is_some() && got == theirs.get(name, labels)
-            })
+            let theirs = exporter.metrics().await;
+            for p in [&a, &b] {
+                let (leading, mine) = role(p).await;
+                if leading == Some(1.0) {
+                    let matched = same.iter().all(|(name, labels)| {
+                        let got = mine.get(name, labels);
+                        got.is_some() && got == theirs.get(name, labels)
+                    });
+                    leader_matched.set(leader_matched.get() || matched);
+                } else {
+                    assert_eq!(leading, Some(0.0), "each page says whether it leads");
+                    assert_eq!(
+                        mine.get("slurm_nodes", &[]),
+                        None,
+                        "a standby serves Slurm data"
+                    );
+                    standby_seen.set(true);
+                }
+            }
+            leader_matched.get() && standby_seen.get()
         },
     )
     .await;
-    let m = standby.metrics().await;
-    assert_eq!(
-        m.get("slurm_nodes", &[]),
-        None,
-        "a standby serves Slurm data"
-    );
-    assert_eq!(m.get("slurmscale_autoscaler_leader", &[]), Some(0.0));
     s.teardown(&cluster).await;
 }
 

@@ -129,11 +129,13 @@ fn render_page(
         loop {
             let snapshots = clusters.values().map(|r| r.borrow().clone()).collect();
             let mut m = metrics.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            // As it is now, not as at the last reconcile (a minute ago at a long interval).
-            m.leader = leadership.is_leader();
+            // As it is now, not as at the last reconcile (a minute ago at a long interval);
+            // read once, so a page never says "standby" above the leader's Slurm data.
+            let leading = leadership.is_leader();
+            m.leader = leading;
             let full = exporter
                 .as_ref()
-                .filter(|_| leadership.is_leader())
+                .filter(|_| leading)
                 .map(|o| (o, watch.snapshot()));
             let page = metrics::page(snapshots, &m, full.as_ref().map(|(o, k)| (*o, k)));
             tx.send_replace(Arc::new(page));
