@@ -110,19 +110,7 @@ impl Drop for Pool {
         if !std::thread::panicking() {
             return;
         }
-        let autoscalers = self.autoscalers.clone();
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("a runtime for the clean-up");
-            rt.block_on(async {
-                let params = DeleteParams::default();
-                let gone = autoscalers.delete("cpu", &params);
-                let _ = tokio::time::timeout(Duration::from_secs(10), gone).await;
-            });
-        })
-        .join();
+        support::elastic::delete_while_unwinding(&self.autoscalers, "cpu");
         reset_cpu(&self.cluster);
     }
 }

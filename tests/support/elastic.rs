@@ -251,10 +251,34 @@ pub struct Setup {
     pub operator: tokio::task::JoinHandle<()>,
 }
 
+/// A failing test leaves no NodeSetAutoscaler behind: the next test's autoscaler watches
+/// every namespace and would act on it, a rival NodeSet of the same partition, and fail that
+/// test too.
 impl Drop for Setup {
     fn drop(&mut self) {
         self.operator.abort();
+        if std::thread::panicking() {
+            delete_while_unwinding(&self.autoscalers, "elastic");
+        }
     }
+}
+
+/// Deletes `name` from a `Drop` of a panicking test, where no runtime may be entered: on a
+/// thread of its own, given 10 s.
+pub fn delete_while_unwinding(autoscalers: &Api<NodeSetAutoscaler>, name: &str) {
+    let (autoscalers, name) = (autoscalers.clone(), name.to_owned());
+    let _ = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime for the clean-up");
+        rt.block_on(async {
+            let params = Default::default();
+            let gone = autoscalers.delete(&name, &params);
+            let _ = tokio::time::timeout(Duration::from_secs(10), gone).await;
+        });
+    })
+    .join();
 }
 
 impl Setup {
