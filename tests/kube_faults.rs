@@ -640,6 +640,83 @@ async fn slow_answers_time_out_and_recover_when_speed_returns() {
     s.teardown(&cluster).await;
 }
 
+/// An API server slow to answer the leader's Lease requests (each 0.8 s late, so a renewal
+/// takes longer than a 6-s lease's 1.2-s renewal period, yet far less than the lease) does
+/// not make leadership flap: the leader keeps leading on every look and keeps scaling, the
+/// standby stays a standby, and the Lease keeps its holder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_api_server_keeps_its_leader() {
+    let _turn = turn("26.05").await;
+    let cluster = SlurmCluster::get("26.05");
+    reset_elastic(&cluster).await;
+    let since = Instant::now();
+    let s = setup(&cluster).await;
+    let (proxy_a, proxy_b) = (KubeProxy::start().await, KubeProxy::start().await);
+    let a = autoscaler(&cluster, &proxy_a, &s.ns, &["--identity", "replica-a"]);
+    a.wait_ready(Duration::from_secs(30)).await;
+    let client = kube_client().await;
+    let leases: Api<Lease> = Api::namespaced(client.clone(), &s.ns);
+    let holder = async || {
+        leases
+            .get_opt("slurmscale-autoscaler")
+            .await
+            .ok()
+            .flatten()
+            .and_then(|l| l.spec?.holder_identity)
+            .unwrap_or_default()
+    };
+    eventually(
+        "replica-a leads",
+        Duration::from_secs(20),
+        &a,
+        &proxy_a,
+        since,
+        async || holder().await == "replica-a",
+    )
+    .await;
+    let b = autoscaler(&cluster, &proxy_b, &s.ns, &["--identity", "replica-b"]);
+    b.wait_ready(Duration::from_secs(30)).await;
+
+    let lease = "/leases/slurmscale-autoscaler";
+    let slow = proxy_a.add(Match::path(lease), Fault::Delay(Duration::from_millis(800)));
+    pending_job(&cluster, 1);
+    let leading = async |p: &Process| p.metrics().await.get("slurmscale_autoscaler_leader", &[]);
+    // Three lease durations, looked at four times a second.
+    let slow_since = Instant::now();
+    while slow_since.elapsed() < Duration::from_secs(18) {
+        let (la, lb) = (leading(&a).await, leading(&b).await);
+        if la != Some(1.0) || lb != Some(0.0) {
+            let renewals: Vec<Record> = proxy_a
+                .records()
+                .into_iter()
+                .filter(|r| r.path.contains(lease))
+                .collect();
+            panic!(
+                "{:.1} s into the slow answers the leader says {la:?}, the standby {lb:?}\n\
+                 the leader's Lease requests:\n{}\nthe leader's log:\n{}",
+                slow_since.elapsed().as_secs_f64(),
+                show(&renewals, since),
+                a.logs()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert_eq!(holder().await, "replica-a", "the Lease changed hands");
+    eventually(
+        "the leader scales to 1 through the slow answers",
+        Duration::from_secs(30),
+        &a,
+        &proxy_a,
+        since,
+        async || s.replicas().await == 1,
+    )
+    .await;
+    proxy_a.remove(slow);
+    drop(a);
+    drop(b);
+    s.teardown(&cluster).await;
+}
+
 /// Two replicas, each behind its own proxy. The leader is partitioned from the API server
 /// (its requests held, and delivered once the partition heals if it still waits for them)
 /// for longer than its lease while new demand arrives: the standby takes over and scales.

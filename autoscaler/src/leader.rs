@@ -2,7 +2,11 @@
 //! replicas exactly one actuates. The holder renews every `renew`; a standby takes the lease
 //! once it has not been renewed for `duration`. Every write goes through the Lease's
 //! resourceVersion, so two candidates racing for an expired lease cannot both win. A leader
-//! that cannot renew steps down at once (before its lease runs out), never after.
+//! whose renewal fails or is slow keeps trying, and keeps leading, while the lease is
+//! certainly its own (below), and steps down the moment that may no longer hold, never after:
+//! an API server slow to answer, but answering, does not leave the site without a leader
+//! (stepping down at the first slow renewal did, for as long as the slowness lasted). One
+//! that finds the lease held by another steps down at once.
 //!
 //! Stepping down is not enough on its own: a write started while leading can still be in
 //! flight (held by a slow network or a retrying client) when a standby takes over. So the
@@ -108,6 +112,12 @@ impl Leadership {
         self.leading.send_replace(leading)
     }
 
+    /// Until when the lease is certainly ours (`None`: not known to be ours, or no election).
+    fn certain_until(&self) -> Option<Instant> {
+        let valid = self.valid_until.as_ref()?;
+        *valid.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn set_valid_until(&self, until: Option<Instant>) {
         if let Some(valid) = &self.valid_until {
             *valid.lock().unwrap_or_else(|e| e.into_inner()) = until;
@@ -124,32 +134,49 @@ pub async fn run(
 ) {
     let api: Api<Lease> = Api::namespaced(client, &cfg.namespace);
     loop {
+        // Past the instant our lease is certainly ours, a standby may hold it.
+        if leadership.is_leader() && leadership.write_deadline().is_none() {
+            leadership.swap(false);
+            warn!(identity = %cfg.identity, lease = %cfg.name, "the lease could not be renewed before it may run out; not leading");
+        }
         // Taken before the renewal (and its renewTime) so our deadline is never later than
         // what a standby computes from the lease.
         let started = Instant::now();
-        // A renewal that hangs must not leave us acting as leader past the lease.
-        let leading = match tokio::time::timeout(cfg.renew, try_acquire_or_renew(&api, &cfg)).await
-        {
-            Ok(Ok(leading)) => leading,
+        // A leader may wait for an answer while the lease is certainly its own, a standby for
+        // one period: a renewal that hangs must not leave us acting as leader past the lease.
+        let limit = leadership
+            .certain_until()
+            .filter(|until| *until > started)
+            .unwrap_or(started + cfg.renew);
+        let leading = match tokio::time::timeout_at(limit, try_acquire_or_renew(&api, &cfg)).await {
+            Ok(Ok(won)) => {
+                if won {
+                    let margin = cfg.renew.min(cfg.duration / 2);
+                    leadership.set_valid_until(Some(started + cfg.duration - margin));
+                }
+                won
+            }
             Ok(Err(e)) => {
-                warn!(error = %e, "cannot reach the lease; not leading until it can be renewed");
-                false
+                warn!(error = %e, "cannot reach the lease");
+                leadership.write_deadline().is_some()
             }
             Err(_) => {
-                warn!("lease renewal timed out; not leading until it can be renewed");
-                false
+                warn!("lease renewal timed out");
+                leadership.write_deadline().is_some()
             }
         };
-        if leading {
-            let margin = cfg.renew.min(cfg.duration / 2);
-            leadership.set_valid_until(Some(started + cfg.duration - margin));
-        }
         if leading != leadership.swap(leading) {
             info!(identity = %cfg.identity, lease = %cfg.name, leading, "leadership changed");
         }
+        // The next try one period after this one started (a slow answer does not stretch the
+        // period); a leader also wakes when its lease may run out, to step down on time.
+        let mut next = started + cfg.renew;
+        if let Some(until) = leadership.certain_until().filter(|_| leading) {
+            next = next.min(until);
+        }
         tokio::select! {
             _ = stop.cancelled() => break,
-            _ = tokio::time::sleep(cfg.renew) => {}
+            _ = tokio::time::sleep_until(next) => {}
         }
     }
     // Step down cleanly so a standby need not wait for the lease to expire.
