@@ -8,7 +8,6 @@ use std::cell::Cell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 use slurmscale_autoscaler::crd::NodeSetAutoscaler;
@@ -309,16 +308,7 @@ async fn only_the_leader_acts_and_a_standby_takes_over() {
     let second = autoscaler_via(&cluster, &proxy_b.url, &s.ns, &["--identity", "replica-b"]);
     first.wait_ready(Duration::from_secs(30)).await;
     second.wait_ready(Duration::from_secs(30)).await;
-    let leases: Api<Lease> = Api::namespaced(s.client.clone(), &s.ns);
-    let holder = async || {
-        leases
-            .get_opt("slurmscale-autoscaler")
-            .await
-            .ok()
-            .flatten()
-            .and_then(|l| l.spec?.holder_identity)
-            .unwrap_or_default()
-    };
+    let holder = async || support::lease_holder(&s.client, &s.ns).await;
     eventually(
         "a leader is elected",
         Duration::from_secs(20),

@@ -14,7 +14,6 @@ mod support;
 use std::time::{Duration, Instant};
 
 use axum::http::Method;
-use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
 use serde_json::json;
 use slurmscale_autoscaler::crd::NodeSetAutoscaler;
@@ -103,6 +102,31 @@ fn pending_job(cluster: &SlurmCluster, nodes: u32) -> String {
         "--wrap",
         "sleep 300",
     ])
+}
+
+/// Two replicas, each reaching Kubernetes through its own proxy: `replica-a`, started first
+/// and waited for until it holds the Lease, then `replica-b`, its standby.
+async fn leader_and_standby(
+    cluster: &SlurmCluster,
+    s: &Setup,
+    since: Instant,
+) -> (KubeProxy, Process, KubeProxy, Process) {
+    let (proxy_a, proxy_b) = (KubeProxy::start().await, KubeProxy::start().await);
+    let a = autoscaler(cluster, &proxy_a, &s.ns, &["--identity", "replica-a"]);
+    a.wait_ready(Duration::from_secs(30)).await;
+    let client = kube_client().await;
+    eventually(
+        "replica-a leads",
+        Duration::from_secs(20),
+        &a,
+        &proxy_a,
+        since,
+        async || support::lease_holder(&client, &s.ns).await == "replica-a",
+    )
+    .await;
+    let b = autoscaler(cluster, &proxy_b, &s.ns, &["--identity", "replica-b"]);
+    b.wait_ready(Duration::from_secs(30)).await;
+    (proxy_a, a, proxy_b, b)
 }
 
 /// One line per request, for failure messages.
@@ -651,31 +675,9 @@ async fn a_slow_api_server_keeps_its_leader() {
     reset_elastic(&cluster).await;
     let since = Instant::now();
     let s = setup(&cluster).await;
-    let (proxy_a, proxy_b) = (KubeProxy::start().await, KubeProxy::start().await);
-    let a = autoscaler(&cluster, &proxy_a, &s.ns, &["--identity", "replica-a"]);
-    a.wait_ready(Duration::from_secs(30)).await;
     let client = kube_client().await;
-    let leases: Api<Lease> = Api::namespaced(client.clone(), &s.ns);
-    let holder = async || {
-        leases
-            .get_opt("slurmscale-autoscaler")
-            .await
-            .ok()
-            .flatten()
-            .and_then(|l| l.spec?.holder_identity)
-            .unwrap_or_default()
-    };
-    eventually(
-        "replica-a leads",
-        Duration::from_secs(20),
-        &a,
-        &proxy_a,
-        since,
-        async || holder().await == "replica-a",
-    )
-    .await;
-    let b = autoscaler(&cluster, &proxy_b, &s.ns, &["--identity", "replica-b"]);
-    b.wait_ready(Duration::from_secs(30)).await;
+    let holder = async || support::lease_holder(&client, &s.ns).await;
+    let (proxy_a, a, _proxy_b, b) = leader_and_standby(&cluster, &s, since).await;
 
     let lease = "/leases/slurmscale-autoscaler";
     let slow = proxy_a.add(Match::path(lease), Fault::Delay(Duration::from_millis(800)));
@@ -734,31 +736,9 @@ async fn a_partitioned_leader_never_writes_after_the_standby_took_over() {
     reset_elastic(&cluster).await;
     let since = Instant::now();
     let s = setup(&cluster).await;
-    let (proxy_a, proxy_b) = (KubeProxy::start().await, KubeProxy::start().await);
-    let a = autoscaler(&cluster, &proxy_a, &s.ns, &["--identity", "replica-a"]);
-    a.wait_ready(Duration::from_secs(30)).await;
     let client = kube_client().await;
-    let leases: Api<Lease> = Api::namespaced(client.clone(), &s.ns);
-    let holder = async || {
-        leases
-            .get_opt("slurmscale-autoscaler")
-            .await
-            .ok()
-            .flatten()
-            .and_then(|l| l.spec?.holder_identity)
-            .unwrap_or_default()
-    };
-    eventually(
-        "replica-a leads",
-        Duration::from_secs(20),
-        &a,
-        &proxy_a,
-        since,
-        async || holder().await == "replica-a",
-    )
-    .await;
-    let b = autoscaler(&cluster, &proxy_b, &s.ns, &["--identity", "replica-b"]);
-    b.wait_ready(Duration::from_secs(30)).await;
+    let holder = async || support::lease_holder(&client, &s.ns).await;
+    let (proxy_a, a, proxy_b, b) = leader_and_standby(&cluster, &s, since).await;
     pending_job(&cluster, 1);
     eventually(
         "the leader scales to 1",

@@ -778,6 +778,18 @@ pub async fn turn(flavor: &str) -> tokio::sync::MutexGuard<'static, ()> {
     }
 }
 
+/// Who holds the autoscaler's Lease (`slurmscale-autoscaler`) in `ns`; empty when nobody
+/// does or it cannot be read.
+pub async fn lease_holder(client: &kube::Client, ns: &str) -> String {
+    kube::Api::<k8s_openapi::api::coordination::v1::Lease>::namespaced(client.clone(), ns)
+        .get_opt("slurmscale-autoscaler")
+        .await
+        .ok()
+        .flatten()
+        .and_then(|l| l.spec?.holder_identity)
+        .unwrap_or_default()
+}
+
 /// The notes of the Events of `reason` in `ns`.
 pub async fn event_notes(client: &kube::Client, ns: &str, reason: &str) -> Vec<String> {
     let api: kube::Api<k8s_openapi::api::events::v1::Event> =
